@@ -1,0 +1,1 @@
+"""Prompts, one module per role."""

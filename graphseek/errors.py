@@ -1,0 +1,38 @@
+"""Errors raised by graphseek. Every message names what is wrong and, where it helps, what to do."""
+
+from __future__ import annotations
+
+
+class GraphseekError(Exception):
+    """Base class for every error graphseek raises on purpose."""
+
+
+class CorpusError(GraphseekError):
+    """The corpus is empty, missing, unreadable or malformed."""
+
+
+class IndexNotFoundError(GraphseekError):
+    """No index (or an incomplete one) exists at the given directory."""
+
+
+class IndexFormatError(GraphseekError):
+    """An index directory exists but its manifest or files are malformed or incompatible."""
+
+
+class UnknownTopologyError(GraphseekError, KeyError):
+    """A topology name that the registry does not know."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ModelSpecError(GraphseekError, ValueError):
+    """A model spec string the LLM factory cannot resolve."""
+
+
+class LLMOutputError(GraphseekError):
+    """A chat model's reply stayed malformed after every retry."""
+
+
+class BudgetExceededError(GraphseekError):
+    """A run used up its LLM-call or token budget (workflows turn this into an abstention)."""

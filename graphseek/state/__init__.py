@@ -1,0 +1,28 @@
+"""Typed state shared by every workflow."""
+
+from graphseek.state.context import Context
+from graphseek.state.models import (
+    Draft,
+    EvidenceItem,
+    Fact,
+    Gap,
+    SeekerAction,
+    SubQuestion,
+    Usage,
+)
+from graphseek.state.schema import InputState, LibrarianTask, OutputState, State
+
+__all__ = [
+    "Context",
+    "Draft",
+    "EvidenceItem",
+    "Fact",
+    "Gap",
+    "SeekerAction",
+    "InputState",
+    "LibrarianTask",
+    "OutputState",
+    "State",
+    "SubQuestion",
+    "Usage",
+]
