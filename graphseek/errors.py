@@ -31,7 +31,14 @@ class ModelSpecError(GraphseekError, ValueError):
 
 
 class LLMOutputError(GraphseekError):
-    """A chat model's reply stayed malformed after every retry."""
+    """A chat model's reply stayed malformed after every retry.
+
+    `usage` is what the failed attempts cost (a `graphseek.state.Usage`, or None) and `attempts`
+    how many were made, so a workflow can still account for them when it abstains.
+    """
+
+    usage: object = None
+    attempts: int = 0
 
 
 class BudgetExceededError(GraphseekError):

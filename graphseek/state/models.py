@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -81,12 +83,18 @@ class Usage(BaseModel):
 
 
 class SeekerAction(BaseModel):
-    """The Seeker's move for one turn: ask the Librarian more questions, or answer."""
+    """The Seeker's move for one turn: ask the Librarian more questions, answer, or abstain."""
 
     reason: str = Field(default="", description="Why this action, in one or two sentences.")
-    action: str = Field(description='"ask_librarian" or "answer".')
+    action: Literal["ask_librarian", "answer", "abstain"] = Field(
+        description="ask_librarian, answer or abstain."
+    )
     questions: list[str] = Field(
         default_factory=list, description="For ask_librarian: self-contained questions, no '#N'."
+    )
+    step_ids: list[int | None] = Field(
+        default_factory=list,
+        description="For ask_librarian: the plan step each question answers (None if none).",
     )
     answer: str = Field(default="", description="For answer: the final answer, exact wording.")
     evidence: list[str] = Field(

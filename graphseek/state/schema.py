@@ -21,6 +21,13 @@ from graphseek.state.reducers import (
 )
 
 
+class LibrarianTask(TypedDict):
+    """Payload of a `Send` to the Librarian: one sub-question."""
+
+    question: str
+    step_id: NotRequired[int]
+
+
 class InputState(TypedDict):
     question: str
 
@@ -33,6 +40,8 @@ class OutputState(TypedDict):
     trace: NotRequired[Annotated[list[str], operator.add]]
     usage: NotRequired[Annotated[Usage, add_usage]]
     diagnostics: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    # every passage id retrieved during the run, in the order first seen (retrieval metrics)
+    retrieved_ids: NotRequired[Annotated[list[str], append_unique]]
 
 
 class State(InputState, OutputState):
@@ -42,8 +51,12 @@ class State(InputState, OutputState):
     # the decomposition plan, and answers to its steps by step id
     plan: NotRequired[list[SubQuestion]]
     step_answers: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    # what the controlling agent decided last ("ask_librarian", "answer", "abstain", ...)
+    next_action: NotRequired[str]
     # questions the Seeker (or a planner) sends to the Librarian next
-    pending: NotRequired[list[str]]
+    pending: NotRequired[list[LibrarianTask]]
+    # the passages of a single-shot retrieval (naive, higra_retriever), best first
+    passages: NotRequired[list[EvidenceItem]]
     # Librarian drafts from parallel branches; reset with Overwrite
     drafts: NotRequired[Annotated[list[Draft], operator.add]]
     # KAIR caches
@@ -55,10 +68,3 @@ class State(InputState, OutputState):
     # counters
     turn: NotRequired[int]
     retries: NotRequired[int]
-
-
-class LibrarianTask(TypedDict):
-    """Payload of a `Send` to the Librarian: one sub-question."""
-
-    question: str
-    step_id: NotRequired[int]

@@ -1,0 +1,86 @@
+"""Librarian role: stateless retrieval-grounded drafting for one sub-question (HiGraAgent §5.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from graphseek.agents.formatting import format_passages
+from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
+from graphseek.agents.roles import Step
+from graphseek.knowledge.passages import Hit
+from graphseek.llm import invoke_structured
+from graphseek.state.models import Draft, EvidenceItem
+
+
+class LibrarianReply(BaseModel):
+    reasoning: str = ""
+    answer: str
+    candidates: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+    passage_ids: list[str] = Field(default_factory=list)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+def ground_reply(question: str, reply: LibrarianReply, hits: Sequence[Hit]) -> Draft:
+    """Map the model's cited ids and sentences back onto retrieved passages (unknown ids drop)."""
+    by_id = {h.passage.id: h for h in hits}
+    items: list[EvidenceItem] = []
+    for pid in reply.passage_ids:
+        hit = by_id.get(pid)
+        if hit is None:
+            continue
+        sentence = next((s for s in reply.evidence if s and s in hit.passage.text), "")
+        items.append(
+            EvidenceItem(
+                passage_id=pid,
+                title=hit.passage.title,
+                text=hit.passage.text,
+                sentence=sentence,
+                score=hit.score,
+            )
+        )
+    if not items:  # the model cited nothing usable: ground on passages containing a quote
+        for hit in hits:
+            sentence = next((s for s in reply.evidence if s and s in hit.passage.text), "")
+            if sentence:
+                items.append(
+                    EvidenceItem(
+                        passage_id=hit.passage.id,
+                        title=hit.passage.title,
+                        text=hit.passage.text,
+                        sentence=sentence,
+                        score=hit.score,
+                    )
+                )
+    return Draft(
+        question=question,
+        answer=reply.answer.strip(),
+        evidence=items,
+        confidence=reply.confidence if items else min(reply.confidence, 0.3),
+        candidates=[c for c in reply.candidates if c and c != reply.answer],
+    )
+
+
+class LLMLibrarian:
+    def __init__(self, model, max_retries: int = 2, max_chars: int = 6000) -> None:
+        self.model = model
+        self.max_retries = max_retries
+        self.max_chars = max_chars
+
+    def draft(self, question: str, hits: Sequence[Hit]) -> Step[Draft]:
+        messages = [
+            ("system", LIBRARIAN_SYSTEM),
+            (
+                "human",
+                LIBRARIAN_USER.format(
+                    question=question, passages=format_passages(hits, self.max_chars)
+                ),
+            ),
+        ]
+        out, usage = invoke_structured(
+            self.model, LibrarianReply, messages, max_retries=self.max_retries
+        )
+        assert isinstance(out, LibrarianReply)
+        return Step(ground_reply(question, out, hits), usage)

@@ -1,0 +1,181 @@
+"""The `graphseek` command line: demo, index, ask, topologies, stats, eval."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from graphseek.errors import GraphseekError
+
+DEMO_PACKAGE = "graphseek.knowledge.demo"
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("GRAPHSEEK_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "graphseek"
+    )
+    return Path(base)
+
+
+def demo_files() -> tuple[Path, Path]:
+    root = resources.files(DEMO_PACKAGE)
+    return Path(str(root / "demo_corpus.json")), Path(str(root / "demo_questions.json"))
+
+
+def demo_index(rebuild: bool = False, quiet: bool = False) -> Any:
+    """Build (once) or reuse the index of the bundled demo corpus, keyed by the corpus content."""
+    from graphseek.knowledge.index import Index
+
+    corpus, _ = demo_files()
+    digest = hashlib.sha1(corpus.read_bytes()).hexdigest()[:10]
+    path = _cache_dir() / f"demo-index-{digest}"
+    if path.exists() and not rebuild:
+        try:
+            return Index.open(path)
+        except GraphseekError:
+            pass
+    return Index.build(corpus, path, show_progress=not quiet)
+
+
+def _print_result(result: Any, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(result.to_public_dict(), ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"[bold]Question:[/bold] {result.question}")
+    if result.abstained:
+        console.print(f"[bold yellow]Abstained:[/bold yellow] {result.abstain_reason}")
+    else:
+        console.print(f"[bold green]Answer:[/bold green] {result.answer}")
+    for e in result.evidence:
+        snippet = e.sentence or (e.text[:200] + ("…" if len(e.text) > 200 else ""))
+        console.print(f"  [cyan][{e.passage_id}] {e.title}[/cyan]: {snippet}")
+    u = result.usage
+    console.print(
+        f"[dim]trace: {' → '.join(result.trace)}\n"
+        f"usage: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, "
+        f"{u.seconds:.2f} s[/dim]"
+    )
+
+
+def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "topology": args.topology,
+        "llm": args.llm,
+        "retriever": args.retriever,
+        "agents": args.agents,
+        "mode": args.mode,
+        "top_k": args.top_k,
+        "max_turns": args.max_turns,
+    }
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from graphseek.api import ask
+
+    _, questions_file = demo_files()
+    questions = json.loads(questions_file.read_text())
+    question = args.question or questions[0]["question"]
+    index = demo_index(rebuild=args.rebuild, quiet=args.json)
+    _print_result(ask(index, question, **_ask_kwargs(args)), args.json)
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.loaders import load_corpus
+
+    passages = load_corpus(args.corpus, chunk_size=args.chunk_size)
+    index = Index.build(passages, args.out, show_progress=not args.quiet)
+    print(f"Indexed {len(index)} passages into {index.path}")
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from graphseek.api import ask
+    from graphseek.knowledge.index import Index
+
+    index = Index.open(args.index_dir)
+    _print_result(ask(index, args.question, **_ask_kwargs(args)), args.json)
+    return 0
+
+
+def cmd_topologies(args: argparse.Namespace) -> int:
+    from graphseek.graphs import TOPOLOGIES
+
+    width = max(len(n) for n in TOPOLOGIES)
+    for t in TOPOLOGIES.values():
+        print(f"{t.name:<{width}}  {t.description}")
+    return 0
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--topology", "-t", default="dual_agent", help="workflow name (see `topologies`)"
+    )
+    p.add_argument("--llm", default=None, help="model spec: offline (default), openai:<model>")
+    p.add_argument("--retriever", default=None, help="bm25, dense, hybrid (default), higra, …")
+    p.add_argument("--top-k", type=int, default=None, help="passages per retrieval")
+    p.add_argument("--max-turns", type=int, default=None, help="Seeker turn budget")
+    p.add_argument("--agents", type=int, default=None, help="suggesters (knowledge_aware)")
+    p.add_argument("--mode", default=None, help="single, competitive or collaborative")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="graphseek", description="Multi-hop question answering over your own documents."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="answer a question on the bundled demo corpus (offline)")
+    p.add_argument("--question", "-q", default=None, help="ask this instead of the demo question")
+    p.add_argument("--rebuild", action="store_true", help="rebuild the cached demo index")
+    _add_run_options(p)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("index", help="index a corpus (JSON, JSONL, .txt/.md file or folder)")
+    p.add_argument("corpus", help="corpus file or folder")
+    p.add_argument("--out", "-o", required=True, help="index directory to write")
+    p.add_argument("--chunk-size", type=int, default=1200, help="max characters per passage")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("ask", help="answer a question over an index")
+    p.add_argument("index_dir", help="index directory (from `graphseek index`)")
+    p.add_argument("question", help="the question")
+    _add_run_options(p)
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("topologies", help="list the workflows")
+    p.set_defaults(func=cmd_topologies)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args) or 0)
+    except (GraphseekError, ValueError, FileNotFoundError) as exc:
+        print(f"graphseek: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

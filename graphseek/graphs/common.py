@@ -1,0 +1,93 @@
+"""Nodes and helpers that several topologies share: the Librarian call and the final answer."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graphseek.agents.registry import get_roles
+from graphseek.errors import LLMOutputError
+from graphseek.knowledge.passages import Hit, Passage
+from graphseek.state.context import Context
+from graphseek.state.models import Draft, EvidenceItem, Usage
+from graphseek.state.schema import LibrarianTask, State
+from graphseek.tools.retrievers import resolve_index, retrieve
+
+log = logging.getLogger(__name__)
+
+
+def to_evidence(hit: Hit, sentence: str = "") -> EvidenceItem:
+    p = hit.passage
+    return EvidenceItem(
+        passage_id=p.id, title=p.title, text=p.text, sentence=sentence, score=hit.score
+    )
+
+
+def to_hits(items: list[EvidenceItem]) -> list[Hit]:
+    return [
+        Hit(passage=Passage(id=e.passage_id, title=e.title, text=e.text), score=e.score, rank=i)
+        for i, e in enumerate(items, 1)
+    ]
+
+
+def draft_for(
+    question: str, hits: list[Hit], runtime: Runtime[Context], step_id: int | None = None
+) -> tuple[Draft, Usage, str | None]:
+    """Run the Librarian policy; a malformed reply after retries becomes an empty draft."""
+    roles = get_roles(runtime.context)
+    try:
+        step = roles.librarian.draft(question, hits)
+    except LLMOutputError as exc:
+        log.warning("Librarian failed on %r: %s", question, exc)
+        return Draft(question=question, answer="", step_id=step_id), Usage(), str(exc)
+    draft = step.value.model_copy(update={"step_id": step_id, "question": question})
+    return draft, step.usage, None
+
+
+def ask_librarian(task: LibrarianTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The Librarian: retrieve for one sub-question and draft `{answer, evidence}` (stateless)."""
+    ctx = runtime.context
+    question = task["question"]
+    step_id = task.get("step_id")
+    hits = retrieve(resolve_index(ctx), question, ctx.top_k, ctx.retriever)
+    draft, usage, error = draft_for(question, hits, runtime, step_id)
+    update: dict[str, Any] = {
+        "drafts": [draft],
+        "usage": usage,
+        "trace": ["ask_librarian"],
+        "query_history": [question],
+        "retrieved_ids": [h.passage.id for h in hits],
+    }
+    if step_id is not None and draft.answer:
+        update["step_answers"] = {str(step_id): draft.answer}
+    if error:
+        update["diagnostics"] = {"errors": [f"librarian: {error}"]}
+    return update
+
+
+def evidence_from_drafts(drafts: list[Draft], passage_ids: list[str]) -> list[EvidenceItem]:
+    """Evidence items for the cited passage ids (first occurrence wins); all drafts' if none cited."""
+    pool: dict[str, EvidenceItem] = {}
+    for d in drafts:
+        for e in d.evidence:
+            pool.setdefault(e.passage_id, e)
+    if passage_ids:
+        cited = [pool[p] for p in passage_ids if p in pool]
+        if cited:
+            return cited
+    return list(pool.values())
+
+
+def finalize_answer(state: State) -> dict[str, Any]:
+    """Write the output fields: the answer with its grounding, or an explicit abstention."""
+    if state.get("next_action") == "answer" and state.get("answer"):
+        return {"abstained": False, "trace": ["finalize_answer"]}
+    reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
+    return {
+        "answer": "",
+        "abstained": True,
+        "abstain_reason": reason,
+        "trace": ["finalize_answer"],
+    }

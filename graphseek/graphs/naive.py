@@ -1,0 +1,58 @@
+"""`naive`: one retrieval, one answer — the baseline every report is read against."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from graphseek.graphs.common import draft_for, finalize_answer, to_evidence, to_hits
+from graphseek.state.context import Context
+from graphseek.state.schema import InputState, OutputState, State
+from graphseek.tools.retrievers import resolve_index, retrieve
+
+
+def retrieve_passages(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Retrieve the top-k passages for the question with the context's retriever."""
+    ctx = runtime.context
+    hits = retrieve(resolve_index(ctx), state["question"], ctx.top_k, ctx.retriever)
+    return {
+        "passages": [to_evidence(h) for h in hits],
+        "retrieved_ids": [h.passage.id for h in hits],
+        "trace": ["retrieve_passages"],
+    }
+
+
+def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The Librarian drafts the answer from the retrieved passages; low confidence abstains."""
+    ctx = runtime.context
+    draft, usage, error = draft_for(state["question"], to_hits(state.get("passages", [])), runtime)
+    update: dict[str, Any] = {"drafts": [draft], "usage": usage, "trace": ["generate_answer"]}
+    if error:
+        update |= {"next_action": "abstain", "abstain_reason": f"librarian failed: {error}"}
+    elif draft.answer and draft.confidence >= ctx.abstain_threshold:
+        update |= {"next_action": "answer", "answer": draft.answer, "evidence": draft.evidence}
+    else:
+        update |= {
+            "next_action": "abstain",
+            "abstain_reason": f"low confidence ({draft.confidence:.2f}) in {draft.answer!r}",
+        }
+    return update
+
+
+def build_naive() -> StateGraph:
+    builder = StateGraph(
+        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+    )
+    builder.add_node(retrieve_passages)
+    builder.add_node(generate_answer)
+    builder.add_node(finalize_answer)
+    builder.add_edge(START, "retrieve_passages")
+    builder.add_edge("retrieve_passages", "generate_answer")
+    builder.add_edge("generate_answer", "finalize_answer")
+    builder.add_edge("finalize_answer", END)
+    return builder
+
+
+graph = build_naive().compile(name="naive")

@@ -1,0 +1,282 @@
+"""The one place chat models are made: spec strings -> LangChain chat models.
+
+Accepted specs:
+
+- ``"offline"``: no chat model; each role runs its deterministic offline policy.
+- ``"openai:<model>"``: ``langchain_openai.ChatOpenAI``, against OpenAI or any OpenAI-compatible
+  server (vLLM, Ollama, a llama.cpp server). The model name is everything after the first colon,
+  so ``"openai:llama3.1:8b"`` names the Ollama model ``llama3.1:8b``.
+- ``"scripted"``: `ScriptedChatModel`, replaying ``responses=[...]`` (tests).
+
+Environment:
+
+- ``GRAPHSEEK_LLM``: the spec used when a run names none (default ``"offline"``).
+- ``OPENAI_API_KEY``; the base URL from ``GRAPHSEEK_BASE_URL``, ``OPENAI_BASE_URL`` or
+  ``OPENAI_API_BASE`` (first set wins). With a base URL and no key, the key is ``"EMPTY"``, which
+  local servers accept.
+- ``GRAPHSEEK_LLM_TIMEOUT`` (seconds, default 60) and ``GRAPHSEEK_LLM_MAX_RETRIES`` (transport
+  retries inside the OpenAI client, default 2).
+- ``GRAPHSEEK_LLM_CACHE``: path of a `SQLiteResponseCache` attached to every model made here.
+
+Nothing here opens a socket: ``ChatOpenAI`` builds its HTTP client without connecting, and is given
+``http_socket_options=()`` so that it does not probe a throwaway socket for TCP keepalive options
+(the request timeout bounds a silent server instead).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.caches import BaseCache
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
+
+from graphseek.errors import ModelSpecError
+from graphseek.llm.cache import SQLiteResponseCache
+from graphseek.llm.scripted import ScriptedChatModel
+
+OFFLINE = "offline"
+ACCEPTED_SPECS = "'offline', 'openai:<model>' (e.g. 'openai:gpt-4o-mini'), 'scripted'"
+
+LLM_ENV = "GRAPHSEEK_LLM"
+CACHE_ENV = "GRAPHSEEK_LLM_CACHE"
+TIMEOUT_ENV = "GRAPHSEEK_LLM_TIMEOUT"
+MAX_RETRIES_ENV = "GRAPHSEEK_LLM_MAX_RETRIES"
+BASE_URL_ENVS = ("GRAPHSEEK_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_BASE")
+API_KEY_ENV = "OPENAI_API_KEY"
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_RETRIES = 2
+
+#: environment variables whose values change what `make_chat_model` builds (see `model_for`)
+_MODEL_ENVS = (*BASE_URL_ENVS, API_KEY_ENV, TIMEOUT_ENV, MAX_RETRIES_ENV, CACHE_ENV)
+
+
+# -- specs ------------------------------------------------------------------------------------
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split a spec into ``(provider, model)``: ``("offline", "")``, ``("openai", name)``,
+    ``("scripted", "")``. Raises `ModelSpecError` naming the accepted forms."""
+    if not isinstance(spec, str):
+        raise ModelSpecError(
+            f"a model spec must be a string, got {type(spec).__name__}; use {ACCEPTED_SPECS}"
+        )
+    text = spec.strip()
+    provider, sep, model = text.partition(":")
+    provider, model = provider.strip().lower(), model.strip()
+    if provider in (OFFLINE, "scripted") and not model:
+        return provider, ""
+    if provider == "openai":
+        if not model:
+            raise ModelSpecError(
+                f"model spec {spec!r} names no model: write 'openai:<model>', "
+                "e.g. 'openai:gpt-4o-mini'"
+            )
+        return provider, model
+    hint = f" (did you mean 'openai:{text}'?)" if text and not sep else ""
+    raise ModelSpecError(f"unknown model spec {spec!r}{hint}; use one of {ACCEPTED_SPECS}")
+
+
+def _normalise(spec: str) -> str:
+    provider, model = parse_spec(spec)
+    return f"{provider}:{model}" if model else provider
+
+
+def _default_spec() -> str:
+    value = os.environ.get(LLM_ENV, "").strip()
+    if not value:
+        return OFFLINE
+    try:
+        return _normalise(value)
+    except ModelSpecError as exc:
+        raise ModelSpecError(f"environment variable {LLM_ENV}: {exc}") from None
+
+
+def resolve_spec(llm: Any, role: str) -> str | BaseChatModel:
+    """The model for `role` given ``Context.llm``: an instance (returned as is) or a spec string.
+
+    - a chat model (or any runnable, e.g. a model with tools bound) is returned unchanged;
+    - a mapping uses ``llm[role]``, else ``llm["default"]``, else the fallback;
+    - a spec string is validated and normalised;
+    - None or an empty string falls back to ``$GRAPHSEEK_LLM``, then ``"offline"``.
+
+    Returns ``"offline"`` when the role should run its offline policy.
+    """
+    if llm is None:
+        return _default_spec()
+    if isinstance(llm, str):
+        return _normalise(llm) if llm.strip() else _default_spec()
+    if isinstance(llm, Mapping):
+        for key in (role, "default"):
+            value = llm.get(key)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                continue
+            if isinstance(value, Mapping):
+                raise ModelSpecError(
+                    f"llm[{key!r}] is a mapping; each role takes a spec string or a chat model"
+                )
+            return resolve_spec(value, role)
+        return _default_spec()
+    if isinstance(llm, Runnable):
+        return llm  # type: ignore[return-value]
+    raise ModelSpecError(
+        f"cannot use {type(llm).__name__} as a model: give a spec ({ACCEPTED_SPECS}), "
+        "a mapping role -> spec with a 'default' key, or a chat model instance"
+    )
+
+
+# -- models -----------------------------------------------------------------------------------
+
+
+def make_chat_model(spec: str, **kwargs: Any) -> BaseChatModel:
+    """Build the chat model a spec names (see the module docstring for specs and environment).
+
+    Keyword arguments:
+
+    - ``cache``: a path (`SQLiteResponseCache`), a ``BaseCache``, or ``False`` for no caching
+      at all; by default ``$GRAPHSEEK_LLM_CACHE`` if set, else LangChain's global cache if any.
+    - for ``openai:``: ``base_url``, ``api_key``, ``temperature`` (default 0; None leaves it
+      to the server, for models that reject it), ``timeout``, ``max_retries``; anything else
+      goes to ``ChatOpenAI`` unchanged.
+    - for ``scripted``: ``responses`` (a list or a callable) and ``model_name``.
+    """
+    provider, name = parse_spec(spec)
+    cache = _resolve_cache(kwargs.pop("cache", None))
+    model: BaseChatModel
+    if provider == OFFLINE:
+        raise ModelSpecError(
+            "'offline' selects each role's offline policy, not a chat model; "
+            "use graphseek.llm.model_for(llm, role), which returns None for it"
+        )
+    if provider == "scripted":
+        extra = {k: v for k, v in kwargs.items() if k == "model_name"}
+        model = ScriptedChatModel(responses=kwargs.get("responses", []), **extra)
+    else:
+        model = _make_openai(name, kwargs)
+    if cache is not None:
+        # set after construction: a constructor kwarg would end up in the cache key itself
+        model.cache = cache
+    return model
+
+
+def _make_openai(name: str, kwargs: dict[str, Any]) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI  # deferred: importing the client stack is slow
+
+    base_url = kwargs.pop("base_url", None) or _first_env(BASE_URL_ENVS)
+    api_key = kwargs.pop("api_key", None) or os.environ.get(API_KEY_ENV) or None
+    if api_key is None:
+        if not base_url:
+            raise ModelSpecError(
+                f"model spec 'openai:{name}' needs {API_KEY_ENV}, or an OpenAI-compatible server "
+                f"URL in one of {', '.join(BASE_URL_ENVS)}; or run with llm='offline'"
+            )
+        api_key = "EMPTY"  # vLLM, Ollama and llama.cpp servers accept any key
+    options: dict[str, Any] = {
+        "model": name,
+        "api_key": api_key,
+        "timeout": _number(kwargs.pop("timeout", None), TIMEOUT_ENV, DEFAULT_TIMEOUT, float),
+        "max_retries": _number(
+            kwargs.pop("max_retries", None), MAX_RETRIES_ENV, DEFAULT_MAX_RETRIES, int
+        ),
+    }
+    temperature = kwargs.pop("temperature", 0.0)
+    if temperature is not None:
+        options["temperature"] = temperature
+    if base_url:
+        options["base_url"] = base_url
+    # `None` (langchain-openai's default) probes a throwaway socket at construction to pick TCP
+    # keepalive options; `()` skips the probe and keeps httpx's proxy auto-detection. Silent
+    # peers are bounded by the request timeout instead. Pass `http_socket_options=None` to opt in.
+    options["http_socket_options"] = kwargs.pop("http_socket_options", ())
+    return ChatOpenAI(**options, **kwargs)
+
+
+def _first_env(names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def _number(value: Any, env: str, default: Any, kind: type) -> Any:
+    if value is not None:
+        return kind(value)
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ModelSpecError(f"environment variable {env}={raw!r} is not a number") from None
+
+
+# -- caches -----------------------------------------------------------------------------------
+
+_caches: dict[Path, SQLiteResponseCache] = {}
+_caches_lock = threading.Lock()
+
+
+def open_cache(path: str | os.PathLike[str]) -> SQLiteResponseCache:
+    """The process-wide `SQLiteResponseCache` for `path` (one connection per file)."""
+    key = Path(path).expanduser().resolve()
+    with _caches_lock:
+        cache = _caches.get(key)
+        if cache is None:
+            cache = _caches[key] = SQLiteResponseCache(key)
+        return cache
+
+
+def _resolve_cache(cache: Any) -> BaseCache | bool | None:
+    if cache is False:
+        return False
+    if cache is None or cache is True:
+        env = os.environ.get(CACHE_ENV, "").strip()
+        if env:
+            return open_cache(env)
+        if cache is True:
+            raise ModelSpecError(f"cache=True needs a path: pass cache=<path> or set {CACHE_ENV}")
+        return None
+    if isinstance(cache, BaseCache):
+        return cache
+    if isinstance(cache, str | os.PathLike):
+        return open_cache(cache)
+    raise ModelSpecError(
+        f"cache must be a path, a langchain BaseCache or False, got {type(cache).__name__}"
+    )
+
+
+# -- per-role lookup --------------------------------------------------------------------------
+
+_models: dict[tuple[str, tuple[str | None, ...]], BaseChatModel] = {}
+_models_lock = threading.Lock()
+
+
+def model_for(llm: Any, role: str) -> BaseChatModel | None:
+    """The chat model `role` should use, or None for its offline policy.
+
+    Models built from spec strings are cached per spec (and per the environment variables that
+    shape them), so repeated calls, across nodes and runs, reuse one client and its connections.
+    """
+    spec = resolve_spec(llm, role)
+    if not isinstance(spec, str):
+        return spec
+    if spec == OFFLINE:
+        return None
+    key = (spec, tuple(os.environ.get(name) for name in _MODEL_ENVS))
+    with _models_lock:
+        model = _models.get(key)
+        if model is None:
+            model = _models[key] = make_chat_model(spec)
+        return model
+
+
+def clear_model_cache() -> None:
+    """Forget the models `model_for` has built (their clients close when collected)."""
+    with _models_lock:
+        _models.clear()
