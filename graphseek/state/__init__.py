@@ -10,10 +10,11 @@ from graphseek.state.models import (
     SubQuestion,
     Usage,
 )
-from graphseek.state.schema import InputState, LibrarianTask, OutputState, State
+from graphseek.state.schema import Diagnostics, InputState, LibrarianTask, OutputState, State
 
 __all__ = [
     "Context",
+    "Diagnostics",
     "Draft",
     "EvidenceItem",
     "Fact",

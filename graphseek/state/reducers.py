@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from graphseek.state.models import EvidenceItem, Fact, Gap, Usage
@@ -54,7 +54,7 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     return left + right
 
 
-def merge_dicts(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+def merge_dicts(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> Any:
     """Shallow merge of diagnostics; list values are concatenated, the rest overwritten."""
     out = dict(left or {})
     for key, value in (right or {}).items():

@@ -28,6 +28,21 @@ class LibrarianTask(TypedDict):
     step_id: NotRequired[int]
 
 
+class Diagnostics(TypedDict, total=False):
+    """What a workflow records about its own run (merged shallowly; lists concatenate)."""
+
+    stage_reached: str  # adaptive: "local" | "bridge" | "ppr" (where retrieval ended)
+    stages_visited: list[str]
+    turns: int
+    retries: int
+    failures: list[str]  # Triple-Check / verification failure types, in order
+    suggester_winners: list[int]  # knowledge_aware competitive: winning suggester per round
+    rounds: int
+    early_stop: bool  # react: stopped before the step budget
+    coverage: float  # adaptive: coverage-gate score
+    errors: list[str]  # malformed LLM replies and other recovered failures
+
+
 class InputState(TypedDict):
     question: str
 
@@ -39,7 +54,7 @@ class OutputState(TypedDict):
     evidence: NotRequired[Annotated[list[EvidenceItem], dedupe_evidence]]
     trace: NotRequired[Annotated[list[str], operator.add]]
     usage: NotRequired[Annotated[Usage, add_usage]]
-    diagnostics: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    diagnostics: NotRequired[Annotated[Diagnostics, merge_dicts]]
     # every passage id retrieved during the run, in the order first seen (retrieval metrics)
     retrieved_ids: NotRequired[Annotated[list[str], append_unique]]
 
