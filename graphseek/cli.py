@@ -41,7 +41,7 @@ def demo_index(rebuild: bool = False, quiet: bool = False) -> Any:
             return Index.open(path)
         except GraphseekError:
             pass
-    return Index.build(corpus, path, show_progress=not quiet)
+    return Index.build(corpus, path, show_progress=not quiet, graph=True)
 
 
 def _print_result(result: Any, as_json: bool) -> None:
@@ -49,16 +49,17 @@ def _print_result(result: Any, as_json: bool) -> None:
         print(json.dumps(result.to_public_dict(), ensure_ascii=False))
         return
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console()
-    console.print(f"[bold]Question:[/bold] {result.question}")
+    console.print(f"[bold]Question:[/bold] {escape(result.question)}")
     if result.abstained:
-        console.print(f"[bold yellow]Abstained:[/bold yellow] {result.abstain_reason}")
+        console.print(f"[bold yellow]Abstained:[/bold yellow] {escape(result.abstain_reason)}")
     else:
-        console.print(f"[bold green]Answer:[/bold green] {result.answer}")
+        console.print(f"[bold green]Answer:[/bold green] {escape(result.answer)}")
     for e in result.evidence:
         snippet = e.sentence or (e.text[:200] + ("…" if len(e.text) > 200 else ""))
-        console.print(f"  [cyan][{e.passage_id}] {e.title}[/cyan]: {snippet}")
+        console.print(f"  [cyan]{escape(f'[{e.passage_id}] {e.title}')}[/cyan]: {escape(snippet)}")
     u = result.usage
     console.print(
         f"[dim]trace: {' → '.join(result.trace)}\n"
@@ -95,9 +96,37 @@ def cmd_index(args: argparse.Namespace) -> int:
     from graphseek.knowledge.loaders import load_corpus
 
     passages = load_corpus(args.corpus, chunk_size=args.chunk_size)
-    index = Index.build(passages, args.out, show_progress=not args.quiet)
-    print(f"Indexed {len(index)} passages into {index.path}")
+    options = {"llm": args.graph_llm} if args.graph_llm else None
+    index = Index.build(
+        passages,
+        args.out,
+        show_progress=not args.quiet,
+        graph=not args.no_graph,
+        graph_options=options,
+    )
+    graph = " and its knowledge graph" if index.has_graph else ""
+    print(f"Indexed {len(index)} passages{graph} into {index.path}")
     return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from graphseek.knowledge.graph import format_stats, graph_stats
+    from graphseek.knowledge.index import Index
+
+    index = Index.open(args.index_dir)
+    stats = graph_stats(index.graph)
+    if args.json:
+        print(json.dumps(stats, default=str))
+    else:
+        print(f"Index {index.path}: {len(index)} passages")
+        print(format_stats(stats))
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from graphseek.evaluation.cli import run_eval_command
+
+    return run_eval_command(args)
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -149,6 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", "-o", required=True, help="index directory to write")
     p.add_argument("--chunk-size", type=int, default=1200, help="max characters per passage")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--no-graph", action="store_true", help="skip the knowledge graph (passage search only)"
+    )
+    p.add_argument(
+        "--graph-llm", default=None, help="model spec for graph extraction (default: offline)"
+    )
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("ask", help="answer a question over an index")
@@ -159,6 +194,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("topologies", help="list the workflows")
     p.set_defaults(func=cmd_topologies)
+
+    p = sub.add_parser("stats", help="knowledge-graph statistics of an index")
+    p.add_argument("index_dir", help="index directory")
+    p.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    p.set_defaults(func=cmd_stats)
+
+    from graphseek.evaluation.cli import add_eval_arguments
+
+    p = sub.add_parser(
+        "eval",
+        help="evaluate topologies and retrievers on HotpotQA / 2Wiki / MuSiQue files",
+        description="Evaluate topologies (QA accuracy, cost) or retrievers (--retrieval-only).",
+    )
+    add_eval_arguments(p)
+    p.set_defaults(func=cmd_eval)
     return parser
 
 

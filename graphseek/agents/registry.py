@@ -6,15 +6,61 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from graphseek.agents.answerer import LLMAnswerer
 from graphseek.agents.clarifier import LLMClarifier
+from graphseek.agents.context_filter import LLMContextFilter
+from graphseek.agents.coverage import CoverageGate, LLMCoverageGate
 from graphseek.agents.decomposer import LLMDecomposer
+from graphseek.agents.drafter import Drafter, LLMDrafter
+from graphseek.agents.expander import Expander, LLMExpander
+from graphseek.agents.graph_librarian import GraphLibrarian, LLMGraphLibrarian
+from graphseek.agents.grounder import LLMQueryGrounder, QueryGrounder
+from graphseek.agents.knowledge_updater import LLMKnowledgeUpdater
 from graphseek.agents.librarian import LLMLibrarian
+from graphseek.agents.offline.branching import BranchingSeeker
 from graphseek.agents.offline.clarifier import OfflineClarifier
+from graphseek.agents.offline.coverage import OfflineCoverageGate
 from graphseek.agents.offline.decomposer import OfflineDecomposer
+from graphseek.agents.offline.drafter import OfflineDrafter
+from graphseek.agents.offline.expander import OfflineExpander
+from graphseek.agents.offline.graph_librarian import OfflineGraphLibrarian
+from graphseek.agents.offline.grounder import OfflineQueryGrounder
+from graphseek.agents.offline.kair import (
+    RESOLVE_THRESHOLD,
+    OfflineAnswerer,
+    OfflineContextFilter,
+    OfflineKnowledgeUpdater,
+    OfflinePlanner,
+)
 from graphseek.agents.offline.librarian import OfflineLibrarian
+from graphseek.agents.offline.refiner import OfflineContextRefiner
+from graphseek.agents.offline.rewriter import OfflineQueryRewriter
 from graphseek.agents.offline.seeker import OfflineSeeker
-from graphseek.agents.roles import Clarifier, Decomposer, Librarian, Seeker
+from graphseek.agents.offline.sufficiency import OfflineSufficiencyChecker
+from graphseek.agents.offline.thinker import OfflineThinker
+from graphseek.agents.offline.verifier import OfflineEvidenceVerifier, OfflineTripleChecker
+from graphseek.agents.planner import LLMPlanner
+from graphseek.agents.refiner import ContextRefiner, LLMContextRefiner
+from graphseek.agents.rewriter import LLMQueryRewriter, QueryRewriter
+from graphseek.agents.roles import (
+    Answerer,
+    Clarifier,
+    ContextFilter,
+    Decomposer,
+    KnowledgeUpdater,
+    Librarian,
+    Planner,
+    Seeker,
+)
 from graphseek.agents.seeker import LLMSeeker
+from graphseek.agents.sufficiency import LLMSufficiencyChecker, SufficiencyChecker
+from graphseek.agents.thinker import LLMThinker, Thinker
+from graphseek.agents.verifier import (
+    EvidenceVerifier,
+    LLMEvidenceVerifier,
+    LLMTripleChecker,
+    TripleChecker,
+)
 from graphseek.llm import model_for
 from graphseek.state.context import Context
 
@@ -26,6 +72,23 @@ class Roles:
     librarian: Librarian
     seeker: Seeker
     offline: frozenset[str]  # names of the roles run by the offline reasoner
+    # knowledge_aware (KAIR)
+    planner: Planner
+    knowledge_updater: KnowledgeUpdater
+    context_filter: ContextFilter
+    answerer: Answerer
+    # adaptive (A2RAG), deep_search (GraphSearch), react (G-RAGent), higra_retriever
+    coverage: CoverageGate
+    sufficiency: SufficiencyChecker
+    triple_checker: TripleChecker
+    evidence_verifier: EvidenceVerifier
+    rewriter: QueryRewriter
+    thinker: Thinker
+    drafter: Drafter
+    expander: Expander
+    refiner: ContextRefiner
+    grounder: QueryGrounder
+    graph_librarian: GraphLibrarian
 
 
 _OFFLINE_CACHE: dict[str, Any] = {}
@@ -43,11 +106,11 @@ def get_roles(context: Context) -> Roles:
     retries = context.max_retries
     offline: set[str] = set()
 
-    def pick(role: str, llm_cls: Any, offline_factory: Any) -> Any:
+    def pick(role: str, llm_cls: Any, offline_factory: Any, cache: bool = True) -> Any:
         model = model_for(llm, role)
         if model is None:
             offline.add(role)
-            return _offline(role, offline_factory)
+            return _offline(role, offline_factory) if cache else offline_factory()
         return llm_cls(model, max_retries=retries)
 
     clarifier = pick("clarifier", LLMClarifier, OfflineClarifier)
@@ -56,7 +119,81 @@ def get_roles(context: Context) -> Roles:
     seeker_model = model_for(llm, "seeker")
     if seeker_model is None:
         offline.add("seeker")
-        seeker: Seeker = OfflineSeeker(abstain_threshold=context.abstain_threshold)
+        seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=context.abstain_threshold))
     else:
         seeker = LLMSeeker(seeker_model, max_retries=retries)
-    return Roles(clarifier, decomposer, librarian, seeker, frozenset(offline))
+    # KAIR: the offline updater and answerer take the run's thresholds, so they are built per run
+    # around the process-wide offline Librarian
+    shared_librarian = _offline("librarian", OfflineLibrarian)
+    planner = pick("planner", LLMPlanner, OfflinePlanner)
+    knowledge_updater = pick(
+        "knowledge_updater",
+        LLMKnowledgeUpdater,
+        lambda: OfflineKnowledgeUpdater(
+            shared_librarian, threshold=max(RESOLVE_THRESHOLD, context.abstain_threshold)
+        ),
+        cache=False,
+    )
+    context_filter = pick("context_filter", LLMContextFilter, OfflineContextFilter)
+    answerer = pick(
+        "answerer",
+        LLMAnswerer,
+        lambda: OfflineAnswerer(shared_librarian, abstain_threshold=context.abstain_threshold),
+        cache=False,
+    )
+    search_roles = _search_roles(context, pick, offline, shared_librarian)
+    return Roles(
+        clarifier,
+        decomposer,
+        librarian,
+        seeker,
+        frozenset(offline),
+        planner=planner,
+        knowledge_updater=knowledge_updater,
+        context_filter=context_filter,
+        answerer=answerer,
+        **search_roles,
+    )
+
+
+def _search_roles(context: Context, pick: Any, offline: set[str], librarian: Any) -> dict[str, Any]:
+    """The policies of the adaptive, deep_search, react and higra_retriever roles (same pick
+    pattern; the two verifiers share the model of role "verifier", the graph Librarian the
+    Librarian's)."""
+
+    def pick_as(model_role: str, name: str, llm_cls: Any, offline_factory: Any) -> Any:
+        model = model_for(context.llm, model_role)
+        if model is None:
+            offline.add(name)
+            return _offline(name, offline_factory)
+        return llm_cls(model, max_retries=context.max_retries)
+
+    return {
+        "coverage": pick("coverage", LLMCoverageGate, lambda: OfflineCoverageGate(librarian)),
+        "sufficiency": pick(
+            "sufficiency", LLMSufficiencyChecker, lambda: OfflineSufficiencyChecker(librarian)
+        ),
+        "triple_checker": pick_as(
+            "verifier", "triple_checker", LLMTripleChecker, OfflineTripleChecker
+        ),
+        "evidence_verifier": pick_as(
+            "verifier", "evidence_verifier", LLMEvidenceVerifier, OfflineEvidenceVerifier
+        ),
+        "rewriter": pick("rewriter", LLMQueryRewriter, lambda: OfflineQueryRewriter(librarian)),
+        "thinker": pick("thinker", LLMThinker, lambda: OfflineThinker(librarian)),
+        "drafter": pick(
+            "drafter",
+            LLMDrafter,
+            lambda: OfflineDrafter(context.abstain_threshold),
+            cache=False,
+        ),
+        "expander": pick("expander", LLMExpander, OfflineExpander),
+        "refiner": pick("refiner", LLMContextRefiner, OfflineContextRefiner),
+        "grounder": pick("grounder", LLMQueryGrounder, OfflineQueryGrounder),
+        "graph_librarian": pick_as(
+            "librarian",
+            "graph_librarian",
+            LLMGraphLibrarian,
+            lambda: OfflineGraphLibrarian(librarian),
+        ),
+    }

@@ -9,12 +9,20 @@ an abstention.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from graphseek.knowledge.passages import Hit
-from graphseek.state.models import Draft, SeekerAction, SubQuestion, Usage
+from graphseek.state.models import (
+    Draft,
+    EvidenceItem,
+    Fact,
+    Gap,
+    SeekerAction,
+    SubQuestion,
+    Usage,
+)
 
 T = TypeVar("T")
 
@@ -51,3 +59,97 @@ class Librarian(Protocol):
 
 class Seeker(Protocol):
     def decide(self, view: SeekerView) -> Step[SeekerAction]: ...
+
+
+# -- knowledge_aware (KAIR §3): planner, knowledge updater, context filter, answerer -----------
+
+
+@dataclass(frozen=True)
+class KnowledgeView:
+    """What a KAIR agent sees: the question, its caches (Known, Required, the short answers of
+    resolved gaps by gap id, the query history), the shared refined context, and its place in a
+    team of suggesters (`assigned_gaps`: the gaps a collaborative round gave it)."""
+
+    question: str
+    known: Sequence[Fact] = ()
+    required: Sequence[Gap] = ()
+    answers: Mapping[str, str] = field(default_factory=dict)
+    query_history: Sequence[str] = ()
+    refined_context: Sequence[EvidenceItem] = ()
+    agent: int = 0
+    agents: int = 1
+    assigned_gaps: Sequence[str] = ()
+    turn: int = 0
+    max_turns: int = 6
+
+    @property
+    def open_gaps(self) -> list[Gap]:
+        return [g for g in self.required if not g.resolved]
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """The next search query (empty when no new query can be made) and the gaps it targets."""
+
+    query: str
+    gap_ids: Sequence[str] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class FactProposal:
+    """A candidate Known fact addressing the open gap `gap_id`; with `answer`, it resolves it."""
+
+    fact: Fact
+    gap_id: str
+    answer: str = ""
+
+
+@dataclass(frozen=True)
+class KnowledgeDelta:
+    """A knowledge update: candidate facts, and descriptions of newly found gaps."""
+
+    facts: Sequence[FactProposal] = ()
+    new_gaps: Sequence[str] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of a passage kept in the refined context (must be an exact substring of it)."""
+
+    passage_id: str
+    text: str
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    """The answerer's verdict: an answer with its passage ids, or "" (abstain) with a reason."""
+
+    answer: str
+    passage_ids: Sequence[str] = ()
+    confidence: float = 0.0
+    reason: str = ""
+
+
+class Planner(Protocol):
+    def initial_gaps(self, question: str) -> Step[list[Gap]]: ...
+
+    def plan(self, view: KnowledgeView, rejected: Sequence[str] = ()) -> Step[QueryPlan]: ...
+
+
+class KnowledgeUpdater(Protocol):
+    def update(
+        self, view: KnowledgeView, query: QueryPlan, hits: Sequence[Hit]
+    ) -> Step[KnowledgeDelta]: ...
+
+
+class ContextFilter(Protocol):
+    def refine(
+        self, view: KnowledgeView, candidates: Sequence[EvidenceItem]
+    ) -> Step[list[Segment]]: ...
+
+
+class Answerer(Protocol):
+    def answer(self, view: KnowledgeView) -> Step[FinalAnswer]: ...

@@ -32,6 +32,41 @@ TOPOLOGIES: dict[str, Topology] = {
             "build_dual_agent",
             "Seeker plans and Librarian retrieves and drafts, in a loop (HiGraAgent §5).",
         ),
+        Topology(
+            "higra_retriever",
+            "graphseek.graphs.higra_retriever",
+            "build_higra_retriever",
+            "HiGraRetriever relations and passages, then the Librarian, single step "
+            "(HiGraAgent §4).",
+        ),
+        Topology(
+            "adaptive",
+            "graphseek.graphs.adaptive",
+            "build_adaptive",
+            "Coverage gate, local/bridge/PPR escalation, Triple-Check and failure-aware rewrite "
+            "(A2RAG §III).",
+        ),
+        Topology(
+            "deep_search",
+            "graphseek.graphs.deep_search",
+            "build_deep_search",
+            "Decompose, ground, semantic and relational channels in parallel, draft, verify, "
+            "expand (GraphSearch §3).",
+        ),
+        Topology(
+            "react",
+            "graphseek.graphs.react",
+            "build_react",
+            "Thought/Action/Observation over hypergraph topics with early stopping "
+            "(G-RAGent §2.2).",
+        ),
+        Topology(
+            "knowledge_aware",
+            "graphseek.graphs.knowledge_aware",
+            "build_knowledge_aware",
+            "Known/Required caches, query planning, knowledge update and context filtering, "
+            "with single, competitive or collaborative agents (KAIR §3).",
+        ),
     ]
 }
 

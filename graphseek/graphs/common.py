@@ -46,11 +46,14 @@ def draft_for(
     return draft, step.usage, None
 
 
-def ask_librarian(task: LibrarianTask, runtime: Runtime[Context]) -> dict[str, Any]:
-    """The Librarian: retrieve for one sub-question and draft `{answer, evidence}` (stateless)."""
+def ask_librarian(state: LibrarianTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The Librarian: retrieve for one sub-question and draft `{answer, evidence}` (stateless).
+
+    Its input is a `Send` payload (one sub-question), not the graph state."""
+    task = state
     ctx = runtime.context
     question = task["question"]
-    step_id = task.get("step_id")
+    step_id = task["step_id"]
     hits = retrieve(resolve_index(ctx), question, ctx.top_k, ctx.retriever)
     draft, usage, error = draft_for(question, hits, runtime, step_id)
     update: dict[str, Any] = {

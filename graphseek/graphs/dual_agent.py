@@ -3,7 +3,11 @@
 clarify_question → decompose_question → ask_librarian (independent steps in parallel, `Send`)
 → decide_action (the Seeker) → ask_librarian … until the Seeker answers or abstains, or a budget
 (`max_turns`, `max_llm_calls`, `max_tokens`) runs out → finalize_answer.
-The Librarian's retriever is a context setting (`retriever="hybrid"`, `"higra"`, …).
+The Librarian's retriever is a context setting (`retriever="hybrid"`, `"higra"`, …); with
+`"higra"` the HiGraRetriever's relations reach the Librarian as extra context.
+Branching paths and multiple answers (App. G): the Seeker may ask a step again on each of an
+uncertain upstream answer's candidates (the questions go out in parallel) and answer with every
+supported answer (the offline Seeker branches on up to 2 candidates below confidence 0.5).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from langgraph.runtime import Runtime
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import SeekerView
 from graphseek.errors import LLMOutputError
-from graphseek.graphs.common import ask_librarian, evidence_from_drafts, finalize_answer
+from graphseek.graphs.common import evidence_from_drafts, finalize_answer
+from graphseek.graphs.higra_retriever import ask_librarian
 from graphseek.graphs.routing import (
     budget_exhausted,
     route_action,
@@ -93,7 +98,7 @@ def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     }
     if action.action == "ask_librarian":
         update["pending"] = [
-            LibrarianTask(question=q, step_id=sid) if sid is not None else LibrarianTask(question=q)
+            LibrarianTask(question=q, step_id=sid)
             for q, sid in zip(action.questions, action.step_ids, strict=False)
         ]
     elif action.action == "answer" and action.answer.strip():
@@ -105,13 +110,13 @@ def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def build_dual_agent() -> StateGraph:
+def build_dual_agent() -> StateGraph[State, Context, InputState, OutputState]:
     builder = StateGraph(
         State, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
     builder.add_node(clarify_question)
     builder.add_node(decompose_question)
-    builder.add_node(ask_librarian)
+    builder.add_node(ask_librarian, input_schema=LibrarianTask)  # type: ignore[call-overload,arg-type]
     builder.add_node(decide_action)
     builder.add_node(finalize_answer)
     builder.add_edge(START, "clarify_question")

@@ -41,7 +41,7 @@ def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def build_naive() -> StateGraph:
+def build_naive() -> StateGraph[State, Context, InputState, OutputState]:
     builder = StateGraph(
         State, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )

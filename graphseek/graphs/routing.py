@@ -6,11 +6,19 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
+from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graphseek.agents.kair import open_gaps, ready_gaps
 from graphseek.state.context import Context
 from graphseek.state.models import SubQuestion, Usage
-from graphseek.state.schema import LibrarianTask, State
+from graphseek.state.schema import (
+    ChannelTask,
+    LibrarianTask,
+    State,
+    SuggesterCache,
+    SuggesterTask,
+)
 
 _PLACEHOLDER = re.compile(r"#(\d+)")
 
@@ -81,3 +89,152 @@ def route_action(state: State) -> list[Send] | Literal["finalize_answer"]:
     if state.get("next_action") == "ask_librarian" and pending:
         return [Send("ask_librarian", task) for task in pending]
     return "finalize_answer"
+
+
+# -- knowledge_aware (KAIR) -------------------------------------------------------------------
+
+
+def suggester_tasks(state: State, context: Context) -> list[Send]:
+    """One `Send` to `suggest` per suggester (KAIR §3.3). Competitive suggesters work on their
+    private caches; collaborative ones on the shared Known and Required, each given one
+    searchable gap, round-robin."""
+    shared = SuggesterCache(
+        known=list(state.get("known", [])),
+        required=list(state.get("required", [])),
+        answers=dict(state.get("step_answers", {})),
+        queries=list(state.get("query_history", [])),
+    )
+    private = state.get("suggester_caches", {})
+    ready = ready_gaps(shared["required"], shared["answers"])
+    sends = []
+    for i in range(max(1, context.agents)):
+        competitive = context.mode == "competitive"
+        cache = private.get(str(i), shared) if competitive else shared
+        assigned = [ready[i % len(ready)].id] if ready and not competitive else []
+        task = SuggesterTask(
+            suggester=i,
+            question=state["question"],
+            suggester_cache=cache,
+            shared_context=list(state.get("refined_context", [])),
+            assigned_gaps=assigned,
+            round=state.get("turn", 0),
+        )
+        sends.append(Send("suggest", task))
+    return sends
+
+
+def route_knowledge(
+    state: State, runtime: Runtime[Context]
+) -> list[Send] | Literal["plan_query", "compose_answer", "finalize_answer"]:
+    """At the start and after each KAIR round: answer once Required is empty or a budget is
+    spent (KAIR eq. 1, Algorithm 1 line 15); else run the next round with one agent
+    (`mode="single"`) or with `agents` suggesters in parallel."""
+    context = runtime.context
+    if failed(state):
+        return "finalize_answer"
+    if not open_gaps(state.get("required", [])):
+        return "compose_answer"
+    if budget_exhausted(state.get("usage"), state.get("turn", 0), context):
+        return "compose_answer"
+    if context.mode == "single":
+        return "plan_query"
+    return suggester_tasks(state, context)
+
+
+# -- adaptive (A2RAG §III), deep_search (GraphSearch §3), react (G-RAGent §2.2) ----------------
+
+#: A2RAG's monotonic escalation: the stage node after each stage
+NEXT_STAGE = {"local": "retrieve_bridge", "bridge": "retrieve_ppr"}
+
+
+def route_escalation(
+    state: State,
+) -> Literal["retrieve_bridge", "retrieve_ppr", "generate_answer", "finalize_answer"]:
+    """After a retrieval stage: answer once the sufficiency check passed or after the last
+    stage (PPR); otherwise escalate local -> bridge -> ppr, each stage once per query."""
+    if failed(state):
+        return "finalize_answer"
+    stage = state.get("diagnostics", {}).get("stage_reached", "ppr")
+    if state.get("sufficient") or stage not in NEXT_STAGE:
+        return "generate_answer"
+    return NEXT_STAGE[stage]  # type: ignore[return-value]
+
+
+def route_verification(
+    state: State, runtime: Runtime[Context]
+) -> Literal["rewrite_query", "finalize_answer"]:
+    """After Triple-Check (adaptive): finish when the answer passed; on a failure, rewrite and
+    retry while retries (`max_retries`) and the budgets last, else finish (abstaining)."""
+    verification = state.get("verification")
+    if verification is None or verification.passed:
+        return "finalize_answer"
+    if state.get("retries", 0) >= runtime.context.max_retries:
+        return "finalize_answer"
+    if budget_exhausted(state.get("usage"), state.get("turn", 0), runtime.context):
+        return "finalize_answer"
+    return "rewrite_query"
+
+
+def route_channels(
+    state: State,
+) -> list[Send] | Literal["draft_logic", "finalize_answer"]:
+    """deep_search: send every grounded sub-query to both retrieval channels in parallel."""
+    if failed(state):
+        return "finalize_answer"
+    pending = state.get("pending") or []
+    if not pending:
+        return "draft_logic"
+    sends = []
+    for task in pending:
+        payload = ChannelTask(subquery=task["question"], step_id=task.get("step_id") or 0)
+        sends.append(Send("semantic_search", payload))
+        sends.append(Send("relational_search", payload))
+    return sends
+
+
+def unattempted_steps(state: State) -> list[SubQuestion]:
+    """Plan steps not searched yet whose inputs are all answered."""
+    attempted = {d.step_id for d in state.get("drafts", [])}
+    answers = state.get("step_answers", {})
+    return [
+        s
+        for s in state.get("plan", [])
+        if s.id not in attempted and all(str(d) in answers for d in s.depends_on)
+    ]
+
+
+def route_subqueries(
+    state: State, runtime: Runtime[Context]
+) -> Literal["ground_queries", "draft_logic", "finalize_answer"]:
+    """deep_search, after the intermediate answers: ground the next steps while some are ready
+    and the budgets last, else draft the reasoning chain."""
+    if failed(state):
+        return "finalize_answer"
+    if budget_exhausted(state.get("usage"), state.get("turn", 0), runtime.context):
+        return "draft_logic"
+    return "ground_queries" if unattempted_steps(state) else "draft_logic"
+
+
+def route_evidence(
+    state: State, runtime: Runtime[Context]
+) -> Literal["expand_query", "finalize_answer"]:
+    """deep_search, after evidence verification: accept, or expand the query on a reject while
+    expansions (`max_retries`) and the budgets last, else finish (abstaining)."""
+    verification = state.get("verification")
+    if failed(state) and verification is None:
+        return "finalize_answer"
+    if verification is None or verification.passed:
+        return "finalize_answer"
+    if state.get("retries", 0) >= runtime.context.max_retries:
+        return "finalize_answer"
+    if budget_exhausted(state.get("usage"), state.get("turn", 0), runtime.context):
+        return "finalize_answer"
+    return "expand_query"
+
+
+def route_thought(state: State) -> Literal["act", "finalize_answer"]:
+    """react: FINISH (early stopping included) or a failure ends the loop; else act."""
+    thought = state.get("thought")
+    if failed(state) or thought is None or thought.decision == "FINISH":
+        return "finalize_answer"
+    return "act"

@@ -19,13 +19,63 @@ from graphseek.state.reducers import (
     merge_facts,
     merge_gaps,
 )
+from graphseek.state.verdicts import ChannelResult, LogicDraft, Thought, Verification
 
 
 class LibrarianTask(TypedDict):
     """Payload of a `Send` to the Librarian: one sub-question."""
 
     question: str
-    step_id: NotRequired[int]
+    step_id: int | None
+
+
+class PlannedQuery(TypedDict):
+    """knowledge_aware: the next search query, the Required gaps it targets, and why."""
+
+    query: str
+    gap_ids: list[str]
+    reason: str
+
+
+class SuggesterCache(TypedDict):
+    """knowledge_aware: one agent's caches (private to a competitive suggester): Known facts,
+    Required gaps, short answers to resolved gaps by gap id, and the queries it issued."""
+
+    known: list[Fact]
+    required: list[Gap]
+    answers: dict[str, str]
+    queries: list[str]
+
+
+class SuggesterTask(TypedDict):
+    """Payload of a `Send` to a knowledge_aware suggester (keys kept distinct from `State`'s)."""
+
+    suggester: int
+    question: str
+    suggester_cache: SuggesterCache
+    shared_context: list[EvidenceItem]
+    assigned_gaps: list[str]
+    round: int
+
+
+class Proposal(TypedDict):
+    """knowledge_aware: one suggester's round: its query, the passages it retrieved, and its
+    caches after the knowledge update (the utility of KAIR eq. 6 is `open_gaps`)."""
+
+    suggester: int
+    query: str
+    retriever: str
+    passages: list[EvidenceItem]
+    cache: SuggesterCache
+    open_gaps: int
+    known_facts: int
+
+
+class ChannelTask(TypedDict):
+    """Payload of a `Send` to a retrieval channel (deep_search): one grounded sub-query."""
+
+    subquery: str
+    step_id: int
 
 
 class Diagnostics(TypedDict, total=False):
@@ -41,6 +91,9 @@ class Diagnostics(TypedDict, total=False):
     early_stop: bool  # react: stopped before the step budget
     coverage: float  # adaptive: coverage-gate score
     errors: list[str]  # malformed LLM replies and other recovered failures
+    notes: list[str]  # retrieval notes, e.g. no knowledge graph (passage search instead)
+    rejected_queries: list[str]  # knowledge_aware: planned queries already in the history
+    dropped_segments: list[str]  # knowledge_aware: filtered segments not found in their passage
 
 
 class InputState(TypedDict):
@@ -78,8 +131,29 @@ class State(InputState, OutputState):
     known: NotRequired[Annotated[list[Fact], merge_facts]]
     required: NotRequired[Annotated[list[Gap], merge_gaps]]
     query_history: NotRequired[Annotated[list[str], append_unique]]
+    # knowledge_aware: the refined context D (segments: `sentence` is an exact substring of the
+    # passage `text`), the query planned for this round, and the suggesters' proposals (reset
+    # with Overwrite) and private caches (competitive mode) by suggester index
+    refined_context: NotRequired[list[EvidenceItem]]
+    planned_query: NotRequired[PlannedQuery]
+    proposals: NotRequired[Annotated[list[Proposal], operator.add]]
+    suggester_caches: NotRequired[Annotated[dict[str, SuggesterCache], merge_dicts]]
     # free-form reasoning history (one entry per turn / observation)
     history: NotRequired[Annotated[list[dict[str, Any]], operator.add]]
     # counters
     turn: NotRequired[int]
     retries: NotRequired[int]
+    # adaptive: the progressive retriever's state (`graphseek.tools.progressive.ProgressiveState`)
+    retrieval: NotRequired[Any]
+    # adaptive / react: the query worked on now (a rewritten question, a sub-question)
+    query: NotRequired[str]
+    # linearised graph evidence seen so far (relations, triples, hyperedges), first seen first
+    graph_context: NotRequired[Annotated[list[str], append_unique]]
+    # adaptive: the last stage-wise sufficiency verdict; adaptive / deep_search: the last check
+    sufficient: NotRequired[bool]
+    verification: NotRequired[Verification]
+    # deep_search: what the parallel channels found this round (reset with Overwrite), the draft
+    channel_results: NotRequired[Annotated[list[ChannelResult], operator.add]]
+    logic_draft: NotRequired[LogicDraft]
+    # react: the last thought
+    thought: NotRequired[Thought]

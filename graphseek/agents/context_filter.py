@@ -1,0 +1,59 @@
+"""Context-filter role: keep only the passage excerpts that matter given What is Known (KAIR
+§3.1 Contextual Filtering, eq. 3).
+
+The policy selects; the node drops every selected segment that is not an exact substring of its
+passage (`graphseek.agents.kair.enforce_exact_match`), whichever policy selected it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from graphseek.agents.kair import format_context, format_gaps, format_known
+from graphseek.agents.prompts.context_filter import CONTEXT_FILTER_SYSTEM, CONTEXT_FILTER_USER
+from graphseek.agents.roles import KnowledgeView, Segment, Step
+from graphseek.llm import invoke_structured
+from graphseek.state.models import EvidenceItem
+
+
+class SelectedSegment(BaseModel):
+    passage_id: str
+    text: str = Field(description="Copied word for word from the passage.")
+
+
+class ContextSelection(BaseModel):
+    reasoning: str = ""
+    segments: list[SelectedSegment] = Field(default_factory=list)
+
+
+class LLMContextFilter:
+    def __init__(self, model, max_retries: int = 2, max_chars: int = 8000) -> None:
+        self.model = model
+        self.max_retries = max_retries
+        self.max_chars = max_chars
+
+    def refine(
+        self, view: KnowledgeView, candidates: Sequence[EvidenceItem]
+    ) -> Step[list[Segment]]:
+        messages = [
+            ("system", CONTEXT_FILTER_SYSTEM),
+            (
+                "human",
+                CONTEXT_FILTER_USER.format(
+                    question=view.question,
+                    known=format_known(view.known),
+                    required=format_gaps(view.required, view.answers),
+                    candidates=format_context(candidates, self.max_chars),
+                ),
+            ),
+        ]
+        out, usage = invoke_structured(
+            self.model, ContextSelection, messages, max_retries=self.max_retries
+        )
+        segments = [
+            Segment(passage_id=s.passage_id.strip().strip("[]"), text=s.text, score=1.0)
+            for s in out.segments
+        ]
+        return Step(segments, usage)

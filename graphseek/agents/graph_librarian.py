@@ -1,0 +1,52 @@
+"""The Librarian with graph context: drafts from passages plus retrieved relations
+(HiGraAgent §4.6, the HiGraRetriever's (relations, passages) context).
+
+The LLM policy is the Librarian's (same system prompt, reply schema and grounding of cited ids)
+with the relations added to the user message; without relations it sends exactly the
+Librarian's prompt. The offline policy (`graphseek.agents.offline.graph_librarian`) drafts from
+the passages, hop by hop for a multi-hop question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from graphseek.agents.formatting import format_passages
+from graphseek.agents.librarian import LibrarianReply, ground_reply
+from graphseek.agents.prompts.graph_librarian import GRAPH_LIBRARIAN_USER
+from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
+from graphseek.agents.roles import Step
+from graphseek.agents.structured_role import StructuredRole, render_lines
+from graphseek.knowledge.passages import Hit
+from graphseek.state.models import Draft
+
+#: relations shown to the model at most
+MAX_RELATIONS = 30
+
+
+class GraphLibrarian(Protocol):
+    def draft(
+        self, question: str, hits: Sequence[Hit], relations: Sequence[str] = ()
+    ) -> Step[Draft]: ...
+
+
+class LLMGraphLibrarian(StructuredRole):
+    def __init__(self, model: object, max_retries: int = 2, max_chars: int = 6000) -> None:
+        super().__init__(model, max_retries)
+        self.max_chars = max_chars
+
+    def draft(
+        self, question: str, hits: Sequence[Hit], relations: Sequence[str] = ()
+    ) -> Step[Draft]:
+        passages = format_passages(hits, self.max_chars)
+        if relations:
+            user = GRAPH_LIBRARIAN_USER.format(
+                question=question,
+                relations=render_lines(relations, MAX_RELATIONS),
+                passages=passages,
+            )
+        else:
+            user = LIBRARIAN_USER.format(question=question, passages=passages)
+        out, usage = self.ask(LibrarianReply, LIBRARIAN_SYSTEM, user)
+        return Step(ground_reply(question, out, hits), usage)

@@ -1,0 +1,81 @@
+"""Knowledge-updater role: turn retrieved passages into verified facts and revised gaps (KAIR
+§3.1 Knowledge Update Mechanism, eq. 4-5).
+
+The policy proposes; `graphseek.agents.kair.accept_update` (called by the node) lets in only
+facts that cite a shown passage and address an open gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from graphseek.agents.formatting import format_passages
+from graphseek.agents.kair import format_context, format_gaps, format_known
+from graphseek.agents.prompts.knowledge_updater import (
+    KNOWLEDGE_UPDATER_SYSTEM,
+    KNOWLEDGE_UPDATER_USER,
+)
+from graphseek.agents.roles import FactProposal, KnowledgeDelta, KnowledgeView, QueryPlan, Step
+from graphseek.knowledge.passages import Hit
+from graphseek.llm import invoke_structured
+from graphseek.state.models import Fact
+
+
+class ExtractedFact(BaseModel):
+    statement: str = Field(description="The fact, as one self-contained sentence.")
+    quote: str = Field(default="", description="The supporting sentence, copied word for word.")
+    passage_ids: list[str] = Field(default_factory=list)
+    gap_id: str = Field(description="The id of the open gap this fact addresses.")
+    answer: str = Field(default="", description="The gap's short answer if the fact resolves it.")
+
+
+class KnowledgeUpdateReply(BaseModel):
+    reasoning: str = ""
+    facts: list[ExtractedFact] = Field(default_factory=list)
+    new_gaps: list[str] = Field(default_factory=list)
+
+
+class LLMKnowledgeUpdater:
+    def __init__(self, model, max_retries: int = 2, max_chars: int = 6000) -> None:
+        self.model = model
+        self.max_retries = max_retries
+        self.max_chars = max_chars
+
+    def update(
+        self, view: KnowledgeView, query: QueryPlan, hits: Sequence[Hit]
+    ) -> Step[KnowledgeDelta]:
+        messages = [
+            ("system", KNOWLEDGE_UPDATER_SYSTEM),
+            (
+                "human",
+                KNOWLEDGE_UPDATER_USER.format(
+                    question=view.question,
+                    query=query.query,
+                    known=format_known(view.known),
+                    required=format_gaps(view.required, view.answers),
+                    context=format_context(view.refined_context, self.max_chars // 2),
+                    passages=format_passages(hits, self.max_chars),
+                ),
+            ),
+        ]
+        out, usage = invoke_structured(
+            self.model, KnowledgeUpdateReply, messages, max_retries=self.max_retries
+        )
+        facts = [
+            FactProposal(
+                fact=Fact(
+                    id=f.gap_id,
+                    text=" ".join(f.statement.split()),
+                    passage_ids=list(f.passage_ids),
+                    source=f.quote.strip(),
+                ),
+                gap_id=f.gap_id.strip().strip("[]"),
+                answer=f.answer.strip(),
+            )
+            for f in out.facts
+            if f.statement.strip()
+        ]
+        delta = KnowledgeDelta(facts=facts, new_gaps=list(out.new_gaps), reason=out.reasoning)
+        return Step(delta, usage)

@@ -1,0 +1,1 @@
+"""The offline reasoner: deterministic role policies that need no generative model."""

@@ -1,0 +1,915 @@
+"""What a question asks for: answer type, relation, focus entity, comparison (offline reasoner).
+
+`expected_answer(question)` reads the wh-word, the question's head noun and a small relation
+lexicon, and returns an `AnswerType`:
+
+- `kind`: "entity" (a span of some NER label), "yesno", "choice" (one of the named options) or
+  "text" (any noun phrase: a cause of death, an occupation);
+- `labels`: accepted spaCy entity labels, best first (`PERSON`, `GPE`, `DATE`, ...);
+- `relation`: a key of `RELATIONS` when the question names one ("director", "birth_date", ...);
+- `focus`: the entity the question is about ("Blood Street" in "Who is the director of film Blood
+  Street?") and `category` the type word before it ("film");
+- `comparison`: for "Which film came out first, A or B?", "Are A and B from the same country?",
+  "Which film has the director who was born later, A or B?": the options, the attribute compared,
+  whether the smallest, largest or equal value wins, and the bridge relation ("director").
+
+Also here, because the Librarian and the Seeker both need them: a parser of dates to sortable
+tuples, number parsing, and a country / demonym table to compare nationalities.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+AnswerKind = Literal["entity", "yesno", "choice", "text"]
+Pick = Literal["min", "max", "same"]
+
+WH_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
+AUX_WORDS = (
+    "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could",
+    "will", "would", "should", "shall", "may", "might", "must",
+)  # fmt: skip
+
+PERSON = ["PERSON"]
+PLACE = ["GPE", "LOC", "FAC"]
+DATE = ["DATE"]
+
+
+class Relation(BaseModel):
+    """A relation a question can ask about, with the answer labels it expects."""
+
+    key: str
+    labels: list[str]
+    nouns: list[str] = Field(default_factory=list, description="Nouns that name it in a question.")
+    person: bool = False
+
+
+def _rel(key: str, labels: list[str], nouns: list[str], person: bool = False) -> Relation:
+    return Relation(key=key, labels=labels, nouns=nouns, person=person)
+
+
+# Relations between an entity and a person ("the director of X", "X's mother").
+PERSON_RELATIONS: dict[str, Relation] = {
+    r.key: r
+    for r in [
+        _rel("director", PERSON, ["director", "film director"], True),
+        _rel("producer", PERSON + ["ORG"], ["producer"], True),
+        _rel("performer", PERSON + ["ORG"], ["performer", "singer", "artist"], True),
+        _rel("composer", PERSON, ["composer"], True),
+        _rel("lyricist", PERSON, ["lyricist"], True),
+        _rel("author", PERSON, ["author", "writer", "novelist"], True),
+        _rel("screenwriter", PERSON, ["screenwriter"], True),
+        _rel("founder", PERSON + ["ORG"], ["founder", "co-founder"], True),
+        _rel("creator", PERSON, ["creator"], True),
+        _rel("publisher", ["ORG", "PERSON"], ["publisher"], True),
+        _rel("editor", PERSON, ["editor"], True),
+        _rel("cinematographer", PERSON, ["cinematographer"], True),
+        _rel("architect", PERSON, ["architect"], True),
+        _rel("designer", PERSON, ["designer"], True),
+        _rel("owner", PERSON + ["ORG"], ["owner"], True),
+        _rel("presenter", PERSON, ["presenter", "host"], True),
+        _rel("father", PERSON, ["father", "dad"], True),
+        _rel("mother", PERSON, ["mother", "mom"], True),
+        _rel("spouse", PERSON, ["spouse", "wife", "husband", "consort", "partner"], True),
+        _rel("child", PERSON, ["child", "son", "daughter", "children", "kid"], True),
+        _rel("sibling", PERSON, ["sibling", "brother", "sister"], True),
+        _rel("grandparent", PERSON, ["grandfather", "grandmother", "grandparent"], True),
+        _rel("stepparent", PERSON, ["stepmother", "stepfather"], True),
+        _rel("uncle", PERSON, ["uncle", "aunt"], True),
+        _rel("in_law", PERSON, ["father-in-law", "mother-in-law", "son-in-law"], True),
+    ]
+}
+
+# Attributes of an entity ("the place of birth of X", "When did X die?").
+ATTRIBUTE_RELATIONS: dict[str, Relation] = {
+    r.key: r
+    for r in [
+        _rel("birth_date", DATE, ["date of birth", "birthday", "birth date", "birthdate"]),
+        _rel("death_date", DATE, ["date of death", "death date"]),
+        _rel("birth_place", PLACE, ["place of birth", "birthplace", "birth place"]),
+        _rel("death_place", PLACE, ["place of death", "death place"]),
+        _rel("burial_place", PLACE, ["place of burial", "burial place", "resting place"]),
+        _rel("nationality", ["NORP", "GPE"], ["nationality", "citizenship"]),
+        _rel("country", ["GPE", "LOC"], ["country"]),
+        _rel("cause_of_death", ["TEXT"], ["cause of death"]),
+        _rel("education", ["ORG", "FAC", "GPE"], ["alma mater", "education"]),
+        _rel("employer", ["ORG", "FAC", "GPE"], ["employer", "workplace"]),
+        _rel("date", DATE, ["release date", "publication date", "founding date"]),
+        _rel("location", PLACE + ["ORG"], ["location", "headquarters"]),
+        _rel("award", ["WORK_OF_ART", "EVENT", "ORG", "TEXT"], ["award", "prize"]),
+        _rel("detention", ["FAC", "ORG", "GPE"], ["prison"]),
+    ]
+}
+
+RELATIONS: dict[str, Relation] = {**PERSON_RELATIONS, **ATTRIBUTE_RELATIONS}
+
+# Kinship terms that are two hops: "paternal grandfather" = father's father.
+INFERRED_CHAINS: dict[str, list[str]] = {
+    "paternal grandfather": ["father", "father"],
+    "paternal grandmother": ["father", "mother"],
+    "maternal grandfather": ["mother", "father"],
+    "maternal grandmother": ["mother", "mother"],
+    "grandfather": ["father", "father"],
+    "grandmother": ["father", "mother"],
+    "father-in-law": ["spouse", "father"],
+    "mother-in-law": ["spouse", "mother"],
+    "son-in-law": ["child", "spouse"],
+    "daughter-in-law": ["child", "spouse"],
+    "child-in-law": ["child", "spouse"],
+    "sibling-in-law": ["spouse", "sibling"],
+    "brother-in-law": ["spouse", "brother"],
+    "sister-in-law": ["spouse", "sister"],
+    "stepmother": ["father", "spouse"],
+    "stepfather": ["mother", "spouse"],
+    "uncle": ["father", "brother"],
+    "aunt": ["father", "sister"],
+    "grandson": ["child", "son"],
+    "granddaughter": ["child", "daughter"],
+    "grandchild": ["child", "child"],
+}
+
+# The noun that names a relation in a question, mapped to (relation key, wording in sub-questions)
+RELATION_NOUNS: dict[str, str] = {}
+for _r in PERSON_RELATIONS.values():
+    for _n in _r.nouns:
+        RELATION_NOUNS[_n] = _r.key
+
+# Head nouns of "which/what N" questions and the labels they expect.
+HEAD_LABELS: dict[str, list[str]] = {}
+for _labels, _nouns in [
+    (["DATE"], "year date day month century decade era period time birthday"),
+    (
+        ["GPE", "LOC", "FAC"],
+        "city town country state place village region province county nation capital location "
+        "area district municipality island continent neighbourhood neighborhood",
+    ),
+    (["NORP", "GPE"], "nationality citizenship ethnicity"),
+    (
+        ["WORK_OF_ART", "TITLE"],
+        "film movie song album book novel series show play opera painting game single "
+        "episode poem track sitcom documentary",
+    ),
+    (
+        ["ORG"],
+        "band company team club organization organisation university college school label "
+        "party magazine newspaper network studio group firm brand agency channel publisher "
+        "institution academy",
+    ),
+    (["LANGUAGE"], "language"),
+    (
+        ["PERSON"],
+        "person actor actress singer director man woman player king queen bassist guitarist "
+        "drummer musician author writer composer president emperor footballer artist poet "
+        "politician scientist painter producer rapper husband wife father mother son daughter "
+        "brother sister child spouse prince princess duke pope saint leader",
+    ),
+    (["FAC", "ORG", "GPE"], "museum castle church building stadium airport bridge station"),
+    (["LOC", "GPE"], "mountain river lake sea ocean valley forest"),
+    (["EVENT"], "war battle event festival tournament competition election"),
+    (["TEXT"], "instrument genre profession occupation job sport religion award prize"),
+]:
+    for _n in _nouns.split():
+        HEAD_LABELS[_n] = _labels
+
+CATEGORY_WORDS = (
+    "film", "movie", "song", "album", "book", "novel", "magazine", "newspaper", "band",
+    "company", "series", "show", "play", "single", "tv series", "video game", "game",
+    "opera", "painting", "poem", "documentary",
+)  # fmt: skip
+
+
+class Comparison(BaseModel):
+    """A comparison question: which option wins on which attribute, or are both the same."""
+
+    options: list[str]
+    attribute: str = Field(
+        description="birth_date, death_date, lifespan, date, quantity, country, nationality, "
+        "birth_place, death_place or another relation key."
+    )
+    pick: Pick
+    via: str | None = Field(default=None, description="Bridge relation, e.g. 'director'.")
+    verb: str = Field(default="", description="Event verb for 'date': released, founded, ...")
+    category: str = Field(default="", description="Type word of the options: film, person, ...")
+    quantity: str = Field(default="", description="For 'quantity': the adjective (tall, long).")
+
+
+class AnswerType(BaseModel):
+    """The expected answer of a question."""
+
+    kind: AnswerKind
+    labels: list[str] = Field(default_factory=list)
+    wh: str = ""
+    head: str | None = None
+    relation: str | None = None
+    focus: str = ""
+    category: str = ""
+    comparison: Comparison | None = None
+
+    @property
+    def options(self) -> list[str]:
+        return self.comparison.options if self.comparison else []
+
+
+# --------------------------------------------------------------------------------------------
+# text helpers
+
+
+def normalize(text: str) -> str:
+    """Lower-case, strip accents, punctuation and articles (SQuAD-style)."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    text = re.sub(r"[^\w\s]", " ", text)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+TITLE_SEPARATOR = " — "
+
+
+def _clean(q: str) -> str:
+    """Whitespace and quotes normalised; a trailing " — <title>" retrieval hint dropped."""
+    q = " ".join(q.replace("’", "'").split()).strip()
+    if TITLE_SEPARATOR in q:
+        q = q.split(TITLE_SEPARATOR, 1)[0].strip()
+    return q
+
+
+def first_word(question: str) -> str:
+    words = _clean(question).split()
+    return words[0].lower().strip(",") if words else ""
+
+
+def starts_with_wh(question: str) -> bool:
+    q = _clean(question).lower()
+    if not q:
+        return False
+    w = first_word(q)
+    if w in WH_WORDS or w in AUX_WORDS:
+        return True
+    # "In which year ...", "For what reason ..."
+    m = re.match(r"^(in|on|at|from|for|to|by|of|with|during|since|after|before)\s+(\w+)", q)
+    return bool(m and m.group(2) in WH_WORDS)
+
+
+# --------------------------------------------------------------------------------------------
+# comparisons
+
+_SEP_OR = re.compile(r"\s+or\s+")
+_SEP_AND = re.compile(r"\s+and\s+")
+
+_DATE_VERBS = (
+    r"released|come out|came out|published|established|founded|formed|opened|built|created|"
+    r"launched|premiered|aired|written|completed|made|produced|recorded|started|introduced|"
+    r"incorporated|discovered|invented|composed|painted|signed|issued|constructed|debuted"
+)
+_FIRST = r"first|earlier|earliest|sooner|older|oldest"
+_LATER = r"later|latest|last|more recently|most recently|recently|newer|younger|youngest"
+_MORE_ADJ = {
+    "taller": ("tall", "max"), "higher": ("high", "max"), "longer": ("long", "max"),
+    "larger": ("large", "max"), "bigger": ("big", "max"), "heavier": ("heavy", "max"),
+    "deeper": ("deep", "max"), "wider": ("wide", "max"), "more populous": ("populous", "max"),
+    "shorter": ("short", "min"), "smaller": ("small", "min"), "lighter": ("light", "min"),
+    "lower": ("low", "min"), "shallower": ("shallow", "min"), "narrower": ("narrow", "min"),
+}  # fmt: skip
+
+
+def _strip_option(text: str) -> str:
+    text = text.strip(" ,")
+    text = re.sub(r"^(?:both|either)\s+", "", text)
+    text = re.sub(r"^the\s+(?=[a-z])", "", text)
+    text = re.sub(
+        r"^(?:both\s+)?(?:the\s+)?(?:movies?|films?|songs?|albums?|books?|mountains?|rivers?|"
+        r"islands?|people|persons?|men|women|players?|bands?|magazines?|museums?|places?|cities|"
+        r"towns?|villages?|companies|newspapers|directors of films?|directors of)\s*,?\s+",
+        "",
+        text,
+    )
+    text = re.sub(r"\s+(?:films?|movies?|songs?|albums?|books?|magazines?)$", "", text)
+    return text.strip(" ,")
+
+
+def _split_options(text: str, sep: re.Pattern[str]) -> list[str] | None:
+    parts = sep.split(text.strip(" ,"))
+    if len(parts) < 2:
+        return None
+    if len(parts) > 2:
+        # more than one connector: prefer the split whose sides both start capitalised
+        for k in range(1, len(parts)):
+            left, right = " or ".join(parts[:k]), " or ".join(parts[k:])
+            if sep is _SEP_AND:
+                left, right = " and ".join(parts[:k]), " and ".join(parts[k:])
+            if right[:1].isupper() and left[:1].isupper():
+                parts = [left, right]
+                break
+        else:
+            parts = [parts[0], " ".join(parts[1:])]
+    opts = [_strip_option(p) for p in parts]
+    return opts if all(opts) else None
+
+
+def _comparison_category(prefix: str) -> str:
+    low = prefix.lower()
+    for word in CATEGORY_WORDS:
+        if re.search(rf"\b{word}s?\b", low):
+            return word
+    if re.search(r"\bwho\b|\bperson\b|\bpeople\b", low):
+        return "person"
+    return ""
+
+
+def _via(prefix: str) -> str | None:
+    low = prefix.lower()
+    m = re.search(
+        r"\b(?:has|have|had|with|whose|of)\s+(?:the\s+)?(director|performer|composer|author|"
+        r"writer|producer|founder|creator|singer|publisher|screenwriter)s?\b",
+        low,
+    )
+    if m:
+        return RELATION_NOUNS.get(m.group(1), m.group(1))
+    m = re.search(r"\b(director|performer|composer|author|producer|founder|creator)s of\b", low)
+    if m:
+        return RELATION_NOUNS.get(m.group(1), m.group(1))
+    return None
+
+
+def _ordering(criterion: str, category: str, via: str | None) -> tuple[str, Pick, str, str] | None:
+    """(attribute, pick, verb, quantity) for a comparative criterion, or None."""
+    c = criterion.lower()
+    if re.search(r"\blived longer\b|\blonger life\b|\blived the longest\b", c):
+        return "lifespan", "max", "", ""
+    if re.search(r"\blived shorter\b|\bshorter life\b", c):
+        return "lifespan", "min", "", ""
+    person_like = category == "person" or via is not None or re.search(r"\bwho\b", c)
+    if re.search(r"\bborn\b", c):
+        if re.search(rf"\b(?:{_LATER})\b", c):
+            return "birth_date", "max", "", ""
+        if re.search(rf"\b(?:{_FIRST})\b", c):
+            return "birth_date", "min", "", ""
+    if re.search(r"\b(?:died|die|dead|death|passed away)\b", c):
+        if re.search(rf"\b(?:{_LATER})\b", c):
+            return "death_date", "max", "", ""
+        if re.search(rf"\b(?:{_FIRST})\b", c):
+            return "death_date", "min", "", ""
+    m = re.search(rf"\b({_DATE_VERBS})\b", c)
+    if m:
+        verb = m.group(1).replace("came out", "come out")
+        if re.search(rf"\b(?:{_LATER})\b", c):
+            return "date", "max", verb, ""
+        if re.search(rf"\b(?:{_FIRST})\b", c):
+            return "date", "min", verb, ""
+    if re.search(r"\b(?:older|oldest|elder)\b", c):
+        return ("birth_date", "min", "", "") if person_like else ("date", "min", "", "")
+    if re.search(r"\b(?:younger|youngest)\b", c):
+        return ("birth_date", "max", "", "") if person_like else ("date", "max", "", "")
+    if re.search(r"\b(?:newer|more recent)\b", c):
+        return "date", "max", "", ""
+    if re.search(r"\bfirst\b|\bearlier\b", c):
+        return "date", "min", "", ""
+    for word, (adj, pick) in _MORE_ADJ.items():
+        if re.search(rf"\b{word}\b", c):
+            return "quantity", pick, "", adj  # type: ignore[return-value]
+    return None
+
+
+def _same_attribute(text: str, category: str, via: str | None) -> str | None:
+    low = text.lower()
+    if re.search(r"\bsame nationalit|\bnationality\b", low):
+        return "nationality"
+    if re.search(r"\bsame (?:country|state)\b", low):
+        if via or category in {"person"}:
+            return "nationality"
+        if re.search(r"\blocated\b|\bsituated\b|\bfound in\b", low):
+            return "country"
+        if category in {"", "mountain", "river", "island", "place", "city", "village", "town"}:
+            if re.search(r"\b(?:from|originate|come from|made|produced)\b", low):
+                return "origin_country"
+            return "country"
+        return "origin_country"
+    if re.search(r"\bsame (?:place|city|town)\b", low):
+        if re.search(r"\bdied|\bdeath", low):
+            return "death_place"
+        return "birth_place"
+    if re.search(r"\bsame (?:year|date|day)\b", low):
+        return "birth_date" if re.search(r"\bborn\b", low) else "date"
+    if re.search(r"\bsame (?:genre|occupation|profession|job)\b", low):
+        return "genre" if "genre" in low else "occupation"
+    return None
+
+
+def parse_comparison(question: str) -> Comparison | None:
+    """The comparison a question asks for, or None for a non-comparison question."""
+    q = _clean(question)
+    q = q[:-1].strip() if q.endswith("?") else q
+    low = q.lower()
+    w = first_word(q)
+    # yes/no: "Are A and B both located in the same country?"
+    if w in AUX_WORDS and re.search(r"\bsame\b", low):
+        return _parse_same(q)
+    # "Was A or B born first?"
+    if w in AUX_WORDS and re.search(r"\s+or\s+", q):
+        m = re.match(
+            r"^(?:was|were|is|are|did|does|do)\s+(?:the\s+)?(.+?)\s+"
+            r"((?:born|released|founded|established|published|formed|opened|died|dead|"
+            r"come out|came out|made|older|younger|taller|created)\b.*)$",
+            q,
+            flags=re.I,
+        )
+        if m:
+            opts = _split_options(m.group(1), _SEP_OR)
+            category = _comparison_category(q.split()[0] + " " + m.group(1))
+            via = _via(m.group(1))
+            order = _ordering(m.group(2), "person" if "born" in m.group(2) else category, via)
+            if opts and order:
+                attr, pick, verb, qty = order
+                return Comparison(
+                    options=opts, attribute=attr, pick=pick, via=via, verb=verb,
+                    category=category, quantity=qty,
+                )  # fmt: skip
+    if w not in {"which", "who", "what", "whose"}:
+        return None
+    # "Who was born first out of A and B?"
+    m = re.match(r"^(.+?)\s*,?\s+(?:out of|between|among)\s+(.+)$", q, flags=re.I)
+    if m:
+        opts = _split_options(m.group(2), _SEP_AND) or _split_options(m.group(2), _SEP_OR)
+        category = _comparison_category(m.group(1))
+        via = _via(m.group(1))
+        order = _ordering(m.group(1), category, via)
+        if opts and order:
+            attr, pick, verb, qty = order
+            return Comparison(
+                options=opts, attribute=attr, pick=pick, via=via, verb=verb,
+                category=category, quantity=qty,
+            )  # fmt: skip
+    # "Which film came out first, A or B?": the criterion ends at the first comma after the
+    # comparative word; the rest is "A or B".
+    comp_words = (
+        rf"\b(?:{_FIRST}|{_LATER}|longer|shorter|taller|higher|larger|bigger|smaller|heavier|"
+        rf"lower|deeper|wider|lighter|more populous|the other)\b"
+    )
+    cm = re.search(comp_words, low)
+    if cm:
+        comma = q.find(",", cm.end())
+        if comma > 0:
+            criterion, rest = q[:comma], q[comma + 1 :]
+            opts = _split_options(rest, _SEP_OR)
+            category = _comparison_category(criterion)
+            via = _via(criterion)
+            order = _ordering(criterion, category, via)
+            if opts and order:
+                attr, pick, verb, qty = order
+                return Comparison(
+                    options=opts, attribute=attr, pick=pick, via=via, verb=verb,
+                    category=category, quantity=qty,
+                )  # fmt: skip
+    return None
+
+
+def _parse_same(q: str) -> Comparison | None:
+    low = q.lower()
+    # "Does A have the same nationality as B?"
+    m = re.match(
+        r"^(?:does|do|did|is|was|are|were)\s+(.+?)\s+(?:have|has|had|share|shares|of|hold|"
+        r"come from|from|born in|located in)\s+the\s+same\s+(.+?)\s+as\s+(.+)$",
+        q,
+        flags=re.I,
+    )
+    if m:
+        opts = [_strip_option(m.group(1)), _strip_option(m.group(3))]
+        category = _comparison_category(m.group(1))
+        attr = _same_attribute(q, category or "person", _via(q))
+        if all(opts) and attr:
+            return Comparison(options=opts, attribute=attr, pick="same", category=category)
+    body = re.sub(r"^(?:are|is|were|was|do|does|did|have|has)\s+", "", q, flags=re.I)
+    via = _via(body)
+    category = _comparison_category(body.split(" same ")[0])
+    predicate = re.search(
+        r",?\s+(?:both\s+)?(?:located|situated|from|of the same|have|has|share|born|"
+        r"originate[ds]?|come from|came from|in the same|hold|died|the same|belong|play|"
+        r"made|produced|released)\b",
+        body,
+        flags=re.I,
+    )
+    if not predicate:
+        return None
+    opts_text = body[: predicate.start()]
+    # "both directors of films A and B", "both films A and B", "the movies A and B"
+    opts_text = re.sub(
+        r"^(?:both\s+)?(?:the\s+)?(?:directors?|performers?|composers?|authors?|producers?)"
+        r"\s+of\s+(?:the\s+)?",
+        "",
+        opts_text,
+        flags=re.I,
+    )
+    opts = _split_options(opts_text, _SEP_AND)
+    if not opts:
+        return None
+    if category == "" and re.search(r"\b(?:films?|movies?)\b", low):
+        category = "film"
+    attr = _same_attribute(body, category, via)
+    if attr is None:
+        return None
+    if attr == "nationality" and via is None and category in {"film", "movie"}:
+        attr = "origin_country"
+    return Comparison(options=opts, attribute=attr, pick="same", via=via, category=category)
+
+
+# --------------------------------------------------------------------------------------------
+# relation and focus detection
+
+_ATTRIBUTE_PATTERNS: list[tuple[str, str]] = [
+    (r"\b(?:date of birth|birth ?date|birthday|when (?:was|is) .+ born|born when|"
+     r"what year was .+ born|year of birth)\b", "birth_date"),
+    (r"\b(?:date of death|death date|when did .+ (?:die|pass away)|year of death|"
+     r"when was .+ killed|what year did .+ die)\b", "death_date"),
+    (r"\b(?:place of birth|birthplace|birth place|where (?:was|is) .+ born|born where|"
+     r"(?:city|town|country) (?:was|is) .+ born in)\b", "birth_place"),
+    (r"\b(?:place of death|death place|where did .+ (?:die|pass away)|died where|"
+     r"(?:city|town|country) did .+ die)\b", "death_place"),
+    (r"\b(?:place of burial|burial place|where (?:was|is) .+ buried|resting place)\b",
+     "burial_place"),
+    (r"\b(?:cause of death|why did .+ die|how did .+ die|what did .+ die (?:of|from))\b",
+     "cause_of_death"),
+    (r"\b(?:nationality|citizenship|what country is .+ from|which country .+ (?:is|was|are|"
+     r"were) from|which country is .+ (?:from|a citizen of))\b", "nationality"),
+    (r"\b(?:where did .+ (?:study|graduate|go to school|get .+ degree)|educated|alma mater|"
+     r"which (?:university|college|school) did)\b", "education"),
+    (r"\b(?:where (?:does|did|do) .+ work|employer|works? (?:at|for)|workplace)\b", "employer"),
+    (r"\b(?:which country|what country|in which country|in what country)\b.*\b(?:located|"
+     r"situated|in)\b", "country"),
+    (r"\b(?:where (?:was|is|were|are) .+ (?:detained|imprisoned|incarcerated|held))\b",
+     "detention"),
+    (r"\b(?:when|what year|which year|what date|in which year|in what year)\b.*\b(?:released|"
+     r"come out|came out|published|founded|established|formed|opened|built|created|launched|"
+     r"premiered|aired|written|made|produced|recorded|started|introduced|incorporated|issued|"
+     r"debuted)\b", "date"),
+    (r"\bwhere (?:is|was|are|were) .+ (?:located|situated|based|headquartered)\b", "location"),
+    (r"\b(?:award|prize) (?:did|has|was)\b|\bwhat .+ (?:won|win|receive)\b", "award"),
+]  # fmt: skip
+
+_FRAME_PATTERNS = [
+    r"^(?:who|what|which \w+) (?:is|was|are|were) the (?:[\w\- ]+?) of (?P<f>.+)$",
+    r"^(?:what|which \w+) (?:is|was) the (?:[\w\- ]+?) of (?P<f>.+)$",
+    r"^(?:when|where|why|how) (?:was|is|were|are|did|does|do) (?P<f>.+?) "
+    r"(?:born|die|died|buried|work(?: at| for)?|study|studied|live|located|situated|based|"
+    r"released|published|founded|established|formed|opened|built|created|come out|"
+    r"detained|imprisoned|educated|graduate|married|pass away|killed|headquartered)\b.*$",
+    r"^(?:which|what) (?:country|city|state) (?:is|was) (?P<f>.+?) (?:located|situated|from|"
+    r"based)(?: in)?$",
+    r"^(?:what|which) (?:nationality|country) (?:is|was|are|were) (?P<f>.+?)(?: from)?$",
+    r"^(?:which|what) \w+ (?P<f>.+?) (?:is|was|are|were) from$",
+    r"^who (?:did|does) (?P<f>.+?) (?:marry|wed)$",
+    r"^who (?:directed|produced|composed|wrote|founded|created|performed|sang|published|"
+    r"designed|founded) (?P<f>.+)$",
+]
+
+
+def _strip_category(focus: str) -> tuple[str, str]:
+    f = focus.strip(" ,?")
+    f = re.sub(r"^(?:the|a|an)\s+", "", f)
+    for word in sorted(CATEGORY_WORDS, key=len, reverse=True):
+        m = re.match(rf"^{word}s?\s+(.+)$", f, flags=re.I)
+        if m and m.group(1)[:1].isupper():
+            return m.group(1).strip(), word
+    return f, ""
+
+
+def _capitalised_run(q: str) -> str:
+    """Longest run of capitalised words (with name connectors), skipping the first word."""
+    tokens = q.rstrip("?").split()
+    best: list[str] = []
+    cur: list[str] = []
+    for i, tok in enumerate(tokens):
+        word = tok.strip(",")
+        cap = word[:1].isupper() or word[:1].isdigit() or word[:1] in "('\"#"
+        conn = word.lower() in {"of", "de", "the", "and", "von", "van", "la", "le", "du", "&", "-"}
+        if i > 0 and (cap or (conn and cur)):
+            cur.append(tok)
+        else:
+            if len(cur) > len(best):
+                best = cur
+            cur = []
+        if i > 0 and tok.endswith(",") and cur and not cap:
+            cur = []
+    if len(cur) > len(best):
+        best = cur
+    while best and best[-1].lower().strip(",") in {"of", "de", "the", "and", "&", "-"}:
+        best.pop()
+    return " ".join(best).strip(" ,")
+
+
+def find_focus(question: str) -> tuple[str, str]:
+    """(focus entity, category word) of a one-hop question."""
+    q = _clean(question).rstrip("?").strip()
+    for pattern in _FRAME_PATTERNS:
+        m = re.match(pattern, q, flags=re.I)
+        if m:
+            focus = m.group("f").strip()
+            focus = re.sub(r"'s( \w+)?$", "", focus)
+            if focus:
+                return _strip_category(focus)
+    # "X's mother" / "the director of X": the last "of" object or possessor
+    m = re.search(r"\bof (?P<f>[A-Z#].+)$", q)
+    if m:
+        return _strip_category(_strip_tail(m.group("f")))
+    run = _capitalised_run(q)
+    return _strip_category(run) if run else ("", "")
+
+
+def _strip_tail(text: str) -> str:
+    """Drop a trailing lower-case predicate ("born", "is from") after a capitalised name."""
+    words = text.rstrip("?").split()
+    j = len(words)
+    while j > 0 and words[j - 1][:1].islower():
+        j -= 1
+    if 0 < j < len(words):
+        return " ".join(words[:j])
+    return " ".join(words)
+
+
+def detect_relation(question: str) -> str | None:
+    """The relation key a question asks about (attribute patterns first, then person nouns)."""
+    q = _clean(question).rstrip("?")
+    low = q.lower()
+    for pattern, key in _ATTRIBUTE_PATTERNS:
+        if re.search(pattern, low):
+            return key
+    # "Who is the director of X", "X's mother", "Who directed X"
+    nouns = sorted(RELATION_NOUNS, key=len, reverse=True)
+    m = re.search(
+        r"\bthe ("
+        + "|".join(re.escape(n) for n in nouns)
+        + r")s? of\b|'s ("
+        + "|".join(re.escape(n) for n in nouns)
+        + r")s?\b",
+        low,
+    )
+    if m:
+        noun = m.group(1) or m.group(2)
+        return RELATION_NOUNS[noun]
+    verbs = {
+        "directed": "director", "produced": "producer", "composed": "composer",
+        "wrote": "author", "written": "author", "founded": "founder", "created": "creator",
+        "performed": "performer", "sang": "performer", "sung": "performer",
+        "published": "publisher", "married": "spouse", "marry": "spouse",
+        "designed": "designer",
+    }  # fmt: skip
+    if re.match(r"^(?:who|whom|which \w+)\b", low):
+        for verb, key in verbs.items():
+            if re.search(rf"\b{verb}\b", low):
+                return key
+    return None
+
+
+@lru_cache(maxsize=2048)
+def _expected(question: str) -> AnswerType:
+    q = _clean(question)
+    low = q.lower().rstrip("?")
+    w = first_word(q)
+    comparison = parse_comparison(q)
+    if comparison is not None:
+        if comparison.pick == "same":
+            return AnswerType(
+                kind="yesno",
+                labels=["YESNO"],
+                wh=w,
+                comparison=comparison,
+                relation=comparison.attribute,
+                category=comparison.category,
+            )
+        return AnswerType(kind="choice", labels=["CHOICE"], wh=w, comparison=comparison,
+                          relation=comparison.attribute, category=comparison.category)  # fmt: skip
+    m = re.match(r"^(?:in|on|at|from|for|to|by|of|with|during)\s+(which|what|whom|whose)\b", low)
+    if m:
+        w = m.group(1)
+    relation = detect_relation(q)
+    focus, category = find_focus(q)
+    if w in AUX_WORDS:
+        return AnswerType(kind="yesno", labels=["YESNO"], wh=w, relation=relation, focus=focus,
+                          category=category)  # fmt: skip
+    head = _head_noun(low)
+    labels: list[str]
+    kind: AnswerKind = "entity"
+    if relation in RELATIONS:
+        labels = list(RELATIONS[relation].labels)
+    elif w in {"who", "whom", "whose"}:
+        labels = ["PERSON", "ORG", "NORP"]
+    elif w == "where":
+        labels = ["GPE", "LOC", "FAC", "ORG"]
+    elif w == "when":
+        labels = ["DATE", "TIME"]
+    elif w == "why":
+        labels = ["TEXT"]
+    elif w == "how":
+        labels = _how_labels(low)
+    elif head and head in HEAD_LABELS:
+        labels = list(HEAD_LABELS[head])
+    else:
+        labels = ["TEXT"]
+    if w in {"which", "what"} and head in HEAD_LABELS and relation is None:
+        labels = list(HEAD_LABELS[head])
+    if w in {"which", "what"} and head == "country" and relation in {"nationality", None}:
+        labels = ["GPE", "NORP"]
+    if w in {"who", "whom"} and head is None and relation is None:
+        labels = ["PERSON", "ORG", "NORP"]
+    if labels == ["TEXT"]:
+        kind = "text"
+    return AnswerType(kind=kind, labels=labels, wh=w, head=head, relation=relation, focus=focus,
+                      category=category)  # fmt: skip
+
+
+def _how_labels(low: str) -> list[str]:
+    if re.match(r"^how (?:many|much)\b", low):
+        return ["CARDINAL", "QUANTITY", "MONEY"] if "much" not in low else ["MONEY", "QUANTITY"]
+    if re.match(r"^how old\b", low):
+        return ["CARDINAL", "DATE", "QUANTITY"]
+    if re.match(r"^how long\b", low):
+        return ["DATE", "QUANTITY", "CARDINAL", "TIME"]
+    if re.match(r"^how (?:tall|high|far|big|large|deep|wide|heavy)\b", low):
+        return ["QUANTITY", "CARDINAL"]
+    return ["TEXT"]
+
+
+def _head_noun(low: str) -> str | None:
+    m = re.match(r"^(?:which|what)\s+(?:\w+\s+)?(?:of the\s+)?(\w+)", low)
+    if m:
+        one = re.match(r"^(?:which|what)\s+(\w+)", low)
+        if one and one.group(1) in HEAD_LABELS:
+            return one.group(1)
+        if m.group(1) in HEAD_LABELS:
+            return m.group(1)
+    m = re.match(r"^(?:what|which) (?:is|was|are|were) the (?:name of the )?(\w+)", low)
+    if m and m.group(1) in HEAD_LABELS:
+        return m.group(1)
+    m = re.match(r"^(?:in|on|at|from) (?:which|what) (\w+)", low)
+    if m and m.group(1) in HEAD_LABELS:
+        return m.group(1)
+    return None
+
+
+def expected_answer(question: str) -> AnswerType:
+    """The expected answer of `question`: kind, entity labels, relation, focus, comparison."""
+    return _expected(_clean(question)).model_copy(deep=True)
+
+
+# --------------------------------------------------------------------------------------------
+# values: dates, numbers, countries
+
+MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+            ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+            ("december", "dec"),
+        ]
+    )
+    for m in names
+}  # fmt: skip
+
+
+def parse_date(text: str) -> tuple[int, int, int] | None:
+    """A sortable (year, month, day) from free text ("20 March 851", "March 10, 2017", "1946").
+
+    Unknown month or day are 0. BC years are negative. Returns None when no year is found.
+    """
+    t = text.lower().replace(",", " ")
+    t = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", t)
+    bc = bool(re.search(r"\b(?:bc|bce|b\.c\.)\b", t))
+    years = [m for m in re.finditer(r"\b(\d{3,4})\b", t)]
+    if not years:
+        cm = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)? century\b", t)
+        if cm:
+            year = (int(cm.group(1)) - 1) * 100 + 50
+            return (-year if bc else year, 0, 0)
+        m = re.search(r"\b(\d{1,2})\s*(?:bc|bce)\b", t)
+        if m:
+            return (-int(m.group(1)), 0, 0)
+        return None
+    ym = years[0]
+    year = int(ym.group(1))
+    month = 0
+    day = 0
+    for name, num in MONTHS.items():
+        mm = re.search(rf"\b{name}\b\.?", t)
+        if mm:
+            month = num
+            after = re.match(r"\s*(\d{1,2})\b", t[mm.end() :])
+            before = re.search(r"\b(\d{1,2})\s*$", t[: mm.start()])
+            if before:
+                day = int(before.group(1))
+            elif after and int(after.group(1)) <= 31 and after.group(1) != ym.group(1):
+                day = int(after.group(1))
+            break
+    if bc:
+        year = -year
+    return (year, month, day)
+
+
+def parse_number(text: str) -> float | None:
+    """The first number in `text` (commas allowed), or None."""
+    m = re.search(r"-?\d[\d,]*(?:\.\d+)?", text)
+    if not m:
+        return None
+    try:
+        return float(m.group(0).replace(",", ""))
+    except ValueError:
+        return None
+
+
+# country -> demonyms and other names (lower-case)
+_COUNTRIES: dict[str, list[str]] = {
+    "united states": ["american", "us", "usa", "u.s.", "united states of america", "america"],
+    "united kingdom": ["british", "uk", "britain", "great britain", "english", "england",
+                       "scottish", "scotland", "welsh", "wales", "northern irish"],
+    "ireland": ["irish"], "france": ["french"], "germany": ["german", "west german",
+                                                             "east german"],
+    "italy": ["italian"], "spain": ["spanish"], "portugal": ["portuguese"],
+    "netherlands": ["dutch", "holland"], "belgium": ["belgian"], "switzerland": ["swiss"],
+    "austria": ["austrian"], "sweden": ["swedish"], "norway": ["norwegian"],
+    "denmark": ["danish"], "finland": ["finnish"], "iceland": ["icelandic"],
+    "poland": ["polish"], "czech republic": ["czech", "czechia"],
+    "czechoslovakia": ["czechoslovak"], "slovakia": ["slovak"], "hungary": ["hungarian"],
+    "romania": ["romanian"], "bulgaria": ["bulgarian"], "greece": ["greek"],
+    "turkey": ["turkish"], "russia": ["russian"], "soviet union": ["soviet", "ussr"],
+    "ukraine": ["ukrainian"], "belarus": ["belarusian"], "estonia": ["estonian"],
+    "latvia": ["latvian"], "lithuania": ["lithuanian"], "serbia": ["serbian"],
+    "croatia": ["croatian"], "slovenia": ["slovenian", "slovene"], "bosnia": ["bosnian"],
+    "yugoslavia": ["yugoslav", "yugoslavian"], "albania": ["albanian"],
+    "georgia": ["georgian"], "armenia": ["armenian"], "azerbaijan": ["azerbaijani"],
+    "iran": ["iranian", "persian"], "iraq": ["iraqi"], "israel": ["israeli"],
+    "egypt": ["egyptian"], "saudi arabia": ["saudi"], "syria": ["syrian"],
+    "lebanon": ["lebanese"], "jordan": ["jordanian"], "india": ["indian"],
+    "pakistan": ["pakistani"], "bangladesh": ["bangladeshi"], "sri lanka": ["sri lankan"],
+    "nepal": ["nepali", "nepalese"], "china": ["chinese"], "japan": ["japanese"],
+    "south korea": ["korean", "south korean", "korea"], "north korea": ["north korean"],
+    "taiwan": ["taiwanese"], "hong kong": ["hong kong"], "vietnam": ["vietnamese"],
+    "thailand": ["thai"], "cambodia": ["cambodian"], "indonesia": ["indonesian"],
+    "malaysia": ["malaysian"], "philippines": ["filipino", "philippine"],
+    "singapore": ["singaporean"], "myanmar": ["burmese", "burma"], "australia": ["australian"],
+    "new zealand": ["new zealander"], "canada": ["canadian"], "mexico": ["mexican"],
+    "brazil": ["brazilian"], "argentina": ["argentine", "argentinian"], "chile": ["chilean"],
+    "peru": ["peruvian"], "colombia": ["colombian"], "venezuela": ["venezuelan"],
+    "cuba": ["cuban"], "uruguay": ["uruguayan"], "bolivia": ["bolivian"],
+    "ecuador": ["ecuadorian"], "paraguay": ["paraguayan"], "jamaica": ["jamaican"],
+    "trinidad and tobago": ["trinidadian"], "south africa": ["south african"],
+    "nigeria": ["nigerian"], "kenya": ["kenyan"], "ghana": ["ghanaian"],
+    "ethiopia": ["ethiopian"], "morocco": ["moroccan"], "algeria": ["algerian"],
+    "tunisia": ["tunisian"], "senegal": ["senegalese"], "afghanistan": ["afghan"],
+    "kazakhstan": ["kazakh"], "uzbekistan": ["uzbek"], "mongolia": ["mongolian"],
+    "luxembourg": ["luxembourgish"], "monaco": ["monegasque"], "cyprus": ["cypriot"],
+    "malta": ["maltese"], "moldova": ["moldovan"], "north macedonia": ["macedonian"],
+    "montenegro": ["montenegrin"], "scotland": [], "england": [], "wales": [],
+}  # fmt: skip
+
+_NAME_TO_COUNTRY: dict[str, str] = {}
+for _country, _names in _COUNTRIES.items():
+    _NAME_TO_COUNTRY[_country] = _country
+    for _n in _names:
+        _NAME_TO_COUNTRY.setdefault(_n, _country)
+for _part in ("england", "scotland", "wales"):
+    _NAME_TO_COUNTRY[_part] = "united kingdom"
+
+COUNTRY_NAMES = frozenset(_NAME_TO_COUNTRY)
+
+
+def country_of(text: str) -> str | None:
+    """The country a place name, country name or demonym refers to ("Indian" -> "india")."""
+    t = normalize(text).replace("-", " ")
+    if t in _NAME_TO_COUNTRY:
+        return _NAME_TO_COUNTRY[t]
+    # "Isfahan Province, Iran", "Trinidadian-American": the last known name wins
+    words = t.split()
+    for n in (3, 2, 1):
+        for i in range(len(words) - n, -1, -1):
+            part = " ".join(words[i : i + n])
+            if part in _NAME_TO_COUNTRY:
+                return _NAME_TO_COUNTRY[part]
+    return None
+
+
+def countries_in(text: str) -> set[str]:
+    """Every country a text names or implies ("American-Argentine" -> united states, argentina)."""
+    t = normalize(text).replace("-", " ")
+    words = t.split()
+    found: set[str] = set()
+    i = 0
+    while i < len(words):
+        for n in (3, 2, 1):
+            part = " ".join(words[i : i + n])
+            if len(words[i : i + n]) == n and part in _NAME_TO_COUNTRY:
+                found.add(_NAME_TO_COUNTRY[part])
+                i += n
+                break
+        else:
+            i += 1
+    return found
+
+
+def is_country(text: str) -> bool:
+    return normalize(text) in _COUNTRIES or normalize(text) in {"england", "scotland", "wales"}

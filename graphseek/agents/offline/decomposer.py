@@ -1,0 +1,372 @@
+"""Grammar-based question decomposition (offline policy of the Decomposer role).
+
+The plan is built from the question's structures, innermost first, each reduced structure
+becoming a sub-question whose answer is referred to as `#N` by the steps that use it:
+
+- relative clauses ("the city where the performer of X was formed" -> "In which city was
+  the performer of X formed?"), found in the spaCy parse (`graphseek.agents.grammar`);
+- "of"-structures with a relation noun ("the director of film X" -> "Who is the director of
+  film X?");
+- possessives ("Lothair II's mother" -> "Who is the mother of Lothair II?");
+- two-hop kinship terms are expanded ("paternal grandfather" -> father of the father);
+- comparisons ("Which film came out first, A or B?") become one independent sub-question per
+  option and attribute, behind a bridge step where the question compares the options' directors
+  (or performers, ...), followed by a final step that restates the comparison and depends on
+  them all; the Seeker resolves that final step by comparing the answers, not the Librarian.
+
+What remains of the question after the reductions ("When did #1 die?") is the last step, unless
+it is trivial ("Who is #2?").
+"""
+
+from __future__ import annotations
+
+import re
+
+from graphseek.agents.grammar import question_features
+from graphseek.agents.offline.answer_types import (
+    INFERRED_CHAINS,
+    PERSON_RELATIONS,
+    RELATION_NOUNS,
+    Comparison,
+    parse_comparison,
+)
+from graphseek.agents.roles import Step
+from graphseek.state.models import SubQuestion
+
+_NAME_CONNECTORS = {"of", "de", "the", "and", "von", "van", "la", "le", "du", "da", "del", "&"}
+_QUESTION_START = {
+    "when", "where", "who", "whom", "whose", "what", "which", "why", "how", "is", "was", "are",
+    "were", "did", "does", "do", "in",
+}  # fmt: skip
+
+# Nouns that name a person-relation, longest first so "father-in-law" wins over "father".
+_REL_NOUNS = sorted(
+    set(RELATION_NOUNS) | set(INFERRED_CHAINS) | {"wife", "husband", "son", "daughter"},
+    key=len,
+    reverse=True,
+)
+_REL_ALT = "|".join(re.escape(n) for n in _REL_NOUNS)
+_OF_RE = re.compile(rf"\bthe ((?:{_REL_ALT}))s? of (?=\S)")
+_POSS_RE = re.compile(rf"'s ((?:{_REL_ALT}))s?\b")
+_TAIL_RE = re.compile(
+    r"\s+(?:(?:was|is|were|are|did|does|do|has|had)\s+)?(?:born|die|died|buried|"
+    r"work(?:s|ed)?(?:\s+at|\s+for)?|stud(?:y|ied)|live[sd]?|located|situated|based|from|"
+    r"founded|formed|established|released|published|detained|educated|graduated?|married|"
+    r"marry|come from|originate|start(?:ed)?|end(?:ed)?|receive[sd]?|win|won|play(?:s|ed)?|"
+    r"go(?:\s+to)?|attend(?:ed)?)(?:\s+(?:at|in|from|for|to))?$"
+)
+_TRIVIAL_RE = re.compile(r"^(?:who|what|which \w+) (?:is|was|are|were) (#\d+)\??$", re.I)
+_MAX_STEPS = 8
+
+
+class OfflineDecomposer:
+    """Decomposer role, offline policy: grammar features and rules, no model call."""
+
+    def decompose(self, question: str) -> Step[list[SubQuestion]]:
+        return Step(decompose_question(question))
+
+
+def decompose_question(question: str) -> list[SubQuestion]:
+    """An ordered plan of sub-questions with `#N` placeholders and dependencies."""
+    q = " ".join(question.replace("’", "'").split()).strip()
+    if not q:
+        return []
+    if not q.endswith("?"):
+        q += "?"
+    comparison = parse_comparison(q)
+    if comparison is None:
+        texts = _chain_steps(q)
+        return [
+            SubQuestion(id=i + 1, question=text, depends_on=_refs(text, i + 1))
+            for i, text in enumerate(texts)
+        ]
+    texts, value_ids = comparison_steps(q, comparison)
+    plan = [
+        SubQuestion(id=i + 1, question=text, depends_on=_refs(text, i + 1))
+        for i, text in enumerate(texts[:-1])
+    ]
+    plan.append(SubQuestion(id=len(texts), question=texts[-1], depends_on=value_ids))
+    return plan
+
+
+def _refs(text: str, own_id: int) -> list[int]:
+    return sorted({int(n) for n in re.findall(r"#(\d+)", text) if int(n) < own_id})
+
+
+# ---------------------------------------------------------------------------------------------
+# comparisons
+
+
+def attribute_questions(comparison: Comparison, subject: str) -> list[str]:
+    """Sub-questions that fetch the compared attribute of one option (or of its bridge entity)."""
+    attr = comparison.attribute
+    s = subject
+    if attr == "birth_date":
+        return [f"When was {s} born?"]
+    if attr == "death_date":
+        return [f"When did {s} die?"]
+    if attr == "lifespan":
+        return [f"When was {s} born?", f"When did {s} die?"]
+    if attr == "date":
+        verb = comparison.verb
+        if verb in {"come out", "came out"}:
+            return [f"When did {s} come out?"]
+        if not verb:
+            verb = _default_verb(comparison.category)
+        return [f"When was {s} {verb}?"]
+    if attr == "country":
+        return [f"Which country is {s} located in?"]
+    if attr == "origin_country":
+        return [f"Which country is {s} from?"]
+    if attr == "nationality":
+        return [f"What nationality is {s}?"]
+    if attr == "birth_place":
+        return [f"Where was {s} born?"]
+    if attr == "death_place":
+        return [f"Where did {s} die?"]
+    if attr == "quantity":
+        return [f"How {comparison.quantity or 'large'} is {s}?"]
+    return [f"What is the {attr.replace('_', ' ')} of {s}?"]
+
+
+def _default_verb(category: str) -> str:
+    if category in {"company", "band", "magazine", "newspaper"}:
+        return "founded"
+    if category in {"", "person"}:
+        return "established"
+    return "released"
+
+
+def comparison_steps(question: str, comparison: Comparison) -> tuple[list[str], list[int]]:
+    """Step texts for a comparison (per-option lookups, then the comparison itself) and the ids
+    of the steps whose answers are compared."""
+    texts: list[str] = []
+    value_ids: list[int] = []
+    if comparison.via:
+        noun = _relation_noun(comparison.via)
+        kind = f"{comparison.category} " if comparison.category not in {"", "person"} else ""
+        bridge_ids = []
+        for option in comparison.options:
+            texts.append(f"Who is the {noun} of {kind}{option}?")
+            bridge_ids.append(len(texts))
+        for bid in bridge_ids:
+            for text in attribute_questions(comparison, f"#{bid}"):
+                texts.append(text)
+                value_ids.append(len(texts))
+    else:
+        for option in comparison.options:
+            for text in attribute_questions(comparison, option):
+                texts.append(text)
+                value_ids.append(len(texts))
+    texts.append(question)
+    return texts, value_ids
+
+
+def _relation_noun(key: str) -> str:
+    rel = PERSON_RELATIONS.get(key)
+    return rel.nouns[0] if rel and rel.nouns else key
+
+
+# ---------------------------------------------------------------------------------------------
+# chains of relations
+
+
+def _chain_steps(question: str) -> list[str]:
+    steps: list[str] = []
+    final = _reduce(question, steps, depth=0)
+    final = _canonical(_reorder(final))
+    if not steps:
+        return [final]
+    trivial = _TRIVIAL_RE.match(final.strip())
+    if trivial and trivial.group(1) == f"#{len(steps)}":
+        return steps
+    steps.append(final)
+    return steps
+
+
+def _reduce(question: str, steps: list[str], depth: int) -> str:
+    """Reduce the structures of `question` into `steps`; return what is left of it."""
+    q = question
+    for _ in range(_MAX_STEPS):
+        if len(steps) >= _MAX_STEPS or depth > 3:
+            break
+        reduced = (
+            _reduce_relative_clause(q, steps, depth)
+            or _reduce_of(q, steps)
+            or _reduce_possessive(q, steps)
+        )
+        if reduced is None or reduced == q:
+            break
+        q = reduced
+    return q
+
+
+def _add_relation_steps(noun: str, obj: str, steps: list[str]) -> str:
+    """Append the sub-questions for "the <noun> of <obj>"; return the placeholder."""
+    noun = noun.lower()
+    chain = INFERRED_CHAINS.get(noun)
+    if chain is None:
+        steps.append(f"Who is the {noun} of {obj}?")
+        return f"#{len(steps)}"
+    subject = obj
+    for rel in chain:
+        steps.append(f"Who is the {rel} of {subject}?")
+        subject = f"#{len(steps)}"
+    return subject
+
+
+def _object_text(rest: str) -> str:
+    """The object of an "of": the name after it, without the question's trailing predicate."""
+    text = rest.strip()
+    if text.endswith("?"):
+        text = text[:-1].rstrip()
+    text = re.split(r",\s+(?:and|or|but)\s+", text)[0]
+    m = re.match(r"^(#\d+)\b", text)
+    if m:
+        return m.group(1)
+    stripped = _TAIL_RE.sub("", text)
+    words = stripped.split()
+    j = len(words)
+    while j > 0 and words[j - 1][:1].islower() and words[j - 1].lower() not in {"of"}:
+        j -= 1
+    if 0 < j < len(words) and any(w[:1].isupper() or w[:1].isdigit() for w in words[:j]):
+        return " ".join(words[:j])
+    return stripped
+
+
+def _reduce_of(q: str, steps: list[str]) -> str | None:
+    matches = list(_OF_RE.finditer(q))
+    if not matches:
+        return None
+    m = matches[-1]  # innermost
+    noun = m.group(1)
+    obj = _object_text(q[m.end() :])
+    if not obj:
+        return None
+    end = q.find(obj, m.end()) + len(obj)
+    if end < m.end():
+        return None
+    placeholder = _add_relation_steps(noun, obj, steps)
+    return q[: m.start()] + placeholder + q[end:]
+
+
+def _owner_start(q: str, end: int) -> int:
+    """Start of the possessor name that ends at `end` (just before "'s")."""
+    tokens = list(re.finditer(r"\S+", q[:end]))
+    start = end
+    for idx in range(len(tokens) - 1, -1, -1):
+        tok = tokens[idx].group(0)
+        word = tok.strip(",")
+        low = word.lower()
+        if idx == 0 and low in _QUESTION_START:
+            break
+        capital = word[:1].isupper() or word[:1].isdigit() or word[:1] in "(#'\""
+        closing = word.endswith(")")
+        connector = low in _NAME_CONNECTORS and idx > 0
+        if capital or closing or connector:
+            start = tokens[idx].start()
+            continue
+        break
+    # do not start on a connector
+    while True:
+        head = q[start:end].split(" ", 1)
+        if len(head) == 2 and head[0].lower() in _NAME_CONNECTORS:
+            start += len(head[0]) + 1
+            continue
+        break
+    return start
+
+
+def _reduce_possessive(q: str, steps: list[str]) -> str | None:
+    m = _POSS_RE.search(q)
+    if not m:
+        return None
+    start = _owner_start(q, m.start())
+    owner = q[start : m.start()].strip(" ,")
+    if not owner:
+        return None
+    placeholder = _add_relation_steps(m.group(1), owner, steps)
+    return q[:start] + placeholder + q[m.end() :]
+
+
+def _reduce_relative_clause(q: str, steps: list[str], depth: int) -> str | None:
+    if re.match(r"^(?:who|what|which)\b", q, re.I) and q.count(" ") < 3:
+        return None
+    features = question_features(q)
+    for span in features.full_relative_clauses:
+        sub = _clause_question(span)
+        if sub is None or span not in q:
+            continue
+        if len(span) > 0.85 * len(q.rstrip("?")):
+            continue
+        inner = _reduce(sub, steps, depth + 1)
+        steps.append(_reorder(inner))
+        return q.replace(span, f"#{len(steps)}", 1)
+    return None
+
+
+_AUX = r"was|were|is|are|has|have|had"
+
+
+def _clause_question(span: str) -> str | None:
+    """ "the company that published X" -> "Which company published X?" (None if not handled)."""
+    m = re.match(
+        r"^(?:the|a|an)\s+(?P<noun>[\w\- ]+?)\s+(?P<rel>who|that|which|where|when)\s+(?P<c>.+)$",
+        span,
+        flags=re.I,
+    )
+    if not m:
+        return None
+    noun, rel, clause = m.group("noun"), m.group("rel").lower(), m.group("c").strip()
+    person = noun.lower() in RELATION_NOUNS or noun.lower() in {"man", "woman", "person"}
+    if rel in {"who", "that", "which"}:
+        first = clause.split()[0]
+        if first.lower() in {"the", "a", "an", "he", "she", "they", "it", "i", "we", "you"}:
+            return None  # object relative: not handled
+        if first[:1].isupper():
+            return None
+        wh = "Who" if rel == "who" or person else f"Which {noun}"
+        return f"{wh} {clause}?"
+    # where / when: "the city where the band was formed" -> "In which city was the band formed?"
+    aux = list(re.finditer(rf"\s({_AUX})\s", f" {clause} "))
+    if not aux:
+        return None
+    a = aux[-1]
+    subject = f" {clause} "[: a.start()].strip()
+    rest = f" {clause} "[a.end() :].strip()
+    if not subject or not rest:
+        return None
+    prep = "In" if rel == "where" or noun.lower() not in {"year", "day"} else "In"
+    return f"{prep} which {noun} {a.group(1)} {subject} {rest}?"
+
+
+_CANONICAL: list[tuple[str, str]] = [
+    (
+        r"^(?:what|where) (?:is|was) the (?:place of birth|birthplace) of (#\d+)\?$",
+        "Where was {} born?",
+    ),
+    (r"^(?:what|where) (?:is|was) the place of death of (#\d+)\?$", "Where did {} die?"),
+    (r"^(?:what|where) (?:is|was) the place of burial of (#\d+)\?$", "Where was {} buried?"),
+    (r"^(?:what|when) (?:is|was) the date of birth of (#\d+)\?$", "When was {} born?"),
+    (r"^when is (#\d+)'s birthday\?$", "When was {} born?"),
+    (r"^(?:what|when) (?:is|was) the date of death of (#\d+)\?$", "When did {} die?"),
+    (r"^(?:what|which) (?:is|was) the cause of death of (#\d+)\?$", "Why did {} die?"),
+]
+
+
+def _canonical(q: str) -> str:
+    """Attribute questions about a placeholder in the wording retrieval handles best."""
+    for pattern, template in _CANONICAL:
+        m = re.match(pattern, q, flags=re.I)
+        if m:
+            return template.format(m.group(1))
+    return q
+
+
+def _reorder(q: str) -> str:
+    """ "Which country #1 is from?" -> "Which country is #1 from?"."""
+    m = re.match(r"^(Which|What)\s+(\w+)\s+(.+?)\s+(is|was|are|were)\s+(from|located in|based in)"
+                 r"\?$", q)  # fmt: skip
+    if m and not m.group(3).lower().startswith(("is ", "was ")):
+        return f"{m.group(1)} {m.group(2)} {m.group(4)} {m.group(3)} {m.group(5)}?"
+    return q

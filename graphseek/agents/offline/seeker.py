@@ -1,0 +1,448 @@
+"""Rule-based control of the reasoning loop (offline policy of the Seeker role).
+
+Each turn the Seeker looks at the plan and at the Librarian's drafts so far, and:
+
+1. asks every sub-question whose dependencies are answered and that was not asked yet, all at
+   once, with `#N` placeholders filled by the answers of earlier steps;
+2. re-asks once, rephrased, a step whose draft came back empty or with low confidence (or, for
+   a step that depends on another, with the other's next candidate answer);
+3. answers when every step is resolved: with the last step's answer, or for a comparison plan
+   by comparing the steps' answers (earlier / later date, larger / smaller number, same country
+   or not) and naming the winning option; the evidence is the drafts' passages;
+4. abstains when the answer's confidence is below `abstain_threshold`, when a step cannot be
+   answered, or when the turn budget is spent with no usable answer.
+
+A step whose text is itself a comparison of the question's options ("Which film came out first,
+A or B?") with dependencies is resolved here, never sent to the Librarian.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from rapidfuzz import fuzz
+
+from graphseek.agents.offline.answer_types import (
+    TITLE_SEPARATOR,
+    Comparison,
+    countries_in,
+    country_of,
+    detect_relation,
+    expected_answer,
+    normalize,
+    parse_comparison,
+    parse_date,
+    parse_number,
+)
+from graphseek.agents.roles import SeekerView, Step
+from graphseek.state.models import Draft, SeekerAction, SubQuestion
+
+_PLACEHOLDER = re.compile(r"#(\d+)")
+
+
+def fill_placeholders(text: str, answers: Mapping[str, str]) -> str:
+    """Replace `#N` by the answer of step N where it is known."""
+
+    def sub(match: re.Match[str]) -> str:
+        answer = answers.get(match.group(1))
+        return answer if answer else match.group(0)
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
+# ---------------------------------------------------------------------------------------------
+# comparing values
+
+
+def _date_key(text: str) -> float | None:
+    parsed = parse_date(text)
+    if parsed is None:
+        return None
+    year, month, day = parsed
+    return year * 372.0 + max(month - 1, 0) * 31.0 + max(day - 1, 0)
+
+
+def _same(attribute: str, a: str, b: str) -> bool:
+    if attribute in {"country", "origin_country", "nationality"}:
+        ca, cb = countries_in(a), countries_in(b)
+        if ca and cb:
+            return bool(ca & cb)
+    na, nb = normalize(a), normalize(b)
+    if not na or not nb:
+        return False
+    if na == nb or f" {na} " in f" {nb} " or f" {nb} " in f" {na} ":
+        return True
+    if attribute in {"birth_place", "death_place"}:
+        ca, cb = country_of(a), country_of(b)
+        if ca and cb and ca != cb:
+            return False
+    return fuzz.ratio(na, nb) >= 85
+
+
+def compare_values(comparison: Comparison, values: Mapping[str, Sequence[str]]) -> str | None:
+    """The winning option (or "yes"/"no") from each option's looked-up values; None if unsure.
+
+    `values[option]` holds the answers of the option's steps, in plan order; for "lifespan" the
+    birth date comes first, then the death date.
+    """
+    options = comparison.options
+    if any(not values.get(o) or not all(values[o]) for o in options):
+        return None
+    if comparison.pick == "same":
+        firsts = [values[o][0] for o in options]
+        same = all(_same(comparison.attribute, firsts[0], other) for other in firsts[1:])
+        return "yes" if same else "no"
+    keys: dict[str, float] = {}
+    for option in options:
+        vals = values[option]
+        key: float | None
+        if comparison.attribute == "lifespan":
+            if len(vals) < 2:
+                return None
+            born, died = _date_key(vals[0]), _date_key(vals[1])
+            key = None if born is None or died is None else died - born
+        elif comparison.attribute == "quantity":
+            key = parse_number(vals[0])
+        else:
+            key = _date_key(vals[0])
+        if key is None:
+            return None
+        keys[option] = key
+    ordered = sorted(options, key=lambda o: keys[o], reverse=comparison.pick == "max")
+    if len(ordered) > 1 and keys[ordered[0]] == keys[ordered[1]]:
+        return None
+    return ordered[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# rephrasing
+
+_REPHRASE: dict[str, list[str]] = {
+    "director": ["Who directed {f}?", "Who is the director of {f}?"],
+    "performer": ["Who performed {f}?", "Who is the performer of {f}?"],
+    "composer": ["Who composed the music for {f}?", "Who is the composer of {f}?"],
+    "author": ["Who wrote {f}?", "Who is the author of {f}?"],
+    "producer": ["Who produced {f}?", "Who is the producer of {f}?"],
+    "founder": ["Who founded {f}?", "Who is the founder of {f}?"],
+    "publisher": ["Who published {f}?", "Who is the publisher of {f}?"],
+    "father": ["Who was the father of {f}?", "Who is the father of {f}?"],
+    "mother": ["Who was the mother of {f}?", "Who is the mother of {f}?"],
+    "spouse": ["Who did {f} marry?", "Who is the spouse of {f}?"],
+    "child": ["Who was the child of {f}?", "Who is the child of {f}?"],
+    "sibling": ["Who was the sibling of {f}?", "Who is the sibling of {f}?"],
+    "birth_date": ["When was {f} born?", "What is the date of birth of {f}?"],
+    "death_date": ["When did {f} die?", "What is the date of death of {f}?"],
+    "birth_place": ["Where was {f} born?", "In which city was {f} born?"],
+    "death_place": ["Where did {f} die?", "In which city did {f} die?"],
+    "burial_place": ["Where was {f} buried?", "Where is {f} buried?"],
+    "nationality": ["What nationality is {f}?", "Which country is {f} from?"],
+    "origin_country": ["Which country is {f} from?", "What nationality is {f}?"],
+    "country": ["Which country is {f} located in?", "In which country is {f}?"],
+    "education": ["Where did {f} study?", "Where was {f} educated?"],
+    "employer": ["Where did {f} work?", "Who employed {f}?"],
+    "cause_of_death": ["Why did {f} die?", "What was the cause of death of {f}?"],
+}
+
+
+def rephrasings(question: str) -> list[str]:
+    """Other wordings of a one-hop question for a re-ask, best first: the title-entity form
+    (the question followed by its entity, which pulls the entity's own page up in retrieval),
+    then a template rephrasing."""
+    out: list[str] = []
+    qa = expected_answer(question)
+    base = question.split(TITLE_SEPARATOR, 1)[0].strip()
+    if qa.focus:
+        out.append(f"{base}{TITLE_SEPARATOR}{qa.focus}")
+    other = rephrase(base)
+    if other:
+        out.append(other)
+    return out
+
+
+def rephrase(question: str) -> str | None:
+    """Another wording of a one-hop question (entity first, relation named differently)."""
+    qa = expected_answer(question)
+    focus = qa.focus
+    if not focus:
+        return None
+    if qa.category and qa.relation in {"director", "performer", "composer", "producer", "author"}:
+        focus = f"{focus} ({qa.category})" if "(" not in focus else focus
+    for template in _REPHRASE.get(qa.relation or "", []):
+        text = template.format(f=focus)
+        if normalize(text) != normalize(question):
+            return text
+    if qa.relation == "date":
+        return f"When was {focus} first released or founded?"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the policy
+
+
+class OfflineSeeker:
+    """Seeker role, offline policy: follow the plan, compare, answer or abstain."""
+
+    def __init__(
+        self, abstain_threshold: float = 0.15, retry_below: float = 0.35, branch_below: float = 0.6
+    ) -> None:
+        self.abstain_threshold = abstain_threshold
+        self.retry_below = retry_below
+        self.branch_below = branch_below
+
+    def decide(self, view: SeekerView) -> Step[SeekerAction]:
+        return Step(self._decide(view))
+
+    def _decide(self, view: SeekerView) -> SeekerAction:
+        plan = list(view.plan) or [SubQuestion(id=1, question=view.question)]
+        comparison = parse_comparison(view.question)
+        virtual = _comparison_steps(plan, comparison)
+        drafts_by_step = _drafts_by_step(plan, view.drafts)
+        best = {sid: _best(ds) for sid, ds in drafts_by_step.items()}
+        answers: dict[str, str] = {}
+        for sid, draft in best.items():
+            if draft is not None and draft.answer:
+                answers[str(sid)] = draft.answer
+        for key, value in view.step_answers.items():
+            if key not in answers and value and int(key) not in drafts_by_step:
+                answers[key] = str(value)
+        last_turn = view.turn >= view.max_turns - 1
+
+        questions: list[str] = []
+        step_ids: list[int | None] = []
+        dead: list[int] = []
+        for step in plan:
+            if step.id in virtual:
+                continue
+            tried = drafts_by_step.get(step.id, [])
+            if not all(str(d) in answers for d in step.depends_on):
+                continue
+            asked_texts = {normalize(d.question) for d in tried}
+            filled = fill_placeholders(step.question, answers)
+            draft = best.get(step.id)
+            if not tried:
+                questions.append(filled)
+                step_ids.append(step.id)
+                continue
+            if draft is not None and draft.answer and draft.confidence >= self.retry_below:
+                continue
+            retry = self._retry(step, filled, answers, best, asked_texts, plan)
+            if retry is not None and len(tried) < 3:
+                questions.append(retry)
+                step_ids.append(step.id)
+            elif draft is None or not draft.answer:
+                dead.append(step.id)
+
+        if questions and not last_turn:
+            return SeekerAction(
+                reason=f"Asking the Librarian for {len(questions)} step(s) whose inputs are known.",
+                action="ask_librarian",
+                questions=questions,
+                step_ids=step_ids,
+            )
+        return self._conclude(view, plan, comparison, virtual, best, answers, dead)
+
+    def _retry(
+        self,
+        step: SubQuestion,
+        filled: str,
+        answers: Mapping[str, str],
+        best: Mapping[int, Draft | None],
+        asked: set[str],
+        plan: Sequence[SubQuestion],
+    ) -> str | None:
+        """A new wording of a weak step: rephrased, or built on an upstream alternative (first
+        when the upstream answer itself is uncertain)."""
+        alternatives: list[str] = []
+        shaky = False
+        for dep in step.depends_on:
+            upstream = best.get(dep)
+            if upstream is None:
+                continue
+            shaky = shaky or upstream.confidence < self.branch_below
+            for alternative in upstream.candidates[:2]:
+                alternatives.append(
+                    fill_placeholders(step.question, {**answers, str(dep): alternative})
+                )
+        wordings = rephrasings(filled)
+        ordered = alternatives + wordings if shaky else wordings + alternatives
+        for text in ordered:
+            if normalize(text) not in asked:
+                return text
+        return None
+
+    def _conclude(
+        self,
+        view: SeekerView,
+        plan: Sequence[SubQuestion],
+        comparison: Comparison | None,
+        virtual: set[int],
+        best: Mapping[int, Draft | None],
+        answers: Mapping[str, str],
+        dead: Sequence[int],
+    ) -> SeekerAction:
+        used = [d for d in best.values() if d is not None and d.answer]
+        evidence = _evidence_ids(used)
+        if comparison is not None and virtual:
+            final_step = max(virtual)
+            step = next(s for s in plan if s.id == final_step)
+            values, confs = _option_values(plan, step, comparison, best)
+            verdict = compare_values(comparison, values)
+            confidence = min(confs) if confs else 0.0
+            if verdict is None:
+                return _abstain("The compared values could not all be found or compared.")
+            if confidence < self.abstain_threshold:
+                return _abstain(
+                    f"Comparison answer {verdict!r} is too weakly supported "
+                    f"(confidence {confidence:.2f} < {self.abstain_threshold:.2f})."
+                )
+            return SeekerAction(
+                reason=f"Compared {comparison.attribute} of {', '.join(comparison.options)}.",
+                action="answer",
+                answer=verdict,
+                evidence=evidence,
+                confidence=round(confidence, 4),
+            )
+        answerable = [s for s in plan if s.id not in virtual]
+        if not answerable:
+            return _abstain("The plan has no step to answer.")
+        final = answerable[-1]
+        draft = best.get(final.id)
+        answer = answers.get(str(final.id), "")
+        if not answer:
+            reason = "The last step could not be answered"
+            if dead:
+                reason += f" (no answer for step(s) {', '.join(map(str, dead))})"
+            return _abstain(reason + ".")
+        chain = _ancestors(plan, final.id) | {final.id}
+        confs = [best[s].confidence for s in chain if best.get(s) is not None]  # type: ignore[union-attr]
+        confidence = min(confs) if confs else (draft.confidence if draft else 0.0)
+        if confidence < self.abstain_threshold:
+            return _abstain(
+                f"Best answer {answer!r} is too weakly supported "
+                f"(confidence {confidence:.2f} < {self.abstain_threshold:.2f})."
+            )
+        chain_drafts = [best[s] for s in sorted(chain) if best.get(s) is not None]
+        return SeekerAction(
+            reason=f"All {len(answerable)} step(s) answered; the last step gives the answer.",
+            action="answer",
+            answer=answer,
+            evidence=_evidence_ids([d for d in chain_drafts if d is not None]),
+            confidence=round(confidence, 4),
+        )
+
+
+def _abstain(reason: str) -> SeekerAction:
+    return SeekerAction(reason=reason, action="abstain", answer="", confidence=0.0)
+
+
+def _comparison_steps(plan: Sequence[SubQuestion], comparison: Comparison | None) -> set[int]:
+    """Steps that restate the question's comparison: the Seeker resolves them itself."""
+    if comparison is None:
+        return set()
+    out = set()
+    for step in plan:
+        if not step.depends_on:
+            continue
+        own = parse_comparison(step.question)
+        if own is not None or normalize(step.question) == normalize_question(comparison):
+            out.add(step.id)
+    if not out and len(plan) > 1:
+        last = plan[-1]
+        mentioned = sum(1 for o in comparison.options if normalize(o) in normalize(last.question))
+        if last.depends_on and mentioned >= 2:
+            out.add(last.id)
+    return out
+
+
+def normalize_question(comparison: Comparison) -> str:
+    return normalize(" ".join(comparison.options))
+
+
+def _drafts_by_step(plan: Sequence[SubQuestion], drafts: Sequence[Draft]) -> dict[int, list[Draft]]:
+    """Drafts grouped by the plan step they answer (by step id, else by question text)."""
+    ids = {s.id for s in plan}
+    out: dict[int, list[Draft]] = {}
+    texts = {normalize(s.question): s.id for s in plan}
+    for draft in drafts:
+        sid = draft.step_id if draft.step_id in ids else texts.get(normalize(draft.question))
+        if sid is not None:
+            out.setdefault(sid, []).append(draft)
+    return out
+
+
+def _best(drafts: Sequence[Draft]) -> Draft | None:
+    with_answer = [d for d in drafts if d.answer]
+    if not with_answer:
+        return drafts[-1] if drafts else None
+    return max(with_answer, key=lambda d: d.confidence)
+
+
+def _ancestors(plan: Sequence[SubQuestion], step_id: int) -> set[int]:
+    by_id = {s.id: s for s in plan}
+    out: set[int] = set()
+    stack = list(by_id[step_id].depends_on) if step_id in by_id else []
+    while stack:
+        sid = stack.pop()
+        if sid in out or sid not in by_id:
+            continue
+        out.add(sid)
+        stack.extend(by_id[sid].depends_on)
+    return out
+
+
+def _option_values(
+    plan: Sequence[SubQuestion],
+    final: SubQuestion,
+    comparison: Comparison,
+    best: Mapping[int, Draft | None],
+) -> tuple[dict[str, list[str]], list[float]]:
+    """Each option's compared answers (in plan order) and the confidences they rest on."""
+    by_id = {s.id: s for s in plan}
+    value_ids = [d for d in final.depends_on if d in by_id]
+    values: dict[str, list[str]] = {o: [] for o in comparison.options}
+    births: dict[str, str] = {}
+    deaths: dict[str, str] = {}
+    confs: list[float] = []
+    for vid in value_ids:
+        texts = [by_id[vid].question] + [by_id[a].question for a in _ancestors(plan, vid)]
+        option = _option_for(texts, comparison.options)
+        draft = best.get(vid)
+        answer = draft.answer if draft is not None else ""
+        if option is None:
+            continue
+        for sid in _ancestors(plan, vid) | {vid}:
+            d = best.get(sid)
+            confs.append(d.confidence if d is not None and d.answer else 0.0)
+        if comparison.attribute == "lifespan":
+            relation = detect_relation(by_id[vid].question)
+            if relation == "death_date":
+                deaths[option] = answer
+            else:
+                births[option] = answer
+        else:
+            values[option].append(answer)
+    if comparison.attribute == "lifespan":
+        values = {o: [births.get(o, ""), deaths.get(o, "")] for o in comparison.options}
+    return values, confs
+
+
+def _option_for(texts: Sequence[str], options: Sequence[str]) -> str | None:
+    best: tuple[int, str] | None = None
+    for option in options:
+        norm = normalize(option)
+        for text in texts:
+            if norm and f" {norm} " in f" {normalize(text)} ":
+                if best is None or len(norm) > best[0]:
+                    best = (len(norm), option)
+    return best[1] if best else None
+
+
+def _evidence_ids(drafts: Sequence[Draft]) -> list[str]:
+    seen: list[str] = []
+    for draft in drafts:
+        for item in draft.evidence[:1]:
+            if item.passage_id not in seen:
+                seen.append(item.passage_id)
+    return seen

@@ -1,0 +1,78 @@
+"""Planner role: What is Required at the start, then the next search query from Known,
+Required and the query history (KAIR §3.1 Query Planning, eq. 2).
+
+The node, not the policy, rejects a query already in the history (`graphseek.agents.kair`) and
+asks again with the rejected queries listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from graphseek.agents.kair import format_gaps, format_known, format_queries, open_gaps
+from graphseek.agents.prompts.planner import (
+    PLANNER_INIT_SYSTEM,
+    PLANNER_INIT_USER,
+    PLANNER_SYSTEM,
+    PLANNER_USER,
+    STRATEGIES,
+)
+from graphseek.agents.roles import KnowledgeView, QueryPlan, Step
+from graphseek.llm import invoke_structured
+from graphseek.state.models import Gap
+
+
+class InitialRequired(BaseModel):
+    reasoning: str = ""
+    gaps: list[str] = Field(min_length=1, description="Missing facts, as questions, in order.")
+
+
+class QueryProposal(BaseModel):
+    reasoning: str = ""
+    target_gap_ids: list[str] = Field(default_factory=list)
+    query: str = Field(description="The next search query; never one already searched.")
+
+
+class LLMPlanner:
+    def __init__(self, model, max_retries: int = 2) -> None:
+        self.model = model
+        self.max_retries = max_retries
+
+    def initial_gaps(self, question: str) -> Step[list[Gap]]:
+        messages = [
+            ("system", PLANNER_INIT_SYSTEM),
+            ("human", PLANNER_INIT_USER.format(question=question)),
+        ]
+        out, usage = invoke_structured(
+            self.model, InitialRequired, messages, max_retries=self.max_retries
+        )
+        texts = [" ".join(g.split()) for g in out.gaps if g.strip()] or [question]
+        return Step([Gap(id=str(i), description=t) for i, t in enumerate(texts, 1)], usage)
+
+    def plan(self, view: KnowledgeView, rejected: Sequence[str] = ()) -> Step[QueryPlan]:
+        messages = [
+            ("system", PLANNER_SYSTEM),
+            (
+                "human",
+                PLANNER_USER.format(
+                    question=view.question,
+                    known=format_known(view.known),
+                    required=format_gaps(view.required, view.answers),
+                    queries=format_queries(view.query_history),
+                    rejected="; ".join(rejected) if rejected else "(none)",
+                    agent=view.agent + 1,
+                    agents=view.agents,
+                    strategy=STRATEGIES[view.agent % len(STRATEGIES)],
+                    assigned=", ".join(view.assigned_gaps) if view.assigned_gaps else "any",
+                ),
+            ),
+        ]
+        out, usage = invoke_structured(
+            self.model, QueryProposal, messages, max_retries=self.max_retries
+        )
+        open_ids = {g.id for g in open_gaps(view.required)}
+        targets = tuple(g for g in out.target_gap_ids if g in open_ids)
+        query = " ".join(out.query.replace("#", " ").split())
+        return Step(QueryPlan(query=query, gap_ids=targets, reason=out.reasoning), usage)

@@ -1,0 +1,254 @@
+"""Graph retrieval as the graph workflows use it: HiGraRetriever context, A2RAG's progressive
+stages, GraphSearch's two channels and G-RAGent's hypergraph primitives, each returning passages
+(`Hit`s, the text the Librarian reads) and linearised graph lines.
+
+The algorithms live in `graphseek.tools`; this module only adapts them to a run: it resolves the
+index and its knowledge graph, picks the seed-recognition model, converts results, and — when
+the index has no graph — falls back to passage search so that a workflow still answers (each
+result says so in `note`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphseek.knowledge.passages import Hit
+from graphseek.llm import model_for
+from graphseek.state.context import Context
+from graphseek.state.models import Usage
+from graphseek.tools.retrievers import resolve_index, retrieve
+
+log = logging.getLogger(__name__)
+
+#: A2RAG's stages, in escalation order
+STAGES = ("local", "bridge", "ppr")
+NO_GRAPH = "the index has no knowledge graph: passage search instead"
+#: graph lines handed to a role at most
+MAX_LINES = 40
+_NAME = re.compile(r"\b[A-Z][\w'’-]+(?:\s+(?:of|de|the|von|van)?\s*[A-Z][\w'’-]+)*")
+
+
+@dataclass
+class GraphResult:
+    """Passages (best first), graph lines, the LLM usage of the retrieval, and a note."""
+
+    hits: list[Hit]
+    lines: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    note: str = ""
+    state: Any = None  # the progressive retriever's state (adaptive)
+
+
+def knowledge_graph(index: Any) -> Any | None:
+    """The index's `GraphView`, or None when it has none."""
+    from graphseek.tools.graph_access import GraphNotFoundError, graph_view
+
+    try:
+        return graph_view(index)
+    except (GraphNotFoundError, NotImplementedError) as exc:
+        log.debug("no knowledge graph for %r: %s", index, exc)
+        return None
+
+
+def relation_line(source: str, label: str, target: str) -> str:
+    return f"{source} | {label} | {target}"
+
+
+def _usage(value: Any) -> Usage:
+    return value if isinstance(value, Usage) else Usage()
+
+
+def _merge(*groups: Sequence[Hit], k: int) -> list[Hit]:
+    seen: dict[str, Hit] = {}
+    for group in groups:
+        for hit in group:
+            seen.setdefault(hit.passage.id, hit)
+    return [h.model_copy(update={"rank": i}) for i, h in enumerate(list(seen.values())[:k], 1)]
+
+
+# -- HiGraRetriever (HiGraAgent §4) ---------------------------------------------------------------
+
+
+def higra_context(context: Context, query: str) -> GraphResult:
+    """HiGraRetriever's final context for `query`: top relations and the combined passages."""
+    index = resolve_index(context)
+    view = knowledge_graph(index)
+    if view is None:
+        return GraphResult(hits=retrieve(index, query, context.top_k, "hybrid"), note=NO_GRAPH)
+    from graphseek.tools.graph_retrievers import higra_retriever
+
+    retriever = higra_retriever(index)
+    result = retriever.retrieve(
+        query,
+        model=model_for(context.llm, "entity_recognition"),
+        max_retries=context.max_retries,
+    )
+    hits = result.hits or retriever.hits(result, 2 * context.top_k)
+    lines = [relation_line(r.source, r.label, r.target) for r in result.relations]
+    return GraphResult(hits=hits, lines=lines, usage=_usage(result.usage), note=result.note)
+
+
+# -- A2RAG's progressive retriever (§III-C) ------------------------------------------------------
+
+
+def progressive_stage(
+    context: Context, stage: str, query: str, previous: Any = None, hits: Sequence[Hit] = ()
+) -> GraphResult:
+    """Run one stage (local, bridge or ppr) for `query`, carrying the retriever state of the
+    stages before (`previous`). Evidence accumulates: the result holds every passage and
+    relation found so far in this retrieval."""
+    index = resolve_index(context)
+    view = knowledge_graph(index)
+    k = 2 * context.top_k
+    if view is None:
+        return GraphResult(hits=_fallback_stage(index, stage, query, hits, context), note=NO_GRAPH)
+    from graphseek.tools import progressive as pr
+    from graphseek.tools.graph_access import passage_search_for
+
+    search = passage_search_for(index)
+    if stage == "local" or previous is None:
+        state = pr.start(view, query, query_vector=search.embed(query) if query.strip() else None)
+        state = pr.stage_local(view, state)
+    elif stage == "bridge":
+        state = pr.stage_bridge(view, previous)
+    else:
+        ranking = [pid for pid, _ in search(query, k)]
+        state = pr.stage_ppr(view, previous, passage_ranking=ranking)
+    passages = pr.evidence_passages(view, state)[:k]
+    found = [
+        Hit(passage=index.get(pid), score=1.0 / r, rank=r)
+        for r, pid in enumerate(passages, 1)
+        if pid in index
+    ]
+    lines = []
+    for rid in state.relations[:MAX_LINES]:
+        pos = view.relation_pos.get(rid)
+        if pos is not None:
+            lines.append(relation_line(*view.relation_triple(pos)))
+    note = "" if state.entity_seeds else "no entity of the query is in the graph"
+    return GraphResult(hits=found, lines=lines, note=note, state=state)
+
+
+def _fallback_stage(
+    index: Any, stage: str, query: str, hits: Sequence[Hit], context: Context
+) -> list[Hit]:
+    """Passage-only stand-ins: local = hybrid search; bridge = BM25 on the query plus the names
+    the passages found so far mention (a 2-hop expansion); ppr = a deeper dense search."""
+    k = context.top_k
+    if stage == "local":
+        return retrieve(index, query, k, "hybrid")
+    if stage == "bridge":
+        known = {n.lower() for n in _NAME.findall(query)}
+        names: list[str] = []
+        for hit in hits[:3]:
+            for name in [hit.passage.title, *_NAME.findall(hit.passage.text)]:
+                if name and name.lower() not in known and name not in names:
+                    names.append(name)
+        expanded = f"{query} {' '.join(names[:6])}".strip()
+        return _merge(hits, retrieve(index, expanded, k, "bm25"), k=2 * k)
+    return _merge(hits, retrieve(index, query, 3 * k, "dense"), k=3 * k)
+
+
+# -- GraphSearch's dual channels (§3.2) ----------------------------------------------------------
+
+
+def semantic_channel(context: Context, query: str) -> GraphResult:
+    """The semantic channel: passages for one sub-query (chunk-level text)."""
+    from graphseek.tools.dual_channel import semantic_query
+
+    return GraphResult(hits=semantic_query(resolve_index(context), query, context.top_k))
+
+
+def triple_pattern(query: str) -> tuple[str, str, str] | None:
+    """A triple pattern for a one-hop sub-query: (focus entity, relation words, ?x), e.g.
+    "Who directed The Lantern Keeper?" -> ("The Lantern Keeper", "directed", "?x")."""
+    from graphseek.agents.offline.answer_types import expected_answer
+    from graphseek.agents.offline.evidence import content_words, question_names
+
+    qa = expected_answer(query)
+    names = question_names(query)
+    subject = qa.focus or (names[0] if names else "")
+    if not subject:
+        return None
+    subject_words = content_words(subject)
+    relation = (qa.relation or "").replace("_", " ")
+    if not relation:
+        words = [
+            w
+            for w in re.findall(r"[A-Za-z][\w-]*", query)
+            if w.lower() in content_words(query) - subject_words
+            or w.lower().rstrip("s") in content_words(query) - subject_words
+        ]
+        relation = " ".join(words)
+    return (subject, relation or "related to", "?x")
+
+
+def relational_channel(context: Context, query: str) -> GraphResult:
+    """The relational channel: the triples matching the sub-query's pattern, and the passages
+    they were extracted from. Without a graph: BM25 passages (lexical matches of the names)."""
+    index = resolve_index(context)
+    view = knowledge_graph(index)
+    if view is None:
+        return GraphResult(hits=retrieve(index, query, context.top_k, "bm25"), note=NO_GRAPH)
+    from graphseek.tools.dual_channel import relational_query
+
+    pattern = triple_pattern(query)
+    if pattern is None:
+        return GraphResult(hits=[], note=f"no entity to anchor a triple pattern in {query!r}")
+    result = relational_query(index, [pattern], top_k=context.top_k)
+    lines = [relation_line(t.subject, t.label, t.object) for t in result.triples[:MAX_LINES]]
+    hits = [
+        Hit(passage=index.get(pid), score=1.0 / r, rank=r)
+        for r, pid in enumerate(result.passage_ids[: context.top_k], 1)
+        if pid in index
+    ]
+    return GraphResult(hits=hits, lines=lines, note="; ".join(result.unresolved))
+
+
+# -- G-RAGent's hypergraph primitives (§2.2) -----------------------------------------------------
+
+
+def topic_labels(context: Context) -> list[str]:
+    """The semantic topics of the index's hypergraph ([] without a graph)."""
+    view = knowledge_graph(resolve_index(context))
+    if view is None:
+        return []
+    return [f"{t.label}" for t in view.topics]
+
+
+def hypergraph_action(
+    context: Context, primitive: str, query: str, topic: str = "", entity: str = "", attr: str = ""
+) -> GraphResult:
+    """Run one primitive (retrieve_subgraph(topic), node_feature(entity, attr),
+    neighbor_check(entity, relation)); the observation is its linearised text, grounded by the
+    passages it maps back to, ranked by the query's hybrid search (unmatched ones after).
+    Without a graph, or when the primitive finds nothing: the query's hybrid passages."""
+    index = resolve_index(context)
+    view = knowledge_graph(index)
+    k = context.top_k
+    if view is None:
+        return GraphResult(hits=retrieve(index, query or topic, k, "hybrid"), note=NO_GRAPH)
+    from graphseek.tools import hypergraph as hg
+
+    if primitive == "node_feature" and entity:
+        found = hg.node_feature(index, entity, attr or "all")
+    elif primitive == "neighbor_check" and entity:
+        found = hg.neighbor_check(index, entity, attr or None)
+    else:
+        by_label = {t.label: t.id for t in view.topics}
+        found = hg.retrieve_subgraph(index, by_label.get(topic, topic) or query)
+    lines = [line for line in found.text.splitlines() if line.strip()][:MAX_LINES]
+    searched = retrieve(index, query or topic, k, "hybrid")
+    if not found.found:
+        return GraphResult(hits=searched, lines=lines, note=lines[0] if lines else "")
+    order = {h.passage.id: i for i, h in enumerate(searched)}
+    grounded = sorted(
+        (pid for pid in found.passage_ids if pid in index),
+        key=lambda pid: (order.get(pid, len(order)), found.passage_ids.index(pid)),
+    )[:k]
+    hits = [Hit(passage=index.get(pid), score=1.0 / r, rank=r) for r, pid in enumerate(grounded, 1)]
+    return GraphResult(hits=_merge(hits, searched, k=2 * k), lines=lines)

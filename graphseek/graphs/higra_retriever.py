@@ -1,0 +1,140 @@
+"""`higra_retriever`: HiGraRetriever + Librarian, single step (HiGraAgent §4, §8).
+
+retrieve_context (HiGraRetriever: top relations and the fused passages) → generate_answer (the
+Librarian drafts from the passages with the relations as extra context; low confidence abstains)
+→ finalize_answer.
+
+Also here: `ask_librarian`, the Librarian node `dual_agent` uses, which takes the same
+(relations, passages) context when the run's retriever is "higra".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from graphseek.agents.registry import get_roles
+from graphseek.errors import LLMOutputError
+from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
+from graphseek.graphs.graph_context import GraphResult, higra_context
+from graphseek.graphs.routing import budget_exhausted
+from graphseek.knowledge.passages import Hit
+from graphseek.state.context import Context
+from graphseek.state.models import Draft, Usage
+from graphseek.state.schema import InputState, LibrarianTask, OutputState, State
+from graphseek.tools.retrievers import resolve_index, retrieve
+
+
+def graph_draft(
+    question: str,
+    hits: Sequence[Hit],
+    relations: Sequence[str],
+    runtime: Runtime[Context],
+    step_id: int | None = None,
+) -> tuple[Draft, Usage, str | None]:
+    """The Librarian's draft from passages and graph relations; a malformed reply after retries
+    becomes an empty draft and an error message."""
+    try:
+        step = get_roles(runtime.context).graph_librarian.draft(question, hits, relations)
+    except LLMOutputError as exc:
+        usage = exc.usage if isinstance(exc.usage, Usage) else Usage()
+        return Draft(question=question, answer="", step_id=step_id), usage, str(exc)
+    draft = step.value.model_copy(update={"step_id": step_id, "question": question})
+    return draft, step.usage, None
+
+
+def librarian_context(context: Context, question: str) -> GraphResult:
+    """HiGraRetriever's (relations, passages) when the retriever is "higra", else the
+    retriever's passages alone."""
+    if context.retriever == "higra":
+        return higra_context(context, question)
+    hits = retrieve(resolve_index(context), question, context.top_k, context.retriever)
+    return GraphResult(hits=hits)
+
+
+def notes(*texts: str) -> dict[str, Any]:
+    """A diagnostics update recording non-empty notes."""
+    kept = [t for t in texts if t]
+    return {"diagnostics": {"notes": kept}} if kept else {}
+
+
+def ask_librarian(task: LibrarianTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The Librarian: retrieve for one sub-question (relations too, with HiGra) and draft
+    `{answer, evidence}` (stateless)."""
+    question = task["question"]
+    step_id = task.get("step_id")
+    found = librarian_context(runtime.context, question)
+    draft, usage, error = graph_draft(question, found.hits, found.lines, runtime, step_id)
+    update: dict[str, Any] = {
+        "drafts": [draft],
+        "usage": found.usage + usage,
+        "trace": ["ask_librarian"],
+        "query_history": [question],
+        "retrieved_ids": [h.passage.id for h in found.hits],
+        **notes(found.note),
+    }
+    if found.lines:
+        update["graph_context"] = found.lines
+    if step_id is not None and draft.answer:
+        update["step_answers"] = {str(step_id): draft.answer}
+    if error:
+        update.setdefault("diagnostics", {})["errors"] = [f"librarian: {error}"]
+    return update
+
+
+def retrieve_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """HiGraRetriever: seed entities, subgraph, PPR, rank fusion; the top relations and the
+    combined passages (HiGraAgent §4.1-4.6)."""
+    found = higra_context(runtime.context, state["question"])
+    return {
+        "passages": [to_evidence(h) for h in found.hits],
+        "graph_context": Overwrite(found.lines),
+        "retrieved_ids": [h.passage.id for h in found.hits],
+        "usage": found.usage,
+        "trace": ["retrieve_context"],
+        **notes(found.note),
+    }
+
+
+def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The Librarian drafts the answer from the passages and relations; low confidence abstains."""
+    ctx = runtime.context
+    exhausted = budget_exhausted(state.get("usage"), 0, ctx)
+    if exhausted:
+        return {"next_action": "abstain", "abstain_reason": exhausted, "trace": ["generate_answer"]}
+    hits = to_hits(state.get("passages", []))
+    draft, usage, error = graph_draft(
+        state["question"], hits, state.get("graph_context", []), runtime
+    )
+    update: dict[str, Any] = {"drafts": [draft], "usage": usage, "trace": ["generate_answer"]}
+    if error:
+        update |= {"next_action": "abstain", "abstain_reason": f"librarian failed: {error}"}
+    elif draft.answer and draft.confidence >= ctx.abstain_threshold:
+        update |= {"next_action": "answer", "answer": draft.answer, "evidence": draft.evidence}
+    else:
+        update |= {
+            "next_action": "abstain",
+            "abstain_reason": f"low confidence ({draft.confidence:.2f}) in {draft.answer!r}",
+        }
+    return update
+
+
+def build_higra_retriever() -> StateGraph[State, Context, InputState, OutputState]:
+    builder = StateGraph(
+        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+    )
+    builder.add_node(retrieve_context)
+    builder.add_node(generate_answer)
+    builder.add_node(finalize_answer)
+    builder.add_edge(START, "retrieve_context")
+    builder.add_edge("retrieve_context", "generate_answer")
+    builder.add_edge("generate_answer", "finalize_answer")
+    builder.add_edge("finalize_answer", END)
+    return builder
+
+
+graph = build_higra_retriever().compile(name="higra_retriever")

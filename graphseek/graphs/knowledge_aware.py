@@ -1,0 +1,570 @@
+"""`knowledge_aware`: knowledge-aware iterative retrieval (KAIR §3, Algorithm 1, §3.3).
+
+Each agent keeps the KAIR caches: What is Known (`known`: facts with their passage ids), What is
+Required (`required`: information gaps, resolved or open), the query history (`query_history`)
+and the refined context D (`refined_context`: segments that are exact substrings of their
+passages).
+
+    initialize_caches → round → round → … → compose_answer → finalize_answer
+
+- `initialize_caches`: the planner sets up Required from the question (Algorithm 1 line 1; the
+  first round's query then plays the part of the initial retrieval, lines 4-8).
+- A round with one agent (`mode="single"`, Algorithm 1 lines 11-14): `plan_query` (the next
+  query from Known, Required and the history; a query already searched is rejected and the
+  planner asked again) → `retrieve_documents` (the context's retriever) → `update_knowledge`
+  (only supported, relevant facts enter Known, eq. 5; resolved gaps leave Required) →
+  `filter_context` (D ∪ new passages re-filtered against Known, eq. 3).
+- A round with suggesters (`mode="competitive" | "collaborative"`, `agents=N`, §3.3): `suggest`
+  runs plan → retrieve → update for each suggester in parallel (`Send`), each with its own
+  retriever (the context's first, then bm25 / dense / hybrid, round-robin); `select_proposal`
+  then either picks the proposal with the fewest open gaps (competitive, eq. 6; ties: more Known
+  facts, then the lower suggester index) whose caches become the shared ones, or (collaborative:
+  suggesters read and write one shared Known and Required, merged by the reducers) pools the
+  passages; `filter_context` refines the shared context with them.
+- `route_knowledge` after every round: Required empty → `compose_answer` (KAIR eq. 1, line 15;
+  in competitive mode as soon as one suggester has closed every gap); a budget spent
+  (`max_turns` rounds, `max_llm_calls`, `max_tokens`) → `compose_answer`, which abstains while
+  gaps are open; otherwise the next round.
+- `compose_answer`: the answerer reads Known and the refined context and answers with the
+  passage ids that ground it, or abstains.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from graphseek.agents.kair import (
+    AcceptedUpdate,
+    accept_update,
+    enforce_exact_match,
+    fill_gap,
+    is_repeat,
+    open_gaps,
+    segments_to_context,
+)
+from graphseek.agents.registry import Roles, get_roles
+from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan, Segment
+from graphseek.errors import LLMOutputError
+from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
+from graphseek.graphs.routing import budget_exhausted, route_knowledge, route_unless_failed
+from graphseek.knowledge.passages import Hit
+from graphseek.state.context import Context
+from graphseek.state.models import EvidenceItem, Usage
+from graphseek.state.reducers import append_unique, merge_facts, merge_gaps
+from graphseek.state.schema import (
+    InputState,
+    OutputState,
+    PlannedQuery,
+    Proposal,
+    State,
+    SuggesterCache,
+    SuggesterTask,
+)
+from graphseek.tools.retrievers import resolve_index, retrieve
+
+log = logging.getLogger(__name__)
+
+#: the retrievers suggesters take turns with after the context's own (round-robin by index)
+SUGGESTER_RETRIEVERS = ("bm25", "dense", "hybrid")
+MODES = ("single", "competitive", "collaborative")
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def suggester_retriever(index: int, context: Context) -> str:
+    """Suggester `index`'s retriever: the context's for suggester 0, then the others in turn."""
+    pool = [context.retriever, *(r for r in SUGGESTER_RETRIEVERS if r != context.retriever)]
+    return pool[index % len(pool)]
+
+
+def _error_usage(exc: LLMOutputError) -> Usage:
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, Usage) else Usage()
+
+
+def _shared_view(state: State, context: Context) -> KnowledgeView:
+    return KnowledgeView(
+        question=state["question"],
+        known=state.get("known", []),
+        required=state.get("required", []),
+        answers=dict(state.get("step_answers", {})),
+        query_history=state.get("query_history", []),
+        refined_context=state.get("refined_context", []),
+        turn=state.get("turn", 0),
+        max_turns=context.max_turns,
+    )
+
+
+def plan_new_query(
+    planner: Planner, view: KnowledgeView, attempts: int
+) -> tuple[QueryPlan, Usage, list[str]]:
+    """Ask the planner for a query not in the history; a repeat is rejected and the planner asked
+    again with the rejected queries listed, `attempts` times at most. Returns the plan (an empty
+    query when none is new), the usage, and the rejected queries."""
+    usage = Usage()
+    rejected: list[str] = []
+    for _ in range(max(1, attempts)):
+        step = planner.plan(view, tuple(rejected))
+        usage = usage + step.usage
+        query = " ".join(step.value.query.split())
+        if not query:
+            return step.value, usage, rejected
+        if is_repeat(query, [*view.query_history, *rejected]):
+            rejected.append(query)
+            continue
+        return replace(step.value, query=query), usage, rejected
+    reason = f"every proposed query was already searched ({'; '.join(rejected)})"
+    return QueryPlan(query="", reason=reason), usage, rejected
+
+
+def _shown_passages(hits: Sequence[Hit], context: Sequence[EvidenceItem]) -> dict[str, str]:
+    """Passage id -> whole text of what a knowledge update sees: new hits and the context."""
+    shown = {h.passage.id: h.passage.text for h in hits}
+    for item in context:
+        shown.setdefault(item.passage_id, item.text)
+    return shown
+
+
+def _update(
+    roles: Roles, view: KnowledgeView, plan: QueryPlan, hits: Sequence[Hit]
+) -> tuple[AcceptedUpdate, Usage, str | None]:
+    """Run the knowledge updater and keep what KAIR eq. 5 lets in."""
+    try:
+        step = roles.knowledge_updater.update(view, plan, hits)
+    except LLMOutputError as exc:
+        log.warning("knowledge updater failed on %r: %s", plan.query, exc)
+        return AcceptedUpdate(), _error_usage(exc), f"knowledge updater: {exc}"
+    shown = _shown_passages(hits, view.refined_context)
+    return accept_update(view.required, step.value, shown), step.usage, None
+
+
+def _candidates(
+    context: Sequence[EvidenceItem], passages: Sequence[EvidenceItem]
+) -> tuple[list[EvidenceItem], dict[str, EvidenceItem]]:
+    """D ∪ D_add for filtering: the refined context's segments (a passage retrieved again comes
+    whole, in its place), then the new passages; and each passage id's whole-text item."""
+    new = {p.passage_id: p for p in passages}
+    candidates: list[EvidenceItem] = []
+    sources: dict[str, EvidenceItem] = {}
+    for item in [*context, *passages]:
+        whole = new.get(item.passage_id)
+        if whole is not None:
+            if item.passage_id not in sources:
+                candidates.append(whole)
+                sources[item.passage_id] = whole
+            continue
+        candidates.append(item)
+        sources.setdefault(item.passage_id, item)
+    return candidates, sources
+
+
+def _evidence(ids: Sequence[str], state: State, context: Context) -> list[EvidenceItem]:
+    """Evidence items for passage ids retrieved during the run (refined segments first)."""
+    seen = set(state.get("retrieved_ids", []))
+    pool: dict[str, EvidenceItem] = {}
+    for item in [*state.get("refined_context", []), *state.get("passages", [])]:
+        pool.setdefault(item.passage_id, item)
+    out: list[EvidenceItem] = []
+    for pid in dict.fromkeys(ids):
+        if pid not in seen:
+            continue
+        found = pool.get(pid)
+        if found is None:
+            try:
+                p = resolve_index(context).get(pid)
+            except (KeyError, ValueError, AttributeError):
+                continue
+            found = EvidenceItem(passage_id=p.id, title=p.title, text=p.text)
+        out.append(found)
+    return out
+
+
+def _abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
+    return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
+
+
+# -- nodes ------------------------------------------------------------------------------------
+
+
+def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Empty Known, history and context; Required from the planner (Algorithm 1 line 1)."""
+    ctx = runtime.context
+    if ctx.mode not in MODES:
+        raise ValueError(
+            f"Unknown knowledge_aware mode {ctx.mode!r}; use one of {', '.join(MODES)}."
+        )
+    if ctx.agents < 1:
+        raise ValueError(f"knowledge_aware needs agents >= 1, got {ctx.agents}.")
+    question = state["question"].strip()
+    try:
+        step = get_roles(ctx).planner.initial_gaps(question)
+    except LLMOutputError as exc:
+        return _abstain("initialize_caches", f"planner failed: {exc}", usage=_error_usage(exc))
+    gaps = step.value
+    update: dict[str, Any] = {
+        "known": Overwrite([]),
+        "required": Overwrite(gaps),
+        "query_history": Overwrite([]),
+        "step_answers": Overwrite({}),
+        "proposals": Overwrite([]),
+        "refined_context": [],
+        "passages": [],
+        "turn": 0,
+        "next_action": "plan",
+        "usage": step.usage,
+        "trace": ["initialize_caches"],
+        "history": [{"turn": 0, "role": "planner", "required": [g.description for g in gaps]}],
+    }
+    if ctx.mode == "competitive":
+        update["suggester_caches"] = Overwrite(
+            {
+                str(i): SuggesterCache(known=[], required=list(gaps), answers={}, queries=[])
+                for i in range(max(1, ctx.agents))
+            }
+        )
+    return update
+
+
+def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The next query from Known, Required and the query history (eq. 2); never a repeat."""
+    ctx = runtime.context
+    view = _shared_view(state, ctx)
+    try:
+        plan, usage, rejected = plan_new_query(
+            get_roles(ctx).planner, view, attempts=1 + ctx.max_retries
+        )
+    except LLMOutputError as exc:
+        return _abstain("plan_query", f"planner failed: {exc}", usage=_error_usage(exc))
+    update: dict[str, Any] = {
+        "usage": usage,
+        "trace": ["plan_query"],
+        "history": [
+            {
+                "turn": view.turn + 1,
+                "role": "planner",
+                "query": plan.query,
+                "gap_ids": list(plan.gap_ids),
+                "reason": plan.reason,
+                "rejected": rejected,
+            }
+        ],
+    }
+    if rejected:
+        update["diagnostics"] = {"rejected_queries": rejected}
+    if not plan.query:
+        gaps = len(open_gaps(view.required))
+        return update | {
+            "next_action": "abstain",
+            "abstain_reason": f"no new query for the {gaps} open gap(s): {plan.reason}",
+        }
+    planned = PlannedQuery(query=plan.query, gap_ids=list(plan.gap_ids), reason=plan.reason)
+    return update | {"next_action": "retrieve", "planned_query": planned}
+
+
+def retrieve_documents(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Search the planned query with the context's retriever (D_add)."""
+    ctx = runtime.context
+    query = state["planned_query"]["query"]
+    hits = retrieve(resolve_index(ctx), query, ctx.top_k, ctx.retriever)
+    return {
+        "passages": [to_evidence(h) for h in hits],
+        "retrieved_ids": [h.passage.id for h in hits],
+        "query_history": [query],
+        "trace": ["retrieve_documents"],
+    }
+
+
+def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Known and Required from the new passages and the refined context (eq. 5)."""
+    ctx = runtime.context
+    planned = state["planned_query"]
+    plan = QueryPlan(planned["query"], tuple(planned["gap_ids"]), planned["reason"])
+    view = _shared_view(state, ctx)
+    accepted, usage, error = _update(get_roles(ctx), view, plan, to_hits(state.get("passages", [])))
+    update: dict[str, Any] = {
+        "known": accepted.facts,
+        "required": accepted.gaps,
+        "step_answers": accepted.answers,
+        "usage": usage,
+        "trace": ["update_knowledge"],
+        "history": [
+            {
+                "turn": view.turn + 1,
+                "role": "knowledge_updater",
+                "facts": [f.text for f in accepted.facts],
+                "resolved": accepted.resolved,
+                "rejected": accepted.rejected,
+            }
+        ],
+    }
+    if error:
+        update["diagnostics"] = {"errors": [error]}
+    return update
+
+
+def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Re-filter D ∪ D_add against the updated Known (eq. 3): kept segments must be exact
+    substrings of their passage; the round ends here."""
+    ctx = runtime.context
+    turn = state.get("turn", 0) + 1
+    candidates, sources = _candidates(state.get("refined_context", []), state.get("passages", []))
+    texts = {pid: item.text for pid, item in sources.items()}
+    diagnostics: dict[str, Any] = {"rounds": turn}
+    usage = Usage()
+    try:
+        step = get_roles(ctx).context_filter.refine(_shared_view(state, ctx), candidates)
+        segments, usage = step.value, step.usage
+    except LLMOutputError as exc:
+        # keep what was refined before and the new passages whole
+        log.warning("context filter failed: %s", exc)
+        usage = _error_usage(exc)
+        diagnostics["errors"] = [f"context filter: {exc}"]
+        segments = [Segment(passage_id=c.passage_id, text=c.sentence or c.text) for c in candidates]
+    kept, dropped = enforce_exact_match(segments, texts)
+    if dropped:
+        diagnostics["dropped_segments"] = dropped
+    return {
+        "refined_context": segments_to_context(kept, sources),
+        "turn": turn,
+        "usage": usage,
+        "trace": ["filter_context"],
+        "diagnostics": diagnostics,
+    }
+
+
+def suggest(state: SuggesterTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    """One suggester's round (§3.3): plan a query against its caches, retrieve with its own
+    retriever, update its Known and Required. Competitive: a proposal only; collaborative: the
+    update also goes straight into the shared caches."""
+    ctx = runtime.context
+    index = state["suggester"]
+    cache = state["suggester_cache"]
+    retriever = suggester_retriever(index, ctx)
+    view = KnowledgeView(
+        question=state["question"],
+        known=cache["known"],
+        required=cache["required"],
+        answers=cache["answers"],
+        query_history=cache["queries"],
+        refined_context=state["shared_context"],
+        agent=index,
+        agents=max(1, ctx.agents),
+        assigned_gaps=state["assigned_gaps"],
+        turn=state["round"],
+        max_turns=ctx.max_turns,
+    )
+    roles = get_roles(ctx)
+    errors: list[str] = []
+    try:
+        plan, usage, rejected = plan_new_query(roles.planner, view, attempts=1 + ctx.max_retries)
+    except LLMOutputError as exc:
+        plan, usage, rejected = QueryPlan(query="", reason="planner failed"), _error_usage(exc), []
+        errors.append(f"suggester {index} planner: {exc}")
+    proposal = Proposal(
+        suggester=index,
+        query=plan.query,
+        retriever=retriever,
+        passages=[],
+        cache=cache,
+        open_gaps=len(open_gaps(cache["required"])),
+        known_facts=len(cache["known"]),
+    )
+    update: dict[str, Any] = {"trace": ["suggest"]}
+    entry: dict[str, Any] = {
+        "turn": view.turn + 1,
+        "role": f"suggester {index}",
+        "retriever": retriever,
+        "query": plan.query,
+        "reason": plan.reason,
+        "rejected": rejected,
+    }
+    if plan.query:
+        hits = retrieve(resolve_index(ctx), plan.query, ctx.top_k, retriever)
+        accepted, update_usage, error = _update(roles, view, plan, hits)
+        usage = usage + update_usage
+        if error:
+            errors.append(f"suggester {index} {error}")
+        new_cache = SuggesterCache(
+            known=merge_facts(cache["known"], accepted.facts),
+            required=merge_gaps(cache["required"], accepted.gaps),
+            answers={**cache["answers"], **accepted.answers},
+            queries=append_unique(cache["queries"], [plan.query]),
+        )
+        proposal = Proposal(
+            suggester=index,
+            query=plan.query,
+            retriever=retriever,
+            passages=[to_evidence(h) for h in hits],
+            cache=new_cache,
+            open_gaps=len(open_gaps(new_cache["required"])),
+            known_facts=len(new_cache["known"]),
+        )
+        update |= {
+            "query_history": [plan.query],
+            "retrieved_ids": [h.passage.id for h in hits],
+        }
+        if ctx.mode == "collaborative":
+            update |= {
+                "known": accepted.facts,
+                "required": accepted.gaps,
+                "step_answers": accepted.answers,
+            }
+        entry |= {"facts": [f.text for f in accepted.facts], "resolved": accepted.resolved}
+    entry["open_gaps"] = proposal["open_gaps"]
+    diagnostics: dict[str, Any] = {}
+    if rejected:
+        diagnostics["rejected_queries"] = rejected
+    if errors:
+        diagnostics["errors"] = errors
+    return update | {
+        "proposals": [proposal],
+        "usage": usage,
+        "history": [entry],
+        **({"diagnostics": diagnostics} if diagnostics else {}),
+    }
+
+
+def select_proposal(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Competitive: the proposal with the fewest open gaps wins (eq. 6; ties: more Known facts,
+    then the lower index); its caches become the shared Known and Required and its passages go
+    on to the filter. Collaborative: the suggesters' passages are pooled."""
+    ctx = runtime.context
+    proposals = sorted(state.get("proposals", []), key=lambda p: p["suggester"])
+    active = [p for p in proposals if p["query"]]
+    update: dict[str, Any] = {"proposals": Overwrite([]), "trace": ["select_proposal"]}
+    if ctx.mode == "competitive":
+        update["suggester_caches"] = {str(p["suggester"]): p["cache"] for p in proposals}
+    if not active:
+        return update | {
+            "next_action": "abstain",
+            "abstain_reason": "no suggester could plan a new query for the open gaps",
+        }
+    if ctx.mode == "competitive":
+        winner = min(active, key=lambda p: (p["open_gaps"], -p["known_facts"], p["suggester"]))
+        cache = winner["cache"]
+        return update | {
+            "known": Overwrite(list(cache["known"])),
+            "required": Overwrite(list(cache["required"])),
+            "step_answers": Overwrite(dict(cache["answers"])),
+            "passages": list(winner["passages"]),
+            "next_action": "filter",
+            "diagnostics": {"suggester_winners": [winner["suggester"]]},
+            "history": [
+                {
+                    "turn": state.get("turn", 0) + 1,
+                    "role": "selector",
+                    "winner": winner["suggester"],
+                    "open_gaps": {p["suggester"]: p["open_gaps"] for p in active},
+                }
+            ],
+        }
+    pooled: dict[str, EvidenceItem] = {}
+    for p in active:
+        for item in p["passages"]:
+            pooled.setdefault(item.passage_id, item)
+    return update | {"passages": list(pooled.values()), "next_action": "filter"}
+
+
+def compose_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The answerer over Known and the refined context, with evidence passage ids; an explicit
+    abstention while Required still has open gaps (the budget ended the search)."""
+    ctx = runtime.context
+    remaining = open_gaps(state.get("required", []))
+    if remaining:
+        why = (
+            budget_exhausted(state.get("usage"), state.get("turn", 0), ctx)
+            or state.get("abstain_reason")
+            or "the search stopped"
+        )
+        answers = dict(state.get("step_answers", {}))
+        gaps = "; ".join(fill_gap(g.description, answers) for g in remaining)
+        return _abstain(
+            "compose_answer", f"{why}; {len(remaining)} Required gap(s) still open: {gaps}"
+        )
+    try:
+        step = get_roles(ctx).answerer.answer(_shared_view(state, ctx))
+    except LLMOutputError as exc:
+        return _abstain("compose_answer", f"answerer failed: {exc}", usage=_error_usage(exc))
+    final = step.value
+    if not final.answer.strip():
+        return _abstain(
+            "compose_answer", final.reason or "the answerer abstained", usage=step.usage
+        )
+    evidence = _evidence(final.passage_ids, state, ctx)
+    if not evidence:  # no usable citation: the passages behind Known
+        evidence = _evidence([p for f in state.get("known", []) for p in f.passage_ids], state, ctx)
+    if not evidence:
+        return _abstain(
+            "compose_answer",
+            f"the answer {final.answer!r} cites no retrieved passage",
+            usage=step.usage,
+        )
+    return {
+        "next_action": "answer",
+        "answer": final.answer.strip(),
+        "evidence": evidence,
+        "usage": step.usage,
+        "trace": ["compose_answer"],
+        "history": [
+            {
+                "role": "answerer",
+                "answer": final.answer,
+                "passage_ids": [e.passage_id for e in evidence],
+                "reason": final.reason,
+            }
+        ],
+    }
+
+
+def build_knowledge_aware() -> StateGraph[State, Context, InputState, OutputState]:
+    builder = StateGraph(
+        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+    )
+    builder.add_node(initialize_caches)
+    builder.add_node(plan_query)
+    builder.add_node(retrieve_documents)
+    builder.add_node(update_knowledge)
+    builder.add_node(suggest, input_schema=SuggesterTask)
+    builder.add_node(select_proposal)
+    builder.add_node(filter_context)
+    builder.add_node(compose_answer)
+    builder.add_node(finalize_answer)
+    rounds = ["plan_query", "suggest", "compose_answer", "finalize_answer"]
+    builder.add_edge(START, "initialize_caches")
+    builder.add_conditional_edges("initialize_caches", route_knowledge, rounds)
+    builder.add_conditional_edges(
+        "plan_query",
+        route_unless_failed("retrieve_documents"),
+        ["retrieve_documents", "finalize_answer"],
+    )
+    builder.add_edge("retrieve_documents", "update_knowledge")
+    builder.add_edge("update_knowledge", "filter_context")
+    builder.add_edge("suggest", "select_proposal")
+    builder.add_conditional_edges(
+        "select_proposal",
+        route_unless_failed("filter_context"),
+        ["filter_context", "finalize_answer"],
+    )
+    builder.add_conditional_edges("filter_context", route_knowledge, rounds)
+    builder.add_edge("compose_answer", "finalize_answer")
+    builder.add_edge("finalize_answer", END)
+    return builder
+
+
+#: a round takes four supersteps (three with suggesters): LangGraph's default limit of 25 would
+#: cut a run with the default `max_turns=6` short, so the compiled graph allows about 24 rounds
+RECURSION_LIMIT = 100
+
+graph = (
+    build_knowledge_aware()
+    .compile(name="knowledge_aware")
+    .with_config(recursion_limit=RECURSION_LIMIT)
+)

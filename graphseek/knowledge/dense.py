@@ -1,0 +1,126 @@
+"""Dense passage search: MiniLM embeddings in an exact FAISS inner-product index.
+
+Vectors are L2-normalised, so inner product = cosine similarity. Both the raw embeddings
+(`embeddings.npy`, float32, one row per passage in corpus order) and the FAISS index
+(`faiss.index`) are saved, so reopening an index never re-embeds a passage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+EMBEDDINGS_FILE = "embeddings.npy"
+FAISS_FILE = "faiss.index"
+
+
+class TextEncoder(Protocol):
+    """What dense search needs from an embedder (`graphseek.knowledge.embedder.Embedder`)."""
+
+    name: str
+    dim: int
+
+    def encode(
+        self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray: ...
+
+
+def encode_texts(
+    encoder: TextEncoder,
+    texts: Sequence[str],
+    *,
+    batch_size: int = 64,
+    show_progress: bool = False,
+    desc: str = "Embedding",
+) -> np.ndarray:
+    """Encode `texts` in blocks under one progress bar; rows follow the order of `texts`.
+
+    Texts are encoded longest first (less padding per batch) and put back in order.
+    """
+    from tqdm.auto import tqdm
+
+    n = len(texts)
+    out = np.zeros((n, encoder.dim), dtype=np.float32)
+    order = sorted(range(n), key=lambda i: -len(texts[i]))
+    block = max(batch_size * 8, 1)
+    with tqdm(total=n, desc=desc, unit="passage", disable=not show_progress) as bar:
+        for start in range(0, n, block):
+            idx = order[start : start + block]
+            out[idx] = encoder.encode([texts[i] for i in idx], batch_size=batch_size)
+            bar.update(len(idx))
+    return out
+
+
+class DenseIndex:
+    """An exact inner-product FAISS index over passage embeddings; results are row positions."""
+
+    def __init__(self, faiss_index: Any, embeddings_path: Path | None = None) -> None:
+        self._faiss = faiss_index
+        self._embeddings_path = embeddings_path
+        self._embeddings: np.ndarray | None = None
+
+    @classmethod
+    def build(cls, vectors: np.ndarray) -> DenseIndex:
+        import faiss
+
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2:
+            raise ValueError(f"expected a 2-D array of vectors, got shape {vectors.shape}")
+        index = faiss.IndexFlatIP(vectors.shape[1])
+        index.add(vectors)
+        dense = cls(index)
+        dense._embeddings = vectors
+        return dense
+
+    def save(self, directory: str | Path) -> None:
+        import faiss
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        np.save(directory / EMBEDDINGS_FILE, self.embeddings, allow_pickle=False)
+        faiss.write_index(self._faiss, str(directory / FAISS_FILE))
+
+    @classmethod
+    def load(cls, directory: str | Path) -> DenseIndex:
+        import faiss
+
+        directory = Path(directory)
+        return cls(faiss.read_index(str(directory / FAISS_FILE)), directory / EMBEDDINGS_FILE)
+
+    @property
+    def dim(self) -> int:
+        return int(self._faiss.d)
+
+    def __len__(self) -> int:
+        return int(self._faiss.ntotal)
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        """The passage vectors, shape (passages, dim); read (memory-mapped) on first use."""
+        if self._embeddings is None:
+            if self._embeddings_path is None:
+                self._embeddings = self._faiss.reconstruct_n(0, len(self))
+            else:
+                self._embeddings = np.load(self._embeddings_path, mmap_mode="r")
+        assert self._embeddings is not None
+        return self._embeddings
+
+    def search(self, query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """For each query vector, the (position, cosine) pairs of the `k` nearest passages."""
+        query_vectors = np.ascontiguousarray(query_vectors, dtype=np.float32)
+        if query_vectors.ndim == 1:
+            query_vectors = query_vectors[None, :]
+        k = min(k, len(self))
+        if k <= 0 or len(query_vectors) == 0:
+            return [[] for _ in range(len(query_vectors))]
+        scores, ids = self._faiss.search(query_vectors, k)
+        return [
+            [(int(i), float(s)) for i, s in zip(row_ids, row_scores, strict=True) if i >= 0]
+            for row_ids, row_scores in zip(ids, scores, strict=True)
+        ]

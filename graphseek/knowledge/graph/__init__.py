@@ -1,0 +1,81 @@
+"""The HiGra knowledge graph (HiGraAgent §3, G-RAGent §2.1): extraction, alignment, linking,
+hyperedges with topics, and a persistent store.
+
+Build and read::
+
+    from graphseek.knowledge.graph import build_graph, SQLiteGraphStore
+    store = build_graph(passages, "index/graph")           # offline (spaCy + MiniLM)
+    store = SQLiteGraphStore.open("index/graph")
+    store.find_entities("Stephen Curry"), store.relations_of(eid), store.passages_of(eid)
+    csr, node_ids = store.adjacency(include_passages=True)
+
+Update: `add_passages(dir, passages)`, `delete_passages(dir, ids)`. Statistics: `graph_stats`,
+`format_stats`.
+"""
+
+from graphseek.knowledge.graph.align import Aligner, AlignmentCache, MergeGroups, types_compatible
+from graphseek.knowledge.graph.base import Coreferencer, Extractor, IdentityCoreferencer
+from graphseek.knowledge.graph.build import (
+    GraphSettings,
+    add_passages,
+    build_graph,
+    delete_passages,
+)
+from graphseek.knowledge.graph.coref import RuleCoreferencer
+from graphseek.knowledge.graph.llm import HiGraExtraction, LLMExtractor
+from graphseek.knowledge.graph.models import (
+    CONCEPT,
+    UNTYPED,
+    Entity,
+    Extraction,
+    HyperEdge,
+    Mention,
+    RawFact,
+    RawRelation,
+    Relation,
+    Topic,
+    TopicSubgraph,
+    linearise_hyperedge,
+    linearise_hyperedges,
+)
+from graphseek.knowledge.graph.offline import OfflineExtractor
+from graphseek.knowledge.graph.openie import OpenIEImporter, OpenIEStats
+from graphseek.knowledge.graph.stats import format_stats, graph_stats
+from graphseek.knowledge.graph.store import GraphStore, SQLiteGraphStore
+
+__all__ = [
+    "CONCEPT",
+    "UNTYPED",
+    "Aligner",
+    "AlignmentCache",
+    "Coreferencer",
+    "Entity",
+    "Extraction",
+    "Extractor",
+    "GraphSettings",
+    "GraphStore",
+    "HiGraExtraction",
+    "HyperEdge",
+    "IdentityCoreferencer",
+    "LLMExtractor",
+    "Mention",
+    "MergeGroups",
+    "OfflineExtractor",
+    "OpenIEImporter",
+    "OpenIEStats",
+    "RawFact",
+    "RawRelation",
+    "Relation",
+    "RuleCoreferencer",
+    "SQLiteGraphStore",
+    "Topic",
+    "TopicSubgraph",
+    "add_passages",
+    "build_graph",
+    "delete_passages",
+    "format_stats",
+    "graph_stats",
+    "linearise_hyperedge",
+    "linearise_hyperedges",
+    "types_compatible",
+]

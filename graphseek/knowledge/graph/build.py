@@ -1,0 +1,641 @@
+"""Building and updating a HiGra graph store: `build_graph`, `add_passages`, `delete_passages`.
+
+A build runs the four HiGra phases (§3) plus G-RAGent's hyperedge layer:
+
+1. coreference (optional) and extraction -> mentions, raw relations, n-ary facts;
+2. alignment (exact + semantic merging) -> entities with provenance;
+3. entity-entity linking (extracted relations; co-occurrence and similarity edges offline, or
+   LLM-predicted relations inside clusters);
+4. entity-passage linking (mentions, plus the Aho-Corasick matcher with the theta / top-K rule);
+5. hyperedges from facts, topics by k-means over their embeddings;
+
+then writes the store atomically (see `graphseek.knowledge.graph.store`).
+
+Incremental updates keep the raw extractions and the alignment cache in the store:
+`add_passages` extracts only the new passages and aligns them against the existing base entities
+(old decisions are reused, only new or changed entities are searched), `delete_passages` drops
+passages with everything only they supported. Linking, hyperedges and topics are recomputed (they
+depend on corpus-wide counts) with cached embeddings. With the offline decisions, the result is
+the graph a full rebuild of the same passages would give.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.sparse import csgraph
+from scipy.sparse import csr_matrix as _csr
+
+from graphseek.errors import CorpusError, IndexFormatError
+from graphseek.knowledge.graph.align import (
+    GENERIC_TYPES,
+    Aligner,
+    AlignmentCache,
+    cached_encode,
+)
+from graphseek.knowledge.graph.base import Coreferencer, Extractor
+from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges
+from graphseek.knowledge.graph.link import (
+    cooccurrence_edges,
+    match_passages,
+    predicted_edges,
+    relation_id,
+    similarity_edges,
+)
+from graphseek.knowledge.graph.models import Entity, Extraction, HyperEdge, Relation
+from graphseek.knowledge.graph.store import (
+    GraphData,
+    SQLiteGraphStore,
+    build_matrices,
+    check_target,
+    write_store,
+)
+from graphseek.knowledge.passages import Passage
+
+log = logging.getLogger(__name__)
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    """Construction parameters, saved in the manifest and reused by incremental updates."""
+
+    tau: float = 0.25
+    """Cluster radius of semantic merging, as cosine distance (candidates: cosine >= 1 - tau)."""
+    theta: int = 500
+    """Phase 4: a name links to passages only if it occurs fewer than theta times in the corpus."""
+    top_k_common: int = 300
+    """Phase 4: names that are one of the K most frequent corpus words never link."""
+    cooccurrence: str = "sentence"
+    """Offline Phase 3 co-occurrence scope: "sentence", "passage" or "none"."""
+    max_neighbors: int = 30
+    description_min: float = 0.2
+    max_similar: int = 5
+    max_cluster_size: int = 12
+    min_hyperedge_entities: int = 1
+    topic_keywords: int = 5
+    embed_relations: bool = True
+    seed: int = 0
+
+
+# -- embedding texts (stored vectors are looked up by these, so they must stay stable) ----------
+
+
+def entity_text(entity: Entity) -> str:
+    parts = [entity.name]
+    if entity.aliases:
+        parts.append(", ".join(entity.aliases[:8]))
+    parts.append(", ".join(entity.types))
+    return "; ".join(parts)
+
+
+def relation_text(relation: Relation, names: dict[str, str]) -> str:
+    return f"{names.get(relation.source, relation.source)} {relation.label} " + names.get(
+        relation.target, relation.target
+    )
+
+
+def hyperedge_text(edge: HyperEdge) -> str:
+    return edge.relation
+
+
+def default_embed(show_progress: bool = False) -> Embed:
+    from graphseek.knowledge.embedder import get_embedder
+
+    embedder = get_embedder()
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        return embedder.encode(
+            list(texts), batch_size=64, show_progress=show_progress and len(texts) >= 2000
+        )
+
+    return embed
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _check_passages(passages: Iterable[Passage]) -> list[Passage]:
+    out: list[Passage] = []
+    seen: dict[str, Passage] = {}
+    for p in passages:
+        if not isinstance(p, Passage):
+            raise CorpusError(f"expected Passage objects, got {type(p).__name__}")
+        previous = seen.get(p.id)
+        if previous is not None:
+            if previous.text != p.text or previous.title != p.title:
+                raise CorpusError(f"two different passages share the id {p.id!r}")
+            continue
+        seen[p.id] = p
+        out.append(p)
+    return out
+
+
+def _resolve_extractor(
+    extractor: Extractor | str | None, llm: Any, show_progress: bool, max_concurrency: int
+) -> Extractor:
+    if extractor is not None and not isinstance(extractor, str):
+        if not isinstance(extractor, Extractor):
+            raise TypeError(f"{type(extractor).__name__} has no extract(passages) method")
+        return extractor
+    kind = extractor or ("llm" if _model(llm, "extractor") is not None else "offline")
+    if kind == "offline":
+        from graphseek.knowledge.graph.offline import OfflineExtractor
+
+        return OfflineExtractor(show_progress=show_progress)
+    if kind == "llm":
+        from graphseek.knowledge.graph.llm import LLMExtractor
+
+        return LLMExtractor(llm, max_concurrency=max_concurrency, show_progress=show_progress)
+    raise ValueError(f"unknown extractor {kind!r}: use 'offline', 'llm' or an Extractor")
+
+
+def _model(llm: Any, role: str) -> Any:
+    from graphseek.knowledge.graph.llm import resolve_model
+
+    return resolve_model(llm, role)
+
+
+def _rate(n: int, seconds: float) -> float:
+    return round(n / seconds, 1) if seconds > 0 else float("inf")
+
+
+class _Clock:
+    """Wall and process CPU time of one phase (CPU time shows the cost on a busy host)."""
+
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.cpu = time.process_time()
+
+    def record(self, timings: dict[str, Any], name: str, n: int, **extra: Any) -> None:
+        wall = time.perf_counter() - self.wall
+        cpu = time.process_time() - self.cpu
+        timings[name] = {
+            "seconds": round(wall, 3),
+            "cpu_seconds": round(cpu, 3),
+            "passages_per_s": _rate(n, wall),
+            **extra,
+        }
+
+
+def _components(n: int, edges: Iterable[tuple[int, int]]) -> int:
+    if n == 0:
+        return 0
+    rows, cols = [], []
+    for a, b in edges:
+        rows.append(a)
+        cols.append(b)
+    matrix = _csr((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
+    count, _ = csgraph.connected_components(matrix, directed=False)
+    return int(count)
+
+
+@dataclass
+class _Cache:
+    vectors: dict[str, np.ndarray]
+    alignment: AlignmentCache
+
+
+def _cache_from_store(store: SQLiteGraphStore) -> _Cache:
+    vectors: dict[str, np.ndarray] = {}
+    base_ids, base_texts, base_vectors, pairs = store.alignment_state()
+    for text, vector in zip(base_texts, base_vectors, strict=False):
+        vectors[text] = vector
+    entity_vectors, _ = store.entity_embeddings()
+    for entity, vector in zip(store.entities(), entity_vectors, strict=False):
+        vectors.setdefault(entity_text(entity), vector)
+    names = {e.id: e.name for e in store.entities()}
+    relation_vectors, relation_ids = store.relation_embeddings()
+    by_id = {r.id: r for r in store.relations()}
+    for rid, vector in zip(relation_ids, relation_vectors, strict=False):
+        if rid in by_id:
+            vectors.setdefault(relation_text(by_id[rid], names), vector)
+    hyper_vectors, _ = store.hyperedge_embeddings()
+    for edge, vector in zip(store.hyperedges(), hyper_vectors, strict=False):
+        vectors.setdefault(hyperedge_text(edge), vector)
+    return _Cache(
+        vectors=vectors,
+        alignment=AlignmentCache(vectors=vectors, base_ids=set(base_ids), pairs=pairs),
+    )
+
+
+# -- assembling ---------------------------------------------------------------------------------
+
+
+def assemble(
+    passages: Sequence[Passage],
+    extractions: Sequence[Extraction],
+    settings: GraphSettings,
+    *,
+    embed: Embed,
+    model: Any = None,
+    cache: _Cache | None = None,
+    max_concurrency: int = 8,
+    show_progress: bool = False,
+    timings: dict[str, Any] | None = None,
+) -> GraphData:
+    """Phases 2-5 over extracted passages (see the module docstring)."""
+    timings = timings if timings is not None else {}
+    cache = cache or _Cache(vectors={}, alignment=AlignmentCache())
+    cache.alignment.vectors = cache.vectors
+    n_passages = len(passages)
+
+    # Phase 2: alignment
+    clock = _Clock()
+    mentions = [m for x in extractions for m in x.mentions]
+    aligner = Aligner(
+        embed=embed,
+        tau=settings.tau,
+        max_neighbors=settings.max_neighbors,
+        description_min=settings.description_min,
+        model=model,
+        max_cluster_size=settings.max_cluster_size,
+        max_concurrency=max_concurrency,
+        show_progress=show_progress,
+    )
+    aligned = aligner.align(mentions, cache.alignment)
+    entities = aligned.entities
+    by_id = {e.id: e for e in entities}
+    mention_entity = aligned.mention_entity
+    clock.record(timings, "align", n_passages)
+
+    # Phase 3: entity-entity linking
+    clock = _Clock()
+    support: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    for x in extractions:
+        for r in x.relations:
+            s, t = mention_entity.get(r.source), mention_entity.get(r.target)
+            label = " ".join(r.label.lower().split())
+            if s is None or t is None or s == t or not label:
+                continue
+            support[(s, label, t)][r.passage_id] += 1
+    relations = [
+        Relation(
+            id=relation_id(s, label, t),
+            source=s,
+            label=label,
+            target=t,
+            passage_ids=sorted(pids),
+            weight=float(sum(pids.values())),
+            kind="extracted",
+        )
+        for (s, label, t), pids in sorted(support.items())
+    ]
+    named = {e.id for e in entities if not set(e.types) <= GENERIC_TYPES}
+    relations += cooccurrence_edges(
+        extractions,
+        {mid: eid for mid, eid in mention_entity.items() if eid in named},
+        scope=settings.cooccurrence,
+    )
+    base_entity = dict(zip(aligned.base_ids, aligned.base_entity, strict=True))
+    llm_usage: dict[str, Any] = {}
+    if aligned.llm_usage is not None:
+        llm_usage["align"] = aligned.llm_usage.usage.model_dump()
+    if model is None:
+        relations += similarity_edges(
+            aligned.pairs, base_entity, by_id, max_per_entity=settings.max_similar
+        )
+    else:
+        predicted, meter = predicted_edges(
+            aligned.pairs,
+            base_entity,
+            by_id,
+            model,
+            max_cluster_size=settings.max_cluster_size,
+            max_concurrency=max_concurrency,
+            show_progress=show_progress,
+        )
+        known = {r.id for r in relations}
+        relations += [r for r in predicted if r.id not in known]
+        llm_usage["link"] = meter.usage.model_dump()
+    relations.sort(key=lambda r: r.id)
+    clock.record(timings, "link_entities", n_passages)
+
+    # Phase 4: entity-passage linking
+    clock = _Clock()
+    links: dict[str, dict[str, str]] = defaultdict(dict)
+    for e in entities:
+        for pid in e.passage_ids:
+            links[e.id][pid] = "mention"
+    matched, report = match_passages(
+        entities, passages, theta=settings.theta, top_k_common=settings.top_k_common
+    )
+    for eid, pids in matched.items():
+        for pid in pids:
+            links[eid].setdefault(pid, "match")
+    clock.record(timings, "link_passages", n_passages)
+
+    # hyperedges and topics
+    clock = _Clock()
+    hyperedges = build_hyperedges(
+        extractions, mention_entity, min_entities=settings.min_hyperedge_entities
+    )
+    hyper_vectors = cached_encode([hyperedge_text(h) for h in hyperedges], embed, cache.vectors)
+    hyperedges, topics = assign_topics(
+        hyperedges, hyper_vectors, seed=settings.seed, keywords=settings.topic_keywords
+    )
+    clock.record(timings, "hyperedges_topics", n_passages)
+
+    # embeddings of entities and relations
+    clock = _Clock()
+    entity_vectors = cached_encode([entity_text(e) for e in entities], embed, cache.vectors)
+    names = {e.id: e.name for e in entities}
+    embedded = (
+        [r for r in relations if r.kind in ("extracted", "predicted")]
+        if settings.embed_relations
+        else []
+    )
+    relation_vectors = cached_encode(
+        [relation_text(r, names) for r in embedded], embed, cache.vectors
+    )
+    clock.record(timings, "embed", n_passages)
+
+    # statistics for the manifest: components before and after alignment
+    raw_nodes = dict(zip(sorted(m.id for m in mentions), aligned.raw_nodes, strict=True))
+    raw_edges: list[tuple[int, int]] = []
+    for x in extractions:
+        for raw in x.relations:
+            if raw.source in raw_nodes and raw.target in raw_nodes:
+                raw_edges.append((raw_nodes[raw.source], raw_nodes[raw.target]))
+    typed = {m.id for m in mentions if not set(m.types) <= GENERIC_TYPES}
+    raw_mention_entity = {mid: str(node) for mid, node in raw_nodes.items() if mid in typed}
+    for edge in cooccurrence_edges(extractions, raw_mention_entity, scope=settings.cooccurrence):
+        raw_edges.append((int(edge.source), int(edge.target)))
+    adjacency, _, _ = build_matrices([e.id for e in entities], [], relations, {})
+    counts = {
+        "passages": n_passages,
+        "entities": len(entities),
+        "relations": len(relations),
+        "relations_by_kind": dict(Counter(r.kind for r in relations)),
+        "hyperedges": len(hyperedges),
+        "topics": len(topics),
+        "entity_passage_links": sum(len(v) for v in links.values()),
+        "match_links": sum(1 for v in links.values() for k in v.values() if k == "match"),
+    }
+    alignment: dict[str, float] = dict(aligned.counts)
+    before, after = alignment["before_alignment"], alignment["after_semantic"]
+    alignment["reduction_pct"] = round(100.0 * (before - after) / before, 2) if before else 0.0
+    components = {
+        "before_alignment": _components(int(alignment["before_alignment"]), raw_edges),
+        "after_alignment": int(csgraph.connected_components(adjacency, directed=False)[0])
+        if len(entities)
+        else 0,
+    }
+    manifest = {
+        "settings": asdict(settings),
+        "counts": counts,
+        "alignment": alignment,
+        "components": components,
+        "passage_matcher": report.model_dump(),
+        "timings": timings,
+        "llm_usage": llm_usage,
+    }
+    return GraphData(
+        passages=list(passages),
+        extractions=list(extractions),
+        entities=entities,
+        relations=relations,
+        entity_passages=dict(links),
+        hyperedges=hyperedges,
+        topics=topics,
+        entity_vectors=entity_vectors,
+        relation_vector_ids=[r.id for r in embedded],
+        relation_vectors=relation_vectors,
+        hyperedge_vectors=hyper_vectors,
+        base_ids=aligned.base_ids,
+        base_texts=aligned.base_texts,
+        base_entity=aligned.base_entity,
+        base_vectors=aligned.base_vectors,
+        pairs=aligned.pairs,
+        mention_entity=mention_entity,
+        mention_base=aligned.mention_base,
+        manifest=manifest,
+    )
+
+
+def _extract(
+    passages: Sequence[Passage],
+    extractor: Extractor,
+    coreferencer: Coreferencer | None,
+    timings: dict[str, Any],
+) -> list[Extraction]:
+    clock = _Clock()
+    inputs = list(passages) if coreferencer is None else coreferencer.resolve(passages)
+    if coreferencer is not None:
+        clock.record(timings, "coreference", len(passages))
+        clock = _Clock()
+    extractions = extractor.extract(inputs) if inputs else []
+    if len(extractions) != len(passages):
+        raise RuntimeError(
+            f"{type(extractor).__name__} returned {len(extractions)} extractions "
+            f"for {len(passages)} passages"
+        )
+    for passage, extraction in zip(passages, extractions, strict=True):
+        if extraction.passage_id != passage.id:
+            raise RuntimeError(
+                f"{type(extractor).__name__} returned the extraction of {extraction.passage_id} "
+                f"for passage {passage.id}"
+            )
+    clock.record(timings, "extract", len(passages), passages=len(passages))
+    return extractions
+
+
+def _finish(
+    data: GraphData,
+    out_dir: str | os.PathLike[str],
+    extractor_name: str,
+    timings: dict[str, Any],
+    started: float,
+) -> SQLiteGraphStore:
+    data.manifest["extractor"] = extractor_name
+    total = time.perf_counter() - started
+    timings["total_before_write"] = {
+        "seconds": round(total, 3),
+        "passages_per_s": _rate(len(data.passages), total),
+    }
+    data.manifest["timings"] = timings
+    path = write_store(data, out_dir)
+    return SQLiteGraphStore.open(path)
+
+
+# -- public API ---------------------------------------------------------------------------------
+
+
+def build_graph(
+    passages: Iterable[Passage],
+    out_dir: str | os.PathLike[str],
+    *,
+    extractor: Extractor | str | None = None,
+    llm: Any = None,
+    coreferencer: Coreferencer | None = None,
+    tau: float = GraphSettings.tau,
+    theta: int = GraphSettings.theta,
+    top_k_common: int = GraphSettings.top_k_common,
+    cooccurrence: str = GraphSettings.cooccurrence,
+    settings: GraphSettings | None = None,
+    embed: Embed | None = None,
+    max_concurrency: int = 8,
+    show_progress: bool = True,
+) -> SQLiteGraphStore:
+    """Build the HiGra graph of `passages` into the directory `out_dir` (atomically).
+
+    `extractor`: an `Extractor`, ``"offline"`` or ``"llm"``; None picks ``"llm"`` when `llm`
+    resolves to a chat model, else ``"offline"``. `llm` (a spec, a role mapping or a chat model;
+    roles ``"extractor"`` and ``"aligner"``) also drives semantic merging and Phase 3 linking;
+    without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`: see
+    `GraphSettings` (a full `settings` object overrides them). Returns the opened store.
+    """
+    started = time.perf_counter()
+    items = _check_passages(passages)
+    if not items:
+        raise CorpusError("cannot build a graph from an empty corpus (no passages given)")
+    check_target(out_dir)
+    if settings is None:
+        settings = GraphSettings(
+            tau=tau, theta=theta, top_k_common=top_k_common, cooccurrence=cooccurrence
+        )
+    timings: dict[str, Any] = {}
+    chosen = _resolve_extractor(extractor, llm, show_progress, max_concurrency)
+    extractions = _extract(items, chosen, coreferencer, timings)
+    data = assemble(
+        items,
+        extractions,
+        settings,
+        embed=embed or default_embed(show_progress),
+        model=_model(llm, "aligner"),
+        max_concurrency=max_concurrency,
+        show_progress=show_progress,
+        timings=timings,
+    )
+    return _finish(data, out_dir, type(chosen).__name__, timings, started)
+
+
+def _settings_of(store: SQLiteGraphStore) -> GraphSettings:
+    raw = store.manifest.get("settings") or {}
+    known = {k: v for k, v in raw.items() if k in GraphSettings.__dataclass_fields__}
+    try:
+        return GraphSettings(**known)
+    except TypeError as exc:  # pragma: no cover - manifest edited by hand
+        raise IndexFormatError(f"bad settings in {store.dir}/manifest.json: {exc}") from exc
+
+
+def _update(
+    store_dir: str | os.PathLike[str],
+    change: Callable[[list[Passage], list[Extraction]], tuple[list[Passage], list[Extraction]]],
+    *,
+    extractor_name: str | None,
+    llm: Any,
+    embed: Embed | None,
+    max_concurrency: int,
+    show_progress: bool,
+    timings: dict[str, Any],
+    started: float,
+) -> SQLiteGraphStore:
+    store = SQLiteGraphStore.open(store_dir)
+    try:
+        settings = _settings_of(store)
+        cache = _cache_from_store(store)
+        passages, extractions = change(store.passages(), store.extractions())
+        name = extractor_name or store.manifest.get("extractor", "")
+    finally:
+        store.close()
+    data = assemble(
+        passages,
+        extractions,
+        settings,
+        embed=embed or default_embed(show_progress),
+        model=_model(llm, "aligner"),
+        cache=cache,
+        max_concurrency=max_concurrency,
+        show_progress=show_progress,
+        timings=timings,
+    )
+    return _finish(data, Path(store_dir), name, timings, started)
+
+
+def add_passages(
+    store_dir: str | os.PathLike[str],
+    passages: Iterable[Passage],
+    *,
+    extractor: Extractor | str | None = None,
+    llm: Any = None,
+    coreferencer: Coreferencer | None = None,
+    embed: Embed | None = None,
+    max_concurrency: int = 8,
+    show_progress: bool = True,
+) -> SQLiteGraphStore:
+    """Add passages to a store: only passages whose id is new are extracted, then aligned
+    against the existing entities; the settings are the store's. Returns the reopened store."""
+    started = time.perf_counter()
+    store = SQLiteGraphStore.open(store_dir)
+    known = set(store.passage_ids())
+    recorded = str(store.manifest.get("extractor", ""))
+    store.close()
+    new = [p for p in _check_passages(passages) if p.id not in known]
+    if not new:
+        return SQLiteGraphStore.open(store_dir)
+    if extractor is None and llm is None and recorded not in ("", "OfflineExtractor"):
+        raise ValueError(
+            f"the store was built with {recorded}; pass that extractor (or llm=...) to add passages"
+        )
+    chosen = _resolve_extractor(extractor, llm, show_progress, max_concurrency)
+    timings: dict[str, Any] = {}
+    extracted = _extract(new, chosen, coreferencer, timings)
+
+    def change(
+        old: list[Passage], old_x: list[Extraction]
+    ) -> tuple[list[Passage], list[Extraction]]:
+        return old + new, old_x + extracted
+
+    return _update(
+        store_dir,
+        change,
+        extractor_name=recorded or type(chosen).__name__,
+        llm=llm,
+        embed=embed,
+        max_concurrency=max_concurrency,
+        show_progress=show_progress,
+        timings=timings,
+        started=started,
+    )
+
+
+def delete_passages(
+    store_dir: str | os.PathLike[str],
+    passage_ids: Iterable[str],
+    *,
+    llm: Any = None,
+    embed: Embed | None = None,
+    max_concurrency: int = 8,
+    show_progress: bool = False,
+) -> SQLiteGraphStore:
+    """Remove passages, and every entity, relation and hyperedge only they supported.
+    Unknown ids are ignored. Returns the reopened store."""
+    started = time.perf_counter()
+    drop = set(passage_ids)
+
+    def change(
+        old: list[Passage], old_x: list[Extraction]
+    ) -> tuple[list[Passage], list[Extraction]]:
+        return [p for p in old if p.id not in drop], [x for x in old_x if x.passage_id not in drop]
+
+    return _update(
+        store_dir,
+        change,
+        extractor_name=None,
+        llm=llm,
+        embed=embed,
+        max_concurrency=max_concurrency,
+        show_progress=show_progress,
+        timings={},
+        started=started,
+    )

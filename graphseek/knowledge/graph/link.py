@@ -1,0 +1,294 @@
+"""Phases 3 and 4 of HiGra (§3.3, §3.4): entity-entity and entity-passage linking.
+
+Entity-entity (Phase 3), for entities that are similar or co-occur but share no extracted
+relation:
+
+- offline, **co-occurrence** edges (``kind="cooccurrence"``, label ``"co-occurs with"``) between
+  named (not ``CONCEPT``-only) entities of the same sentence (``scope="sentence"``; mentions
+  without a sentence index are skipped) or passage (``scope="passage"``), weighted by the number
+  of sentences/passages;
+- offline, **similarity** edges (``kind="similar"``, label ``"similar to"``, weight = cosine)
+  between entities of one embedding cluster that semantic merging kept apart (the offline
+  stand-in for "Apple Inc." / "Apple Store"), at most `max_similar` per entity, values (dates,
+  amounts) excluded;
+- with an LLM, **predicted** relations (``kind="predicted"``) inside each cluster
+  (`PredictedRelations`).
+
+Entity-passage (Phase 4): every name and alias of every entity is searched in every passage
+with one Aho-Corasick automaton (pyahocorasick) over the lower-cased text, keeping only hits on
+word boundaries. A surface form links its entity to the passages it occurs in when its number of
+occurrences in the whole corpus is below `theta` and it is not one of the `top_k_common` most
+frequent words of the corpus. (The paper states the rule for the name; it is applied to each
+alias as well, since aliases are how passages name an entity.)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from graphseek.knowledge.graph.align import VALUE_TYPES, EntityRecord, clusters_of, describe
+from graphseek.knowledge.graph.models import Entity, Extraction, Relation
+from graphseek.knowledge.graph.text import normalize_text, stable_id, top_common_words
+from graphseek.knowledge.passages import Passage
+
+log = logging.getLogger(__name__)
+
+COOCCURS = "co-occurs with"
+SIMILAR = "similar to"
+
+
+def relation_id(source: str, label: str, target: str) -> str:
+    return stable_id("r", source, label, target)
+
+
+# -- Phase 3 ------------------------------------------------------------------------------------
+
+
+def cooccurrence_edges(
+    extractions: Iterable[Extraction],
+    mention_entity: Mapping[str, str],
+    *,
+    scope: str = "sentence",
+    max_group: int = 12,
+) -> list[Relation]:
+    """Undirected co-occurrence edges (stored once, source id < target id).
+
+    Only mentions present in `mention_entity` take part (callers leave out generic concepts,
+    which would become hubs); groups of more than `max_group` entities (lists, tables) are
+    skipped."""
+    if scope == "none":
+        return []
+    if scope not in ("sentence", "passage"):
+        raise ValueError(f"cooccurrence scope must be 'sentence', 'passage' or 'none': {scope!r}")
+    weight: Counter[tuple[str, str]] = Counter()
+    passages: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for extraction in extractions:
+        groups: dict[int, set[str]] = defaultdict(set)
+        for m in extraction.mentions:
+            if scope == "sentence" and m.sentence < 0:
+                continue
+            eid = mention_entity.get(m.id)
+            if eid is not None:
+                groups[m.sentence if scope == "sentence" else 0].add(eid)
+        for members in groups.values():
+            if len(members) < 2 or len(members) > max_group:
+                continue
+            ordered = sorted(members)
+            for i, a in enumerate(ordered):
+                for b in ordered[i + 1 :]:
+                    weight[(a, b)] += 1
+                    passages[(a, b)].add(extraction.passage_id)
+    return [
+        Relation(
+            id=relation_id(a, COOCCURS, b),
+            source=a,
+            label=COOCCURS,
+            target=b,
+            passage_ids=sorted(passages[(a, b)]),
+            weight=float(w),
+            kind="cooccurrence",
+        )
+        for (a, b), w in sorted(weight.items())
+    ]
+
+
+def similarity_edges(
+    pairs: Mapping[tuple[str, str], tuple[float, bool]],
+    base_entity: Mapping[str, str],
+    entities: Mapping[str, Entity],
+    *,
+    max_per_entity: int = 5,
+) -> list[Relation]:
+    """Edges between entities of one cluster that were not merged (best `max_per_entity`)."""
+    best: dict[tuple[str, str], float] = {}
+    for (a, b), (sim, merged) in pairs.items():
+        if merged:
+            continue
+        ea, eb = base_entity.get(a), base_entity.get(b)
+        if ea is None or eb is None or ea == eb:
+            continue
+        if not VALUE_TYPES.isdisjoint(entities[ea].types) or not VALUE_TYPES.isdisjoint(
+            entities[eb].types
+        ):
+            continue
+        key = (ea, eb) if ea < eb else (eb, ea)
+        if sim > best.get(key, -1.0):
+            best[key] = sim
+    per_entity: dict[str, int] = Counter()
+    out: list[Relation] = []
+    for (a, b), sim in sorted(best.items(), key=lambda kv: (-kv[1], kv[0])):
+        if per_entity[a] >= max_per_entity or per_entity[b] >= max_per_entity:
+            continue
+        per_entity[a] += 1
+        per_entity[b] += 1
+        out.append(
+            Relation(
+                id=relation_id(a, SIMILAR, b),
+                source=a,
+                label=SIMILAR,
+                target=b,
+                weight=round(float(sim), 6),
+                kind="similar",
+            )
+        )
+    return sorted(out, key=lambda r: r.id)
+
+
+class PredictedRelation(BaseModel):
+    source: int = Field(description="Number of the source record.")
+    label: str = Field(description='Short lower-case relation label, e.g. "store of".')
+    target: int = Field(description="Number of the target record.")
+
+
+class PredictedRelations(BaseModel):
+    """The LLM's new relations inside one cluster."""
+
+    reason: str = Field(default="", description="Why these relations hold.")
+    relations: list[PredictedRelation] = Field(default_factory=list)
+
+
+def predicted_edges(
+    pairs: Mapping[tuple[str, str], tuple[float, bool]],
+    base_entity: Mapping[str, str],
+    entities: Mapping[str, Entity],
+    model: Any,
+    *,
+    max_cluster_size: int = 12,
+    max_concurrency: int = 8,
+    max_retries: int = 2,
+    show_progress: bool = False,
+) -> tuple[list[Relation], Any]:
+    """LLM-predicted relations inside each cluster of unmerged similar entities."""
+    from graphseek.knowledge.graph.llm import UsageMeter, parallel_map
+    from graphseek.knowledge.graph.prompts import LINK_PROMPT, LINK_SYSTEM
+
+    ids = sorted(entities)
+    position = {eid: k for k, eid in enumerate(ids)}
+    index_pairs = set()
+    for (a, b), (_, merged) in pairs.items():
+        ea, eb = base_entity.get(a), base_entity.get(b)
+        if merged or ea is None or eb is None or ea == eb:
+            continue
+        pa, pb = position[ea], position[eb]
+        index_pairs.add((min(pa, pb), max(pa, pb)))
+    clusters = clusters_of(sorted(index_pairs), max_cluster_size)
+    meter = UsageMeter()
+
+    def ask(cluster: list[int]) -> list[Relation]:
+        from graphseek.errors import LLMOutputError
+        from graphseek.llm import invoke_structured
+
+        members = [entities[ids[k]] for k in cluster]
+        records = [EntityRecord(e.name, e.aliases, e.description, e.types, [], []) for e in members]
+        messages = [
+            ("system", LINK_SYSTEM),
+            ("human", LINK_PROMPT.format(entities=describe(records))),
+        ]
+        try:
+            result, usage = invoke_structured(
+                model, PredictedRelations, messages, max_retries=max_retries
+            )
+        except LLMOutputError as exc:
+            meter.fail(getattr(exc, "usage", None))
+            log.warning("link prediction failed for a cluster of %d: %s", len(cluster), exc)
+            return []
+        meter.add(usage)
+        out = []
+        for rel in result.relations:
+            label = " ".join(rel.label.lower().split())
+            if not (1 <= rel.source <= len(members) and 1 <= rel.target <= len(members)):
+                continue
+            source, target = members[rel.source - 1].id, members[rel.target - 1].id
+            if source == target or not label:
+                continue
+            out.append(
+                Relation(
+                    id=relation_id(source, label, target),
+                    source=source,
+                    label=label,
+                    target=target,
+                    kind="predicted",
+                )
+            )
+        return out
+
+    answers = parallel_map(
+        ask,
+        clusters,
+        max_concurrency=max_concurrency,
+        desc="link (LLM)",
+        show_progress=show_progress,
+    )
+    found = {r.id: r for batch in answers for r in batch}
+    return sorted(found.values(), key=lambda r: r.id), meter
+
+
+# -- Phase 4 ------------------------------------------------------------------------------------
+
+
+class MatchReport(BaseModel):
+    """What the passage matcher did."""
+
+    surfaces: int = 0
+    skipped_common: int = 0
+    skipped_frequent: int = 0
+    links: int = 0
+
+
+def match_passages(
+    entities: Sequence[Entity],
+    passages: Sequence[Passage],
+    *,
+    theta: int,
+    top_k_common: int,
+    min_chars: int = 2,
+) -> tuple[dict[str, set[str]], MatchReport]:
+    """Entity id -> ids of the passages naming it (Phase 4 rule; see the module docstring)."""
+    import ahocorasick
+
+    report = MatchReport()
+    texts = [normalize_text(p.content) for p in passages]
+    common = top_common_words(texts, top_k_common)
+    surface_entities: dict[str, set[str]] = defaultdict(set)
+    for entity in entities:
+        for surface in entity.names:
+            key = normalize_text(surface).strip()
+            if len(key) >= min_chars and any(c.isalnum() for c in key):
+                surface_entities[key].add(entity.id)
+    automaton = ahocorasick.Automaton()
+    for key in surface_entities:
+        if key in common:
+            report.skipped_common += 1
+            continue
+        automaton.add_word(key, key)
+    report.surfaces = len(surface_entities)
+    links: dict[str, set[str]] = defaultdict(set)
+    if len(automaton) == 0:
+        return links, report
+    automaton.make_automaton()
+    counts: Counter[str] = Counter()
+    hits: dict[str, set[int]] = defaultdict(set)
+    for n, text in enumerate(texts):
+        size = len(text)
+        for end, key in automaton.iter(text):
+            start = end - len(key) + 1
+            if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                continue
+            if end + 1 < size and (text[end + 1].isalnum() or text[end + 1] == "_"):
+                continue
+            counts[key] += 1
+            hits[key].add(n)
+    for key, found in hits.items():
+        if counts[key] >= theta:
+            report.skipped_frequent += 1
+            continue
+        pids = {passages[n].id for n in found}
+        for eid in surface_entities[key]:
+            links[eid] |= pids
+    report.links = sum(len(v) for v in links.values())
+    return links, report

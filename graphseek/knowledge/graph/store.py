@@ -1,0 +1,902 @@
+"""The graph store: a `GraphStore` protocol and `SQLiteGraphStore`, a directory on disk.
+
+Layout of a store directory (e.g. ``<index_dir>/graph/``)::
+
+    manifest.json             format, version, settings, counts, alignment and build statistics
+    graph.sqlite              passages, raw extractions (mentions, relations, facts), entities
+                              (+ aliases, types, provenance), relations (+ passages), entity-
+                              passage links, hyperedges (+ members, passages), topics, and the
+                              alignment cache (base entities, decided merge pairs)
+    entity_vectors.npy        float32, one row per entity (order of `entity_ids()`)
+    relation_vectors.npy      one row per embedded relation (extracted / predicted), see nodes.json
+    hyperedge_vectors.npy     one row per hyperedge (order of `hyperedges()`)
+    base_vectors.npy          one row per base entity (alignment cache)
+    adjacency_entity.npz      scipy CSR, entities x entities, symmetric, summed relation weights
+    adjacency_full.npz        scipy CSR over entities then passages (entity-passage links = 1)
+    entity_passage.npz        scipy CSR, entities x passages
+    nodes.json                node id lists for the matrices and vector files
+
+Writes are atomic: a store is written into a temporary sibling directory and renamed into place
+(the previous store is renamed aside first and removed after). An interrupted build leaves the
+previous store untouched; if a crash falls between the two renames, `SQLiteGraphStore.open`
+puts the previous store back. A build refuses to replace a non-empty directory that is not a
+graph store. Another graph database can implement `GraphStore` later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from scipy import sparse
+
+from graphseek.errors import IndexFormatError, IndexNotFoundError
+from graphseek.knowledge.graph.models import (
+    Entity,
+    Extraction,
+    HyperEdge,
+    Mention,
+    RawFact,
+    RawRelation,
+    Relation,
+    Topic,
+    TopicSubgraph,
+)
+from graphseek.knowledge.graph.text import normalize_name
+from graphseek.knowledge.passages import Passage
+
+FORMAT = "graphseek-graph"
+VERSION = 1
+MANIFEST = "manifest.json"
+DATABASE = "graph.sqlite"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE passages (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, title TEXT NOT NULL,
+    text TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE mentions (id TEXT PRIMARY KEY, passage_id TEXT NOT NULL, name TEXT NOT NULL,
+    aliases TEXT NOT NULL, description TEXT NOT NULL, types TEXT NOT NULL, sentence INTEGER,
+    entity_id TEXT, base_id TEXT);
+CREATE TABLE raw_relations (passage_id TEXT NOT NULL, source TEXT NOT NULL, label TEXT NOT NULL,
+    target TEXT NOT NULL, sentence INTEGER);
+CREATE TABLE raw_facts (id TEXT PRIMARY KEY, passage_id TEXT NOT NULL, relation TEXT NOT NULL,
+    mentions TEXT NOT NULL, sentence INTEGER);
+CREATE TABLE entities (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, name TEXT NOT NULL,
+    norm TEXT NOT NULL, description TEXT NOT NULL);
+CREATE TABLE entity_aliases (entity_id TEXT NOT NULL, position INTEGER, alias TEXT NOT NULL,
+    norm TEXT NOT NULL);
+CREATE TABLE entity_types (entity_id TEXT NOT NULL, position INTEGER, type TEXT NOT NULL);
+CREATE TABLE provenance (entity_id TEXT NOT NULL, mention_id TEXT NOT NULL,
+    passage_id TEXT NOT NULL);
+CREATE TABLE entity_passages (entity_id TEXT NOT NULL, passage_id TEXT NOT NULL,
+    kind TEXT NOT NULL, PRIMARY KEY (entity_id, passage_id));
+CREATE TABLE relations (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
+    label TEXT NOT NULL, target TEXT NOT NULL, weight REAL NOT NULL, kind TEXT NOT NULL);
+CREATE TABLE relation_passages (relation_id TEXT NOT NULL, passage_id TEXT NOT NULL);
+CREATE TABLE hyperedges (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL,
+    relation TEXT NOT NULL, topic_id TEXT);
+CREATE TABLE hyperedge_members (hyperedge_id TEXT NOT NULL, position INTEGER,
+    entity_id TEXT NOT NULL);
+CREATE TABLE hyperedge_passages (hyperedge_id TEXT NOT NULL, passage_id TEXT NOT NULL);
+CREATE TABLE topics (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, label TEXT NOT NULL,
+    keywords TEXT NOT NULL, size INTEGER NOT NULL);
+CREATE TABLE base_entities (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, text TEXT NOT NULL,
+    entity_id TEXT NOT NULL);
+CREATE TABLE merge_pairs (a TEXT NOT NULL, b TEXT NOT NULL, sim REAL NOT NULL,
+    merged INTEGER NOT NULL, PRIMARY KEY (a, b));
+"""
+
+_INDEXES = """
+CREATE INDEX ix_mentions_passage ON mentions (passage_id);
+CREATE INDEX ix_raw_relations_passage ON raw_relations (passage_id);
+CREATE INDEX ix_raw_facts_passage ON raw_facts (passage_id);
+CREATE INDEX ix_entities_norm ON entities (norm);
+CREATE INDEX ix_entities_name ON entities (name);
+CREATE INDEX ix_aliases_entity ON entity_aliases (entity_id);
+CREATE INDEX ix_aliases_norm ON entity_aliases (norm);
+CREATE INDEX ix_aliases_alias ON entity_aliases (alias);
+CREATE INDEX ix_types_entity ON entity_types (entity_id);
+CREATE INDEX ix_provenance_entity ON provenance (entity_id);
+CREATE INDEX ix_entity_passages_passage ON entity_passages (passage_id);
+CREATE INDEX ix_relations_source ON relations (source);
+CREATE INDEX ix_relations_target ON relations (target);
+CREATE INDEX ix_relation_passages ON relation_passages (relation_id);
+CREATE INDEX ix_members_hyperedge ON hyperedge_members (hyperedge_id);
+CREATE INDEX ix_members_entity ON hyperedge_members (entity_id);
+CREATE INDEX ix_hyperedge_passages ON hyperedge_passages (hyperedge_id);
+CREATE INDEX ix_hyperedges_topic ON hyperedges (topic_id);
+"""
+
+
+@dataclass
+class GraphData:
+    """Everything a store holds, in memory (what a build produces and `write_store` writes)."""
+
+    passages: list[Passage]
+    extractions: list[Extraction]
+    entities: list[Entity]
+    relations: list[Relation]
+    entity_passages: dict[str, dict[str, str]]
+    """entity id -> passage id -> link kind ("mention" or "match")."""
+    hyperedges: list[HyperEdge]
+    topics: list[Topic]
+    entity_vectors: np.ndarray
+    relation_vector_ids: list[str]
+    relation_vectors: np.ndarray
+    hyperedge_vectors: np.ndarray
+    base_ids: list[str]
+    base_texts: list[str]
+    base_entity: list[str]
+    base_vectors: np.ndarray
+    pairs: dict[tuple[str, str], tuple[float, bool]]
+    mention_entity: dict[str, str]
+    mention_base: dict[str, str]
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+# -- the protocol -------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Read access to a HiGra graph; what retrievers and tools use."""
+
+    def passage_ids(self) -> list[str]: ...
+    def passages(self) -> list[Passage]: ...
+    def passage(self, passage_id: str) -> Passage | None: ...
+    def entity_ids(self) -> list[str]: ...
+    def entities(self) -> list[Entity]: ...
+    def entity(self, entity_id: str) -> Entity | None: ...
+    def find_entities(self, name: str, *, normalised: bool = True) -> list[Entity]: ...
+    def relations(self, kind: str | Iterable[str] | None = None) -> list[Relation]: ...
+    def relations_of(
+        self, entity_id: str, kind: str | Iterable[str] | None = None
+    ) -> list[Relation]: ...
+    def passages_of(self, entity_id: str, kind: str | None = None) -> list[str]: ...
+    def entities_of(self, passage_id: str, kind: str | None = None) -> list[str]: ...
+    def hyperedges(self) -> list[HyperEdge]: ...
+    def hyperedges_of(self, entity_id: str) -> list[HyperEdge]: ...
+    def topics(self) -> list[Topic]: ...
+    def topic_subgraph(self, topic_id: str) -> TopicSubgraph: ...
+    def adjacency(self, include_passages: bool = False) -> tuple[sparse.csr_matrix, list[str]]: ...
+    def entity_passage_matrix(self) -> tuple[sparse.csr_matrix, list[str], list[str]]: ...
+    def entity_embeddings(self) -> tuple[np.ndarray, list[str]]: ...
+    def relation_embeddings(self) -> tuple[np.ndarray, list[str]]: ...
+    def hyperedge_embeddings(self) -> tuple[np.ndarray, list[str]]: ...
+    @property
+    def manifest(self) -> dict[str, Any]: ...
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _write_database(path: Path, data: GraphData) -> None:
+    con = sqlite3.connect(path)
+    try:
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
+        con.executescript(_SCHEMA)
+        with con:
+            con.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [("format", FORMAT), ("version", str(VERSION))],
+            )
+            con.executemany(
+                "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
+                ((n, p.id, p.title, p.text, p.source) for n, p in enumerate(data.passages)),
+            )
+            con.executemany(
+                "INSERT INTO mentions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        m.id,
+                        m.passage_id,
+                        m.name,
+                        _dumps(m.aliases),
+                        m.description,
+                        _dumps(m.types),
+                        m.sentence,
+                        data.mention_entity.get(m.id),
+                        data.mention_base.get(m.id),
+                    )
+                    for x in data.extractions
+                    for m in x.mentions
+                ),
+            )
+            con.executemany(
+                "INSERT INTO raw_relations VALUES (?, ?, ?, ?, ?)",
+                (
+                    (r.passage_id, r.source, r.label, r.target, r.sentence)
+                    for x in data.extractions
+                    for r in x.relations
+                ),
+            )
+            con.executemany(
+                "INSERT INTO raw_facts VALUES (?, ?, ?, ?, ?)",
+                (
+                    (f.id, f.passage_id, f.relation, _dumps(f.mentions), f.sentence)
+                    for x in data.extractions
+                    for f in x.facts
+                ),
+            )
+            con.executemany(
+                "INSERT INTO entities VALUES (?, ?, ?, ?, ?)",
+                (
+                    (n, e.id, e.name, normalize_name(e.name), e.description)
+                    for n, e in enumerate(data.entities)
+                ),
+            )
+            con.executemany(
+                "INSERT INTO entity_aliases VALUES (?, ?, ?, ?)",
+                (
+                    (e.id, k, a, normalize_name(a))
+                    for e in data.entities
+                    for k, a in enumerate(e.aliases)
+                ),
+            )
+            con.executemany(
+                "INSERT INTO entity_types VALUES (?, ?, ?)",
+                ((e.id, k, t) for e in data.entities for k, t in enumerate(e.types)),
+            )
+            con.executemany(
+                "INSERT INTO provenance VALUES (?, ?, ?)",
+                (
+                    (e.id, mid, mid.rsplit("#", 1)[0])
+                    for e in data.entities
+                    for mid in e.mention_ids
+                ),
+            )
+            con.executemany(
+                "INSERT INTO entity_passages VALUES (?, ?, ?)",
+                (
+                    (eid, pid, kind)
+                    for eid, links in sorted(data.entity_passages.items())
+                    for pid, kind in sorted(links.items())
+                ),
+            )
+            con.executemany(
+                "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (n, r.id, r.source, r.label, r.target, r.weight, r.kind)
+                    for n, r in enumerate(data.relations)
+                ),
+            )
+            con.executemany(
+                "INSERT INTO relation_passages VALUES (?, ?)",
+                ((r.id, pid) for r in data.relations for pid in r.passage_ids),
+            )
+            con.executemany(
+                "INSERT INTO hyperedges VALUES (?, ?, ?, ?)",
+                ((n, h.id, h.relation, h.topic_id) for n, h in enumerate(data.hyperedges)),
+            )
+            con.executemany(
+                "INSERT INTO hyperedge_members VALUES (?, ?, ?)",
+                ((h.id, k, eid) for h in data.hyperedges for k, eid in enumerate(h.entity_ids)),
+            )
+            con.executemany(
+                "INSERT INTO hyperedge_passages VALUES (?, ?)",
+                ((h.id, pid) for h in data.hyperedges for pid in h.passage_ids),
+            )
+            con.executemany(
+                "INSERT INTO topics VALUES (?, ?, ?, ?, ?)",
+                ((n, t.id, t.label, _dumps(t.keywords), t.size) for n, t in enumerate(data.topics)),
+            )
+            con.executemany(
+                "INSERT INTO base_entities VALUES (?, ?, ?, ?)",
+                (
+                    (n, bid, text, eid)
+                    for n, (bid, text, eid) in enumerate(
+                        zip(data.base_ids, data.base_texts, data.base_entity, strict=True)
+                    )
+                ),
+            )
+            con.executemany(
+                "INSERT INTO merge_pairs VALUES (?, ?, ?, ?)",
+                ((a, b, sim, int(merged)) for (a, b), (sim, merged) in sorted(data.pairs.items())),
+            )
+        con.executescript(_INDEXES)
+        con.commit()
+    finally:
+        con.close()
+
+
+def build_matrices(
+    entity_ids: Sequence[str],
+    passage_ids: Sequence[str],
+    relations: Iterable[Relation],
+    entity_passages: dict[str, dict[str, str]],
+) -> tuple[sparse.csr_matrix, sparse.csr_matrix, sparse.csr_matrix]:
+    """(entity adjacency, entity+passage adjacency, entity x passage incidence), all CSR."""
+    ne, np_ = len(entity_ids), len(passage_ids)
+    epos = {e: k for k, e in enumerate(entity_ids)}
+    ppos = {p: k for k, p in enumerate(passage_ids)}
+    rows, cols, vals = [], [], []
+    for r in relations:
+        a, b = epos.get(r.source), epos.get(r.target)
+        if a is None or b is None or a == b:
+            continue
+        rows += [a, b]
+        cols += [b, a]
+        vals += [r.weight, r.weight]
+    adjacency = sparse.csr_matrix(
+        (np.asarray(vals, dtype=np.float32), (rows, cols)), shape=(ne, ne), dtype=np.float32
+    )
+    adjacency.sum_duplicates()
+    inc_rows, inc_cols = [], []
+    for eid, links in entity_passages.items():
+        e = epos.get(eid)
+        if e is None:
+            continue
+        for pid in links:
+            p = ppos.get(pid)
+            if p is not None:
+                inc_rows.append(e)
+                inc_cols.append(p)
+    incidence = sparse.csr_matrix(
+        (np.ones(len(inc_rows), dtype=np.float32), (inc_rows, inc_cols)),
+        shape=(ne, np_),
+        dtype=np.float32,
+    )
+    incidence.sum_duplicates()
+    incidence.data[:] = 1.0
+    full = sparse.bmat(
+        [[adjacency, incidence], [incidence.T, None]], format="csr", dtype=np.float32
+    )
+    if full.shape != (ne + np_, ne + np_):  # bmat drops empty blocks' shapes
+        full = sparse.csr_matrix((ne + np_, ne + np_), dtype=np.float32)
+    return adjacency.tocsr(), full.tocsr(), incidence.tocsr()
+
+
+def _save_npy(path: Path, array: np.ndarray, dim: int) -> None:
+    if array.size == 0:
+        array = np.zeros((0, dim), dtype=np.float32)
+    np.save(path, np.ascontiguousarray(array, dtype=np.float32))
+
+
+def check_target(out_dir: str | os.PathLike[str]) -> Path:
+    """The resolved store path; `IndexFormatError` if it names a non-empty directory (or a
+    file) that is not a graph store, which a build would otherwise replace."""
+    dest = Path(out_dir).expanduser().resolve()
+    recover(dest)
+    if dest.exists():
+        if not dest.is_dir():
+            raise IndexFormatError(f"{dest} is a file, not a graph store directory")
+        manifest = dest / MANIFEST
+        if any(dest.iterdir()) and not manifest.exists():
+            raise IndexFormatError(
+                f"refusing to replace {dest}: it is a non-empty directory without a graph "
+                f"{MANIFEST}; choose an empty or new directory (e.g. <index_dir>/graph)"
+            )
+        if manifest.exists():
+            try:
+                fmt = json.loads(manifest.read_text(encoding="utf-8")).get("format")
+            except (OSError, ValueError):
+                fmt = None
+            if fmt != FORMAT:
+                raise IndexFormatError(f"refusing to replace {dest}: it is not a graph store")
+    return dest
+
+
+def write_store(data: GraphData, out_dir: str | os.PathLike[str]) -> Path:
+    """Write `data` to `out_dir` atomically (temp dir + rename); returns the store path."""
+    dest = check_target(out_dir)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    try:
+        _write_database(tmp / DATABASE, data)
+        dim = (
+            max(
+                (a.shape[1] for a in (data.entity_vectors, data.base_vectors) if a.ndim == 2),
+                default=384,
+            )
+            or 384
+        )
+        _save_npy(tmp / "entity_vectors.npy", data.entity_vectors, dim)
+        _save_npy(tmp / "relation_vectors.npy", data.relation_vectors, dim)
+        _save_npy(tmp / "hyperedge_vectors.npy", data.hyperedge_vectors, dim)
+        _save_npy(tmp / "base_vectors.npy", data.base_vectors, dim)
+        entity_ids = [e.id for e in data.entities]
+        passage_ids = [p.id for p in data.passages]
+        adjacency, full, incidence = build_matrices(
+            entity_ids, passage_ids, data.relations, data.entity_passages
+        )
+        sparse.save_npz(tmp / "adjacency_entity.npz", adjacency)
+        sparse.save_npz(tmp / "adjacency_full.npz", full)
+        sparse.save_npz(tmp / "entity_passage.npz", incidence)
+        nodes = {
+            "entities": entity_ids,
+            "passages": passage_ids,
+            "relations_embedded": data.relation_vector_ids,
+            "hyperedges": [h.id for h in data.hyperedges],
+        }
+        (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
+        manifest = {"format": FORMAT, "version": VERSION, "written": time.time()}
+        manifest.update(data.manifest)
+        (tmp / MANIFEST).write_text(
+            json.dumps(manifest, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+        )
+        _swap_into_place(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+def _swap_into_place(tmp: Path, dest: Path) -> None:
+    old: Path | None = None
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
+        os.rename(dest, old)
+    try:
+        os.rename(tmp, dest)
+    except BaseException:
+        if old is not None:
+            os.rename(old, dest)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def recover(dest: Path) -> None:
+    """Put a previous store back if a crash left it renamed aside, and drop older copies.
+    (Temporary ``.<name>.tmp-*`` directories of a killed build are left alone: another build
+    may be writing one.)"""
+    parent = dest.parent
+    if not parent.exists():
+        return
+    olds = sorted(
+        (p for p in parent.glob(f".{dest.name}.old-*") if (p / MANIFEST).exists()),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not dest.exists() and olds:
+        os.rename(olds[-1], dest)
+        olds = olds[:-1]
+    for stale in olds:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+class SQLiteGraphStore:
+    """A store directory opened for reading (thread-safe; results are cached in memory)."""
+
+    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+        self.dir = directory
+        self._manifest = manifest
+        self._lock = threading.RLock()
+        uri = f"file:{(directory / DATABASE).as_posix()}?mode=ro"
+        self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._cache: dict[str, Any] = {}
+
+    # -- opening --------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str]) -> SQLiteGraphStore:
+        """Open a store; `IndexNotFoundError` if there is none, `IndexFormatError` if it is not
+        a graph store of a supported version."""
+        path = Path(directory).expanduser().resolve()
+        recover(path)
+        manifest_path = path / MANIFEST
+        if not manifest_path.exists() or not (path / DATABASE).exists():
+            raise IndexNotFoundError(
+                f"no graph store at {path} (missing {MANIFEST} or {DATABASE}); "
+                "build one with build_graph(passages, out_dir)"
+            )
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"unreadable graph manifest {manifest_path}: {exc}") from exc
+        if manifest.get("format") != FORMAT:
+            raise IndexFormatError(f"{path} is not a graphseek graph store ({MANIFEST} format)")
+        if manifest.get("version") != VERSION:
+            raise IndexFormatError(
+                f"graph store {path} has version {manifest.get('version')}, this graphseek "
+                f"reads version {VERSION}; rebuild it"
+            )
+        return cls(path, manifest)
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+    def __enter__(self) -> SQLiteGraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        counts = self._manifest.get("counts", {})
+        return f"SQLiteGraphStore({str(self.dir)!r}, {counts})"
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self._manifest
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._con.execute(sql, params).fetchall()
+
+    def _cached(self, key: str, fn: Any) -> Any:
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = fn()
+            return self._cache[key]
+
+    # -- passages -------------------------------------------------------------------------------
+
+    def _passage_map(self) -> dict[str, Passage]:
+        def load() -> dict[str, Passage]:
+            rows = self._rows("SELECT id, title, text, source FROM passages ORDER BY ord")
+            return {r[0]: Passage(id=r[0], title=r[1], text=r[2], source=r[3]) for r in rows}
+
+        return self._cached("passages", load)  # type: ignore[no-any-return]
+
+    def passage_ids(self) -> list[str]:
+        return list(self._passage_map())
+
+    def passages(self) -> list[Passage]:
+        return list(self._passage_map().values())
+
+    def passage(self, passage_id: str) -> Passage | None:
+        return self._passage_map().get(passage_id)
+
+    # -- entities -------------------------------------------------------------------------------
+
+    def _entity_map(self) -> dict[str, Entity]:
+        def load() -> dict[str, Entity]:
+            aliases: dict[str, list[str]] = defaultdict(list)
+            for eid, alias in self._rows(
+                "SELECT entity_id, alias FROM entity_aliases ORDER BY entity_id, position"
+            ):
+                aliases[eid].append(alias)
+            types: dict[str, list[str]] = defaultdict(list)
+            for eid, t in self._rows(
+                "SELECT entity_id, type FROM entity_types ORDER BY entity_id, position"
+            ):
+                types[eid].append(t)
+            mentions: dict[str, list[str]] = defaultdict(list)
+            passages: dict[str, set[str]] = defaultdict(set)
+            for eid, mid, pid in self._rows(
+                "SELECT entity_id, mention_id, passage_id FROM provenance ORDER BY rowid"
+            ):
+                mentions[eid].append(mid)
+                passages[eid].add(pid)
+            rows = self._rows("SELECT id, name, description FROM entities ORDER BY ord")
+            return {
+                eid: Entity(
+                    id=eid,
+                    name=name,
+                    aliases=aliases.get(eid, []),
+                    description=description,
+                    types=types.get(eid, []),
+                    passage_ids=sorted(passages.get(eid, ())),
+                    mention_ids=mentions.get(eid, []),
+                )
+                for eid, name, description in rows
+            }
+
+        return self._cached("entities", load)  # type: ignore[no-any-return]
+
+    def entity_ids(self) -> list[str]:
+        """Entity ids in store order (the rows of `entity_embeddings` and `adjacency`)."""
+        return list(self._entity_map())
+
+    def entities(self) -> list[Entity]:
+        return list(self._entity_map().values())
+
+    def entity(self, entity_id: str) -> Entity | None:
+        return self._entity_map().get(entity_id)
+
+    def find_entities(self, name: str, *, normalised: bool = True) -> list[Entity]:
+        """Entities whose name or an alias equals `name` (exactly, or after `normalize_name`)."""
+        if normalised:
+            key = normalize_name(name)
+            rows = self._rows(
+                "SELECT id FROM entities WHERE norm = ? UNION "
+                "SELECT entity_id FROM entity_aliases WHERE norm = ?",
+                (key, key),
+            )
+        else:
+            rows = self._rows(
+                "SELECT id FROM entities WHERE name = ? UNION "
+                "SELECT entity_id FROM entity_aliases WHERE alias = ?",
+                (name, name),
+            )
+        entities = self._entity_map()
+        return [entities[r[0]] for r in sorted(rows) if r[0] in entities]
+
+    def mentions_of(self, entity_id: str) -> list[Mention]:
+        """The source mentions an entity was merged from (provenance)."""
+        rows = self._rows(
+            "SELECT id, passage_id, name, aliases, description, types, sentence FROM mentions "
+            "WHERE entity_id = ? ORDER BY id",
+            (entity_id,),
+        )
+        return [_mention(r) for r in rows]
+
+    # -- relations ------------------------------------------------------------------------------
+
+    def _relation_list(self) -> list[Relation]:
+        def load() -> list[Relation]:
+            passages: dict[str, list[str]] = defaultdict(list)
+            for rid, pid in self._rows(
+                "SELECT relation_id, passage_id FROM relation_passages ORDER BY rowid"
+            ):
+                passages[rid].append(pid)
+            rows = self._rows(
+                "SELECT id, source, label, target, weight, kind FROM relations ORDER BY ord"
+            )
+            return [
+                Relation(
+                    id=rid,
+                    source=s,
+                    label=label,
+                    target=t,
+                    passage_ids=passages.get(rid, []),
+                    weight=w,
+                    kind=kind,
+                )
+                for rid, s, label, t, w, kind in rows
+            ]
+
+        return self._cached("relations", load)  # type: ignore[no-any-return]
+
+    def _relations_by_entity(self) -> dict[str, list[Relation]]:
+        def load() -> dict[str, list[Relation]]:
+            out: dict[str, list[Relation]] = defaultdict(list)
+            for r in self._relation_list():
+                out[r.source].append(r)
+                if r.target != r.source:
+                    out[r.target].append(r)
+            return dict(out)
+
+        return self._cached("relations_by_entity", load)  # type: ignore[no-any-return]
+
+    def relations(self, kind: str | Iterable[str] | None = None) -> list[Relation]:
+        """All relations, or those of the given kind(s) ("extracted", "cooccurrence",
+        "similar", "predicted")."""
+        kinds = _kinds(kind)
+        return [r for r in self._relation_list() if kinds is None or r.kind in kinds]
+
+    def relations_of(
+        self, entity_id: str, kind: str | Iterable[str] | None = None
+    ) -> list[Relation]:
+        """Relations with `entity_id` as source or target."""
+        kinds = _kinds(kind)
+        return [
+            r
+            for r in self._relations_by_entity().get(entity_id, [])
+            if kinds is None or r.kind in kinds
+        ]
+
+    # -- entity-passage links -------------------------------------------------------------------
+
+    def _links(self) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+        def load() -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+            by_entity: dict[str, dict[str, str]] = defaultdict(dict)
+            by_passage: dict[str, dict[str, str]] = defaultdict(dict)
+            for eid, pid, kind in self._rows(
+                "SELECT entity_id, passage_id, kind FROM entity_passages ORDER BY rowid"
+            ):
+                by_entity[eid][pid] = kind
+                by_passage[pid][eid] = kind
+            return dict(by_entity), dict(by_passage)
+
+        return self._cached("links", load)  # type: ignore[no-any-return]
+
+    def passages_of(self, entity_id: str, kind: str | None = None) -> list[str]:
+        """Ids of the passages linked to an entity (``kind``: "mention", "match" or both)."""
+        links = self._links()[0].get(entity_id, {})
+        return [pid for pid, k in links.items() if kind is None or k == kind]
+
+    def entities_of(self, passage_id: str, kind: str | None = None) -> list[str]:
+        """Ids of the entities linked to a passage."""
+        links = self._links()[1].get(passage_id, {})
+        return [eid for eid, k in links.items() if kind is None or k == kind]
+
+    # -- hyperedges and topics ------------------------------------------------------------------
+
+    def _hyperedge_list(self) -> list[HyperEdge]:
+        def load() -> list[HyperEdge]:
+            members: dict[str, list[str]] = defaultdict(list)
+            for hid, eid in self._rows(
+                "SELECT hyperedge_id, entity_id FROM hyperedge_members "
+                "ORDER BY hyperedge_id, position"
+            ):
+                members[hid].append(eid)
+            passages: dict[str, list[str]] = defaultdict(list)
+            for hid, pid in self._rows(
+                "SELECT hyperedge_id, passage_id FROM hyperedge_passages ORDER BY rowid"
+            ):
+                passages[hid].append(pid)
+            rows = self._rows("SELECT id, relation, topic_id FROM hyperedges ORDER BY ord")
+            return [
+                HyperEdge(
+                    id=hid,
+                    relation=relation,
+                    entity_ids=members.get(hid, []),
+                    passage_ids=passages.get(hid, []),
+                    topic_id=topic,
+                )
+                for hid, relation, topic in rows
+            ]
+
+        return self._cached("hyperedges", load)  # type: ignore[no-any-return]
+
+    def hyperedges(self) -> list[HyperEdge]:
+        return list(self._hyperedge_list())
+
+    def hyperedge(self, hyperedge_id: str) -> HyperEdge | None:
+        index = self._cached("hyperedge_index", lambda: {h.id: h for h in self._hyperedge_list()})
+        return index.get(hyperedge_id)  # type: ignore[no-any-return]
+
+    def hyperedges_of(self, entity_id: str) -> list[HyperEdge]:
+        def load() -> dict[str, list[HyperEdge]]:
+            out: dict[str, list[HyperEdge]] = defaultdict(list)
+            for h in self._hyperedge_list():
+                for eid in dict.fromkeys(h.entity_ids):
+                    out[eid].append(h)
+            return dict(out)
+
+        return list(self._cached("hyperedges_by_entity", load).get(entity_id, []))
+
+    def topics(self) -> list[Topic]:
+        def load() -> list[Topic]:
+            rows = self._rows("SELECT id, label, keywords, size FROM topics ORDER BY ord")
+            return [
+                Topic(id=tid, label=label, keywords=json.loads(kw), size=size)
+                for tid, label, kw, size in rows
+            ]
+
+        return list(self._cached("topics", load))
+
+    def topic(self, topic_id: str) -> Topic | None:
+        return next((t for t in self.topics() if t.id == topic_id), None)
+
+    def topic_subgraph(self, topic_id: str) -> TopicSubgraph:
+        """The topic's hyperedges and the entities they involve (G-RAGent's H_T)."""
+        topic = self.topic(topic_id)
+        if topic is None:
+            raise KeyError(f"unknown topic {topic_id!r}")
+        edges = [h for h in self._hyperedge_list() if h.topic_id == topic_id]
+        entities = self._entity_map()
+        ids = dict.fromkeys(eid for h in edges for eid in h.entity_ids)
+        return TopicSubgraph(
+            topic=topic, hyperedges=edges, entities=[entities[e] for e in ids if e in entities]
+        )
+
+    # -- matrices and vectors -------------------------------------------------------------------
+
+    def _nodes(self) -> dict[str, list[str]]:
+        def load() -> dict[str, list[str]]:
+            return json.loads((self.dir / "nodes.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+        return self._cached("nodes", load)  # type: ignore[no-any-return]
+
+    def adjacency(self, include_passages: bool = False) -> tuple[sparse.csr_matrix, list[str]]:
+        """The cached CSR adjacency and its node ids: entities only, or entities followed by
+        passages (entity-passage links weigh 1)."""
+        nodes = self._nodes()
+        if include_passages:
+            matrix = self._cached(
+                "adjacency_full", lambda: sparse.load_npz(self.dir / "adjacency_full.npz").tocsr()
+            )
+            return matrix, nodes["entities"] + nodes["passages"]
+        matrix = self._cached(
+            "adjacency_entity", lambda: sparse.load_npz(self.dir / "adjacency_entity.npz").tocsr()
+        )
+        return matrix, list(nodes["entities"])
+
+    def entity_passage_matrix(self) -> tuple[sparse.csr_matrix, list[str], list[str]]:
+        """CSR incidence (entities x passages) with its row and column ids."""
+        nodes = self._nodes()
+        matrix = self._cached(
+            "entity_passage", lambda: sparse.load_npz(self.dir / "entity_passage.npz").tocsr()
+        )
+        return matrix, list(nodes["entities"]), list(nodes["passages"])
+
+    def _vectors(self, name: str) -> np.ndarray:
+        return self._cached(name, lambda: np.load(self.dir / f"{name}.npy"))  # type: ignore[no-any-return]
+
+    def entity_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """Normalised MiniLM vectors of ``"name; aliases; types"``, rows = `entity_ids()`."""
+        return self._vectors("entity_vectors"), list(self._nodes()["entities"])
+
+    def relation_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """Vectors of ``"source label target"`` for extracted and predicted relations."""
+        return self._vectors("relation_vectors"), list(self._nodes()["relations_embedded"])
+
+    def hyperedge_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """Vectors of the hyperedges' relation texts, rows = `hyperedges()`."""
+        return self._vectors("hyperedge_vectors"), list(self._nodes()["hyperedges"])
+
+    # -- raw layer (for incremental updates) ----------------------------------------------------
+
+    def extractions(self) -> list[Extraction]:
+        """The stored raw extractions, one per passage in store order."""
+        mentions: dict[str, list[Mention]] = defaultdict(list)
+        for row in self._rows(
+            "SELECT id, passage_id, name, aliases, description, types, sentence FROM mentions "
+            "ORDER BY rowid"
+        ):
+            mentions[row[1]].append(_mention(row))
+        relations: dict[str, list[RawRelation]] = defaultdict(list)
+        for pid, s, label, t, sentence in self._rows(
+            "SELECT passage_id, source, label, target, sentence FROM raw_relations ORDER BY rowid"
+        ):
+            relations[pid].append(
+                RawRelation(passage_id=pid, source=s, label=label, target=t, sentence=sentence)
+            )
+        facts: dict[str, list[RawFact]] = defaultdict(list)
+        for fid, pid, relation, members, sentence in self._rows(
+            "SELECT id, passage_id, relation, mentions, sentence FROM raw_facts ORDER BY rowid"
+        ):
+            facts[pid].append(
+                RawFact(
+                    id=fid,
+                    passage_id=pid,
+                    relation=relation,
+                    mentions=json.loads(members),
+                    sentence=sentence,
+                )
+            )
+        return [
+            Extraction(
+                passage_id=pid,
+                mentions=mentions.get(pid, []),
+                relations=relations.get(pid, []),
+                facts=facts.get(pid, []),
+            )
+            for pid in self.passage_ids()
+        ]
+
+    def alignment_state(
+        self,
+    ) -> tuple[list[str], list[str], np.ndarray, dict[tuple[str, str], tuple[float, bool]]]:
+        """Base entity ids, their embedding texts, their vectors, and the decided merge pairs."""
+        rows = self._rows("SELECT id, text FROM base_entities ORDER BY ord")
+        vectors = self._vectors("base_vectors")
+        pairs = {
+            (a, b): (float(sim), bool(merged))
+            for a, b, sim, merged in self._rows("SELECT a, b, sim, merged FROM merge_pairs")
+        }
+        return [r[0] for r in rows], [r[1] for r in rows], vectors, pairs
+
+
+def _mention(row: Sequence[Any]) -> Mention:
+    mid, pid, name, aliases, description, types, sentence = row
+    return Mention(
+        id=mid,
+        passage_id=pid,
+        name=name,
+        aliases=json.loads(aliases),
+        description=description,
+        types=json.loads(types),
+        sentence=-1 if sentence is None else int(sentence),
+    )
+
+
+def _kinds(kind: str | Iterable[str] | None) -> set[str] | None:
+    if kind is None:
+        return None
+    if isinstance(kind, str):
+        return {kind}
+    return set(kind)

@@ -1,0 +1,594 @@
+"""The passage index: passages, BM25, dense vectors and a manifest in one directory.
+
+Layout of an index directory::
+
+    manifest.json     written last; its presence marks a complete index
+    passages.jsonl    one Passage per line, corpus order (row i of every other file)
+    bm25/             bm25s arrays, vocabulary and parameters
+    dense/            embeddings.npy (float32, L2-normalised) and faiss.index (IndexFlatIP)
+    graph/            the HiGra knowledge graph (optional: `Index.build(..., graph=True)`,
+                      `graphseek index` builds it unless `--no-graph`), see graphseek.knowledge.graph
+
+`Index.build` writes into a temporary sibling directory and swaps it into place only when
+everything, the manifest last, is on disk; on any error the temporary directory is removed and a
+previous index at the same path is left as it was. `Index.open` reads the manifest and the
+passages; BM25, FAISS and the embedder are loaded on first use, and passages are never
+re-embedded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from graphseek.errors import CorpusError, IndexFormatError, IndexNotFoundError
+from graphseek.knowledge import embedder as embedder_module
+from graphseek.knowledge.dense import DenseIndex, TextEncoder, encode_texts
+from graphseek.knowledge.fusion import rrf
+from graphseek.knowledge.loaders import load_corpus
+from graphseek.knowledge.passages import Hit, Passage
+from graphseek.knowledge.sparse import BM25Index
+
+logger = logging.getLogger(__name__)
+
+SearchMethod = Literal["bm25", "dense", "hybrid"]
+SEARCH_METHODS: tuple[str, ...] = get_args(SearchMethod)
+
+FORMAT_NAME = "graphseek-index"
+FORMAT_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+PASSAGES_FILE = "passages.jsonl"
+BM25_DIR = "bm25"
+DENSE_DIR = "dense"
+GRAPH_DIR = "graph"
+RESERVED_NAMES = frozenset({MANIFEST_FILE, PASSAGES_FILE, BM25_DIR, DENSE_DIR})
+
+RRF_K = 60
+BM25_PARAMS: dict[str, Any] = {"k1": 1.5, "b": 0.75, "method": "lucene"}
+
+
+def hybrid_depth(k: int) -> int:
+    """How many candidates each of BM25 and dense contributes to hybrid fusion for top-k."""
+    return max(k * 4, 20)
+
+
+class Index:
+    """A searchable passage index stored in one directory. Build with `Index.build`, reopen with
+    `Index.open`."""
+
+    def __init__(
+        self,
+        path: Path,
+        manifest: dict[str, Any],
+        passages: list[Passage],
+        *,
+        bm25: BM25Index | None = None,
+        dense: DenseIndex | None = None,
+    ) -> None:
+        self._path = path
+        self._manifest = manifest
+        self._passages = passages
+        self._by_id = {p.id: i for i, p in enumerate(passages)}
+        if bm25 is not None:
+            self.__dict__["_bm25"] = bm25
+        if dense is not None:
+            self.__dict__["_dense"] = dense
+
+    # ----------------------------------------------------------------------------- building
+
+    @classmethod
+    def build(
+        cls,
+        passages: Iterable[Passage] | str | Path,
+        path: str | Path,
+        *,
+        show_progress: bool = True,
+        batch_size: int = 64,
+        graph: bool = False,
+        graph_options: Mapping[str, Any] | None = None,
+    ) -> Index:
+        """Index `passages` (or the corpus file/folder at that path, via `load_corpus`) into the
+        directory `path`, replacing an index already there only once the new one is complete.
+
+        `graph=True` also builds the HiGra knowledge graph into `path/graph` (offline extractor
+        unless `graph_options` names an `llm` or `extractor`; other options go to
+        `graphseek.knowledge.graph.build_graph`), inside the same atomic swap."""
+        source = ""
+        if isinstance(passages, str | Path):
+            source = str(passages)
+            items = load_corpus(passages)
+        else:
+            items = list(passages)
+        _check_passages(items)
+        target = Path(path).expanduser().absolute()
+        _check_target(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+
+        started = time.perf_counter()
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
+        try:
+            tmp.chmod(0o755)  # mkdtemp makes it owner-only; an index is an ordinary directory
+            bm25, dense, encoder = _write_stores(items, tmp, show_progress, batch_size)
+            if graph:
+                _build_graph(items, tmp / GRAPH_DIR, show_progress, graph_options)
+            manifest = _manifest(items, bm25, encoder, source, time.perf_counter() - started, tmp)
+            _write_json(tmp / MANIFEST_FILE, manifest)
+            _swap_into_place(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        logger.info(
+            "Indexed %d passages into %s in %.1f s",
+            len(items),
+            target,
+            time.perf_counter() - started,
+        )
+        index = cls(target, manifest, items, bm25=bm25, dense=dense)
+        index.__dict__["_encoder"] = encoder
+        return index
+
+    # ------------------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, path: str | Path) -> Index:
+        """Open the index at `path`: reads the manifest and passages; nothing is re-embedded."""
+        target = Path(path).expanduser().absolute()
+        hint = "run `graphseek index` to build one"
+        if not target.is_dir():
+            raise IndexNotFoundError(f"No index at {target}: the directory does not exist; {hint}.")
+        manifest_path = target / MANIFEST_FILE
+        if not manifest_path.is_file():
+            raise IndexNotFoundError(
+                f"No complete index at {target}: {MANIFEST_FILE} is missing; {hint}."
+            )
+        manifest = _read_manifest(manifest_path)
+        passages = _read_passages(target / PASSAGES_FILE)
+        expected = manifest["counts"]["passages"]
+        if len(passages) != expected:
+            raise IndexFormatError(
+                f"Index at {target} is inconsistent: the manifest counts {expected} passages, "
+                f"{PASSAGES_FILE} holds {len(passages)}; rebuild it with `graphseek index`."
+            )
+        return cls(target, manifest, passages)
+
+    # --------------------------------------------------------------------------- properties
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self._manifest
+
+    @property
+    def passages(self) -> list[Passage]:
+        """Every passage, in corpus order (position i = row i of `embeddings`)."""
+        return self._passages
+
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    def __contains__(self, passage_id: object) -> bool:
+        return passage_id in self._by_id
+
+    def __repr__(self) -> str:
+        return f"Index({str(self._path)!r}, passages={len(self)})"
+
+    def get(self, passage_id: str) -> Passage:
+        """The passage with this id; KeyError if the index has none."""
+        try:
+            return self._passages[self._by_id[passage_id]]
+        except KeyError:
+            raise KeyError(
+                f"No passage with id {passage_id!r} in the index at {self._path}"
+            ) from None
+
+    def position(self, passage_id: str) -> int:
+        """The corpus position (row in `embeddings`) of a passage id; KeyError if unknown."""
+        self.get(passage_id)
+        return self._by_id[passage_id]
+
+    def dir_for(self, name: str) -> Path:
+        """The directory other stores (e.g. the knowledge graph, `graph`) keep inside this index.
+
+        Not created here. A rebuild of the index replaces the whole directory, these included.
+        """
+        if not name or name in RESERVED_NAMES or Path(name).name != name or name.startswith("."):
+            raise ValueError(f"{name!r} is not a usable store name inside an index directory")
+        return self._path / name
+
+    @property
+    def has_graph(self) -> bool:
+        """Whether this index holds a knowledge graph (`graph/`)."""
+        return (self._path / GRAPH_DIR / "manifest.json").is_file()
+
+    @cached_property
+    def graph(self) -> Any:
+        """The knowledge-graph store (`SQLiteGraphStore`), opened on first use.
+
+        Raises `IndexNotFoundError` when the index was built without one."""
+        if not self.has_graph:
+            raise IndexNotFoundError(
+                f"The index at {self._path} has no knowledge graph; rebuild it with "
+                "`graphseek index CORPUS --out DIR` (graphs are built unless --no-graph) or "
+                "`Index.build(..., graph=True)`."
+            )
+        from graphseek.knowledge.graph import SQLiteGraphStore
+
+        return SQLiteGraphStore.open(self._path / GRAPH_DIR)
+
+    # ---------------------------------------------------------------------------- updates
+
+    def add_documents(
+        self,
+        passages: Iterable[Passage],
+        *,
+        show_progress: bool = False,
+        batch_size: int = 64,
+        graph_options: Mapping[str, Any] | None = None,
+    ) -> Index:
+        """Add passages (those whose id is new): only they are embedded, and, when the index
+        has a graph, only they are extracted and aligned against the existing entities.
+        The directory is rewritten atomically; returns the updated index (a new object)."""
+        items = list(passages)
+        if items:
+            _check_passages(items)
+        new = [p for p in items if p.id not in self]
+        if not new:
+            return self
+        vectors = encode_texts(
+            self._encoder,
+            [p.content for p in new],
+            batch_size=batch_size,
+            show_progress=show_progress,
+            desc="Embedding",
+        )
+        all_vectors = np.vstack([np.asarray(self.embeddings), vectors]).astype(np.float32)
+        options = dict(graph_options or {})
+
+        def update_graph(graph_dir: Path) -> None:
+            from graphseek.knowledge.graph import add_passages
+
+            add_passages(graph_dir, new, show_progress=show_progress, **options)
+
+        return self._rewrite(self._passages + new, all_vectors, update_graph, show_progress)
+
+    def delete_documents(self, passage_ids: Iterable[str], *, show_progress: bool = False) -> Index:
+        """Remove passages by id, and from the graph every entity, relation and hyperedge only
+        they supported. Unknown ids raise `KeyError`. Rewrites the directory atomically;
+        returns the updated index (a new object)."""
+        drop = set(passage_ids)
+        unknown = sorted(drop - set(self._by_id))
+        if unknown:
+            raise KeyError(f"No passages with ids {unknown[:5]} in the index at {self._path}")
+        if not drop:
+            return self
+        keep = [i for i, p in enumerate(self._passages) if p.id not in drop]
+        if not keep:
+            raise CorpusError("Deleting these passages would leave the index empty.")
+        vectors = np.asarray(self.embeddings)[keep]
+
+        def update_graph(graph_dir: Path) -> None:
+            from graphseek.knowledge.graph import delete_passages
+
+            delete_passages(graph_dir, drop, show_progress=show_progress)
+
+        items = [self._passages[i] for i in keep]
+        return self._rewrite(items, vectors, update_graph, show_progress)
+
+    def _rewrite(
+        self,
+        items: list[Passage],
+        vectors: np.ndarray,
+        update_graph: Any,
+        show_progress: bool,
+    ) -> Index:
+        _check_passages(items)
+        started = time.perf_counter()
+        target = self._path
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.updating-", dir=target.parent))
+        try:
+            tmp.chmod(0o755)
+            bm25, dense, encoder = _write_stores(
+                items, tmp, show_progress, 64, vectors=vectors, encoder=self._encoder
+            )
+            if self.has_graph:
+                shutil.copytree(target / GRAPH_DIR, tmp / GRAPH_DIR)
+                update_graph(tmp / GRAPH_DIR)
+            manifest = _manifest(
+                items,
+                bm25,
+                encoder,
+                str(self._manifest.get("source", "")),
+                time.perf_counter() - started,
+                tmp,
+            )
+            _write_json(tmp / MANIFEST_FILE, manifest)
+            _swap_into_place(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        index = type(self)(target, manifest, items, bm25=bm25, dense=dense)
+        index.__dict__["_encoder"] = encoder
+        return index
+
+    @property
+    def embeddings(self) -> np.ndarray:
+        """Passage embeddings, shape (len(index), dim), float32, L2-normalised (read-only)."""
+        return self._dense.embeddings
+
+    # ------------------------------------------------------------------------ lazy stores
+
+    @cached_property
+    def _bm25(self) -> BM25Index:
+        try:
+            bm25 = BM25Index.load(self._path / BM25_DIR)
+        except Exception as exc:
+            raise IndexFormatError(
+                f"Cannot load the BM25 index under {self._path / BM25_DIR}: {exc}; rebuild it."
+            ) from exc
+        if len(bm25) != len(self):
+            raise IndexFormatError(
+                f"BM25 index under {self._path} has {len(bm25)} documents for {len(self)} "
+                "passages; rebuild it."
+            )
+        return bm25
+
+    @cached_property
+    def _dense(self) -> DenseIndex:
+        try:
+            dense = DenseIndex.load(self._path / DENSE_DIR)
+        except Exception as exc:
+            raise IndexFormatError(
+                f"Cannot load the dense index under {self._path / DENSE_DIR}: {exc}; rebuild it."
+            ) from exc
+        if len(dense) != len(self) or dense.dim != self._manifest["embedder"]["dim"]:
+            raise IndexFormatError(
+                f"Dense index under {self._path} holds {len(dense)} vectors of dim {dense.dim} "
+                f"for {len(self)} passages of dim {self._manifest['embedder']['dim']}; rebuild it."
+            )
+        return dense
+
+    @cached_property
+    def _encoder(self) -> TextEncoder:
+        encoder = embedder_module.get_embedder()
+        built = self._manifest["embedder"]
+        if encoder.name != built["name"] or encoder.dim != built["dim"]:
+            raise IndexFormatError(
+                f"Index at {self._path} was embedded with {built['name']} (dim {built['dim']}), "
+                f"the current embedder is {encoder.name} (dim {encoder.dim}); rebuild it."
+            )
+        return encoder
+
+    # ---------------------------------------------------------------------------- search
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Embed texts with the index's embedder: float32, L2-normalised, one row per text."""
+        return self._encoder.encode(list(texts), batch_size=batch_size)
+
+    def search(self, query: str, k: int = 5, method: SearchMethod = "hybrid") -> list[Hit]:
+        """The `k` best passages for `query` (ranks from 1, higher scores better).
+
+        `bm25` scores are BM25 (only passages sharing a term), `dense` scores are cosine
+        similarities, `hybrid` scores are reciprocal-rank-fusion scores of the two.
+        """
+        return self.search_many([query], k=k, method=method)[0]
+
+    def search_many(
+        self, queries: Sequence[str], k: int = 5, method: SearchMethod = "hybrid"
+    ) -> list[list[Hit]]:
+        """`search` for several queries, embedding them in one batch."""
+        if method not in SEARCH_METHODS:
+            raise ValueError(
+                f"Unknown search method {method!r}; choose one of {', '.join(SEARCH_METHODS)}."
+            )
+        if isinstance(queries, str):
+            raise TypeError("search_many takes a list of queries; use search() for one query")
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        results: list[list[Hit]] = [[] for _ in queries]
+        active = [i for i, q in enumerate(queries) if q and q.strip()]
+        if not active:
+            return results
+        depth = k if method != "hybrid" else hybrid_depth(k)
+        sparse: list[list[tuple[int, float]]] = []
+        dense: list[list[tuple[int, float]]] = []
+        if method in ("bm25", "hybrid"):
+            sparse = [self._bm25.search(queries[i], depth) for i in active]
+        if method in ("dense", "hybrid"):
+            vectors = self.embed([queries[i] for i in active])
+            dense = self._dense.search(vectors, depth)
+        for j, i in enumerate(active):
+            if method == "bm25":
+                ranked = sparse[j]
+            elif method == "dense":
+                ranked = dense[j]
+            else:
+                fused = rrf([[p for p, _ in sparse[j]], [p for p, _ in dense[j]]], k=RRF_K)
+                ranked = fused[:k]
+            results[i] = [
+                Hit(passage=self._passages[pos], score=score, rank=rank)
+                for rank, (pos, score) in enumerate(ranked[:k], start=1)
+            ]
+        return results
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+def _check_passages(items: list[Any]) -> None:
+    if not items:
+        raise CorpusError("Empty corpus: there are no passages to index.")
+    seen: set[str] = set()
+    for i, p in enumerate(items):
+        if not isinstance(p, Passage):
+            raise TypeError(f"Index.build expects Passage objects; item {i} is {type(p).__name__}")
+        if p.id in seen:
+            raise CorpusError(
+                f"Duplicate passage id {p.id!r} (item {i}); passage ids must be unique."
+            )
+        seen.add(p.id)
+
+
+def _check_target(target: Path) -> None:
+    """Refuse to replace anything that is not an index (or an empty directory)."""
+    if target.exists() and not target.is_dir():
+        raise IndexFormatError(
+            f"Cannot build an index at {target}: it exists and is not a directory."
+        )
+    if target.is_dir() and not (target / MANIFEST_FILE).is_file() and any(target.iterdir()):
+        raise IndexFormatError(
+            f"Cannot build an index at {target}: the directory is not empty and holds no "
+            f"{MANIFEST_FILE}, so it is not a graphseek index; choose another path."
+        )
+
+
+def _write_stores(
+    items: list[Passage],
+    directory: Path,
+    show_progress: bool,
+    batch_size: int,
+    *,
+    vectors: np.ndarray | None = None,
+    encoder: TextEncoder | None = None,
+) -> tuple[BM25Index, DenseIndex, TextEncoder]:
+    """Write passages, BM25 and dense stores; `vectors` (row i = items[i]) skips embedding."""
+    with open(directory / PASSAGES_FILE, "w", encoding="utf-8") as f:
+        for p in items:
+            f.write(json.dumps(p.model_dump(), ensure_ascii=False) + "\n")
+    texts = [p.content for p in items]
+    bm25 = BM25Index.build(texts, show_progress=show_progress, **BM25_PARAMS)
+    bm25.save(directory / BM25_DIR)
+    encoder = encoder or embedder_module.get_embedder()
+    if vectors is None:
+        vectors = encode_texts(
+            encoder, texts, batch_size=batch_size, show_progress=show_progress, desc="Embedding"
+        )
+    dense = DenseIndex.build(vectors)
+    dense.save(directory / DENSE_DIR)
+    return bm25, dense, encoder
+
+
+def _build_graph(
+    items: list[Passage],
+    directory: Path,
+    show_progress: bool,
+    options: Mapping[str, Any] | None,
+) -> None:
+    from graphseek.knowledge.graph import build_graph
+
+    build_graph(items, directory, show_progress=show_progress, **dict(options or {}))
+
+
+def _manifest(
+    items: list[Passage],
+    bm25: BM25Index,
+    encoder: TextEncoder,
+    source: str,
+    seconds: float,
+    directory: Path,
+) -> dict[str, Any]:
+    import faiss
+
+    from graphseek import __version__
+
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "graphseek_version": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "source": source,
+        "counts": {
+            "passages": len(items),
+            "titles": len({p.title for p in items}),
+            "sources": len({p.source for p in items}),
+        },
+        "embedder": {"name": encoder.name, "dim": int(encoder.dim)},
+        "bm25": bm25.params,
+        "dense": {
+            "implementation": "faiss",
+            "version": faiss.__version__,
+            "index": "IndexFlatIP",
+            "metric": "inner_product",
+        },
+        "fusion": {"method": "rrf", "k": RRF_K, "depth": "max(4k, 20)"},
+        "files": {"passages": PASSAGES_FILE, "bm25": BM25_DIR, "dense": DENSE_DIR},
+        "graph": (directory / GRAPH_DIR / "manifest.json").is_file(),
+        "build_seconds": round(seconds, 3),
+    }
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _swap_into_place(new: Path, target: Path) -> None:
+    """Rename `new` to `target`; an existing `target` is moved aside first and removed after."""
+    if not target.exists():
+        os.rename(new, target)
+        return
+    backup = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+    os.rename(target, backup)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        os.rename(backup, target)
+        raise
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IndexFormatError(
+            f"Malformed index manifest {path}: {exc}; rebuild the index."
+        ) from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise IndexFormatError(f"{path} is not a graphseek index manifest; rebuild the index.")
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"Index format version {version!r} in {path} is not supported (this graphseek reads "
+            f"version {FORMAT_VERSION}); rebuild the index with `graphseek index`."
+        )
+    try:
+        count = manifest["counts"]["passages"]
+        name, dim = manifest["embedder"]["name"], manifest["embedder"]["dim"]
+    except (KeyError, TypeError) as exc:
+        raise IndexFormatError(f"Malformed index manifest {path}: missing {exc}.") from exc
+    if not isinstance(count, int) or not isinstance(name, str) or not isinstance(dim, int):
+        raise IndexFormatError(f"Malformed index manifest {path}: bad counts or embedder fields.")
+    return manifest
+
+
+def _read_passages(path: Path) -> list[Passage]:
+    if not path.is_file():
+        raise IndexFormatError(f"Index file {path} is missing; rebuild the index.")
+    passages = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            try:
+                passages.append(Passage.model_validate_json(line))
+            except ValueError as exc:
+                raise IndexFormatError(
+                    f"Malformed passage at {path}, line {lineno}: {exc}; rebuild the index."
+                ) from exc
+    return passages

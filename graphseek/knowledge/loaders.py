@@ -1,0 +1,222 @@
+"""Load a corpus from disk into passages.
+
+`load_corpus(path)` accepts:
+
+- a JSON list of records, HippoRAG style: `[{"title": ..., "text": ...}, ...]`; the text may also
+  be under `paragraph_text` (MuSiQue) or `contents`, an `id` is kept when present, and a plain
+  string in the list is a text with no title;
+- a JSON object mapping titles to texts, HotpotQA style: `{"title": ["sentence", ...]}` (the
+  sentences are joined with no separator, as HotpotQA's sentences carry their own spaces) or
+  `{"title": "text"}`;
+- JSONL (`.jsonl` / `.ndjson`): one record per line, same keys as the JSON list;
+- a single `.txt` / `.md` file (title = file stem);
+- a folder of `.txt` / `.md` files, searched recursively in sorted order (title = file stem).
+
+Texts longer than `chunk_size` characters are split by `chunking.chunk_text` (every chunk keeps
+the document title; a given id becomes `<id>#<n>` for chunk n; otherwise ids come from
+`passage_id(title, text)`). Identical (title, text) pairs are kept once; a given id that repeats
+with different content gets a `~2`, `~3`, ... suffix and a warning, so ids are unique.
+
+Every problem raises `CorpusError` naming the path and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from graphseek.errors import CorpusError
+from graphseek.knowledge.chunking import chunk_text
+from graphseek.knowledge.passages import Passage, passage_id
+
+logger = logging.getLogger(__name__)
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+JSON_SUFFIXES = (".json",)
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + JSON_SUFFIXES + JSONL_SUFFIXES
+TEXT_KEYS = ("text", "paragraph_text", "contents")
+
+# (title, text, given id or None, source)
+_Record = tuple[str, str, str | None, str]
+
+
+def load_corpus(path: str | Path, *, chunk_size: int = 1200, overlap: int = 150) -> list[Passage]:
+    """Read the corpus at `path` (see the module docstring) into passages, in corpus order.
+
+    `chunk_size=0` keeps every text whole (useful for benchmark corpora whose passages are
+    the retrieval units).
+    """
+    if chunk_size < 0 or (chunk_size > 0 and not 0 <= overlap < chunk_size):
+        raise ValueError(
+            f"need chunk_size >= 0 and 0 <= overlap < chunk_size, got {chunk_size=}, {overlap=}"
+        )
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise CorpusError(f"Corpus not found: {path} does not exist.")
+    records = _read_folder(path) if path.is_dir() else _read_file(path)
+    passages = _to_passages(records, chunk_size=chunk_size, overlap=overlap)
+    if not passages:
+        raise CorpusError(f"Empty corpus: no passages with text were found in {path}.")
+    logger.info("Loaded %d passages from %s", len(passages), path)
+    return passages
+
+
+def _read_folder(folder: Path) -> list[_Record]:
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in TEXT_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+    if not files:
+        raise CorpusError(
+            f"Empty corpus: the folder {folder} holds no "
+            f"{' / '.join(TEXT_SUFFIXES)} files (searched recursively)."
+        )
+    records: list[_Record] = []
+    for file in files:
+        records.extend(_read_text_file(file))
+    return records
+
+
+def _read_file(path: Path) -> list[_Record]:
+    suffix = path.suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        return list(_read_text_file(path))
+    if suffix in JSON_SUFFIXES:
+        return list(_read_json(path))
+    if suffix in JSONL_SUFFIXES:
+        return list(_read_jsonl(path))
+    raise CorpusError(
+        f"Unsupported corpus file type {suffix or '(no extension)'!r}: {path}. "
+        f"Use one of {', '.join(SUPPORTED_SUFFIXES)} or a folder of text files."
+    )
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(
+            f"Cannot read {path}: not UTF-8 text (byte {exc.start}: {exc.reason})."
+        ) from exc
+    except OSError as exc:
+        raise CorpusError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+
+
+def _read_text_file(path: Path) -> Iterator[_Record]:
+    text = _read_text(path)
+    if text.strip():
+        yield path.stem, text, None, str(path)
+    else:
+        logger.warning("Skipping empty file %s", path)
+
+
+def _read_json(path: Path) -> Iterator[_Record]:
+    raw = _read_text(path)
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if exc.msg == "Extra data":
+            hint = " (one JSON value per line? name the file .jsonl)"
+        raise CorpusError(
+            f"Malformed JSON in {path} at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}."
+        ) from exc
+    source = str(path)
+    if isinstance(data, list):
+        for i, item in enumerate(data):
+            yield _record(item, where=f"{path}, record {i}", source=source)
+    elif isinstance(data, dict):
+        for title, value in data.items():
+            where = f"{path}, entry {title!r}"
+            if isinstance(value, list) and all(isinstance(s, str) for s in value):
+                yield str(title), "".join(value), None, source
+            elif isinstance(value, str):
+                yield str(title), value, None, source
+            else:
+                raise CorpusError(
+                    f"Unsupported record in {where}: a JSON object corpus maps titles to a text "
+                    f"or a list of sentences, got {type(value).__name__}."
+                )
+    else:
+        raise CorpusError(
+            f"Unsupported JSON corpus in {path}: expected a list of records or an object "
+            f"mapping titles to texts, got {type(data).__name__}."
+        )
+
+
+def _read_jsonl(path: Path) -> Iterator[_Record]:
+    source = str(path)
+    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(
+                f"Malformed JSON in {path} at line {lineno}, column {exc.colno}: {exc.msg}."
+            ) from exc
+        yield _record(item, where=f"{path}, line {lineno}", source=source)
+
+
+def _record(item: Any, *, where: str, source: str) -> _Record:
+    if isinstance(item, str):
+        return "", item, None, source
+    if not isinstance(item, dict):
+        raise CorpusError(
+            f"Unsupported record in {where}: expected an object with a text, "
+            f"got {type(item).__name__}."
+        )
+    text = next((item[k] for k in TEXT_KEYS if item.get(k) is not None), None)
+    if text is None:
+        raise CorpusError(
+            f"Record without text in {where}: expected one of the keys "
+            f"{', '.join(TEXT_KEYS)}; found {', '.join(map(str, item)) or 'no keys'}."
+        )
+    if isinstance(text, list) and all(isinstance(s, str) for s in text):
+        text = "".join(text)
+    if not isinstance(text, str):
+        raise CorpusError(
+            f"Record without text in {where}: the text is a {type(text).__name__}, not a string."
+        )
+    title = item.get("title") or ""
+    given = item.get("id")
+    return str(title), text, (None if given in (None, "") else str(given)), source
+
+
+def _to_passages(records: Iterable[_Record], *, chunk_size: int, overlap: int) -> list[Passage]:
+    passages: list[Passage] = []
+    seen_content: set[tuple[str, str]] = set()
+    seen_ids: set[str] = set()
+    skipped_empty = 0
+    for title, text, given_id, source in records:
+        title = title.strip()
+        if not text.strip():
+            skipped_empty += 1
+            continue
+        pieces = chunk_text(text, chunk_size, overlap) if chunk_size > 0 else [text.strip()]
+        for n, piece in enumerate(pieces):
+            if (title, piece) in seen_content:
+                continue
+            seen_content.add((title, piece))
+            if given_id is None:
+                pid = passage_id(title, piece)
+            else:
+                pid = given_id if len(pieces) == 1 else f"{given_id}#{n}"
+            if pid in seen_ids:
+                base, suffix = pid, 2
+                while f"{base}~{suffix}" in seen_ids:
+                    suffix += 1
+                pid = f"{base}~{suffix}"
+                logger.warning("Duplicate passage id %r in %s; renamed to %r", base, source, pid)
+            seen_ids.add(pid)
+            passages.append(Passage(id=pid, title=title, text=piece, source=source))
+    if skipped_empty:
+        logger.warning("Skipped %d records with empty text", skipped_empty)
+    return passages

@@ -1,0 +1,165 @@
+"""BM25 passage search on bm25s, with one deterministic tokenizer shared by indexing and querying.
+
+Why bm25s: on the 2WikiMultiHopQA corpus it builds and queries far faster than rank-bm25 (the
+figures are printed by `benchmarks/bm25_choice.py`); rank-bm25 is kept only as the reference
+implementation that the tests compare against.
+
+BM25 variants (Kamphuis et al., ECIR 2020). For a query term t with document frequency n_t in a
+corpus of N documents, term frequency f in a document of length |d| (average avgdl):
+
+    score = idf(t) * f / (f + k1 * (1 - b + b * |d| / avgdl))        (bm25s, every method)
+    score = idf(t) * f * (k1 + 1) / (f + k1 * (1 - b + b * |d| / avgdl))  (rank-bm25)
+
+The constant factor (k1 + 1) does not change the ranking. The methods differ in idf:
+
+- `robertson` (bm25s) ~ `BM25Okapi` (rank-bm25): idf = log((N - n + 0.5) / (n + 0.5)). It is
+  negative for a term in more than half of the documents: bm25s clips it to 0, rank-bm25 replaces
+  it by 0.25 x the mean idf. Equal scores (up to k1 + 1) whenever no query term is that common.
+- `lucene` (bm25s default, Lucene/Elasticsearch): idf = log(1 + (N - n + 0.5) / (n + 0.5)),
+  always positive, so a term shared by most documents of a small corpus still counts.
+
+The runtime uses `lucene`: user corpora are often tiny, where Robertson's idf silences common
+query terms. The tests check both: `robertson` against `BM25Okapi`, and `lucene` against
+`BM25Okapi` with Lucene's idf swapped in.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+TOKENIZER_NAME = "graphseek-v1: NFKD accent folding, lowercase, [^\\W_]+ tokens, English stopwords"
+
+# English function words (Lucene's list plus question words and common auxiliaries), removed
+# from both passages and queries.
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could d did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just ll m me might more most must my myself no nor not now o of off on once only or other
+    our ours ourselves out over own re s same shall she should so some such t than that the their
+    theirs them themselves then there these they this those through to too under until up upon
+    us ve very was we were what when where which while who whom whose why will with would y you
+    your yours yourself yourselves
+    """.split()
+)
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased alphanumeric tokens of `text`, accents folded, English stopwords removed."""
+    if not text.isascii():
+        text = "".join(
+            c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
+        )
+    return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The (index, score) pairs of the k highest positive scores, best first; ties by index."""
+    if k <= 0:
+        return []
+    candidates = np.flatnonzero(scores > 0)
+    if len(candidates) > k:
+        best = candidates[np.argpartition(-scores[candidates], k - 1)[:k]]
+        # keep every candidate tied with the k-th score, so ties break by index
+        candidates = candidates[scores[candidates] >= scores[best].min()]
+    order = np.lexsort((candidates, -scores[candidates]))[:k]
+    return [(int(i), float(scores[i])) for i in candidates[order]]
+
+
+def _import_bm25s() -> Any:
+    """Import bm25s, undoing its `logger.setLevel(DEBUG)` so it does not flood our logs."""
+    import bm25s
+
+    bm25s_logger = logging.getLogger("bm25s")
+    if bm25s_logger.level == logging.DEBUG:
+        bm25s_logger.setLevel(logging.WARNING)
+    return bm25s
+
+
+class BM25Index:
+    """A bm25s retriever over a fixed list of texts; results are positions in that list."""
+
+    METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+
+    def __init__(self, retriever: Any) -> None:
+        self._retriever = retriever
+
+    @classmethod
+    def build(
+        cls,
+        texts: Sequence[str],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        show_progress: bool = False,
+    ) -> BM25Index:
+        """Tokenize and index `texts`."""
+        from tqdm.auto import tqdm
+
+        bm25s = _import_bm25s()
+
+        if method not in cls.METHODS:
+            raise ValueError(f"Unknown BM25 method {method!r}; choose one of {cls.METHODS}")
+        tokens = [
+            tokenize(t)
+            for t in tqdm(texts, desc="BM25 tokenize", unit="passage", disable=not show_progress)
+        ]
+        retriever = bm25s.BM25(k1=k1, b=b, method=method)
+        retriever.index(tokens, show_progress=show_progress)
+        return cls(retriever)
+
+    def save(self, directory: str | Path) -> None:
+        self._retriever.save(str(directory), show_progress=False)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> BM25Index:
+        bm25s = _import_bm25s()
+        return cls(bm25s.BM25.load(str(directory), mmap=False))
+
+    @staticmethod
+    def read_params(directory: str | Path) -> dict[str, Any]:
+        """The saved parameters (k1, b, method, num_docs, ...) without loading the index."""
+        with open(Path(directory) / "params.index.json", encoding="utf-8") as f:
+            params: dict[str, Any] = json.load(f)
+        return params
+
+    @property
+    def params(self) -> dict[str, Any]:
+        bm25s = _import_bm25s()
+        r = self._retriever
+        return {
+            "implementation": "bm25s",
+            "version": bm25s.__version__,
+            "method": r.method,
+            "k1": r.k1,
+            "b": r.b,
+            "tokenizer": TOKENIZER_NAME,
+        }
+
+    def __len__(self) -> int:
+        return int(self._retriever.scores["num_docs"])
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every indexed text for `query` (zeros when no query term is known)."""
+        ids = self._retriever.get_tokens_ids(tokenize(query))
+        if not ids:
+            return np.zeros(len(self), dtype=np.float32)
+        return np.asarray(self._retriever.get_scores_from_ids(ids), dtype=np.float32)
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """Positions and scores of the best `k` texts that share a term with `query`."""
+        return top_k(self.scores(query), k)

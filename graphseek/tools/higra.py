@@ -1,0 +1,559 @@
+"""HiGraRetriever (HiGraAgent §4): similarity ranks, seed entities, a radius-r subgraph,
+personalised PageRank, rank fusion, and the final context of relations and passages.
+
+The six phases, for a query q over a `GraphView` and a passage ranker:
+
+1. **Similarity ranks**: entities by name, aliases and types; relations by their verbalisation
+   "source label target"; passages by the index's hybrid search (top `passage_top_k`). Entity
+   and relation similarity are hybrid too (BM25 and, when the graph has embeddings, cosine,
+   fused by RRF); one query embedding serves every similarity.
+2. **Seed entities**: the top `ontology_top_k` entities by similarity are the candidates; a chat
+   model picks the seeds among them (context-aware recognition, prompt in
+   `graphseek.agents.prompts.entity_recognition`), or, offline, entities whose name or alias
+   occurs in the query (`match_mentions`: longest match, named entities before generic
+   concepts, candidates' similarity breaking ties), falling back to the best candidates.
+3. **Subgraph**: entities within `radius` hops of a seed on the undirected entity layer (a node
+   with more than `max_neighbors` neighbours contributes only the heaviest / most query-similar
+   ones, so that hubs stay cheap), and the relations between them.
+4. **Structural ranks**: PPR on the subgraph, restarting at the seeds (uniform); relations
+   scored by the mean of their endpoints' scores; passages by a second PPR on the subgraph
+   augmented with the passages linked to its entities.
+5. **Fusion**: for relations and for passages, rrf(c) = 1 / (k_ppr + rank_ppr(c)) +
+   1 / (k_sem + rank_sim(c)).
+6. **Context**: top `prune_top_k` relations; passages = top `entity_passage_top_k` fused ∪ top
+   `similarity_passage_top_k` by similarity, ordered by fused score.
+
+Defaults are HiGraAgent's Table 4 (`HiGraConfig`). What the paper's parameter names map to is
+documented on each field.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+from pydantic import BaseModel, Field
+
+from graphseek.knowledge.passages import Hit, Passage
+from graphseek.tools.graph_access import (
+    GraphView,
+    PassageSearch,
+    graph_view,
+    hybrid_ranking,
+    match_mentions,
+    passage_search_for,
+)
+from graphseek.tools.ppr import PageRank
+
+SeedSource = Literal["llm", "mention", "similarity", "given"]
+
+
+@dataclass(frozen=True)
+class HiGraConfig:
+    """HiGraRetriever parameters; defaults from HiGraAgent Table 4 where the paper gives one."""
+
+    #: "Ontology top-k": candidate entities (by similarity) offered to seed recognition
+    ontology_top_k: int = 20
+    #: "Entity-passage top-k": fused (graph + similarity) passages in the final context
+    entity_passage_top_k: int = 10
+    #: "Similarity-passage top-k": similarity-only passages added to the final context
+    similarity_passage_top_k: int = 5
+    #: "Prune top-k": relations kept in the final context
+    prune_top_k: int = 10
+    #: "PPR alpha": damping factor (probability of following an edge)
+    alpha: float = 0.85
+    #: "RRF semantic constant" and "RRF PPR constant"
+    rrf_semantic_k: float = 10.0
+    rrf_ppr_k: float = 10.0
+    #: "Passage top-k (Hybrid Retrieval)": depth of the passage similarity ranking
+    passage_top_k: int = 20
+    #: subgraph radius r (hops on the entity layer)
+    radius: int = 1
+    #: at most this many seeds
+    max_seeds: int = 5
+    #: seeds per ambiguous mention (several entities share the matched name)
+    seeds_per_mention: int = 2
+    #: neighbours a node contributes to the subgraph (heaviest, then most query-similar)
+    max_neighbors: int = 200
+    #: cap on subgraph entities
+    max_subgraph_entities: int = 3000
+    #: weight of an entity-passage edge relative to an entity-entity edge in the passage PPR
+    passage_edge_weight: float = 1.0
+    #: relations considered by similarity outside the subgraph (lexical top-n)
+    relation_similarity_depth: int = 50
+    #: PPR tolerance (L1) and iteration cap
+    tol: float = 1e-7
+    max_iter: int = 60
+
+
+# -- result types ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A seed entity, with how it was chosen."""
+
+    entity_id: str
+    name: str
+    source: SeedSource
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class RankedRelation:
+    """A relation of the final context, with the passages it was extracted from."""
+
+    id: str
+    source: str
+    label: str
+    target: str
+    score: float
+    passage_ids: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return f"{self.source} {self.label} {self.target}"
+
+
+@dataclass(frozen=True)
+class RankedPassage:
+    """A passage of the final context: fused score and both ranks (None = not ranked)."""
+
+    id: str
+    score: float
+    ppr_rank: int | None
+    sim_rank: int | None
+
+
+@dataclass
+class HiGraResult:
+    """Everything HiGraRetriever produced for one query."""
+
+    query: str
+    passages: list[RankedPassage]
+    relations: list[RankedRelation]
+    seeds: list[Seed]
+    candidates: list[str]
+    fused: list[RankedPassage]
+    subgraph_entities: int = 0
+    subgraph_relations: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    usage: Any = None
+    hits: list[Hit] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def passage_ids(self) -> list[str]:
+        return [p.id for p in self.passages]
+
+    def ranking(self) -> list[RankedPassage]:
+        """The final context first, then the rest of the fused ranking."""
+        seen = {p.id for p in self.passages}
+        return [*self.passages, *(p for p in self.fused if p.id not in seen)]
+
+
+class EntitySelection(BaseModel):
+    """The recogniser's structured output."""
+
+    reasoning: str = Field(default="", description="Why these entities, in one or two sentences.")
+    entity_ids: list[str] = Field(
+        default_factory=list, description="Ids of the chosen candidates, most important first."
+    )
+
+
+# -- phase 2: seeds -------------------------------------------------------------------------------
+
+
+def offline_seeds(
+    view: GraphView,
+    query: str,
+    candidates: Sequence[int],
+    *,
+    max_seeds: int = 5,
+    per_mention: int = 2,
+) -> list[Seed]:
+    """Seeds without a model: entities named in the query, else the best candidates.
+
+    Mentions are ranked by span length, then proper-noun spans (capitalised or with digits),
+    then named entities before generic concepts; among entities sharing one span, those ranked
+    higher by similarity (then linked to more passages) come first, at most `per_mention`.
+    Generic-concept matches are used only when no named entity matches.
+    """
+    cand_rank = {e: r for r, e in enumerate(candidates)}
+    mentions = match_mentions(view, query)
+    named = [m for m in mentions if not m.concept]
+    pool = named or [m for m in mentions if m.proper or m.length > 1] or mentions
+    by_span: dict[tuple[int, int], list[int]] = {}
+    for m in pool:
+        by_span.setdefault(m.span, []).append(m.entity)
+    spans = sorted(
+        by_span,
+        key=lambda s: (
+            -(s[1] - s[0]),
+            not any(m.proper for m in pool if m.span == s),
+            s[0],
+        ),
+    )
+    seeds: list[Seed] = []
+    chosen: set[int] = set()
+    for s in spans:
+        entities = sorted(
+            dict.fromkeys(by_span[s]),
+            key=lambda e: (cand_rank.get(e, len(cand_rank)), -view.passage_degree[e], e),
+        )
+        for e in entities[:per_mention]:
+            if e in chosen:
+                continue
+            chosen.add(e)
+            seeds.append(Seed(view.entity_ids[e], view.names[e], "mention", float(s[1] - s[0])))
+    if not seeds:
+        for e in candidates[:2]:
+            seeds.append(Seed(view.entity_ids[e], view.names[e], "similarity"))
+    return seeds[:max_seeds]
+
+
+def llm_seeds(
+    model: Any,
+    view: GraphView,
+    query: str,
+    candidates: Sequence[int],
+    *,
+    max_seeds: int = 5,
+    max_retries: int = 2,
+) -> tuple[list[Seed], Any]:
+    """Seeds chosen by a chat model among the candidates (ids not offered are ignored)."""
+    from graphseek.agents.prompts.entity_recognition import (
+        ENTITY_RECOGNITION_SYSTEM,
+        ENTITY_RECOGNITION_USER,
+    )
+    from graphseek.llm import invoke_structured
+
+    lines = []
+    for e in candidates:
+        extra = []
+        if view.aliases[e]:
+            extra.append("aliases: " + ", ".join(view.aliases[e][:5]))
+        if view.types[e]:
+            extra.append("types: " + ", ".join(view.types[e][:4]))
+        suffix = f" ({'; '.join(extra)})" if extra else ""
+        lines.append(f"[{view.entity_ids[e]}] {view.names[e]}{suffix}")
+    messages = [
+        ("system", ENTITY_RECOGNITION_SYSTEM.format(max_seeds=max_seeds)),
+        ("human", ENTITY_RECOGNITION_USER.format(question=query, candidates="\n".join(lines))),
+    ]
+    out, usage = invoke_structured(model, EntitySelection, messages, max_retries=max_retries)
+    offered = {view.entity_ids[e]: e for e in candidates}
+    seeds = []
+    for eid in dict.fromkeys(out.entity_ids):
+        pos = offered.get(eid.strip())
+        if pos is not None:
+            seeds.append(Seed(view.entity_ids[pos], view.names[pos], "llm"))
+    return seeds[:max_seeds], usage
+
+
+# -- phase 3: subgraph ----------------------------------------------------------------------------
+
+
+def extract_subgraph(
+    view: GraphView,
+    seeds: Sequence[int],
+    radius: int,
+    *,
+    max_neighbors: int = 200,
+    max_entities: int = 3000,
+    priority: np.ndarray | None = None,
+) -> np.ndarray:
+    """Entity positions within `radius` hops of a seed (seeds first, then by discovery).
+
+    A node with more than `max_neighbors` neighbours contributes its heaviest edges first, then
+    the neighbours with the highest `priority` (e.g. similarity to the query).
+    """
+    a = view.undirected
+    selected: dict[int, None] = dict.fromkeys(int(s) for s in seeds)
+    frontier = list(selected)
+    for _ in range(radius):
+        following: list[int] = []
+        for e in frontier:
+            lo, hi = a.indptr[e], a.indptr[e + 1]
+            nbrs = a.indices[lo:hi]
+            if len(nbrs) > max_neighbors:
+                weights = a.data[lo:hi]
+                pr = priority[nbrs] if priority is not None else np.zeros(len(nbrs))
+                order = np.lexsort((nbrs, -pr, -weights))[:max_neighbors]
+                nbrs = nbrs[order]
+            for n in nbrs.tolist():
+                if n not in selected:
+                    selected[n] = None
+                    following.append(n)
+            if len(selected) >= max_entities:
+                break
+        frontier = following
+        if len(selected) >= max_entities or not frontier:
+            break
+    return np.fromiter(selected, dtype=np.int64, count=len(selected))[
+        : max(max_entities, len(seeds))
+    ]
+
+
+def subgraph_relations(view: GraphView, entities: np.ndarray) -> np.ndarray:
+    """Relations with both endpoints among `entities` (sorted positions)."""
+    if not len(entities) or not view.n_relations:
+        return np.zeros(0, dtype=np.int64)
+    inside = np.zeros(view.n_entities, dtype=bool)
+    inside[entities] = True
+    candidates = np.unique(view.incidence[entities].indices)
+    keep = inside[view.rel_source[candidates]] & inside[view.rel_target[candidates]]
+    return candidates[keep].astype(np.int64)
+
+
+# -- phases 4 and 5 -------------------------------------------------------------------------------
+
+
+def rank_order(scores: np.ndarray, ids: np.ndarray) -> list[int]:
+    """`ids` with a positive score, best first; ties by id."""
+    keep = scores > 0
+    s, i = scores[keep], ids[keep]
+    return [int(x) for x in i[np.lexsort((i, -s))]]
+
+
+def fuse_ranks(
+    ppr: Sequence[Any], sim: Sequence[Any], k_ppr: float, k_sim: float
+) -> list[tuple[Any, float, int | None, int | None]]:
+    """(item, rrf score, ppr rank, sim rank), best first; ties by best single rank, then PPR
+    rank, then first appearance."""
+    pr = {x: r for r, x in reversed(list(enumerate(ppr, 1)))}
+    sr = {x: r for r, x in reversed(list(enumerate(sim, 1)))}
+    order = {x: i for i, x in enumerate(dict.fromkeys([*ppr, *sim]))}
+    rows = []
+    for x in order:
+        a, b = pr.get(x), sr.get(x)
+        score = (1.0 / (k_ppr + a) if a else 0.0) + (1.0 / (k_sim + b) if b else 0.0)
+        rows.append((x, score, a, b))
+    inf = float("inf")
+    rows.sort(key=lambda t: (-t[1], min(t[2] or inf, t[3] or inf), t[2] or inf, order[t[0]]))
+    return rows
+
+
+# -- the retriever --------------------------------------------------------------------------------
+
+
+class HiGraRetriever:
+    """HiGraAgent's retriever over a `GraphView` and a passage ranker (see the module docstring).
+
+    `HiGraRetriever.from_index(index)` wires the index's graph, hybrid search, embedder and
+    passages; tests build one by hand from a `GraphView` and any `PassageSearch`.
+    """
+
+    def __init__(
+        self,
+        view: GraphView,
+        passage_search: PassageSearch,
+        *,
+        embed: Callable[[str], np.ndarray] | None = None,
+        lookup: Callable[[str], Passage] | None = None,
+        config: HiGraConfig | None = None,
+    ) -> None:
+        self.view = view
+        self.passage_search = passage_search
+        self.embed = embed
+        self.lookup = lookup
+        self.config = config or HiGraConfig()
+
+    @classmethod
+    def from_index(cls, index: Any, config: HiGraConfig | None = None) -> HiGraRetriever:
+        search = passage_search_for(index)
+        view = graph_view(index)
+        return cls(view, search, embed=search.embed, lookup=index.get, config=config)
+
+    def with_config(self, **changes: Any) -> HiGraRetriever:
+        return HiGraRetriever(
+            self.view,
+            self.passage_search,
+            embed=self.embed,
+            lookup=self.lookup,
+            config=replace(self.config, **changes),
+        )
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        model: Any = None,
+        seeds: Sequence[str] | None = None,
+        max_retries: int = 2,
+    ) -> HiGraResult:
+        """Run the six phases for `query`. `model`: a chat model for seed recognition (None:
+        offline); `seeds`: entity ids (or names) to use instead of recognition."""
+        cfg, view = self.config, self.view
+        timings: dict[str, float] = {}
+        t_start = t = time.perf_counter()
+
+        # phase 1: similarity ranks
+        qv = self.embed(query) if self.embed is not None and query.strip() else None
+        lexical, dense = view.entity_similarity(query, qv)
+        candidates = [e for e, _ in hybrid_ranking(lexical, dense, cfg.ontology_top_k)]
+        passage_sim = self.passage_search(query, cfg.passage_top_k, qv)
+        timings["similarity"] = _ms(t)
+
+        # phase 2: seeds
+        t = time.perf_counter()
+        usage, note = None, ""
+        chosen: list[Seed] = []
+        if seeds is not None:
+            chosen = _given_seeds(view, seeds)
+        elif model is not None:
+            try:
+                chosen, usage = llm_seeds(
+                    model, view, query, candidates, max_seeds=cfg.max_seeds, max_retries=max_retries
+                )
+            except Exception as exc:  # a failed recogniser must not fail retrieval
+                note = f"entity recognition failed ({type(exc).__name__}); used offline seeds"
+                usage = getattr(exc, "usage", None)
+            if not chosen and not note:
+                note = "the recogniser chose no candidate; used offline seeds"
+        if not chosen:
+            chosen = offline_seeds(
+                view, query, candidates, max_seeds=cfg.max_seeds, per_mention=cfg.seeds_per_mention
+            )
+        seed_pos = list(dict.fromkeys(view.entity_pos[s.entity_id] for s in chosen))
+        timings["seeds"] = _ms(t)
+
+        # phase 3: subgraph
+        t = time.perf_counter()
+        priority = dense if dense is not None else lexical
+        entities = extract_subgraph(
+            view,
+            seed_pos,
+            cfg.radius,
+            max_neighbors=cfg.max_neighbors,
+            max_entities=cfg.max_subgraph_entities,
+            priority=priority,
+        )
+        relations = subgraph_relations(view, np.sort(entities))
+        timings["subgraph"] = _ms(t)
+
+        # phase 4: structural ranks
+        t = time.perf_counter()
+        rel_ppr: list[int] = []
+        passage_ppr: list[str] = []
+        if len(seed_pos):
+            local = {int(e): i for i, e in enumerate(entities)}
+            sub = view.undirected[entities][:, entities]
+            restart = {local[s]: 1.0 for s in seed_pos}
+            ent_scores = PageRank.from_adjacency(sub).run(
+                restart, alpha=cfg.alpha, tol=cfg.tol, max_iter=cfg.max_iter
+            )
+            full = np.zeros(view.n_entities)
+            full[entities] = ent_scores
+            if len(relations):
+                rel_scores = full[view.rel_source[relations]] + full[view.rel_target[relations]]
+                rel_ppr = rank_order(rel_scores / 2.0, relations)
+            links = view.links[entities]
+            cols = np.unique(links.indices)
+            if len(cols):
+                block = links[:, cols] * cfg.passage_edge_weight
+                aug = sp.bmat([[sub, block], [block.T, None]], format="csr")
+                scores = PageRank.from_adjacency(aug).run(
+                    restart, alpha=cfg.alpha, tol=cfg.tol, max_iter=cfg.max_iter
+                )[len(entities) :]
+                order = rank_order(scores, np.arange(len(cols)))
+                passage_ppr = [view.passage_ids[int(cols[j])] for j in order]
+        timings["ppr"] = _ms(t)
+
+        # phase 5: fusion
+        t = time.perf_counter()
+        rel_sim = self._relation_similarity(query, qv, relations)
+        fused_rel = fuse_ranks(rel_ppr, rel_sim, cfg.rrf_ppr_k, cfg.rrf_semantic_k)
+        sim_ids = [pid for pid, _ in passage_sim]
+        fused = [
+            RankedPassage(pid, score, a, b)
+            for pid, score, a, b in fuse_ranks(
+                passage_ppr, sim_ids, cfg.rrf_ppr_k, cfg.rrf_semantic_k
+            )
+        ]
+        timings["fusion"] = _ms(t)
+
+        # phase 6: context
+        keep = {p.id for p in fused[: cfg.entity_passage_top_k]}
+        keep.update(sim_ids[: cfg.similarity_passage_top_k])
+        context = [p for p in fused if p.id in keep]
+        top_relations = [
+            RankedRelation(
+                view.relation_ids[r],
+                *view.relation_triple(r),
+                score=score,
+                passage_ids=tuple(view.rel_passages[r]),
+            )
+            for r, score, _, _ in fused_rel[: cfg.prune_top_k]
+        ]
+        timings["total"] = _ms(t_start)
+        result = HiGraResult(
+            query=query,
+            passages=context,
+            relations=top_relations,
+            seeds=chosen,
+            candidates=[view.entity_ids[e] for e in candidates],
+            fused=fused,
+            subgraph_entities=len(entities),
+            subgraph_relations=len(relations),
+            timings=timings,
+            usage=usage,
+            note=note,
+        )
+        if self.lookup is not None:
+            result.hits = self._hits(context)
+        return result
+
+    def hits(self, result: HiGraResult, k: int) -> list[Hit]:
+        """The top `k` passages of a result as `Hit`s (the context, then the fused ranking)."""
+        return self._hits(result.ranking()[:k])
+
+    def _hits(self, ranked: Sequence[RankedPassage]) -> list[Hit]:
+        if self.lookup is None:
+            raise ValueError("this HiGraRetriever has no passage lookup; pass lookup=...")
+        return [
+            Hit(passage=self.lookup(p.id), score=p.score, rank=r)
+            for r, p in enumerate(ranked, start=1)
+        ]
+
+    def _relation_similarity(
+        self, query: str, qv: np.ndarray | None, relations: np.ndarray
+    ) -> list[int]:
+        view, cfg = self.view, self.config
+        if not view.n_relations or not query.strip():
+            return []
+        lexical_all, _ = view.relation_similarity(query)
+        outside = [r for r, _ in hybrid_ranking(lexical_all, None, cfg.relation_similarity_depth)]
+        subset = np.unique(np.concatenate([relations, np.asarray(outside, dtype=np.int64)]))
+        if not len(subset):
+            return []
+        _, dense = view.relation_similarity(query, qv, subset) if qv is not None else (None, None)
+        ranked = hybrid_ranking(lexical_all[subset], dense, len(subset))
+        return [int(subset[i]) for i, _ in ranked]
+
+
+def _given_seeds(view: GraphView, seeds: Sequence[str]) -> list[Seed]:
+    from graphseek.tools.graph_access import resolve_entity
+
+    out = []
+    for s in seeds:
+        e = resolve_entity(view, s)
+        if e is not None:
+            out.append(Seed(view.entity_ids[e], view.names[e], "given"))
+    return out
+
+
+def _ms(t: float) -> float:
+    return (time.perf_counter() - t) * 1000.0
+
+
+def higra_retrieve(
+    index: Any, query: str, k: int = 5, *, config: HiGraConfig | None = None, model: Any = None
+) -> HiGraResult:
+    """HiGraRetriever over an index's graph; `result.hits` holds the context passages."""
+    retriever = HiGraRetriever.from_index(index, config)
+    return retriever.retrieve(query, model=model)

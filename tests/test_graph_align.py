@@ -1,0 +1,202 @@
+"""Alignment (HiGra Phase 2): name helpers, exact-match merging, semantic merging offline (real
+MiniLM) and with a scripted LLM, provenance and counts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention
+from graphseek.knowledge.graph.align import exact_groups, types_compatible
+from graphseek.knowledge.graph.text import (
+    is_acronym_of,
+    names_match,
+    normalize_name,
+    split_qualifier,
+    top_common_words,
+)
+from graphseek.llm import ScriptedChatModel
+
+
+def mention(pid: str, k: int, name: str, types: Sequence[str], **kw: object) -> Mention:
+    return Mention(id=f"{pid}#m{k}", passage_id=pid, name=name, types=list(types), **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def embed():  # type: ignore[no-untyped-def]
+    from graphseek.knowledge.embedder import get_embedder
+
+    return get_embedder().encode
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def test_normalize_name_and_qualifiers() -> None:
+    assert normalize_name("The Golden State Warriors'") == "golden state warriors"
+    assert normalize_name("U.S.") == "us"
+    assert normalize_name("Pelé") == "pele"
+    assert split_qualifier("Seven Women (1944 film)") == ("Seven Women", "1944 film")
+    assert split_qualifier("Paris") == ("Paris", "")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("Steph Curry", "Stephen Curry", True),
+        ("NBA", "National Basketball Association", True),
+        ("film", "films", True),
+        ("Lothair II", "King Lothair II", True),
+        ("John Smith", "Joan Smith", False),
+        ("art", "artist", False),
+        ("Curry", "Stephen Curry", False),
+        ("11 November 875", "12 November 875", False),
+    ],
+)
+def test_names_match(a: str, b: str, same: bool) -> None:
+    assert names_match(a, b) is same
+    assert names_match(b, a) is same
+
+
+def test_acronyms_and_common_words() -> None:
+    assert is_acronym_of("BoA", "Bank of America")
+    assert not is_acronym_of("NBA", "Basketball")
+    assert top_common_words(["the cat and the dog", "the end"], 1) == {"the"}
+
+
+def test_types_compatible() -> None:
+    assert types_compatible(["PERSON"], ["PERSON", "ARTIST"])
+    assert types_compatible(["GPE"], ["LOC"])  # one NER family
+    assert types_compatible(["CONCEPT"], ["ORG"])  # generic side
+    assert not types_compatible(["CITY"], ["STATE"])
+    assert not types_compatible(["PERSON"], ["ORG"])
+
+
+# -- exact merging ------------------------------------------------------------------------------
+
+
+def test_exact_merge_needs_a_shared_key_and_type() -> None:
+    mentions = [
+        mention("p1", 0, "Stephen Curry", ["PERSON"]),
+        mention("p2", 0, "Curry", ["PERSON"], aliases=["Stephen Curry"]),
+        mention("p3", 0, "Wardell Curry", ["PERSON"], aliases=["Curry"]),  # joins via "curry"
+        mention("p4", 0, "Stephen Curry", ["ORG"]),  # same name, no shared type
+        mention("p5", 0, "Paris", ["GPE"]),
+        mention("p5", 1, "Paris", ["ORG"]),  # same passage, same name: one entity
+    ]
+    assert exact_groups(mentions) == [[0, 1, 2], [3], [4, 5]]
+
+
+def test_alignment_counts_and_provenance(embed) -> None:  # type: ignore[no-untyped-def]
+    mentions = [
+        mention("p1", 0, "Golden State Warriors", ["ORG"], aliases=["GSW"]),
+        mention("p2", 0, "GSW", ["ORG"]),
+        mention("p2", 1, "Golden State Warriors", ["ORG"]),
+        mention("p3", 0, "Akron", ["GPE"]),
+    ]
+    result = Aligner(embed=embed).align(mentions)
+    assert result.counts["mentions"] == 4
+    assert result.counts["before_alignment"] == 3  # distinct (name, types)
+    assert result.counts["after_exact"] == 2
+    assert result.counts["after_semantic"] == 2
+    warriors = next(e for e in result.entities if e.name == "Golden State Warriors")
+    assert warriors.aliases == ["GSW"]
+    assert warriors.mention_ids == ["p1#m0", "p2#m0", "p2#m1"]
+    assert warriors.passage_ids == ["p1", "p2"]
+    assert result.mention_entity["p2#m0"] == warriors.id
+
+
+# -- semantic merging ---------------------------------------------------------------------------
+
+CURRY_AND_NEW_YORK = [
+    mention("p1", 0, "Stephen Curry", ["PERSON"], description="American basketball player"),
+    mention("p2", 0, "Steph Curry", ["PERSON"], description="Golden State Warriors guard"),
+    mention("p3", 0, "Seth Curry", ["PERSON"], description="American basketball player"),
+    mention("p4", 0, "New York", ["CITY"], description="most populous city of the United States"),
+    mention("p5", 0, "New York", ["STATE"], description="state in the northeastern United States"),
+]
+
+
+def test_semantic_merge_offline(embed) -> None:  # type: ignore[no-untyped-def]
+    result = Aligner(embed=embed).align(CURRY_AND_NEW_YORK)
+    names = sorted((e.name, tuple(e.aliases)) for e in result.entities)
+    assert names == [
+        ("New York", ()),
+        ("New York", ()),
+        ("Seth Curry", ()),
+        ("Stephen Curry", ("Steph Curry",)),
+    ]
+    new_york = [e for e in result.entities if e.name == "New York"]
+    assert {tuple(e.types) for e in new_york} == {("CITY",), ("STATE",)}
+    assert len({e.id for e in new_york}) == 2
+    assert result.counts["after_exact"] == 5 and result.counts["after_semantic"] == 4
+    # the two New Yorks were candidates (same name) and were decided apart
+    decided = {
+        tuple(
+            sorted(
+                (
+                    result.base_entity[result.base_ids.index(a)],
+                    result.base_entity[result.base_ids.index(b)],
+                )
+            )
+        ): m
+        for (a, b), (_, m) in result.pairs.items()
+    }
+    assert tuple(sorted(e.id for e in new_york)) in decided
+    assert decided[tuple(sorted(e.id for e in new_york))] is False
+
+
+def test_generic_mention_matching_incompatible_entities_is_not_merged(embed) -> None:  # type: ignore[no-untyped-def]
+    mentions = [
+        mention("p1", 0, "Paris", ["GPE"]),
+        mention("p2", 0, "Paris", ["PERSON"]),
+        mention("p3", 0, "Paris", ["CONCEPT"]),
+        mention("p4", 0, "Lothair II", ["PERSON"]),
+        mention("p5", 0, "Lothair II", ["CONCEPT"]),
+    ]
+    result = Aligner(embed=embed).align(mentions)
+    assert sorted(e.name for e in result.entities) == ["Lothair II", "Paris", "Paris", "Paris"]
+    lothair = next(e for e in result.entities if e.name == "Lothair II")
+    assert lothair.types == ["PERSON"] and lothair.passage_ids == ["p4", "p5"]
+
+
+def test_incremental_alignment_matches_full(embed) -> None:  # type: ignore[no-untyped-def]
+    aligner = Aligner(embed=embed)
+    full = aligner.align(CURRY_AND_NEW_YORK)
+    first = aligner.align(CURRY_AND_NEW_YORK[:2])
+    cache = AlignmentCache(
+        vectors=dict(zip(first.base_texts, first.base_vectors, strict=True)),
+        base_ids=set(first.base_ids),
+        pairs=dict(first.pairs),
+    )
+    calls: list[int] = []
+
+    def counting(texts: Sequence[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return embed(texts)
+
+    again = Aligner(embed=counting).align(CURRY_AND_NEW_YORK, cache)
+    assert calls[0] == 3  # only the three new entities are embedded
+    assert [e.model_dump() for e in again.entities] == [e.model_dump() for e in full.entities]
+
+
+def test_semantic_merge_with_scripted_llm(embed) -> None:  # type: ignore[no-untyped-def]
+    prompts: list[str] = []
+
+    def script(messages: list) -> object:
+        text = messages[-1].content
+        prompts.append(text)
+        lines = [line for line in text.splitlines() if line[:1].isdigit()]
+        curry = [int(line.split(".")[0]) for line in lines if "name=Stephen Curry" in line]
+        steph = [int(line.split(".")[0]) for line in lines if "name=Steph Curry" in line]
+        groups = [curry + steph] if curry and steph else []
+        return {"reason": "same player", "groups": groups}
+
+    model = ScriptedChatModel(responses=script)
+    result = Aligner(embed=embed, model=model, max_concurrency=1).align(CURRY_AND_NEW_YORK)
+    names = sorted(e.name for e in result.entities)
+    assert names == ["New York", "New York", "Seth Curry", "Stephen Curry"]
+    assert any("types=CITY" in p and "types=STATE" in p for p in prompts)  # one cluster asked
+    assert result.llm_usage.usage.llm_calls == len(model.calls)

@@ -1,0 +1,321 @@
+"""The graph store end to end (offline extractor, real spaCy and MiniLM): build, read API,
+incremental add equal to a rebuild, delete, atomic writes, statistics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphseek.errors import CorpusError, IndexFormatError, IndexNotFoundError
+from graphseek.knowledge.graph import (
+    GraphStore,
+    SQLiteGraphStore,
+    add_passages,
+    build_graph,
+    delete_passages,
+    format_stats,
+    graph_stats,
+)
+from graphseek.knowledge.passages import Passage
+
+CORPUS = [
+    Passage.from_title_text(
+        "Stephen Curry",
+        "Stephen Curry, an American basketball player, plays for the Golden State Warriors "
+        "(GSW). He was born in Akron, Ohio.",
+    ),
+    Passage.from_title_text(
+        "Golden State Warriors",
+        "The Golden State Warriors are a team in the National Basketball Association (NBA). "
+        "Steph Curry is their point guard.",
+    ),
+    Passage.from_title_text(
+        "Akron, Ohio",
+        "Akron is a city in Ohio. LeBron James was also born in Akron.",
+    ),
+    Passage.from_title_text(
+        "Seven Women (1965 film)",
+        "Seven Women is a 1965 American drama film directed by John Ford. It stars Anne Bancroft.",
+    ),
+    Passage.from_title_text(
+        "John Ford",
+        "John Ford was an American film director. He won four Academy Awards.",
+    ),
+    Passage.from_title_text(
+        "Teutberga",
+        "Teutberga was a queen of Lotharingia by marriage to Lothair II.",
+    ),
+]
+TEUTBERGA = CORPUS[5]
+
+
+def snapshot(store: SQLiteGraphStore) -> dict[str, object]:
+    return {
+        "entities": sorted(e.model_dump_json() for e in store.entities()),
+        "relations": sorted(r.model_dump_json() for r in store.relations()),
+        "links": sorted((e.id, p) for e in store.entities() for p in store.passages_of(e.id)),
+        "hyperedges": sorted(
+            (h.id, tuple(h.entity_ids), tuple(h.passage_ids)) for h in store.hyperedges()
+        ),
+    }
+
+
+def build(passages: Sequence[Passage], out: Path) -> SQLiteGraphStore:
+    return build_graph(passages, out, show_progress=False, theta=50, top_k_common=20)
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("graph") / "graph"
+    build(CORPUS, out).close()
+    return out
+
+
+@pytest.fixture()
+def store(store_dir: Path) -> SQLiteGraphStore:
+    opened = SQLiteGraphStore.open(store_dir)
+    yield opened  # type: ignore[misc]
+    opened.close()
+
+
+def test_read_api(store: SQLiteGraphStore) -> None:
+    assert isinstance(store, GraphStore)
+    assert store.passage_ids() == [p.id for p in CORPUS]
+    (curry,) = store.find_entities("steph curry")
+    assert curry.name == "Stephen Curry" and curry.aliases == ["Steph Curry"]
+    assert store.find_entities("Steph Curry", normalised=False) == [curry]
+    assert store.find_entities("steph curry", normalised=False) == []
+    assert set(curry.passage_ids) == {CORPUS[0].id, CORPUS[1].id}
+    assert {m.passage_id for m in store.mentions_of(curry.id)} == set(curry.passage_ids)
+    (warriors,) = store.find_entities("GSW")
+    labels = {
+        (store.entity(r.source).name, r.label, store.entity(r.target).name)  # type: ignore[union-attr]
+        for r in store.relations_of(curry.id, kind="extracted")
+    }
+    assert ("Stephen Curry", "play for", "Golden State Warriors") in labels
+    assert ("Stephen Curry", "born in", "Akron") in labels
+    assert all(curry.id in (r.source, r.target) for r in store.relations_of(curry.id))
+    assert {r.kind for r in store.relations()} <= {"extracted", "cooccurrence", "similar"}
+    # entity-passage links: mentions plus the matcher ("Akron" is named in three passages)
+    (akron,) = store.find_entities("Akron")
+    assert set(store.passages_of(akron.id)) == {CORPUS[0].id, CORPUS[2].id}
+    assert akron.id in store.entities_of(CORPUS[2].id)
+    assert store.passages_of(warriors.id, kind="mention")
+
+
+def test_hyperedges_and_topics(store: SQLiteGraphStore) -> None:
+    edges = store.hyperedges()
+    assert edges and all(e.topic_id for e in edges)
+    topics = store.topics()
+    assert sum(t.size for t in topics) == len(edges)
+    sub = store.topic_subgraph(topics[0].id)
+    assert [h.topic_id for h in sub.hyperedges] == [topics[0].id] * topics[0].size
+    assert sub.linearise().startswith("HyperEdge_1: <")
+    (curry,) = store.find_entities("Stephen Curry")
+    assert any("born in Akron" in h.relation for h in store.hyperedges_of(curry.id))
+    with pytest.raises(KeyError):
+        store.topic_subgraph("t-9999")
+
+
+def test_matrices_and_vectors(store: SQLiteGraphStore) -> None:
+    adjacency, ids = store.adjacency()
+    assert ids == store.entity_ids() and adjacency.shape == (len(ids), len(ids))
+    assert (adjacency != adjacency.T).nnz == 0
+    full, nodes = store.adjacency(include_passages=True)
+    assert nodes == ids + store.passage_ids() and full.shape == (len(nodes), len(nodes))
+    incidence, rows, cols = store.entity_passage_matrix()
+    assert rows == ids and cols == store.passage_ids()
+    for k, eid in enumerate(rows):
+        linked = {cols[j] for j in incidence[k].indices}
+        assert linked == set(store.passages_of(eid))
+    vectors, vector_ids = store.entity_embeddings()
+    assert vectors.shape == (len(ids), 384) and vector_ids == ids
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+    relation_vectors, relation_ids = store.relation_embeddings()
+    assert relation_vectors.shape[0] == len(relation_ids) == len(store.relations("extracted"))
+    hyper_vectors, hyper_ids = store.hyperedge_embeddings()
+    assert hyper_ids == [h.id for h in store.hyperedges()] and len(hyper_vectors) == len(hyper_ids)
+
+
+def test_incremental_add_equals_rebuild(store: SQLiteGraphStore, tmp_path: Path) -> None:
+    out = tmp_path / "graph"
+    build(CORPUS[:3], out).close()
+    updated = add_passages(out, CORPUS[3:] + CORPUS[:1], show_progress=False)  # one repeat
+    assert sorted(updated.passage_ids()) == sorted(p.id for p in CORPUS)
+    assert snapshot(updated) == snapshot(store)
+    assert updated.manifest["alignment"] == store.manifest["alignment"]
+    assert "extract" in updated.manifest["timings"]
+    assert updated.manifest["timings"]["extract"]["passages"] == 3
+    updated.close()
+
+
+def test_delete_removes_what_only_those_passages_supported(
+    store: SQLiteGraphStore, tmp_path: Path
+) -> None:
+    out = tmp_path / "graph"
+    shutil.copytree(store.dir, out)
+    after = delete_passages(out, [TEUTBERGA.id, "p-unknown"])
+    assert TEUTBERGA.id not in after.passage_ids()
+    assert store.find_entities("Teutberga") and not after.find_entities("Teutberga")
+    assert not after.find_entities("Lotharingia")
+    assert all(TEUTBERGA.id not in r.passage_ids for r in after.relations())
+    assert all(TEUTBERGA.id not in h.passage_ids for h in after.hyperedges())
+    # shared entities stay
+    assert after.find_entities("John Ford")
+    rebuilt = build(CORPUS[:5], tmp_path / "rebuilt")
+    assert snapshot(after) == snapshot(rebuilt)
+    after.close()
+    rebuilt.close()
+
+
+class Boom(RuntimeError):
+    pass
+
+
+class FailingExtractor:
+    def extract(self, passages: Sequence[Passage]) -> list:
+        raise Boom("extraction crashed")
+
+
+def test_interrupted_build_keeps_the_previous_store(
+    store: SQLiteGraphStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "graph"
+    shutil.copytree(store.dir, out)
+    before = snapshot(SQLiteGraphStore.open(out))
+    with pytest.raises(Boom):
+        build_graph(CORPUS[:2], out, extractor=FailingExtractor(), show_progress=False)
+
+    import graphseek.knowledge.graph.store as store_module
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise Boom("disk full while writing matrices")
+
+    monkeypatch.setattr(store_module, "build_matrices", crash)
+    with pytest.raises(Boom):
+        build(CORPUS[:2], out)
+    monkeypatch.undo()
+    assert snapshot(SQLiteGraphStore.open(out)) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph"]  # no temp dirs left
+    # a crash between the two renames: the previous store is renamed aside, then put back
+    out.rename(tmp_path / ".graph.old-12345678")
+    assert snapshot(SQLiteGraphStore.open(out)) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph"]
+
+
+def test_stats_on_a_directory(store_dir: Path) -> None:
+    stats = graph_stats(store_dir)
+    assert stats["passages"] == len(CORPUS)
+    assert stats["entities"] == stats["entities_after_alignment"]
+    assert stats["entities_before_alignment"] >= stats["entities_after_exact_merge"]
+    assert stats["entities_after_exact_merge"] > stats["entities_after_alignment"]
+    assert stats["mentions"] >= stats["entities_before_alignment"]
+    assert stats["passages_per_entity"]["min"] >= 1
+    assert stats["connected_components"] >= 1
+    assert stats["components_before_alignment"] >= stats["connected_components"]
+    text = format_stats(stats)
+    assert "entities before alignment" in text and "entity degree (min/avg/max)" in text
+
+
+def test_errors(tmp_path: Path, store_dir: Path) -> None:
+    with pytest.raises(CorpusError, match="empty"):
+        build_graph([], tmp_path / "g", show_progress=False)
+    clash = [Passage(id="p1", text="a"), Passage(id="p1", text="b")]
+    with pytest.raises(CorpusError, match="p1"):
+        build_graph(clash, tmp_path / "g", show_progress=False)
+    with pytest.raises(IndexNotFoundError):
+        SQLiteGraphStore.open(tmp_path / "nothing")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(IndexFormatError, match="refusing"):
+        build_graph(CORPUS[:1], precious, show_progress=False)
+    assert (precious / "notes.txt").read_text() == "keep me"
+    copy = tmp_path / "copy"
+    shutil.copytree(store_dir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["version"] = 999
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexFormatError, match="version"):
+        SQLiteGraphStore.open(copy)
+
+
+# -- the LLM pipeline, scripted -----------------------------------------------------------------
+
+
+def _llm_script(messages: list) -> object:
+    system, human = messages[0].content, messages[-1].content
+    if "knowledge graph from text" in system:  # extraction
+        if "Stephen Curry" in human:
+            return {
+                "entities": [
+                    {
+                        "id": "1",
+                        "name": "Stephen Curry",
+                        "types": ["PERSON"],
+                        "description": "basketball player",
+                    },
+                    {"id": "2", "name": "Golden State Warriors", "types": ["TEAM"]},
+                ],
+                "relations": [{"source": "1", "label": "plays for", "target": "2"}],
+                "facts": [{"relation": "Curry plays for the Warriors", "entities": ["1", "2"]}],
+            }
+        return {
+            "entities": [
+                {
+                    "id": "1",
+                    "name": "Steph Curry",
+                    "types": ["ATHLETE"],
+                    "description": "Warriors guard",
+                },
+                {"id": "2", "name": "Golden State Warriors Arena", "types": ["VENUE"]},
+            ],
+            "relations": [],
+            "facts": [],
+        }
+    lines = [line for line in human.splitlines() if line[:1].isdigit()]
+    number = {line.split("name=")[1].split(";")[0]: int(line.split(".")[0]) for line in lines}
+    if "same real-world referent" in system:  # merging
+        if "Stephen Curry" in number and "Steph Curry" in number:
+            return {
+                "reason": "one player",
+                "groups": [[number["Stephen Curry"], number["Steph Curry"]]],
+            }
+        return {"reason": "none", "groups": []}
+    if "Golden State Warriors" in number and "Golden State Warriors Arena" in number:  # linking
+        return {
+            "reason": "home arena",
+            "relations": [
+                {
+                    "source": number["Golden State Warriors"],
+                    "label": "plays at",
+                    "target": number["Golden State Warriors Arena"],
+                }
+            ],
+        }
+    return {"reason": "none", "relations": []}
+
+
+def test_llm_pipeline_with_a_scripted_model(tmp_path: Path) -> None:
+    from graphseek.llm import ScriptedChatModel
+
+    model = ScriptedChatModel(responses=_llm_script)
+    passages = [
+        Passage.from_title_text("A", "Stephen Curry plays for the Golden State Warriors."),
+        Passage.from_title_text("B", "Steph Curry, the Warriors guard, plays at their arena."),
+    ]
+    store = build_graph(passages, tmp_path / "g", llm=model, show_progress=False, tau=0.5)
+    assert store.manifest["extractor"] == "LLMExtractor"
+    (curry,) = store.find_entities("Steph Curry")
+    assert curry.name in ("Stephen Curry", "Steph Curry") and len(curry.passage_ids) == 2
+    kinds = {(store.entity(r.source).name, r.label, r.kind) for r in store.relations()}  # type: ignore[union-attr]
+    assert ("Golden State Warriors", "plays at", "predicted") in kinds
+    assert ("Golden State Warriors", "plays for", "extracted") not in kinds
+    assert any(k == "extracted" for _, _, k in kinds)
+    assert {"align", "link"} <= set(store.manifest["llm_usage"])
+    store.close()

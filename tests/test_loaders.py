@@ -1,0 +1,277 @@
+"""Corpus loading and chunking on tiny inline corpora written to tmp_path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graphseek.errors import CorpusError
+from graphseek.knowledge import load_corpus
+from graphseek.knowledge.chunking import chunk_spans, chunk_text
+from graphseek.knowledge.passages import passage_id
+
+
+def write(path: Path, content: str | object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = content if isinstance(content, str) else json.dumps(content, indent=2)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------------------ formats
+
+
+def test_hipporag_json_list(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "corpus.json",
+        [
+            {"title": "Teutberga", "text": "Teutberga was a queen of Lotharingia."},
+            {"title": "Lothair II", "text": "Lothair II was a king.", "idx": 1},
+        ],
+    )
+    passages = load_corpus(path)
+    assert [(p.title, p.text) for p in passages] == [
+        ("Teutberga", "Teutberga was a queen of Lotharingia."),
+        ("Lothair II", "Lothair II was a king."),
+    ]
+    assert passages[0].id == passage_id("Teutberga", "Teutberga was a queen of Lotharingia.")
+    assert passages[0].source == str(path)
+
+
+def test_json_list_with_paragraph_text_ids_and_plain_strings(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "musique.json",
+        [
+            {"id": "m-1", "title": "Journal", "paragraph_text": "A peer-reviewed journal."},
+            {"id": 7, "text": "No title here."},
+            "Just a string.",
+        ],
+    )
+    passages = load_corpus(path)
+    assert [p.id for p in passages] == ["m-1", "7", passage_id("", "Just a string.")]
+    assert [p.title for p in passages] == ["Journal", "", ""]
+    assert passages[0].text == "A peer-reviewed journal."
+
+
+def test_hotpotqa_dict_joins_sentences(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "hotpot.json",
+        {
+            "Demon Dice": ["Demon Dice is a dice game.", " It was created by Lester Smith."],
+            "Plain": "A plain text value.",
+        },
+    )
+    passages = load_corpus(path)
+    assert [(p.title, p.text) for p in passages] == [
+        ("Demon Dice", "Demon Dice is a dice game. It was created by Lester Smith."),
+        ("Plain", "A plain text value."),
+    ]
+
+
+def test_jsonl(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"title": "A", "text": "Alpha text.", "id": "a"}),
+        "",
+        json.dumps({"text": "Untitled text."}),
+    ]
+    passages = load_corpus(write(tmp_path / "corpus.jsonl", "\n".join(lines) + "\n"))
+    assert [(p.id, p.title, p.text) for p in passages] == [
+        ("a", "A", "Alpha text."),
+        (passage_id("", "Untitled text."), "", "Untitled text."),
+    ]
+
+
+def test_single_text_and_markdown_files(tmp_path: Path) -> None:
+    txt = load_corpus(write(tmp_path / "notes.txt", "  Some notes.\n"))
+    assert [(p.title, p.text) for p in txt] == [("notes", "Some notes.")]
+    md = load_corpus(write(tmp_path / "README.md", "# Title\n\nBody text."))
+    assert [(p.title, p.text) for p in md] == [("README", "# Title\n\nBody text.")]
+
+
+def test_folder_of_text_files(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    write(folder / "b.md", "Bravo.")
+    write(folder / "a.txt", "Alpha.")
+    write(folder / "sub" / "c.txt", "Charlie.")
+    write(folder / "ignored.pdf", "%PDF")
+    write(folder / ".hidden" / "d.txt", "Hidden.")
+    write(folder / "empty.txt", "   ")
+    passages = load_corpus(folder)
+    assert [(p.title, p.text) for p in passages] == [
+        ("a", "Alpha."),
+        ("b", "Bravo."),
+        ("c", "Charlie."),
+    ]
+    assert passages[2].source == str(folder / "sub" / "c.txt")
+
+
+def test_duplicates_are_dropped_and_given_ids_made_unique(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "dups.json",
+        [
+            {"title": "T", "text": "Same."},
+            {"title": "T", "text": "Same."},
+            {"title": "T", "text": "Other."},
+            {"id": "x", "title": "U", "text": "One."},
+            {"id": "x", "title": "U", "text": "Two."},
+        ],
+    )
+    passages = load_corpus(path)
+    assert [p.text for p in passages] == ["Same.", "Other.", "One.", "Two."]
+    assert [p.id for p in passages][2:] == ["x", "x~2"]
+    assert len({p.id for p in passages}) == len(passages)
+
+
+# ------------------------------------------------------------------------------ chunking
+
+LONG = "\n\n".join(
+    " ".join(
+        f"Paragraph {p} sentence {s} says something about topic {p * 10 + s}." for s in range(8)
+    )
+    for p in range(6)
+)
+
+
+def test_long_documents_are_chunked_with_stable_ids(tmp_path: Path) -> None:
+    path = write(tmp_path / "long.txt", LONG)
+    passages = load_corpus(path, chunk_size=300, overlap=80)
+    assert len(passages) > 5
+    assert all(len(p.text) <= 300 for p in passages)
+    assert {p.title for p in passages} == {"long"}
+    assert [p.id for p in passages] == [p.id for p in load_corpus(path, chunk_size=300, overlap=80)]
+    assert all(p.id == passage_id("long", p.text) for p in passages)
+    whole = load_corpus(path, chunk_size=0)
+    assert [p.text for p in whole] == [LONG]
+
+
+def test_chunked_record_with_given_id_gets_numbered_ids(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.jsonl", json.dumps({"id": "doc", "title": "D", "text": LONG}))
+    passages = load_corpus(path, chunk_size=400, overlap=0)
+    assert [p.id for p in passages] == [f"doc#{i}" for i in range(len(passages))]
+
+
+def test_chunks_cover_every_sentence_and_overlap() -> None:
+    chunks = chunk_text(LONG, chunk_size=300, overlap=80)
+    for p in range(6):
+        for s in range(8):
+            sentence = f"Paragraph {p} sentence {s} says something about topic {p * 10 + s}."
+            assert any(sentence in c for c in chunks)
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        # each chunk starts with whole sentences from the end of the one before (<= 80 chars)
+        head = after.split(".")[0] + "."
+        assert head in before and len(head) <= 80
+        assert after[0].isupper()
+
+
+def test_chunks_prefer_sentence_boundaries_and_are_slices() -> None:
+    spans = chunk_spans(LONG, chunk_size=300, overlap=0)
+    for start, end in spans:
+        assert LONG[end - 1] == "."  # every chunk ends at a sentence end
+        assert end - start <= 300
+    assert chunk_text(LONG, 300, 0) == [LONG[s:e] for s, e in spans]
+
+
+def test_chunk_short_text_and_long_words() -> None:
+    assert chunk_text("  short text \n", 100, 10) == ["short text"]
+    assert chunk_text("   ", 100, 10) == []
+    pieces = chunk_text("x" * 250, 100, 10)
+    assert [len(p) for p in pieces] == [100, 100, 50]
+    words = chunk_text("word " * 100, 50, 12)
+    assert all(len(c) <= 50 and c.startswith("word") and c.endswith("word") for c in words)
+
+
+def test_chunk_parameters_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="overlap"):
+        chunk_text("text", 100, 100)
+    with pytest.raises(ValueError, match="chunk_size"):
+        chunk_text("text", 0, 0)
+    with pytest.raises(ValueError, match="overlap"):
+        load_corpus(write(tmp_path / "a.txt", "text"), chunk_size=100, overlap=200)
+
+
+# -------------------------------------------------------------------------------- errors
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(CorpusError, match=r"not found.*nope\.json"):
+        load_corpus(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("empty.json", "[]"),
+        ("empty_dict.json", "{}"),
+        ("blank.jsonl", "\n\n"),
+        ("blank.txt", "  \n "),
+        ("only_empty_texts.json", '[{"title": "A", "text": "  "}]'),
+    ],
+)
+def test_empty_corpus(tmp_path: Path, name: str, content: str) -> None:
+    path = write(tmp_path / name, content)
+    with pytest.raises(CorpusError, match="Empty corpus") as info:
+        load_corpus(path)
+    assert str(path) in str(info.value)
+
+
+def test_empty_folder(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "data.csv", "a,b")
+    with pytest.raises(CorpusError, match=r"Empty corpus.*\.txt"):
+        load_corpus(tmp_path / "docs")
+
+
+def test_malformed_json_names_line_and_column(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "bad.json", '[\n  {"title": "A", "text": "x"},\n  {"title": "B" "text"}\n]'
+    )
+    with pytest.raises(CorpusError, match=r"Malformed JSON in .*bad\.json at line 3, column 17"):
+        load_corpus(path)
+
+
+def test_malformed_jsonl_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.jsonl", '{"text": "ok"}\n{"text": "broken"\n')
+    with pytest.raises(CorpusError, match=r"bad\.jsonl at line 2"):
+        load_corpus(path)
+
+
+def test_jsonl_content_in_a_json_file_gets_a_hint(tmp_path: Path) -> None:
+    path = write(tmp_path / "lines.json", '{"text": "a"}\n{"text": "b"}\n')
+    with pytest.raises(CorpusError, match=r"line 2, column 1: Extra data.*\.jsonl"):
+        load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "pattern"),
+    [
+        ("r.json", [{"title": "A", "text": "x"}, {"title": "B"}], r"without text.*record 1.*title"),
+        ("r.jsonl", '{"text": "x"}\n{"title": "B", "body": "y"}\n', r"without text.*line 2"),
+        ("n.json", [{"title": "A", "text": 3}], r"without text.*record 0.*int"),
+    ],
+)
+def test_record_without_text(tmp_path: Path, name: str, content: object, pattern: str) -> None:
+    with pytest.raises(CorpusError, match=pattern):
+        load_corpus(write(tmp_path / name, content))
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "pattern"),
+    [
+        ("corpus.pdf", "%PDF-1.4", r"Unsupported corpus file type '\.pdf'"),
+        ("corpus", "text", r"Unsupported corpus file type '\(no extension\)'"),
+        ("number.json", "42", r"Unsupported JSON corpus.*int"),
+        ("nested.json", {"A": {"x": 1}}, r"Unsupported record.*'A'"),
+        ("items.json", [[1, 2]], r"Unsupported record.*record 0"),
+    ],
+)
+def test_unsupported_inputs(tmp_path: Path, name: str, content: object, pattern: str) -> None:
+    with pytest.raises(CorpusError, match=pattern):
+        load_corpus(write(tmp_path / name, content))
+
+
+def test_non_utf8_file(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("café".encode("latin-1"))
+    with pytest.raises(CorpusError, match="not UTF-8"):
+        load_corpus(path)

@@ -1,0 +1,141 @@
+"""Expected answer types, relations, focus entities and comparisons of questions."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphseek.agents.offline.answer_types import (
+    country_of,
+    expected_answer,
+    parse_comparison,
+    parse_date,
+    starts_with_wh,
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind", "first_label"),
+    [
+        ("Who directed Blood Street?", "entity", "PERSON"),
+        ("Whom did Lisbeth Palme marry?", "entity", "PERSON"),
+        ("Which band recorded Blue Harbour?", "entity", "ORG"),
+        ("Which company published The Miscellany News?", "entity", "ORG"),
+        ("Where was Leo Fong born?", "entity", "GPE"),
+        ("Which city hosts the Nordfjord Film Festival?", "entity", "GPE"),
+        ("Which country is Marufabad located in?", "entity", "GPE"),
+        ("When did Lothair II die?", "entity", "DATE"),
+        ("What year was Salt Roads released?", "entity", "DATE"),
+        ("How many albums did Lila Marchetti release?", "entity", "CARDINAL"),
+        ("How long is the river Orva?", "entity", "DATE"),
+        ("What nationality is Marco Vellani?", "entity", "NORP"),
+        ("Which film did Greta Lindqvist direct in 1955?", "entity", "WORK_OF_ART"),
+        ("Why did John Middleton Murry's wife die?", "text", "TEXT"),
+        ("Is Bergen a city in Norway?", "yesno", "YESNO"),
+        ("Did Ingrid Halvorsen direct Salt Roads?", "yesno", "YESNO"),
+        ("Are both Lake Orvin and Mount Tessaly in the same country?", "yesno", "YESNO"),
+        ("Which film came out first, Salt Roads or Harbour of Glass?", "choice", "CHOICE"),
+        ("Who was born first, Greta Lindqvist or Arthur Penwright?", "choice", "CHOICE"),
+    ],
+)
+def test_answer_type_table(question: str, kind: str, first_label: str) -> None:
+    answer = expected_answer(question)
+    assert answer.kind == kind
+    assert answer.labels[0] == first_label
+
+
+@pytest.mark.parametrize(
+    ("question", "relation", "focus", "category"),
+    [
+        ("Who is the director of film Blood Street?", "director", "Blood Street", "film"),
+        ("Who is the performer of song Changed It?", "performer", "Changed It", "song"),
+        ("When was Aivar Kuusmaa born?", "birth_date", "Aivar Kuusmaa", ""),
+        ("When did Ermengarde of Tours die?", "death_date", "Ermengarde of Tours", ""),
+        ("Where did Sylvia Burka die?", "death_place", "Sylvia Burka", ""),
+        ("What nationality is Leo Fong?", "nationality", "Leo Fong", ""),
+        ("Which country is Marufabad located in?", "country", "Marufabad", ""),
+        ("Who is the mother of Lothair II?", "mother", "Lothair II", ""),
+    ],
+)
+def test_relation_and_focus(question: str, relation: str, focus: str, category: str) -> None:
+    answer = expected_answer(question)
+    assert (answer.relation, answer.focus, answer.category) == (relation, focus, category)
+
+
+@pytest.mark.parametrize(
+    ("question", "options", "attribute", "pick", "via"),
+    [
+        (
+            "Which film came out first, Aas Ka Panchhi or Phoolwari?",
+            ["Aas Ka Panchhi", "Phoolwari"], "date", "min", None,
+        ),
+        (
+            "Who was born first out of Aivar Kuusmaa and Andy Summers?",
+            ["Aivar Kuusmaa", "Andy Summers"], "birth_date", "min", None,
+        ),
+        (
+            "Was Sammy Hagar or Renaud Garcia-Fons born first?",
+            ["Sammy Hagar", "Renaud Garcia-Fons"], "birth_date", "min", None,
+        ),
+        ("Who is younger, Denise Kandel or Bruce Robinson?",
+         ["Denise Kandel", "Bruce Robinson"], "birth_date", "max", None),
+        ("Who lived longer, Ludwig Elsbett or Pamela Ann Rymer?",
+         ["Ludwig Elsbett", "Pamela Ann Rymer"], "lifespan", "max", None),
+        ("Who died first, Thomas Cooper or John Roosevelt?",
+         ["Thomas Cooper", "John Roosevelt"], "death_date", "min", None),
+        (
+            "Which film has the director who died later, Love, Honor And Oh-Baby! or Brother Rat?",
+            ["Love, Honor And Oh-Baby!", "Brother Rat"], "death_date", "max", "director",
+        ),
+        (
+            "Which film whose director is younger, Phalitamsha or Gladiators Seven?",
+            ["Phalitamsha", "Gladiators Seven"], "birth_date", "max", "director",
+        ),
+        (
+            "Are Marufabad and Nasamkhrali both located in the same country?",
+            ["Marufabad", "Nasamkhrali"], "country", "same", None,
+        ),
+        (
+            "Are both movies, Naked Tango and Algiers (Film), from the same country?",
+            ["Naked Tango", "Algiers (Film)"], "origin_country", "same", None,
+        ),
+        (
+            "Does Leslie Pietrzyk have the same nationality as Marianne Wiggins?",
+            ["Leslie Pietrzyk", "Marianne Wiggins"], "nationality", "same", None,
+        ),
+        (
+            "Do both films The Umbrella Coup and The Cow And I have the directors that share the "
+            "same nationality?",
+            ["The Umbrella Coup", "The Cow And I"], "nationality", "same", "director",
+        ),
+        ("Which is taller, Mount Tessaly or Mount Tessel?",
+         ["Mount Tessaly", "Mount Tessel"], "quantity", "max", None),
+    ],
+)  # fmt: skip
+def test_comparisons(
+    question: str, options: list[str], attribute: str, pick: str, via: str | None
+) -> None:
+    comparison = parse_comparison(question)
+    assert comparison is not None
+    assert comparison.options == options
+    assert (comparison.attribute, comparison.pick, comparison.via) == (attribute, pick, via)
+
+
+def test_non_comparisons() -> None:
+    assert parse_comparison("Who is the father of the director of film X?") is None
+    assert parse_comparison("Is Bergen a city in Norway?") is None
+
+
+def test_dates_and_countries() -> None:
+    assert parse_date("20 March 851") == (851, 3, 20)
+    assert parse_date("March 10, 2017") == (2017, 3, 10)
+    assert parse_date("1946") == (1946, 0, 0)
+    assert parse_date("no date here") is None
+    assert country_of("Indian") == "india"
+    assert country_of("Isfahan Province, Iran") == "iran"
+    assert country_of("American") == country_of("United States")
+
+
+def test_starts_with_wh() -> None:
+    assert starts_with_wh("In which year was X born?")
+    assert starts_with_wh("Did X direct Y?")
+    assert not starts_with_wh("Brendon Urie wrote new perspective after firing which bassist?")

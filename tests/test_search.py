@@ -1,0 +1,266 @@
+"""Passage search, the bm25s way: a tiny inline corpus with exact expected ids, and comparisons
+against a reference (rank-bm25) or brute-force implementation."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from graphseek.knowledge import Hit, Index, Passage
+from graphseek.knowledge.fusion import rrf
+from graphseek.knowledge.index import SearchMethod, hybrid_depth
+from graphseek.knowledge.sparse import STOPWORDS, BM25Index, tokenize, top_k
+
+QUERIES = [
+    "Where did Ada Lovelace's father die?",
+    "Who designed the Analytical Engine?",
+    "In which country was the woman who won the Nobel Prize twice born?",
+    "Which poet died in Greece?",
+    "capital city of Poland",
+    "mechanical computer",
+    "radioactivity radioactivity research",  # a repeated term counts twice in both libraries
+]
+
+
+def ids(hits: list[Hit]) -> list[str]:
+    return [h.passage.id for h in hits]
+
+
+# ------------------------------------------------------------------------------ tokenizer
+
+
+def test_tokenize_lowercases_splits_and_drops_stopwords() -> None:
+    assert tokenize("Where did Ada Lovelace's father die, in 1852?") == [
+        "ada",
+        "lovelace",
+        "father",
+        "die",
+        "1852",
+    ]
+    assert tokenize("snake_case Pokémon CAFÉ") == ["snake", "case", "pokemon", "cafe"]
+    assert tokenize("Who was it?") == []
+    assert tokenize("") == []
+    assert {"the", "who", "was", "did", "of"} <= STOPWORDS
+
+
+def test_top_k_orders_by_score_then_index_and_drops_non_positive() -> None:
+    scores = np.array([0.5, 2.0, 0.0, 2.0, 1.0, -1.0], dtype=np.float32)
+    assert top_k(scores, 3) == [(1, 2.0), (3, 2.0), (4, 1.0)]
+    assert [i for i, _ in top_k(scores, 10)] == [1, 3, 4, 0]
+    assert top_k(scores, 0) == []
+    assert top_k(np.zeros(4, dtype=np.float32), 2) == []
+
+
+# ------------------------------------------------------------------ BM25 vs the reference
+
+
+def _reference(passages: list[Passage], **kwargs: float) -> BM25Okapi:
+    return BM25Okapi([tokenize(p.content) for p in passages], k1=1.5, b=0.75, **kwargs)
+
+
+def test_bm25_robertson_matches_rank_bm25_okapi(tiny_passages: list[Passage]) -> None:
+    # bm25s omits Okapi's constant (k1 + 1) factor; with no query term in more than half the
+    # documents (checked below), idf is never negative and the scores are otherwise identical.
+    ours = BM25Index.build([p.content for p in tiny_passages], method="robertson")
+    reference = _reference(tiny_passages)
+    n = len(tiny_passages)
+    for query in QUERIES:
+        terms = tokenize(query)
+        assert all(sum(t in doc for doc in reference.doc_freqs) <= n / 2 for t in terms)
+        expected = reference.get_scores(terms)
+        np.testing.assert_allclose(ours.scores(query) * (1.5 + 1), expected, rtol=1e-5, atol=1e-6)
+        expected_order = [i for i in np.argsort(-expected, kind="stable") if expected[i] > 0]
+        assert [i for i, _ in ours.search(query, n)] == expected_order
+
+
+class _LuceneOkapi(BM25Okapi):
+    """rank-bm25's Okapi scorer with Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5))."""
+
+    def _calc_idf(self, nd: dict[str, int]) -> None:
+        for word, freq in nd.items():
+            self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
+
+
+def test_bm25_lucene_matches_okapi_with_lucene_idf(tiny_passages: list[Passage]) -> None:
+    ours = BM25Index.build([p.content for p in tiny_passages])  # the runtime variant
+    reference = _LuceneOkapi([tokenize(p.content) for p in tiny_passages], k1=1.5, b=0.75)
+    for query in [*QUERIES, "English"]:  # "english" is in 3 of 8 passages
+        expected = reference.get_scores(tokenize(query))
+        np.testing.assert_allclose(ours.scores(query) * 2.5, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_bm25_lucene_keeps_a_term_shared_by_most_documents() -> None:
+    texts = ["red apple", "red cherry", "red tomato", "green apple"]
+    bm25 = BM25Index.build(texts)
+    assert [i for i, _ in bm25.search("red", 5)] == [0, 1, 2]  # Robertson's idf would be 0
+    assert BM25Index.build(texts, method="robertson").search("red", 5) == []
+
+
+def test_bm25_unknown_terms_and_save_load(tiny_passages: list[Passage], tmp_path: Path) -> None:
+    bm25 = BM25Index.build([p.content for p in tiny_passages])
+    assert bm25.search("zyzzyva quux", 5) == []
+    assert bm25.search("the of who", 5) == []
+    bm25.save(tmp_path / "bm25")
+    loaded = BM25Index.load(tmp_path / "bm25")
+    assert len(loaded) == len(tiny_passages)
+    for query in QUERIES:
+        assert loaded.search(query, 3) == bm25.search(query, 3)
+    assert BM25Index.read_params(tmp_path / "bm25")["method"] == "lucene"
+
+
+# ------------------------------------------------------------------------------------- RRF
+
+
+def test_rrf_hand_computed() -> None:
+    fused = rrf([["a", "b", "c"], ["b", "c", "d"]], k=60)
+    assert [d for d, _ in fused] == ["b", "c", "a", "d"]
+    scores = dict(fused)
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["c"] == pytest.approx(1 / 63 + 1 / 62)
+    assert scores["a"] == pytest.approx(1 / 61)
+    assert scores["d"] == pytest.approx(1 / 63)
+
+
+def test_rrf_weights_k_and_duplicates() -> None:
+    fused = dict(rrf([["x", "y"], ["y", "x"]], k=0, weights=[3.0, 1.0]))
+    assert fused == pytest.approx({"x": 3 / 1 + 1 / 2, "y": 3 / 2 + 1 / 1})
+    # a repeated id counts once, at its best position
+    assert dict(rrf([["a", "a", "b"]], k=1)) == pytest.approx({"a": 1 / 2, "b": 1 / 4})
+    assert rrf([]) == []
+    assert rrf([[], []]) == []
+
+
+def test_rrf_ties_break_by_best_rank_then_ranking_order() -> None:
+    # p and q both score 1/61 + 1/62; p reached rank 1 in the first ranking, q in the second.
+    assert [d for d, _ in rrf([["p", "q"], ["q", "p"]])] == ["p", "q"]
+    assert [d for d, _ in rrf([["q", "p"], ["p", "q"]])] == ["q", "p"]
+
+
+def test_rrf_rejects_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="weights"):
+        rrf([["a"], ["b"]], weights=[1.0])
+    with pytest.raises(ValueError, match="k must be"):
+        rrf([["a"]], k=-1)
+
+
+# ----------------------------------------------------------------- Index.search, exact ids
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Who designed the Analytical Engine?", ["engine", "babbage", "ada"]),
+        ("Which poet died in Greece?", ["byron", "missolonghi", "ada"]),
+        ("capital city of Poland", ["warsaw"]),
+        ("scientist who studied radioactivity", ["curie"]),
+        ("mechanical computer", ["babbage", "engine"]),
+    ],
+)
+def test_bm25_exact_ids(tiny_index: Index, query: str, expected: list[str]) -> None:
+    assert ids(tiny_index.search(query, k=3, method="bm25")) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Who designed the Analytical Engine?", ["engine", "babbage", "ada"]),
+        ("Which poet died in Greece?", ["byron", "ada", "missolonghi"]),
+        ("capital city of Poland", ["warsaw", "missolonghi", "curie"]),
+        ("scientist who studied radioactivity", ["curie", "engine", "ada"]),
+        ("mechanical computer", ["babbage", "engine", "ada"]),
+    ],
+)
+def test_dense_exact_ids(tiny_index: Index, query: str, expected: list[str]) -> None:
+    assert ids(tiny_index.search(query, k=3, method="dense")) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Who designed the Analytical Engine?", ["engine", "babbage", "ada"]),
+        ("Where did Ada Lovelace's father die?", ["ada", "milbanke", "byron"]),
+        ("capital city of Poland", ["warsaw", "missolonghi", "curie"]),
+        (
+            "In which country was the woman who won the Nobel Prize twice born?",
+            ["curie", "warsaw", "byron"],
+        ),
+        ("mechanical computer", ["babbage", "engine", "ada"]),
+    ],
+)
+def test_hybrid_exact_ids(tiny_index: Index, query: str, expected: list[str]) -> None:
+    assert ids(tiny_index.search(query, k=3)) == expected
+
+
+def test_dense_matches_brute_force(tiny_index: Index) -> None:
+    vectors = tiny_index.embed(QUERIES)
+    brute = vectors @ np.asarray(tiny_index.embeddings).T
+    for query, row in zip(QUERIES, brute, strict=True):
+        hits = tiny_index.search(query, k=len(tiny_index), method="dense")
+        expected = np.argsort(-row, kind="stable")
+        assert [tiny_index.position(h.passage.id) for h in hits] == list(expected)
+        np.testing.assert_allclose([h.score for h in hits], row[expected], rtol=1e-5, atol=1e-5)
+
+
+def test_hybrid_is_rrf_of_bm25_and_dense(tiny_index: Index) -> None:
+    k = 3
+    depth = hybrid_depth(k)
+    assert depth == 20
+    for query in QUERIES:
+        sparse = ids(tiny_index.search(query, k=depth, method="bm25"))
+        dense = ids(tiny_index.search(query, k=depth, method="dense"))
+        expected = rrf([sparse, dense], k=60)[:k]
+        hits = tiny_index.search(query, k=k, method="hybrid")
+        assert [(h.passage.id, h.score) for h in hits] == [
+            (pid, pytest.approx(score)) for pid, score in expected
+        ]
+
+
+@pytest.mark.parametrize("method", ["bm25", "dense", "hybrid"])
+def test_hits_are_ranked_from_one_with_descending_scores(
+    tiny_index: Index, method: SearchMethod
+) -> None:
+    hits = tiny_index.search("Lord Byron poet Greece", k=4, method=method)
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(isinstance(h.passage, Passage) for h in hits)
+    assert len(tiny_index.search("Byron", k=50, method=method)) <= len(tiny_index)
+
+
+@pytest.mark.parametrize("method", ["bm25", "dense", "hybrid"])
+def test_empty_query_gives_no_hits(tiny_index: Index, method: SearchMethod) -> None:
+    assert tiny_index.search("", method=method) == []
+    assert tiny_index.search("   \n", method=method) == []
+
+
+def test_search_many_matches_search_and_keeps_order(tiny_index: Index) -> None:
+    queries = [QUERIES[0], "", QUERIES[3]]
+    methods: list[SearchMethod] = ["bm25", "dense", "hybrid"]
+    for method in methods:
+        batched = tiny_index.search_many(queries, k=3, method=method)
+        assert len(batched) == 3 and batched[1] == []
+        for query, hits in zip(queries, batched, strict=True):
+            single = tiny_index.search(query, k=3, method=method)
+            assert ids(hits) == ids(single)
+            np.testing.assert_allclose(
+                [h.score for h in hits], [h.score for h in single], rtol=1e-5
+            )
+
+
+def test_bad_method_and_k(tiny_index: Index) -> None:
+    with pytest.raises(ValueError, match="bm25, dense, hybrid"):
+        tiny_index.search("Byron", method="sparse")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="k must be"):
+        tiny_index.search("Byron", k=0)
+    with pytest.raises(TypeError):
+        tiny_index.search_many("Byron")  # a string, not a list of queries
+
+
+def test_embed_returns_normalised_vectors(tiny_index: Index) -> None:
+    vectors = tiny_index.embed(["Ada Lovelace", "Warsaw"])
+    assert vectors.shape == (2, tiny_index.manifest["embedder"]["dim"])
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
