@@ -18,10 +18,11 @@ DEMO_PACKAGE = "graphseek.knowledge.demo"
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("GRAPHSEEK_HOME") or os.path.join(
+    """$GRAPHSEEK_CACHE_DIR, else ~/.cache/graphseek (the evaluation's index cache lives there too)."""
+    base = os.environ.get("GRAPHSEEK_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "graphseek"
     )
-    return Path(base)
+    return Path(base).expanduser()
 
 
 def demo_files() -> tuple[Path, Path]:

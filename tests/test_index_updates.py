@@ -1,0 +1,65 @@
+"""Index-level incremental updates with the knowledge graph: add and delete documents."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphseek.errors import IndexNotFoundError
+from graphseek.knowledge.index import Index
+
+
+def _entity_names(index: Index) -> set[str]:
+    return {e.name for e in index.graph.entities()}
+
+
+@pytest.fixture(scope="module")
+def graph_indexes(tmp_path_factory, tiny_passages):
+    root = tmp_path_factory.mktemp("updates")
+    full = Index.build(tiny_passages, root / "full", show_progress=False, graph=True)
+    part = Index.build(tiny_passages[:6], root / "part", show_progress=False, graph=True)
+    return full, part
+
+
+def test_add_documents_matches_a_full_rebuild(graph_indexes, tiny_passages) -> None:
+    full, part = graph_indexes
+    assert part.has_graph and len(part) == 6
+    grown = part.add_documents(tiny_passages[6:])
+    assert [p.id for p in grown.passages] == [p.id for p in full.passages]
+    assert grown.manifest["counts"]["passages"] == 8
+    assert grown.manifest["graph"] is True
+    assert sorted(grown.graph.passage_ids()) == sorted(full.graph.passage_ids())
+    assert _entity_names(grown) == _entity_names(full)
+    question = "Which city was Marie Curie born in?"
+    for method in ("bm25", "dense", "hybrid"):
+        assert [h.passage.id for h in grown.search(question, 3, method)] == [
+            h.passage.id for h in full.search(question, 3, method)
+        ]
+    # reopening from disk gives the same thing (the update was written, atomically)
+    reopened = Index.open(grown.path)
+    assert [p.id for p in reopened.passages] == [p.id for p in grown.passages]
+    assert not [p for p in grown.path.parent.iterdir() if p.name.startswith(".")]
+    # adding what is already there changes nothing
+    assert grown.add_documents(tiny_passages[:2]) is grown
+
+
+def test_delete_documents_removes_passages_and_orphaned_entities(graph_indexes) -> None:
+    full, _ = graph_indexes
+    copy = Index.build(full.passages, full.path.parent / "copy", show_progress=False, graph=True)
+    assert any("Warsaw" in n for n in _entity_names(copy))
+    shrunk = copy.delete_documents(["warsaw", "curie"])
+    assert "warsaw" not in shrunk and len(shrunk) == 6
+    assert "warsaw" not in shrunk.graph.passage_ids()
+    names = _entity_names(shrunk)
+    assert not any("Marie Curie" == n for n in names)
+    assert any("Lord Byron" in n or "Byron" in n for n in names)
+    assert shrunk.search("Marie Curie Warsaw", 8, "bm25") == []  # no passage shares a term now
+    dense_ids = [h.passage.id for h in shrunk.search("Marie Curie Warsaw", 8, "dense")]
+    assert len(dense_ids) == 6 and not {"warsaw", "curie"} & set(dense_ids)
+    with pytest.raises(KeyError, match="nope"):
+        shrunk.delete_documents(["nope"])
+
+
+def test_index_without_graph_says_how_to_get_one(tiny_index) -> None:
+    assert not tiny_index.has_graph
+    with pytest.raises(IndexNotFoundError, match="no knowledge graph"):
+        _ = tiny_index.graph
