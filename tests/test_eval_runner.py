@@ -377,3 +377,18 @@ def test_retrieval_and_index_cache_on_a_real_index(
     assert reopened.path == built.path and built.path.name.startswith("tiny-")
     assert manifest.stat().st_mtime_ns == stamp  # opened, not rebuilt
     assert len(reopened) == len(tiny_passages)
+
+
+def test_graph_need_and_index_cache_location(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphseek.evaluation.runner import default_index_dir, needs_graph
+
+    assert not needs_graph(make_configs(["naive", "dual_agent"], ["bm25", "hybrid"]))
+    assert needs_graph(make_configs(["adaptive"], ["hybrid"]))
+    assert needs_graph(make_configs(["dual_agent"], ["higra"]))
+    monkeypatch.setenv("GRAPHSEEK_CACHE_DIR", str(tmp_path / "c"))
+    assert default_index_dir() == tmp_path / "c" / "indexes"
+    monkeypatch.delenv("GRAPHSEEK_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert default_index_dir() == tmp_path / "x" / "graphseek" / "indexes"

@@ -85,8 +85,10 @@ def test_exact_merge_needs_a_shared_key_and_type() -> None:
         mention("p4", 0, "Stephen Curry", ["ORG"]),  # same name, no shared type
         mention("p5", 0, "Paris", ["GPE"]),
         mention("p5", 1, "Paris", ["ORG"]),  # same passage, same name: one entity
+        mention("p6", 0, "Paris", ["GPE"]),  # joins the p5 entity (bucketed as GPE)
+        mention("p7", 0, "Paris", ["ORG"]),  # does not: no chain from GPE to every ORG
     ]
-    assert exact_groups(mentions) == [[0, 1, 2], [3], [4, 5]]
+    assert exact_groups(mentions) == [[0, 1, 2], [3], [4, 5, 6], [7]]
 
 
 def test_alignment_counts_and_provenance(embed) -> None:  # type: ignore[no-untyped-def]
@@ -155,9 +157,18 @@ def test_generic_mention_matching_incompatible_entities_is_not_merged(embed) -> 
         mention("p3", 0, "Paris", ["CONCEPT"]),
         mention("p4", 0, "Lothair II", ["PERSON"]),
         mention("p5", 0, "Lothair II", ["CONCEPT"]),
+        mention("p6", 0, "film director", ["PERSON"]),  # a tagging error
+        mention("p7", 0, "film director", ["CONCEPT"]),  # a lower-case class stays apart
     ]
     result = Aligner(embed=embed).align(mentions)
-    assert sorted(e.name for e in result.entities) == ["Lothair II", "Paris", "Paris", "Paris"]
+    assert sorted(e.name for e in result.entities) == [
+        "Lothair II",
+        "Paris",
+        "Paris",
+        "Paris",
+        "film director",
+        "film director",
+    ]
     lothair = next(e for e in result.entities if e.name == "Lothair II")
     assert lothair.types == ["PERSON"] and lothair.passage_ids == ["p4", "p5"]
 

@@ -119,7 +119,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     )
     parser.add_argument("--data-dir", default=None, metavar="DIR", help="dataset directory")
     parser.add_argument(
-        "--index-dir", default=None, metavar="DIR", help="index cache (~/.cache/graphseek/indexes)"
+        "--index-dir",
+        default=None,
+        metavar="DIR",
+        help="index cache (default $GRAPHSEEK_CACHE_DIR/indexes or ~/.cache/graphseek/indexes); "
+        "the knowledge graph is built into it when a topology or retriever needs one",
     )
     parser.add_argument(
         "--llm-cache",
@@ -191,8 +195,12 @@ def run_eval(
     reports: list[RetrievalReport] = []
     if retrieval_only:
         names = list(retrievers or RETRIEVAL_ONLY_DEFAULT)
+        graph = any(name not in ("bm25", "dense", "hybrid") for name in names)
         for ds in loaded:
-            index = index_factory(ds) if index_factory else cached_index(ds, index_dir)
+            if index_factory is not None:
+                index = index_factory(ds)
+            else:
+                index = cached_index(ds, index_dir, graph=graph)
             reports.append(evaluate_retrieval(ds, names, k_values, index=index, progress=progress))
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "retrieval.json").write_text(

@@ -60,6 +60,7 @@ __all__ = [
     "evaluate_retrieval",
     "get_retriever",
     "load_records",
+    "needs_graph",
     "register_retriever",
     "registered_retrievers",
     "run_evaluation",
@@ -113,10 +114,28 @@ def baseline_configs(llm: Any = "offline") -> list[EvalConfig]:
 
 
 def default_index_dir() -> Path:
-    """Where dataset indexes are cached: $GRAPHSEEK_CACHE_DIR/indexes or ~/.cache/graphseek."""
+    """Where dataset indexes are cached: `<cache>/indexes`, with `<cache>` = $GRAPHSEEK_CACHE_DIR,
+    else $XDG_CACHE_HOME/graphseek, else ~/.cache/graphseek (as `graphseek` itself uses)."""
     root = os.environ.get("GRAPHSEEK_CACHE_DIR")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "graphseek"
+    if root:
+        base = Path(root).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "graphseek"
     return base / "indexes"
+
+
+GRAPHLESS_TOPOLOGIES = frozenset({"naive", "dual_agent"})
+GRAPHLESS_RETRIEVERS = frozenset({"bm25", "dense", "hybrid"})
+
+
+def needs_graph(configs: Iterable[EvalConfig]) -> bool:
+    """Whether any configuration may use the knowledge graph (a topology other than naive or
+    dual_agent, or a retriever other than bm25/dense/hybrid)."""
+    return any(
+        c.topology not in GRAPHLESS_TOPOLOGIES or c.retriever not in GRAPHLESS_RETRIEVERS
+        for c in configs
+    )
 
 
 def _slug(name: str) -> str:
@@ -124,12 +143,17 @@ def _slug(name: str) -> str:
 
 
 def cached_index(
-    dataset: Dataset, index_dir: str | Path | None = None, *, show_progress: bool = True
+    dataset: Dataset,
+    index_dir: str | Path | None = None,
+    *,
+    graph: bool = False,
+    show_progress: bool = True,
 ) -> Any:
     """Open the dataset's index from the cache, building it on first use.
 
     The directory is `<index_dir>/<dataset name>-<corpus hash>`, so a changed corpus gets a new
-    index and an unchanged one is never rebuilt.
+    index and an unchanged one is never rebuilt. With `graph=True` the index must also hold the
+    knowledge graph (built offline); a cached index without one is rebuilt with it.
     """
     from graphseek.errors import IndexFormatError, IndexNotFoundError
     from graphseek.knowledge.index import Index
@@ -139,11 +163,16 @@ def cached_index(
     path = root / f"{_slug(dataset.name)}-{dataset.corpus_hash()[:12]}"
     if path.exists():
         try:
-            return Index.open(path)
+            index = Index.open(path)
+            if not graph or getattr(index, "has_graph", True):
+                return index
+            log.warning("cached index at %s has no knowledge graph; rebuilding with one", path)
         except (IndexNotFoundError, IndexFormatError) as exc:
             log.warning("cached index at %s unusable (%s); rebuilding", path, exc)
     root.mkdir(parents=True, exist_ok=True)
     log.info("building index for %s (%d passages) at %s", dataset.name, len(dataset.corpus), path)
+    if graph:
+        return Index.build(dataset.corpus, path, show_progress=show_progress, graph=True)
     return Index.build(dataset.corpus, path, show_progress=show_progress)
 
 
@@ -356,8 +385,9 @@ def run_evaluation(
 
     Records already in `out_dir/records.jsonl` are kept and not re-run (except those with an
     `error`, when `retry_errors`). `system` defaults to
-    `ApiSystem()`; `index_factory(dataset)` to `cached_index(dataset, index_dir)` (called only
-    for datasets with questions still to run). `llm_cache` (default `out_dir/llm_cache.sqlite`)
+    `ApiSystem()`; `index_factory(dataset)` to `cached_index(dataset, index_dir, graph=...)`,
+    with the graph when `needs_graph(configs)` (called only for datasets with questions still
+    to run). `llm_cache` (default `out_dir/llm_cache.sqlite`)
     is set on configurations that have none. `concurrency` threads ask questions at once (1:
     in order, in this thread). Returns the records of this run's datasets x configs x questions
     in dataset, config, question order.
@@ -377,9 +407,10 @@ def run_evaluation(
     system = system or ApiSystem()
     judge = judge or Judge(None)
     if index_factory is None:
+        graph = needs_graph(configs)
 
         def index_factory(ds: Dataset) -> Any:
-            return cached_index(ds, index_dir)
+            return cached_index(ds, index_dir, graph=graph)
 
     path = out / RECORDS_FILE
     _repair_tail(path)
@@ -472,33 +503,36 @@ _RETRIEVERS: dict[str, RetrieverFn] = {}
 
 
 def register_retriever(name: str, fn: RetrieverFn) -> None:
-    """Make `fn(index, query, k) -> ranked passage ids` available as retriever `name`."""
+    """Make `fn(index, query, k) -> ranked passage ids` available as retriever `name` here only.
+
+    Retrievers the workflows use (bm25, dense, hybrid, higra, progressive) come from
+    `graphseek.tools.retrievers`; register there to make one available everywhere."""
     _RETRIEVERS[name] = fn
 
 
 def registered_retrievers() -> list[str]:
-    return sorted(_RETRIEVERS)
+    from graphseek.tools.retrievers import retriever_names
+
+    return sorted({*_RETRIEVERS, *retriever_names()})
 
 
 def get_retriever(name: str) -> RetrieverFn:
-    try:
+    if name in _RETRIEVERS:
         return _RETRIEVERS[name]
-    except KeyError:
+    from graphseek.tools import retrievers as shared
+
+    try:
+        fn = shared.get_retriever(name)
+    except ValueError:
         raise KeyError(
             f"unknown retriever {name!r}; registered: {', '.join(registered_retrievers())}"
         ) from None
 
+    def ids(index: Any, query: str, k: int) -> list[str]:
+        return [hit.passage.id for hit in fn(index, query, k)]
 
-def _index_search(method: str) -> RetrieverFn:
-    def search(index: Any, query: str, k: int) -> list[str]:
-        return [hit.passage.id for hit in index.search(query, k, method=method)]
-
-    search.__name__ = f"search_{method}"
-    return search
-
-
-for _method in ("bm25", "dense", "hybrid"):
-    register_retriever(_method, _index_search(_method))
+    ids.__name__ = f"retrieve_{name}"
+    return ids
 
 
 class RetrieverScores(BaseModel):

@@ -55,10 +55,7 @@ for _m in ("bm25", "dense", "hybrid"):
 
 def _load_graph_retrievers() -> None:
     """Import the graph retrievers lazily (they pull in the graph store) so they self-register."""
-    try:
-        import graphseek.tools.graph_retrievers  # noqa: F401
-    except ImportError:
-        pass
+    import graphseek.tools.graph_retrievers  # noqa: F401
 
 
 @lru_cache(maxsize=8)

@@ -3,8 +3,8 @@
 1. **Exact-match merging**: two mentions merge when they share a normalised name or alias *and*
    at least one type (union-find over ``(name key, type)`` buckets, which is exactly the paper's
    pairwise condition closed transitively), or share a name key inside one passage (one sense
-   per discourse; NER types of one name often differ between sentences). The groups are the
-   *base entities*.
+   per discourse; NER types of one name often differ between sentences; see `exact_groups`).
+   The groups are the *base entities*.
 2. **Semantic merging**: base entities are embedded (MiniLM over ``"name; aliases; types"``);
    every pair within cosine distance `tau` of each other (FAISS range search, at most
    `max_neighbors` per entity) is a candidate, i.e. the clusters are the connected components of
@@ -13,8 +13,10 @@
      `max_cluster_size` entities, in parallel; or
    - offline, per candidate pair: a name or alias of one matches one of the other
      (`names_match`: variants, acronyms, plurals; rapidfuzz for typos), the types are
-     compatible (shared, same NER family, or one side generic ``CONCEPT``/``ENTITY``), and the
-     descriptions, when both have one, are not unrelated (cosine >= `description_min`).
+     compatible (shared, same NER family, or one side generic ``CONCEPT``/``ENTITY`` with a
+     capitalised name), and the descriptions, when both have one, are not unrelated
+     (cosine >= `description_min`). A generic entity whose accepted partners have incompatible
+     types is ambiguous and merges with none of them.
    Accepted pairs are closed transitively (union-find).
 
 Provenance is kept: every entity lists the mention ids and passage ids it came from.
@@ -166,6 +168,21 @@ def types_compatible(a: Iterable[str], b: Iterable[str]) -> bool:
     return bool(fa & fb)
 
 
+def _looks_proper(name: str) -> bool:
+    first = next((c for c in name if c.isalpha()), "")
+    return first.isupper()
+
+
+def _generic_may_join(a: EntityRecord, b: EntityRecord) -> bool:
+    """A generic-only entity (a noun chunk) joins a typed one only when its name looks like a
+    proper name: "Lothair II" missed by the tagger, not "film director" mis-tagged PERSON."""
+    ga, gb = set(a.types) <= GENERIC_TYPES, set(b.types) <= GENERIC_TYPES
+    if ga == gb:
+        return True
+    generic = a if ga else b
+    return _looks_proper(generic.name)
+
+
 def any_name_match(a: EntityRecord, b: EntityRecord, limit: int = 10) -> bool:
     return any(names_match(x, y) for x in a.names[:limit] for y in b.names[:limit])
 
@@ -173,23 +190,48 @@ def any_name_match(a: EntityRecord, b: EntityRecord, limit: int = 10) -> bool:
 # -- exact merging ------------------------------------------------------------------------------
 
 
+def _bucket_types(members: Sequence[Mention]) -> list[str]:
+    """The types a passage-level group is bucketed under: all its types when its mentions agree
+    (their type sets pairwise intersect), else its most frequent type; generic types only when
+    no specific type is present."""
+    sets = [set(m.types or [UNTYPED]) for m in members]
+    specific = [t - GENERIC_TYPES for t in sets if t - GENERIC_TYPES]
+    if not specific:
+        return sorted(set().union(*sets))
+    if all(a & b for n, a in enumerate(specific) for b in specific[n + 1 :]):
+        return sorted(set().union(*specific))
+    counts = Counter(t for types in specific for t in types)
+    return [min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]]
+
+
 def exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
-    """Groups of mention indices merged by HiGra's exact-match rule (shared key and type), plus
-    one sense per discourse: mentions of one passage with the same name key are one entity
-    whatever their types (a tagger calling "Akron" GPE in one sentence and ORG in the next)."""
+    """Groups of mention indices merged by HiGra's exact-match rule (shared key and type).
+
+    One sense per discourse first: mentions of one passage sharing a name or alias key are one
+    entity whatever their types (a tagger calling "Akron" GPE in one sentence and ORG in the
+    next). Such a passage group then takes part in the global rule with *one* type set
+    (`_bucket_types`), so a tagging error cannot chain every GPE "Akron" to every ORG "Akron"
+    of the corpus."""
+    keys = [{normalize_name(s) for s in (m.name, *m.aliases)} - {""} for m in mentions]
+    local = UnionFind(len(mentions))
+    seen: dict[tuple[str, str], int] = {}
+    for i, m in enumerate(mentions):
+        for key in keys[i]:
+            j = seen.setdefault((m.passage_id, key), i)
+            if j != i:
+                local.union(i, j)
     uf = UnionFind(len(mentions))
     first: dict[tuple[str, str], int] = {}
-    in_passage: dict[tuple[str, str], int] = {}
-    for i, m in enumerate(mentions):
-        keys = {normalize_name(s) for s in (m.name, *m.aliases)} - {""}
-        for key in keys:
-            for t in m.types or [UNTYPED]:
-                j = first.setdefault((key, t), i)
-                if j != i:
-                    uf.union(i, j)
-            j = in_passage.setdefault((m.passage_id, key), i)
-            if j != i:
-                uf.union(i, j)
+    for group in local.groups():
+        head = group[0]
+        for i in group[1:]:
+            uf.union(head, i)
+        group_keys = set().union(*(keys[i] for i in group))
+        for key in group_keys:
+            for t in _bucket_types([mentions[i] for i in group]):
+                j = first.setdefault((key, t), head)
+                if j != head:
+                    uf.union(head, j)
     return uf.groups()
 
 
@@ -513,7 +555,11 @@ class Aligner:
         need_description: list[tuple[str, str]] = []
         for (a, b), sim in fresh.items():
             ra, rb = base[position[a]], base[position[b]]
-            ok = types_compatible(ra.types, rb.types) and any_name_match(ra, rb)
+            ok = (
+                types_compatible(ra.types, rb.types)
+                and _generic_may_join(ra, rb)
+                and any_name_match(ra, rb)
+            )
             out[(a, b)] = (sim, ok)
             if ok and ra.description and rb.description and ra.description != rb.description:
                 need_description.append((a, b))

@@ -71,9 +71,9 @@ class GraphSettings:
 
     tau: float = 0.25
     """Cluster radius of semantic merging, as cosine distance (candidates: cosine >= 1 - tau)."""
-    theta: int = 500
+    theta: int = 100
     """Phase 4: a name links to passages only if it occurs fewer than theta times in the corpus."""
-    top_k_common: int = 300
+    top_k_common: int = 1000
     """Phase 4: names that are one of the K most frequent corpus words never link."""
     cooccurrence: str = "sentence"
     """Offline Phase 3 co-occurrence scope: "sentence", "passage" or "none"."""

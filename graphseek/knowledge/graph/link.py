@@ -14,8 +14,9 @@ relation:
 - with an LLM, **predicted** relations (``kind="predicted"``) inside each cluster
   (`PredictedRelations`).
 
-Entity-passage (Phase 4): every name and alias of every entity is searched in every passage
-with one Aho-Corasick automaton (pyahocorasick) over the lower-cased text, keeping only hits on
+Entity-passage (Phase 4): every name and alias of every named entity (typed, or a capitalised
+generic one; lower-case noun chunks such as "film director" are not searched) is searched in
+every passage with one Aho-Corasick automaton (pyahocorasick) over the lower-cased text, keeping only hits on
 word boundaries. A surface form links its entity to the passages it occurs in when its number of
 occurrences in the whole corpus is below `theta` and it is not one of the `top_k_common` most
 frequent words of the corpus. (The paper states the rule for the name; it is applied to each
@@ -31,7 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from graphseek.knowledge.graph.align import VALUE_TYPES, EntityRecord, clusters_of, describe
+from graphseek.knowledge.graph.align import (
+    GENERIC_TYPES,
+    VALUE_TYPES,
+    EntityRecord,
+    clusters_of,
+    describe,
+)
 from graphseek.knowledge.graph.models import Entity, Extraction, Relation
 from graphseek.knowledge.graph.text import normalize_text, stable_id, top_common_words
 from graphseek.knowledge.passages import Passage
@@ -240,6 +247,15 @@ class MatchReport(BaseModel):
     links: int = 0
 
 
+def linkable(entity: Entity) -> bool:
+    """Whether Phase 4 searches an entity's names: typed entities, and generic ones whose name
+    looks like a name ("Teutberga"), not lower-case noun chunks ("film director")."""
+    if not set(entity.types) <= GENERIC_TYPES:
+        return True
+    first = next((c for c in entity.name if c.isalpha()), "")
+    return first.isupper()
+
+
 def match_passages(
     entities: Sequence[Entity],
     passages: Sequence[Passage],
@@ -247,8 +263,10 @@ def match_passages(
     theta: int,
     top_k_common: int,
     min_chars: int = 2,
+    only_named: bool = True,
 ) -> tuple[dict[str, set[str]], MatchReport]:
-    """Entity id -> ids of the passages naming it (Phase 4 rule; see the module docstring)."""
+    """Entity id -> ids of the passages naming it (Phase 4 rule; see the module docstring).
+    With `only_named`, entities failing `linkable` are not searched."""
     import ahocorasick
 
     report = MatchReport()
@@ -256,6 +274,8 @@ def match_passages(
     common = top_common_words(texts, top_k_common)
     surface_entities: dict[str, set[str]] = defaultdict(set)
     for entity in entities:
+        if only_named and not linkable(entity):
+            continue
         for surface in entity.names:
             key = normalize_text(surface).strip()
             if len(key) >= min_chars and any(c.isalnum() for c in key):

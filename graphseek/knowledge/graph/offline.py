@@ -17,7 +17,8 @@ Per passage (one `nlp.pipe` pass, batched, ``n_process=1`` by default):
   the passage title (PERSON for he/she, ORG/GPE/LOC/work-like types for it).
 - **Relations** from dependency patterns, labelled by the verb lemma (the participle for passives:
   "born in", "directed by"): subject-verb-object, subject-verb-preposition-object (one level of
-  nesting: "by marriage to"), copulas "X is a Y" / "X is the Y of Z" ("daughter of"), reduced
+  nesting: "by marriage to"), copulas "X is a Y" (when Y is a name; a lower-case class such as
+  "film" becomes X's description instead of a hub edge) and "X is the Y of Z" ("daughter of"), reduced
   relatives attached to a copula's attribute ("X is a film directed by Y"), and
   location appositions ("Akron, Ohio": located in).
 - **Facts**: every sentence is an n-ary fact over the entities it mentions (with resolved
@@ -726,8 +727,10 @@ class _DocAnalysis:
     def _copula(self, subjects: list[int], attr: int, sentence: int, add: _Add) -> None:
         attr_index = self.span_at(attr)
         has_article = any(self.lower[c] in ("a", "an") for c in self.kids(attr, "det"))
+        # "X is a film": the class goes into X's description, not into a hub edge to "film"
+        classed = attr_index is not None and not self._common_concept(attr_index)
         for s in subjects:
-            if attr_index is not None:
+            if classed:
                 add(s, "is a" if has_article else "is", attr_index, sentence)
             span = self.spans[s]
             if not span.description and self.pos[attr] in ("NOUN", "PROPN"):
@@ -739,6 +742,12 @@ class _DocAnalysis:
                     target = self.span_at(obj)
                     for s in subjects:
                         add(s, label, target, sentence)
+
+    def _common_concept(self, index: int) -> bool:
+        """A lower-case noun-chunk mention ("film director"), as opposed to a name."""
+        span = self.spans[index]
+        first = next((c for c in span.name if c.isalpha()), "")
+        return span.types == [CONCEPT] and not first.isupper()
 
     # -- output --------------------------------------------------------------------------------
 
