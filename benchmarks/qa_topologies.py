@@ -3,7 +3,8 @@
 For the bundled demo corpus (all demo questions) and a slice of a dataset (default: the first 20
 questions of the 2Wiki dev slice), runs each topology and prints, per topology, the answers
 correct (EM over gold aliases), mean F1, abstentions, and per question the LLM calls, tokens and
-seconds. The index (with its knowledge graph) is built once into --index-dir and reused.
+seconds. Indexes come from the evaluation's cache (`graphseek eval` builds the same ones), with
+the knowledge graph added when a topology other than naive/dual_agent is run.
 
     .venv/bin/python benchmarks/qa_topologies.py [--llm offline] [--questions 0:20]
         [--topology naive --topology dual_agent ...] [--skip-demo] [--json out.json]
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +26,21 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _dataset_index(name: str, questions: str, data_dir: Path, index_dir: Path) -> tuple[Any, Any]:
+def _dataset_index(
+    name: str, questions: str, data_dir: Path, index_dir: Path, graph: bool
+) -> tuple[Any, Any]:
     from graphseek.evaluation.datasets import load_dataset
-    from graphseek.knowledge.index import Index
+    from graphseek.evaluation.runner import cached_index
 
     dataset = load_dataset(name, data_dir=data_dir, questions=questions)
-    path = index_dir / f"{name}-{dataset.corpus_hash()[:12]}-graph"
-    if (path / "manifest.json").is_file():
-        index = Index.open(path)
-    else:
-        t0 = time.perf_counter()
-        index = Index.build(dataset.corpus, path, show_progress=True, graph=True)
-        print(f"built {name} index with graph in {time.perf_counter() - t0:.0f} s")
+    index = cached_index(dataset, index_dir, graph=graph)
     items = [(q.question, q.answers) for q in dataset.questions]
     return index, items
 
 
-def _demo_index(index_dir: Path) -> tuple[Any, Any]:
+def _demo_index() -> tuple[Any, Any]:
     from graphseek.cli import demo_files, demo_index
 
-    os.environ.setdefault("GRAPHSEEK_CACHE_DIR", str(index_dir))
     index = demo_index(quiet=True)
     questions = json.loads(demo_files()[1].read_text())
     return index, [(q["question"], [q["answer"]]) for q in questions]
@@ -105,7 +100,7 @@ def main(argv: list[str] | None = None, defaults: dict[str, Any] | None = None) 
     parser.add_argument("--skip-demo", action="store_true", default=d.get("skip_demo", False))
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument(
-        "--index-dir", type=Path, default=Path.home() / ".cache" / "graphseek" / "bench"
+        "--index-dir", type=Path, default=None, help="index cache (default: the eval cache)"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)
@@ -113,11 +108,17 @@ def main(argv: list[str] | None = None, defaults: dict[str, Any] | None = None) 
     out: dict[str, list[dict[str, Any]]] = {}
     targets = []
     if not args.skip_demo:
-        targets.append(("demo corpus", *_demo_index(args.index_dir)))
+        targets.append(("demo corpus", *_demo_index()))
     targets.append(
         (
             f"{args.dataset} questions {args.questions}",
-            *_dataset_index(args.dataset, args.questions, args.data_dir, args.index_dir),
+            *_dataset_index(
+                args.dataset,
+                args.questions,
+                args.data_dir,
+                args.index_dir,
+                graph=any(t not in ("naive", "dual_agent") for t in topologies),
+            ),
         )
     )
     for title, index, items in targets:

@@ -153,7 +153,7 @@ def cached_index(
 
     The directory is `<index_dir>/<dataset name>-<corpus hash>`, so a changed corpus gets a new
     index and an unchanged one is never rebuilt. With `graph=True` the index must also hold the
-    knowledge graph (built offline); a cached index without one is rebuilt with it.
+    knowledge graph (built offline); a cached index without one gets it added (no re-embedding).
     """
     from graphseek.errors import IndexFormatError, IndexNotFoundError
     from graphseek.knowledge.index import Index
@@ -164,16 +164,15 @@ def cached_index(
     if path.exists():
         try:
             index = Index.open(path)
-            if not graph or getattr(index, "has_graph", True):
-                return index
-            log.warning("cached index at %s has no knowledge graph; rebuilding with one", path)
+            if graph and not index.has_graph:
+                log.info("adding the knowledge graph to the cached index at %s", path)
+                index.ensure_graph(show_progress=show_progress)
+            return index
         except (IndexNotFoundError, IndexFormatError) as exc:
             log.warning("cached index at %s unusable (%s); rebuilding", path, exc)
     root.mkdir(parents=True, exist_ok=True)
     log.info("building index for %s (%d passages) at %s", dataset.name, len(dataset.corpus), path)
-    if graph:
-        return Index.build(dataset.corpus, path, show_progress=show_progress, graph=True)
-    return Index.build(dataset.corpus, path, show_progress=show_progress)
+    return Index.build(dataset.corpus, path, show_progress=show_progress, graph=graph)
 
 
 # ------------------------------------------------------------------------------------------

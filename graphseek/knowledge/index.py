@@ -230,6 +230,22 @@ class Index:
 
         return SQLiteGraphStore.open(self._path / GRAPH_DIR)
 
+    def ensure_graph(
+        self, *, show_progress: bool = False, graph_options: Mapping[str, Any] | None = None
+    ) -> Index:
+        """Build the knowledge graph into this index if it has none (passages are not
+        re-embedded). The graph directory appears atomically, then the manifest is rewritten."""
+        if self.has_graph:
+            return self
+        _build_graph(self._passages, self._path / GRAPH_DIR, show_progress, graph_options)
+        manifest = {**self._manifest, "graph": True}
+        tmp = self._path / f".{MANIFEST_FILE}.{uuid.uuid4().hex[:8]}"
+        _write_json(tmp, manifest)
+        os.replace(tmp, self._path / MANIFEST_FILE)
+        self._manifest = manifest
+        self.__dict__.pop("graph", None)
+        return self
+
     # ---------------------------------------------------------------------------- updates
 
     def add_documents(
