@@ -1,8 +1,8 @@
 """graphseek: multi-hop question answering over your own documents.
 
-    from graphseek import Index, ask
-    index = Index.build("corpus.json", "my-index")
-    result = ask(index, "Where was the director of Jaws born?", topology="dual_agent")
+from graphseek import Index, ask
+index = Index.build("corpus.json", "my-index")
+result = ask(index, "Where was the director of Jaws born?", topology="dual_agent")
 """
 
 from __future__ import annotations

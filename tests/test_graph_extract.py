@@ -244,3 +244,14 @@ def test_openie_importer_errors(tmp_path: Path) -> None:
     bad.write_text('{"documents": []}', encoding="utf-8")
     with pytest.raises(CorpusError, match="docs"):
         OpenIEImporter(bad)
+
+
+def test_definite_description_refers_to_the_title() -> None:
+    passage = Passage.from_title_text(
+        "Seven Women",
+        "Seven Women is a 1965 American drama film directed by John Ford. "
+        "The film stars Anne Bancroft.",
+    )
+    (extraction,) = OfflineExtractor().extract([passage])
+    assert ("Seven Women", "star", "Anne Bancroft") in _triples(extraction)
+    assert "film" not in _by_name(extraction)

@@ -11,7 +11,7 @@ from graphseek.agents.offline.seeker import (
     rephrase,
 )
 from graphseek.agents.roles import SeekerView
-from graphseek.state.models import Draft, EvidenceItem, SeekerAction
+from graphseek.state.models import Draft, EvidenceItem, SeekerAction, SubQuestion
 
 
 def draft(step_id: int, question: str, answer: str, conf: float = 0.9, pid: str = "") -> Draft:
@@ -192,3 +192,14 @@ def test_rephrase() -> None:
     assert (
         rephrase("Who is the director of film Blood Street?") == "Who directed Blood Street (film)?"
     )
+
+
+def test_placeholders_count_as_dependencies_even_if_undeclared() -> None:
+    plan = [
+        SubQuestion(id=1, question="Who is the mother of Lothair II?"),
+        SubQuestion(id=2, question="When did #1 die?"),  # an LLM plan that forgot depends_on
+    ]
+    view = SeekerView(question="When did Lothair II's mother die?", plan=plan, drafts=[],
+                      step_answers={}, turn=0, max_turns=6)  # fmt: skip
+    action = OfflineSeeker().decide(view).value
+    assert action.questions == ["Who is the mother of Lothair II?"]

@@ -247,7 +247,7 @@ def _match(
     candidates = {int(r) for e in anchors for r in view.relations_of(e)}
     subject_set = set(subjects) if subjects is not None else None
     object_set = set(objects) if objects is not None else None
-    kinds = view.rel_kinds or ["extracted"] * view.n_relations
+    kinds = view.rel_kinds
     dense: dict[int, float] = {}
     if embed is not None and not free_label and candidates and view.relation_vectors is not None:
         order = sorted(candidates)

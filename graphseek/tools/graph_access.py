@@ -24,6 +24,7 @@ import re
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
@@ -55,6 +56,29 @@ MAX_NAME_TOKENS = 10
 
 class GraphNotFoundError(IndexNotFoundError):
     """The index has no knowledge graph (build one with ``graphseek index --graph``)."""
+
+
+# -- BLAS threads ---------------------------------------------------------------------------------
+
+_blas_controller: Any = None
+
+
+def single_threaded_blas() -> AbstractContextManager[Any]:
+    """A context in which numpy's OpenBLAS runs on one thread.
+
+    Retrieval's matrix-vector products are small; with more threads, OpenBLAS workers keep
+    spinning after each call and starve the query encoder (torch, its own thread pool): on a
+    2-core machine a query embedding went from ~12 ms to ~35 ms. torch is not affected.
+    """
+    global _blas_controller
+    try:
+        if _blas_controller is None:
+            from threadpoolctl import ThreadpoolController
+
+            _blas_controller = ThreadpoolController().select(internal_api="openblas")
+        return _blas_controller.limit(limits=1)  # type: ignore[no-any-return]
+    except Exception:  # threadpoolctl missing or no OpenBLAS: nothing to limit
+        return nullcontext()
 
 
 # -- text helpers ---------------------------------------------------------------------------------
@@ -167,6 +191,8 @@ class GraphView:
     links: sp.csr_matrix  # (entities, passages), > 0 where the entity is linked to the passage
     adjacency: sp.csr_matrix  # (entities, entities), directed, summed relation weights
     rel_kinds: list[str] = field(default_factory=list)
+    rel_weights: np.ndarray | None = None  # float64 per relation (default 1.0)
+    passage_titles: list[str] = field(default_factory=list)
     hyperedges: list[HyperEdge] = field(default_factory=list)
     topics: list[Topic] = field(default_factory=list)
     entity_vectors: np.ndarray | None = None
@@ -177,6 +203,10 @@ class GraphView:
     source: str = ""
 
     def __post_init__(self) -> None:
+        if not self.rel_kinds:
+            self.rel_kinds = ["extracted"] * len(self.relation_ids)
+        if self.rel_weights is None:
+            self.rel_weights = np.ones(len(self.relation_ids), dtype=np.float64)
         if self.relation_vectors is not None and self.relation_vector_rows is None:
             if len(self.relation_vectors) != self.n_relations:
                 raise ValueError(
@@ -203,6 +233,7 @@ class GraphView:
         topics: Sequence[Topic] = (),
         entity_vectors: np.ndarray | None = None,
         relation_vectors: np.ndarray | None = None,
+        passage_titles: Sequence[str] | None = None,
         source: str = "",
     ) -> GraphView:
         """A view of entity and relation models. `links` maps entity ids to the passages they
@@ -254,7 +285,9 @@ class GraphView:
             rel_labels=[r.label for r in kept],
             rel_passages=[list(r.passage_ids) for r in kept],
             rel_kinds=[r.kind for r in kept],
+            rel_weights=weights,
             passage_ids=list(passage_ids),
+            passage_titles=list(passage_titles or ()),
             links=link_matrix,
             adjacency=adjacency_from_relations(src, dst, weights, len(entity_ids)),
             hyperedges=list(hyperedges),
@@ -316,6 +349,26 @@ class GraphView:
         )
         m.data[:] = 1.0
         return m
+
+    @cached_property
+    def title_links(self) -> sp.csr_matrix:
+        """(entities, passages): 1 where a linked passage's title names the entity (its own
+        article: "Seven Women (1944 film)" names "Seven Women" too)."""
+        rows, cols = [], []
+        index = self.name_index
+        for j, title in enumerate(self.passage_titles):
+            if not title:
+                continue
+            keys = {name_key(title), name_key(split_qualifier(title)[0])}
+            for key in keys:
+                for e in index.get(key, ()):
+                    rows.append(e)
+                    cols.append(j)
+        m = sp.csr_matrix(
+            (np.ones(len(rows)), (rows, cols)), shape=(self.n_entities, self.n_passages)
+        )
+        m.data[:] = 1.0
+        return m.multiply(self.links).tocsr()
 
     @cached_property
     def links_t(self) -> sp.csr_matrix:
@@ -753,6 +806,8 @@ def view_of_store(store: Any, source: str = "") -> GraphView:
         hyperedge_vectors = np.ascontiguousarray(hvectors, dtype=np.float32) if len(hids) else None
     links = sp.csr_matrix(links, dtype=np.float64)
     links.data[:] = 1.0
+    by_id = {p.id: p.title for p in store.passages()}
+    titles = [by_id.get(pid, "") for pid in passage_ids]
     return GraphView(
         entity_ids=entity_ids,
         names=[e.name for e in entities],
@@ -765,7 +820,9 @@ def view_of_store(store: Any, source: str = "") -> GraphView:
         rel_labels=[r.label for r in kept],
         rel_passages=[list(r.passage_ids) for r in kept],
         rel_kinds=[r.kind for r in kept],
+        rel_weights=np.array([r.weight for r in kept], dtype=np.float64),
         passage_ids=list(passage_ids),
+        passage_titles=titles,
         links=links,
         adjacency=sp.csr_matrix(adjacency, dtype=np.float64),
         hyperedges=hyperedges,

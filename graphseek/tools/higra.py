@@ -41,11 +41,15 @@ from pydantic import BaseModel, Field
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.tools.graph_access import (
     GraphView,
+    Mention,
     PassageSearch,
     graph_view,
     hybrid_ranking,
+    label_similarity,
     match_mentions,
     passage_search_for,
+    single_threaded_blas,
+    top_positions,
 )
 from graphseek.tools.ppr import PageRank
 
@@ -85,6 +89,19 @@ class HiGraConfig:
     passage_edge_weight: float = 1.0
     #: relations considered by similarity outside the subgraph (lexical top-n)
     relation_similarity_depth: int = 50
+    #: edge weight multipliers by relation kind, e.g. (("cooccurrence", 0.5),) (paper: none)
+    relation_kind_weights: tuple[tuple[str, float], ...] = ()
+    #: relations whose label shares a word stem with the query weigh (1 + this) (paper: 0)
+    query_relation_boost: float = 0.0
+    #: weight of the link between an entity and the passage titled by its name (paper: 1)
+    title_link_weight: float = 1.0
+    #: lexical entity candidates scored when the offline path found names in the query
+    candidate_depth: int = 80
+    #: always rank every entity by dense similarity (the offline path otherwise scores only
+    #: the candidates, see `HiGraRetriever.retrieve`)
+    full_entity_similarity: bool = False
+    #: fused passages kept in the result (for `ranking` / `hits` beyond the context)
+    max_ranked: int = 100
     #: PPR tolerance (L1) and iteration cap
     tol: float = 1e-7
     max_iter: int = 60
@@ -175,35 +192,46 @@ def offline_seeds(
     *,
     max_seeds: int = 5,
     per_mention: int = 2,
+    mentions: Sequence[Mention] | None = None,
 ) -> list[Seed]:
     """Seeds without a model: entities named in the query, else the best candidates.
 
-    Mentions are ranked by span length, then proper-noun spans (capitalised or with digits),
-    then named entities before generic concepts; among entities sharing one span, those ranked
-    higher by similarity (then linked to more passages) come first, at most `per_mention`.
-    Generic-concept matches are used only when no named entity matches.
+    Proper-noun spans (a capitalised word after the first word of the query, or a digit) are
+    used when there are any: a lower-case match ("director", "place of birth") is a generic
+    word even where the graph types it as a name, and as a seed it would be a hub. Without
+    proper spans: multi-word named entities, then any multi-word match, then any match. Longer
+    spans come first; among entities sharing one span, named entities before generic
+    concepts, then those ranked higher by similarity, then those linked to more passages, at
+    most `per_mention` per span.
     """
     cand_rank = {e: r for r, e in enumerate(candidates)}
-    mentions = match_mentions(view, query)
-    named = [m for m in mentions if not m.concept]
-    pool = named or [m for m in mentions if m.proper or m.length > 1] or mentions
+    if mentions is None:
+        mentions = match_mentions(view, query)
+    pool = (
+        [m for m in mentions if m.proper]
+        or [m for m in mentions if not m.concept and m.length > 1]
+        or [m for m in mentions if m.length > 1]
+        or mentions
+    )
+    concept = {m.entity: m.concept for m in pool}
     by_span: dict[tuple[int, int], list[int]] = {}
     for m in pool:
         by_span.setdefault(m.span, []).append(m.entity)
     spans = sorted(
         by_span,
-        key=lambda s: (
-            -(s[1] - s[0]),
-            not any(m.proper for m in pool if m.span == s),
-            s[0],
-        ),
+        key=lambda s: (-(s[1] - s[0]), s[0]),
     )
     seeds: list[Seed] = []
     chosen: set[int] = set()
     for s in spans:
         entities = sorted(
             dict.fromkeys(by_span[s]),
-            key=lambda e: (cand_rank.get(e, len(cand_rank)), -view.passage_degree[e], e),
+            key=lambda e: (
+                concept[e],
+                cand_rank.get(e, len(cand_rank)),
+                -view.passage_degree[e],
+                e,
+            ),
         )
         for e in entities[:per_mention]:
             if e in chosen:
@@ -265,7 +293,7 @@ def extract_subgraph(
     *,
     max_neighbors: int = 200,
     max_entities: int = 3000,
-    priority: np.ndarray | None = None,
+    priority: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
     """Entity positions within `radius` hops of a seed (seeds first, then by discovery).
 
@@ -282,7 +310,7 @@ def extract_subgraph(
             nbrs = a.indices[lo:hi]
             if len(nbrs) > max_neighbors:
                 weights = a.data[lo:hi]
-                pr = priority[nbrs] if priority is not None else np.zeros(len(nbrs))
+                pr = priority(nbrs) if priority is not None else np.zeros(len(nbrs))
                 order = np.lexsort((nbrs, -pr, -weights))[:max_neighbors]
                 nbrs = nbrs[order]
             for n in nbrs.tolist():
@@ -321,21 +349,41 @@ def rank_order(scores: np.ndarray, ids: np.ndarray) -> list[int]:
 
 
 def fuse_ranks(
-    ppr: Sequence[Any], sim: Sequence[Any], k_ppr: float, k_sim: float
+    ppr: Sequence[Any],
+    sim: Sequence[Any],
+    k_ppr: float,
+    k_sim: float,
+    limit: int | None = None,
 ) -> list[tuple[Any, float, int | None, int | None]]:
-    """(item, rrf score, ppr rank, sim rank), best first; ties by best single rank, then PPR
-    rank, then first appearance."""
-    pr = {x: r for r, x in reversed(list(enumerate(ppr, 1)))}
-    sr = {x: r for r, x in reversed(list(enumerate(sim, 1)))}
-    order = {x: i for i, x in enumerate(dict.fromkeys([*ppr, *sim]))}
-    rows = []
-    for x in order:
-        a, b = pr.get(x), sr.get(x)
-        score = (1.0 / (k_ppr + a) if a else 0.0) + (1.0 / (k_sim + b) if b else 0.0)
-        rows.append((x, score, a, b))
-    inf = float("inf")
-    rows.sort(key=lambda t: (-t[1], min(t[2] or inf, t[3] or inf), t[2] or inf, order[t[0]]))
-    return rows
+    """(item, rrf score, ppr rank, sim rank), best first, the top `limit` (all if None):
+    rrf = 1 / (k_ppr + ppr rank) + 1 / (k_sim + sim rank), a missing rank adding nothing.
+    Ties go to the best single rank, then the PPR rank, then first appearance."""
+    items = list(dict.fromkeys([*ppr, *sim]))
+    if not items:
+        return []
+    pos = {x: i for i, x in enumerate(items)}
+    n = len(items)
+    a = np.full(n, np.inf)
+    b = np.full(n, np.inf)
+    for ranks, ranking in ((a, ppr), (b, sim)):
+        for r, x in enumerate(ranking, 1):
+            i = pos[x]
+            if ranks[i] == np.inf:
+                ranks[i] = r
+    score = np.where(np.isfinite(a), 1.0 / (k_ppr + a), 0.0)
+    score += np.where(np.isfinite(b), 1.0 / (k_sim + b), 0.0)
+    order = np.lexsort((np.arange(n), a, np.minimum(a, b), -score))
+    if limit is not None:
+        order = order[:limit]
+    return [
+        (
+            items[i],
+            float(score[i]),
+            int(a[i]) if np.isfinite(a[i]) else None,
+            int(b[i]) if np.isfinite(b[i]) else None,
+        )
+        for i in order.tolist()
+    ]
 
 
 # -- the retriever --------------------------------------------------------------------------------
@@ -388,14 +436,24 @@ class HiGraRetriever:
     ) -> HiGraResult:
         """Run the six phases for `query`. `model`: a chat model for seed recognition (None:
         offline); `seeds`: entity ids (or names) to use instead of recognition."""
+        with single_threaded_blas():
+            return self._retrieve(query, model, seeds, max_retries)
+
+    def _retrieve(
+        self, query: str, model: Any, seeds: Sequence[str] | None, max_retries: int
+    ) -> HiGraResult:
         cfg, view = self.config, self.view
         timings: dict[str, float] = {}
         t_start = t = time.perf_counter()
 
         # phase 1: similarity ranks
         qv = self.embed(query) if self.embed is not None and query.strip() else None
-        lexical, dense = view.entity_similarity(query, qv)
-        candidates = [e for e, _ in hybrid_ranking(lexical, dense, cfg.ontology_top_k)]
+        lexical, _ = view.entity_similarity(query, None)
+        mentions = match_mentions(view, query) if seeds is None and model is None else []
+        # offline with names found, the entity ranking only breaks ties among the mentioned
+        # entities: score the lexical candidates and the mentions instead of every entity
+        partial = bool(mentions) and not cfg.full_entity_similarity
+        candidates = self._entity_candidates(lexical, qv, mentions if partial else None)
         passage_sim = self.passage_search(query, cfg.passage_top_k, qv)
         timings["similarity"] = _ms(t)
 
@@ -406,9 +464,10 @@ class HiGraRetriever:
         if seeds is not None:
             chosen = _given_seeds(view, seeds)
         elif model is not None:
+            offered = candidates[: cfg.ontology_top_k]
             try:
                 chosen, usage = llm_seeds(
-                    model, view, query, candidates, max_seeds=cfg.max_seeds, max_retries=max_retries
+                    model, view, query, offered, max_seeds=cfg.max_seeds, max_retries=max_retries
                 )
             except Exception as exc:  # a failed recogniser must not fail retrieval
                 note = f"entity recognition failed ({type(exc).__name__}); used offline seeds"
@@ -417,14 +476,19 @@ class HiGraRetriever:
                 note = "the recogniser chose no candidate; used offline seeds"
         if not chosen:
             chosen = offline_seeds(
-                view, query, candidates, max_seeds=cfg.max_seeds, per_mention=cfg.seeds_per_mention
+                view,
+                query,
+                candidates,
+                max_seeds=cfg.max_seeds,
+                per_mention=cfg.seeds_per_mention,
+                mentions=mentions or None,
             )
         seed_pos = list(dict.fromkeys(view.entity_pos[s.entity_id] for s in chosen))
         timings["seeds"] = _ms(t)
 
         # phase 3: subgraph
         t = time.perf_counter()
-        priority = dense if dense is not None else lexical
+        priority = self._priority(lexical, qv)
         entities = extract_subgraph(
             view,
             seed_pos,
@@ -442,7 +506,7 @@ class HiGraRetriever:
         passage_ppr: list[str] = []
         if len(seed_pos):
             local = {int(e): i for i, e in enumerate(entities)}
-            sub = view.undirected[entities][:, entities]
+            sub = self._subgraph_matrix(entities, relations, query)
             restart = {local[s]: 1.0 for s in seed_pos}
             ent_scores = PageRank.from_adjacency(sub).run(
                 restart, alpha=cfg.alpha, tol=cfg.tol, max_iter=cfg.max_iter
@@ -452,14 +516,23 @@ class HiGraRetriever:
             if len(relations):
                 rel_scores = full[view.rel_source[relations]] + full[view.rel_target[relations]]
                 rel_ppr = rank_order(rel_scores / 2.0, relations)
-            links = view.links[entities]
-            cols = np.unique(links.indices)
+            block, cols = self._passage_block(entities)
             if len(cols):
-                block = links[:, cols] * cfg.passage_edge_weight
-                aug = sp.bmat([[sub, block], [block.T, None]], format="csr")
+                m = len(entities)
+                sub_coo, block_coo = sub.tocoo(), block.tocoo()
+                aug = sp.csr_matrix(
+                    (
+                        np.concatenate([sub_coo.data, block_coo.data, block_coo.data]),
+                        (
+                            np.concatenate([sub_coo.row, block_coo.row, block_coo.col + m]),
+                            np.concatenate([sub_coo.col, block_coo.col + m, block_coo.row]),
+                        ),
+                    ),
+                    shape=(m + len(cols), m + len(cols)),
+                )
                 scores = PageRank.from_adjacency(aug).run(
                     restart, alpha=cfg.alpha, tol=cfg.tol, max_iter=cfg.max_iter
-                )[len(entities) :]
+                )[m:]
                 order = rank_order(scores, np.arange(len(cols)))
                 passage_ppr = [view.passage_ids[int(cols[j])] for j in order]
         timings["ppr"] = _ms(t)
@@ -467,12 +540,18 @@ class HiGraRetriever:
         # phase 5: fusion
         t = time.perf_counter()
         rel_sim = self._relation_similarity(query, qv, relations)
-        fused_rel = fuse_ranks(rel_ppr, rel_sim, cfg.rrf_ppr_k, cfg.rrf_semantic_k)
+        fused_rel = fuse_ranks(
+            rel_ppr, rel_sim, cfg.rrf_ppr_k, cfg.rrf_semantic_k, limit=cfg.prune_top_k
+        )
         sim_ids = [pid for pid, _ in passage_sim]
         fused = [
             RankedPassage(pid, score, a, b)
             for pid, score, a, b in fuse_ranks(
-                passage_ppr, sim_ids, cfg.rrf_ppr_k, cfg.rrf_semantic_k
+                passage_ppr,
+                sim_ids,
+                cfg.rrf_ppr_k,
+                cfg.rrf_semantic_k,
+                limit=max(cfg.max_ranked, cfg.entity_passage_top_k),
             )
         ]
         timings["fusion"] = _ms(t)
@@ -496,7 +575,7 @@ class HiGraRetriever:
             passages=context,
             relations=top_relations,
             seeds=chosen,
-            candidates=[view.entity_ids[e] for e in candidates],
+            candidates=[view.entity_ids[e] for e in candidates[: cfg.ontology_top_k]],
             fused=fused,
             subgraph_entities=len(entities),
             subgraph_relations=len(relations),
@@ -507,6 +586,91 @@ class HiGraRetriever:
         if self.lookup is not None:
             result.hits = self._hits(context)
         return result
+
+    def _entity_candidates(
+        self, lexical: np.ndarray, qv: np.ndarray | None, mentions: Sequence[Mention] | None
+    ) -> list[int]:
+        """Entities ranked by hybrid similarity: over every entity, or (`mentions` given) over
+        the lexical top candidates and the mentioned entities only."""
+        view, cfg = self.view, self.config
+        if mentions is None:
+            dense = None
+            if qv is not None and view.entity_vectors is not None and view.n_entities:
+                dense = view.entity_vectors @ qv
+            depth = max(cfg.ontology_top_k, cfg.candidate_depth)
+            return [e for e, _ in hybrid_ranking(lexical, dense, depth)]
+        subset = np.unique(
+            np.concatenate(
+                [
+                    np.asarray(top_positions(lexical, cfg.candidate_depth), dtype=np.int64),
+                    np.asarray([m.entity for m in mentions], dtype=np.int64),
+                ]
+            )
+        )
+        dense = None
+        if qv is not None and view.entity_vectors is not None:
+            dense = view.entity_vectors[subset] @ qv
+        ranked = hybrid_ranking(lexical[subset], dense, len(subset))
+        return [int(subset[i]) for i, _ in ranked]
+
+    def _priority(
+        self, lexical: np.ndarray, qv: np.ndarray | None
+    ) -> Callable[[np.ndarray], np.ndarray]:
+        """Query similarity of some entities (cosine if the graph has vectors, else BM25)."""
+        vectors = self.view.entity_vectors
+        if qv is None or vectors is None:
+            return lambda nodes: lexical[nodes]
+        return lambda nodes: vectors[nodes] @ qv
+
+    def _passage_block(self, entities: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+        """(subgraph entities x linked passages) link weights, and the passage positions."""
+        view, cfg = self.view, self.config
+        links = view.links[entities]
+        cols, local = np.unique(links.indices, return_inverse=True)
+        block = sp.csr_matrix(
+            (links.data * cfg.passage_edge_weight, local.ravel(), links.indptr),
+            shape=(len(entities), len(cols)),
+        )
+        if cfg.title_link_weight != 1.0 and view.passage_titles and len(cols):
+            titled = view.title_links[entities]
+            extra = sp.csr_matrix(
+                (
+                    titled.data * (cfg.title_link_weight - 1.0),
+                    np.searchsorted(cols, titled.indices),
+                    titled.indptr,
+                ),
+                shape=block.shape,
+            )
+            block = (block + extra).tocsr()
+        return block, cols
+
+    def _subgraph_matrix(self, entities: np.ndarray, relations: np.ndarray, query: str) -> Any:
+        """Symmetric adjacency of the subgraph (local positions), summed relation weights,
+        with the configured kind multipliers and query-relation boost."""
+        view, cfg = self.view, self.config
+        m = len(entities)
+        local = np.full(view.n_entities, -1, dtype=np.int64)
+        local[entities] = np.arange(m)
+        a, b = local[view.rel_source[relations]], local[view.rel_target[relations]]
+        assert view.rel_weights is not None
+        w = view.rel_weights[relations].astype(np.float64, copy=True)
+        if cfg.relation_kind_weights:
+            factors = dict(cfg.relation_kind_weights)
+            w *= np.array([factors.get(view.rel_kinds[r], 1.0) for r in relations.tolist()])
+        if cfg.query_relation_boost:
+            boost = [
+                1.0 + cfg.query_relation_boost * label_similarity(query, view.rel_labels[r])
+                for r in relations.tolist()
+            ]
+            w *= np.asarray(boost)
+        keep = (a != b) & (w > 0)
+        a, b, w = a[keep], b[keep], w[keep]
+        sub = sp.csr_matrix(
+            (np.concatenate([w, w]), (np.concatenate([a, b]), np.concatenate([b, a]))),
+            shape=(m, m),
+        )
+        sub.sum_duplicates()
+        return sub
 
     def hits(self, result: HiGraResult, k: int) -> list[Hit]:
         """The top `k` passages of a result as `Hit`s (the context, then the fused ranking)."""

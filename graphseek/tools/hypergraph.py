@@ -151,7 +151,7 @@ def neighbor_check(
         rels = _filter(rels, [view.rel_labels[r] for r in rels], relation)
     else:
         order = {"extracted": 0, "predicted": 1}
-        kinds = view.rel_kinds or ["extracted"] * view.n_relations
+        kinds = view.rel_kinds
         rels.sort(key=lambda r: (order.get(kinds[r], 2), r))
     edges, rels = edges[:max_edges], rels[:max_edges]
     header = f"Neighbours of {view.names[e]} ({view.entity_ids[e]})" + (

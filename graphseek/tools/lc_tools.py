@@ -263,7 +263,7 @@ def neighbors(
             scored = [(label_similarity(relation, view.rel_labels[r]), r) for r in rels]
             rels = [r for s, r in sorted(scored, key=lambda x: (-x[0], x[1])) if s > 0]
         else:
-            kinds = view.rel_kinds or ["extracted"] * view.n_relations
+            kinds = view.rel_kinds
             rels.sort(key=lambda r: (kinds[r] != "extracted", r))
         rels = rels[:k]
         lines = [f"Relations of {view.names[e]} ({view.entity_ids[e]}):"]

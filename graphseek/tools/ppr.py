@@ -69,14 +69,20 @@ class PageRank:
             raise ValueError("adjacency weights must be non-negative")
         if add_inverse:
             a = a.maximum(a.T.tocsr()).tocsr()
+        a.sum_duplicates()
         a.eliminate_zeros()
-        out_weight = np.asarray(a.sum(axis=1)).ravel()
-        degree = np.diff(a.indptr).astype(np.int64)
+        n = a.shape[0]
+        counts = np.diff(a.indptr)
+        rows = np.repeat(np.arange(n), counts)
+        out_weight = np.bincount(rows, weights=a.data, minlength=n).astype(np.float64)
         dangling = out_weight <= 0
         scale = np.zeros_like(out_weight)
         scale[~dangling] = 1.0 / out_weight[~dangling]
-        transition = sp.diags(scale) @ a
-        return cls(transition_t=sp.csr_matrix(transition.T), dangling=dangling, degree=degree)
+        # M = D^-1 A, stored transposed: scale each row's entries, then transpose
+        transition = sp.csr_matrix((a.data * scale[rows], a.indices, a.indptr), shape=a.shape)
+        return cls(
+            transition_t=transition.T.tocsr(), dangling=dangling, degree=counts.astype(np.int64)
+        )
 
     @property
     def n(self) -> int:

@@ -56,6 +56,7 @@ from graphseek.tools.graph_access import (
     match_mentions,
     name_tokens,
     passage_search_for,
+    single_threaded_blas,
     stem_match,
 )
 from graphseek.tools.higra import offline_seeds
@@ -530,6 +531,13 @@ class ProgressiveRetriever:
 
     def retrieve(
         self, query: str, k: int = 5, *, entity_seeds: Sequence[str] | None = None
+    ) -> ProgressiveResult:
+        """Seeds, then the stages with escalation; the top-`k` passages as hits."""
+        with single_threaded_blas():
+            return self._retrieve(query, k, entity_seeds)
+
+    def _retrieve(
+        self, query: str, k: int, entity_seeds: Sequence[str] | None
     ) -> ProgressiveResult:
         view, cfg = self.view, self.config
         timings: dict[str, float] = {}

@@ -505,9 +505,10 @@ def _parse_same(q: str) -> Comparison | None:
         opts_text,
         flags=re.I,
     )
-    opts = _split_options(opts_text, _SEP_AND)
-    if not opts:
+    split = _split_options(opts_text, _SEP_AND)
+    if not split:
         return None
+    opts = split
     if category == "" and re.search(r"\b(?:films?|movies?)\b", low):
         category = "film"
     attr = _same_attribute(body, category, via)

@@ -129,6 +129,7 @@ CUES: dict[str, list[_Cue]] = {
     "father": [
         (_PARENT_OF, "after", 1.0),
         (r"\bfather\b(?! of)|\bborn\b[^.;]{0,40}?\bto\b|\bsired by\b", "after", 0.9),
+        (_PARENT + r" of\b[^.;]*?\band\b", "after", -0.6),  # "son of A and B": B is the mother
         (r"\bfather of\b|\bmother of\b|\bgrandfather\b|\bgrandmother\b", "after", -0.5),
         (r"\bfather of\b|\b(?:his|her) (?:son|daughter|children)\b", "subject", 0.7),
     ],
@@ -350,6 +351,7 @@ def clean_text(text: str) -> str:
     "(March 25, 1942August 16, 2018)" -> "(March 25, 1942 – August 16, 2018)"."""
     text = re.sub(rf"(\d{{3,4}})(?={_MONTH}\s)", r"\1 – ", text)
     text = re.sub(r"(\b\d{1,2} [A-Z][a-z]+ \d{4})(?=\d{1,2} [A-Z][a-z]+ \d{4})", r"\1 – ", text)
+    text = text.replace("’", "'")
     text = re.sub(r"(?<=\w)\(", " (", text)
     text = re.sub(r"\(\s+", "(", text)
     text = re.sub(r"\s+\)", ")", text)
@@ -459,9 +461,9 @@ class OfflineLibrarian:
                 score=round(best.score, 4),
             )
         ]
-        alternatives = []
+        alternatives: list[str] = []
         for cand in ranked[1:]:
-            if cand.score < best.score - 0.6 or len(alternatives) >= self.max_candidates:
+            if cand.score < best.score - 0.7 or len(alternatives) >= self.max_candidates:
                 break
             alternatives.append(cand.text)
         return Draft(
@@ -572,8 +574,10 @@ class OfflineLibrarian:
         if verdict is None:
             return Draft(question=question, answer="", evidence=evidence, confidence=0.0)
         confidence = min(confidences) if confidences else 0.0
-        seen: set[str] = set()
-        unique = [e for e in evidence if not (e.passage_id in seen or seen.add(e.passage_id))]
+        unique: list[EvidenceItem] = []
+        for item in evidence:
+            if all(item.passage_id != u.passage_id for u in unique):
+                unique.append(item)
         return Draft(question=question, answer=verdict, evidence=unique, confidence=confidence)
 
     def _draft_yesno(self, question: str, qa: AnswerType, hits: Sequence[Hit]) -> Draft:
@@ -622,7 +626,7 @@ def _parse_doc(title: str, text: str, doc: Any) -> _Parsed:
         ents = _merge_adjacent(ents, stext)
         expanded = []
         for etext, label, start, end in ents:
-            if label == "PERSON":
+            if label in {"PERSON", "ORG", "FAC", "WORK_OF_ART"}:
                 etext, end = _expand_name(stext, start, end)
             expanded.append((etext, label, start, end))
         ents = expanded
@@ -656,12 +660,15 @@ def _expand_name(text: str, start: int, end: int) -> tuple[str, int]:
     if m and "\n" not in m.group(0):
         words = m.group(0).split()
         # stop before a word that starts a new clause
-        keep = []
+        keep: list[str] = []
         for w in words:
-            if w in {"The", "A", "An", "He", "She", "It", "In", "On", "At", "His", "Her"}:
+            if w in {"The", "A", "An", "He", "She", "It", "In", "On", "At", "His", "Her", "They"}:
+                break
+            if w.endswith(".") and not re.fullmatch(r"(?:[A-Z]\.)+|Jr\.|Sr\.|St\.", w):
+                keep.append(w[:-1])  # a sentence's full stop, not an initial
                 break
             keep.append(w)
-        while keep and re.fullmatch(_NAME_LINK, keep[-1]):
+        while keep and (re.fullmatch(_NAME_LINK, keep[-1]) or not keep[-1]):
             keep.pop()
         if keep:
             extra = " ".join(keep)
@@ -838,8 +845,11 @@ def _cue_score(
     worst = 0.0
     focus_low = normalize(focus)
     for pattern, where, weight in cues:
-        for m in pattern.finditer(text):
+        for occurrence, m in enumerate(pattern.finditer(text)):
             score = 0.0
+            if occurrence and weight > 0:
+                # a later mention of the relation is more often about someone else
+                weight = weight * 0.6
             if where == "subject":
                 if start != -1:
                     continue
@@ -857,9 +867,7 @@ def _cue_score(
                 score = weight * max(0.0, 1.0 - dist / 130.0) * decay
             elif where == "before" and end <= m.start() + 1:
                 dist = m.start() - end
-                between = sum(
-                    1 for s in spans if end <= s[2] and s[3] <= m.start() and s[2] >= 0
-                )
+                between = sum(1 for s in spans if end <= s[2] and s[3] <= m.start() and s[2] >= 0)
                 decay = 0.7**between if weight > 0 else (1.0 if between == 0 else 0.0)
                 score = weight * max(0.0, 1.0 - dist / 60.0) * decay
             best = max(best, score)
@@ -917,7 +925,7 @@ def _candidate_key(text: str, qa: AnswerType) -> str:
 _HONORIFIC = re.compile(
     r"^(?:King|Queen|Prince|Princess|Emperor|Empress|Sir|Dame|Lord|Lady|Pope|Saint|St\.|Dr\.|"
     r"President|General|Count|Countess|Duke|Duchess|Archduke|Archduchess|Tsar|Sultan|Shah)\s+"
-    r"(?=[A-Z]\S*\s+[A-Z])"
+    r"(?=[A-Z]\S*\s+\S)"
 )
 
 

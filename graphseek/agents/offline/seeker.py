@@ -74,8 +74,8 @@ def _same(attribute: str, a: str, b: str) -> bool:
     if na == nb or f" {na} " in f" {nb} " or f" {nb} " in f" {na} ":
         return True
     if attribute in {"birth_place", "death_place"}:
-        ca, cb = country_of(a), country_of(b)
-        if ca and cb and ca != cb:
+        pa, pb = country_of(a), country_of(b)
+        if pa and pb and pa != pb:
             return False
     return fuzz.ratio(na, nb) >= 85
 
@@ -216,7 +216,8 @@ class OfflineSeeker:
             if step.id in virtual:
                 continue
             tried = drafts_by_step.get(step.id, [])
-            if not all(str(d) in answers for d in step.depends_on):
+            needs = set(step.depends_on) | {int(n) for n in _PLACEHOLDER.findall(step.question)}
+            if not all(str(d) in answers for d in needs):
                 continue
             asked_texts = {normalize(d.question) for d in tried}
             filled = fill_placeholders(step.question, answers)

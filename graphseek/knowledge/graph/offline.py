@@ -14,7 +14,9 @@ Per passage (one `nlp.pipe` pass, batched, ``n_process=1`` by default):
   the entity it names.
 - **Pronouns** (he/she/his/her..., it/its, who/which/that): resolved to the subject of the
   latest earlier sentence that is a compatible entity, else the latest compatible mention, else
-  the passage title (PERSON for he/she, ORG/GPE/LOC/work-like types for it).
+  the passage title (PERSON for he/she, ORG/GPE/LOC/work-like types for it). Definite noun
+  phrases naming the title entity's class ("the film" in the passage "Seven Women (1965 film)",
+  or in a passage saying "<title> is a ... film") refer to the title entity.
 - **Relations** from dependency patterns, labelled by the verb lemma (the participle for passives:
   "born in", "directed by"): subject-verb-object, subject-verb-preposition-object (one level of
   nesting: "by marriage to"), copulas "X is a Y" (when Y is a name; a lower-case class such as
@@ -96,6 +98,7 @@ _ALIAS_PREFIX = re.compile(
     re.IGNORECASE,
 )
 _SUBJECT_DEPS = ("nsubj", "nsubjpass")
+_BE_FORMS = frozenset({"is", "was", "are", "were", "be", "been", "'s"})
 _MAX_DESCRIPTION_TOKENS = 20
 
 
@@ -317,10 +320,12 @@ class _DocAnalysis:
         self.redirect: dict[int, int] = {}
         self.pronoun: dict[int, int] = {}
         self.title_index: int | None = None
+        self.title_classes: set[str] = set()
         self._find_spans()
         self._find_title()
         self._find_aliases()
         if extractor.resolve_pronouns:
+            self._definite_title_references()
             self._resolve_pronouns()
 
     # -- helpers -------------------------------------------------------------------------------
@@ -441,6 +446,7 @@ class _DocAnalysis:
         if not self.x.include_title or not title:
             return
         base, qualifier = split_qualifier(title)
+        self.title_classes = {w.lower() for w in qualifier.split() if w.isalpha()}
         keys = {normalize_name(base), normalize_name(title)}
         matches = [k for k, s in enumerate(self.spans) if normalize_name(s.name) in keys]
         if matches:
@@ -569,6 +575,33 @@ class _DocAnalysis:
             self._absorb(k, other)
         elif CONCEPT in o.types and not span.description:
             span.description = self.description(i)
+
+    def _definite_title_references(self) -> None:
+        """ "The film stars X" in the passage about a film: a definite noun phrase naming the
+        title entity's class (the title's qualifier, or Y in "<title> is a Y") refers to it."""
+        title = self.resolve(self.title_index)
+        if title is None:
+            return
+        classes = set(self.title_classes)
+        for v in range(self.n):
+            if self.pos[v] != "AUX" or self.lower[v] not in _BE_FORMS:
+                continue
+            if any(self.span_at(c) == title for c in self.kids(v, "nsubj")):
+                classes.update(self.lower[a] for a in self.kids(v, "attr"))
+        if not classes:
+            return
+        for k, span in enumerate(self.spans):
+            if (
+                k == title
+                or span.start <= 0
+                or span.types != [CONCEPT]
+                or self.resolve(k) != k
+                or span.end - span.start != 1
+                or self.lower[span.start] not in classes
+                or self.lower[span.start - 1] not in ("the", "this")
+            ):
+                continue
+            self.redirect[k] = title  # coreference, not an alias
 
     # -- pronouns ------------------------------------------------------------------------------
 
