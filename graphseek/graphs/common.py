@@ -83,6 +83,24 @@ def evidence_from_drafts(drafts: list[Draft], passage_ids: list[str]) -> list[Ev
     return list(pool.values())
 
 
+def answer_or_abstain(
+    draft: Draft, usage: Usage, error: str | None, threshold: float
+) -> dict[str, Any]:
+    """The update of a single-shot answer node: answer with the draft's evidence, or abstain when
+    the Librarian failed or its confidence is below `threshold`."""
+    update: dict[str, Any] = {"drafts": [draft], "usage": usage, "trace": ["generate_answer"]}
+    if error:
+        update |= {"next_action": "abstain", "abstain_reason": f"librarian failed: {error}"}
+    elif draft.answer and draft.confidence >= threshold:
+        update |= {"next_action": "answer", "answer": draft.answer, "evidence": draft.evidence}
+    else:
+        update |= {
+            "next_action": "abstain",
+            "abstain_reason": f"low confidence ({draft.confidence:.2f}) in {draft.answer!r}",
+        }
+    return update
+
+
 def finalize_answer(state: State) -> dict[str, Any]:
     """Write the output fields: the answer with its grounding, or an explicit abstention."""
     if state.get("next_action") == "answer" and state.get("answer"):

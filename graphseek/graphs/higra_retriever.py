@@ -19,7 +19,7 @@ from langgraph.types import Overwrite
 
 from graphseek.agents.registry import get_roles
 from graphseek.errors import LLMOutputError
-from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
+from graphseek.graphs.common import answer_or_abstain, finalize_answer, to_evidence, to_hits
 from graphseek.graphs.graph_context import GraphResult, higra_context
 from graphseek.graphs.routing import budget_exhausted
 from graphseek.knowledge.passages import Hit
@@ -110,17 +110,7 @@ def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     draft, usage, error = graph_draft(
         state["question"], hits, state.get("graph_context", []), runtime
     )
-    update: dict[str, Any] = {"drafts": [draft], "usage": usage, "trace": ["generate_answer"]}
-    if error:
-        update |= {"next_action": "abstain", "abstain_reason": f"librarian failed: {error}"}
-    elif draft.answer and draft.confidence >= ctx.abstain_threshold:
-        update |= {"next_action": "answer", "answer": draft.answer, "evidence": draft.evidence}
-    else:
-        update |= {
-            "next_action": "abstain",
-            "abstain_reason": f"low confidence ({draft.confidence:.2f}) in {draft.answer!r}",
-        }
-    return update
+    return answer_or_abstain(draft, usage, error, ctx.abstain_threshold)
 
 
 def build_higra_retriever() -> StateGraph[State, Context, InputState, OutputState]:

@@ -7,7 +7,13 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from graphseek.graphs.common import draft_for, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.common import (
+    answer_or_abstain,
+    draft_for,
+    finalize_answer,
+    to_evidence,
+    to_hits,
+)
 from graphseek.state.context import Context
 from graphseek.state.schema import InputState, OutputState, State
 from graphseek.tools.retrievers import resolve_index, retrieve
@@ -28,17 +34,7 @@ def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """The Librarian drafts the answer from the retrieved passages; low confidence abstains."""
     ctx = runtime.context
     draft, usage, error = draft_for(state["question"], to_hits(state.get("passages", [])), runtime)
-    update: dict[str, Any] = {"drafts": [draft], "usage": usage, "trace": ["generate_answer"]}
-    if error:
-        update |= {"next_action": "abstain", "abstain_reason": f"librarian failed: {error}"}
-    elif draft.answer and draft.confidence >= ctx.abstain_threshold:
-        update |= {"next_action": "answer", "answer": draft.answer, "evidence": draft.evidence}
-    else:
-        update |= {
-            "next_action": "abstain",
-            "abstain_reason": f"low confidence ({draft.confidence:.2f}) in {draft.answer!r}",
-        }
-    return update
+    return answer_or_abstain(draft, usage, error, ctx.abstain_threshold)
 
 
 def build_naive() -> StateGraph[State, Context, InputState, OutputState]:
