@@ -8,9 +8,9 @@ from graphseek.agents.offline.answer_types import (
     country_of,
     expected_answer,
     parse_comparison,
-    parse_date,
     starts_with_wh,
 )
+from graphseek.agents.text import parse_date
 
 
 @pytest.mark.parametrize(

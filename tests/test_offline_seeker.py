@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from graphseek.agents.offline.answer_types import parse_comparison
 from graphseek.agents.offline.decomposer import decompose_question
-from graphseek.agents.offline.seeker import (
-    OfflineSeeker,
-    compare_values,
-    fill_placeholders,
-    rephrase,
-)
+from graphseek.agents.offline.seeker import OfflineSeeker, compare_values, rephrase
 from graphseek.agents.roles import SeekerView
+from graphseek.agents.text import fill_placeholders
 from graphseek.state.models import Draft, EvidenceItem, SeekerAction, SubQuestion
 
 

@@ -19,7 +19,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 
 from graphseek.agents.offline.branching import BranchingSeeker
-from graphseek.agents.offline.evidence import align_names
 from graphseek.agents.offline.thinker import best_topic
 from graphseek.agents.offline.verifier import OfflineEvidenceVerifier, triple_check
 from graphseek.agents.prompts.coverage import COVERAGE_SYSTEM
@@ -35,6 +34,7 @@ from graphseek.agents.prompts.sufficiency import SUFFICIENCY_SYSTEM
 from graphseek.agents.prompts.thinker import THINKER_SYSTEM
 from graphseek.agents.prompts.verifier import EVIDENCE_VERIFIER_SYSTEM, TRIPLE_CHECK_SYSTEM
 from graphseek.agents.roles import SeekerView, Step
+from graphseek.agents.text import align_names
 from graphseek.graphs import build_workflow, get_workflow
 from graphseek.graphs.routing import (
     route_channels,

@@ -12,10 +12,10 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from graphseek.agents.offline.answer_types import normalize
 from graphseek.agents.prompts.expander import EXPANDER_SYSTEM, EXPANDER_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_steps
+from graphseek.agents.text import normalize
 from graphseek.agents.verifier import render_logic
 from graphseek.state.models import Draft, SubQuestion
 from graphseek.state.verdicts import LogicDraft, Verification

@@ -12,10 +12,10 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from graphseek.agents.offline.seeker import fill_placeholders
 from graphseek.agents.prompts.grounder import GROUNDER_SYSTEM, GROUNDER_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole
+from graphseek.agents.text import fill_placeholders
 
 _REF = re.compile(r"#\d+")
 

@@ -104,18 +104,27 @@ def _offline(name: str, factory: Any) -> Any:
 def get_roles(context: Context) -> Roles:
     llm = context.llm
     retries = context.max_retries
+    profile_key = context.profile or "general"  # offline policies are cached per profile
     offline: set[str] = set()
 
     def pick(role: str, llm_cls: Any, offline_factory: Any, cache: bool = True) -> Any:
         model = model_for(llm, role)
         if model is None:
             offline.add(role)
-            return _offline(role, offline_factory) if cache else offline_factory()
+            return (
+                _offline(f"{role}:{profile_key}", offline_factory) if cache else offline_factory()
+            )
         return llm_cls(model, max_retries=retries)
 
     clarifier = pick("clarifier", LLMClarifier, OfflineClarifier)
     decomposer = pick("decomposer", LLMDecomposer, OfflineDecomposer)
-    librarian = pick("librarian", LLMLibrarian, OfflineLibrarian)
+    profile = context.profile
+    # the offline Librarian holds the reader's caches: one per process and profile
+    librarian = pick(
+        "librarian",
+        LLMLibrarian,
+        lambda: OfflineLibrarian(profile=profile),
+    )
     seeker_model = model_for(llm, "seeker")
     if seeker_model is None:
         offline.add("seeker")
@@ -124,7 +133,9 @@ def get_roles(context: Context) -> Roles:
         seeker = LLMSeeker(seeker_model, max_retries=retries)
     # KAIR: the offline updater and answerer take the run's thresholds, so they are built per run
     # around the process-wide offline Librarian
-    shared_librarian = _offline("librarian", OfflineLibrarian)
+    shared_librarian = _offline(
+        f"librarian:{profile_key}", lambda: OfflineLibrarian(profile=profile)
+    )
     planner = pick("planner", LLMPlanner, OfflinePlanner)
     knowledge_updater = pick(
         "knowledge_updater",
@@ -165,7 +176,7 @@ def _search_roles(context: Context, pick: Any, offline: set[str], librarian: Any
         model = model_for(context.llm, model_role)
         if model is None:
             offline.add(name)
-            return _offline(name, offline_factory)
+            return _offline(f"{name}:{context.profile or 'general'}", offline_factory)
         return llm_cls(model, max_retries=context.max_retries)
 
     return {

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from graphseek.agents.offline.evidence import summary
+from graphseek.agents.text import summary
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import invoke_structured
 from graphseek.state.models import Draft, EvidenceItem, Usage

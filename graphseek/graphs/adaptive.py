@@ -21,9 +21,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from graphseek.agents.offline.answer_types import normalize
 from graphseek.agents.registry import get_roles
 from graphseek.agents.sufficiency import SufficiencyVerdict
+from graphseek.agents.text import normalize
 from graphseek.errors import LLMOutputError
 from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
 from graphseek.graphs.graph_context import progressive_stage

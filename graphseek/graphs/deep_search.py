@@ -21,8 +21,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from graphseek.agents.offline.drafter import best_draft
 from graphseek.agents.registry import get_roles
+from graphseek.agents.text import best_draft
 from graphseek.errors import LLMOutputError
 from graphseek.graphs.common import evidence_from_drafts, finalize_answer, to_evidence, to_hits
 from graphseek.graphs.graph_context import relational_channel, semantic_channel

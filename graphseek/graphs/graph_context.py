@@ -167,7 +167,7 @@ def triple_pattern(query: str) -> tuple[str, str, str] | None:
     """A triple pattern for a one-hop sub-query: (focus entity, relation words, ?x), e.g.
     "Who directed The Lantern Keeper?" -> ("The Lantern Keeper", "directed", "?x")."""
     from graphseek.agents.offline.answer_types import expected_answer
-    from graphseek.agents.offline.evidence import content_words, question_names
+    from graphseek.agents.text import content_words, question_names
 
     qa = expected_answer(query)
     names = question_names(query)

@@ -15,8 +15,8 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from graphseek.agents.offline.evidence import answer_occurs, name_coverage, question_names
 from graphseek.agents.registry import get_roles
+from graphseek.agents.text import answer_occurs, name_coverage, question_names
 from graphseek.agents.thinker import ThinkerView
 from graphseek.errors import LLMOutputError
 from graphseek.graphs.common import finalize_answer, to_evidence, to_hits

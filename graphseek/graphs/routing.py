@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
@@ -10,6 +9,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graphseek.agents.kair import open_gaps, ready_gaps
+from graphseek.agents.text import fill_placeholders
 from graphseek.state.context import Context
 from graphseek.state.models import SubQuestion, Usage
 from graphseek.state.schema import (
@@ -19,8 +19,6 @@ from graphseek.state.schema import (
     SuggesterCache,
     SuggesterTask,
 )
-
-_PLACEHOLDER = re.compile(r"#(\d+)")
 
 
 def budget_exhausted(usage: Usage | None, turn: int, context: Context) -> str | None:
@@ -33,16 +31,6 @@ def budget_exhausted(usage: Usage | None, turn: int, context: Context) -> str | 
     if usage.total_tokens >= context.max_tokens:
         return f"token budget exhausted ({usage.total_tokens}/{context.max_tokens} tokens)"
     return None
-
-
-def fill_placeholders(text: str, step_answers: Mapping[str, str]) -> str:
-    """Replace `#N` by the answer of step N where it is known."""
-
-    def sub(match: re.Match[str]) -> str:
-        answer = step_answers.get(match.group(1))
-        return answer if answer else match.group(0)
-
-    return _PLACEHOLDER.sub(sub, text)
 
 
 def ready_steps(plan: Sequence[SubQuestion], step_answers: Mapping[str, str]) -> list[SubQuestion]:

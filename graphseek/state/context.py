@@ -33,5 +33,8 @@ class Context:
     mode: Literal["single", "competitive", "collaborative"] = "single"
     # offline policies: abstain when the best answer's confidence is below this
     abstain_threshold: float = 0.15
+    # dataset knowledge for the offline reasoner: None (general reading, the default) or
+    # "wikipedia" (relation cues and title rules tuned to Wikipedia-style passages)
+    profile: str | None = None
     seed: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)

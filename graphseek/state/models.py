@@ -38,6 +38,11 @@ class Draft(BaseModel):
     candidates: list[str] = Field(
         default_factory=list, description="Other plausible answers, best first (multiple answers)."
     )
+    bridges: list[str] = Field(
+        default_factory=list,
+        description="Names in the evidence that may link the question to its answer, best first: "
+        "a follow-up query adds one to reach the next hop.",
+    )
 
 
 class Fact(BaseModel):

@@ -20,20 +20,15 @@ tuples, number parsing, and a country / demonym table to compare nationalities.
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from graphseek.agents.text import AUX_WORDS, WH_WORDS, normalize
+
 AnswerKind = Literal["entity", "yesno", "choice", "text"]
 Pick = Literal["min", "max", "same"]
-
-WH_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
-AUX_WORDS = (
-    "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could",
-    "will", "would", "should", "shall", "may", "might", "must",
-)  # fmt: skip
 
 PERSON = ["PERSON"]
 PLACE = ["GPE", "LOC", "FAC"]
@@ -217,15 +212,6 @@ class AnswerType(BaseModel):
 
 # --------------------------------------------------------------------------------------------
 # text helpers
-
-
-def normalize(text: str) -> str:
-    """Lower-case, strip accents, punctuation and articles (SQuAD-style)."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
-    text = re.sub(r"[^\w\s]", " ", text)
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
 
 
 TITLE_SEPARATOR = " — "
@@ -759,69 +745,6 @@ def expected_answer(question: str) -> AnswerType:
 
 # --------------------------------------------------------------------------------------------
 # values: dates, numbers, countries
-
-MONTHS = {
-    m: i + 1
-    for i, names in enumerate(
-        [
-            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
-            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
-            ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-            ("december", "dec"),
-        ]
-    )
-    for m in names
-}  # fmt: skip
-
-
-def parse_date(text: str) -> tuple[int, int, int] | None:
-    """A sortable (year, month, day) from free text ("20 March 851", "March 10, 2017", "1946").
-
-    Unknown month or day are 0. BC years are negative. Returns None when no year is found.
-    """
-    t = text.lower().replace(",", " ")
-    t = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", t)
-    bc = bool(re.search(r"\b(?:bc|bce|b\.c\.)\b", t))
-    years = [m for m in re.finditer(r"\b(\d{3,4})\b", t)]
-    if not years:
-        cm = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)? century\b", t)
-        if cm:
-            year = (int(cm.group(1)) - 1) * 100 + 50
-            return (-year if bc else year, 0, 0)
-        m = re.search(r"\b(\d{1,2})\s*(?:bc|bce)\b", t)
-        if m:
-            return (-int(m.group(1)), 0, 0)
-        return None
-    ym = years[0]
-    year = int(ym.group(1))
-    month = 0
-    day = 0
-    for name, num in MONTHS.items():
-        mm = re.search(rf"\b{name}\b\.?", t)
-        if mm:
-            month = num
-            after = re.match(r"\s*(\d{1,2})\b", t[mm.end() :])
-            before = re.search(r"\b(\d{1,2})\s*$", t[: mm.start()])
-            if before:
-                day = int(before.group(1))
-            elif after and int(after.group(1)) <= 31 and after.group(1) != ym.group(1):
-                day = int(after.group(1))
-            break
-    if bc:
-        year = -year
-    return (year, month, day)
-
-
-def parse_number(text: str) -> float | None:
-    """The first number in `text` (commas allowed), or None."""
-    m = re.search(r"-?\d[\d,]*(?:\.\d+)?", text)
-    if not m:
-        return None
-    try:
-        return float(m.group(0).replace(",", ""))
-    except ValueError:
-        return None
-
 
 # country -> demonyms and other names (lower-case)
 _COUNTRIES: dict[str, list[str]] = {

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.answer_types import normalize
-from graphseek.agents.offline.seeker import fill_placeholders
 from graphseek.agents.roles import Seeker, SeekerView, Step
+from graphseek.agents.text import fill_placeholders, normalize
 from graphseek.state.models import Draft, SeekerAction, SubQuestion
 
 

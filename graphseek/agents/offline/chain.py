@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from graphseek.agents.offline.answer_types import expected_answer
 from graphseek.agents.offline.decomposer import decompose_question
-from graphseek.agents.offline.seeker import fill_placeholders
 from graphseek.agents.roles import Librarian
+from graphseek.agents.text import fill_placeholders
 from graphseek.knowledge.passages import Hit
 from graphseek.state.models import Draft, SubQuestion
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from graphseek.agents.coverage import CoverageVerdict
 from graphseek.agents.offline.answer_types import expected_answer
-from graphseek.agents.offline.evidence import name_coverage, question_names
 from graphseek.agents.roles import Librarian, Step
+from graphseek.agents.text import name_coverage, question_names
 from graphseek.knowledge.passages import Hit
 
 #: coverage below this is out of scope

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from graphseek.agents.offline.answer_types import parse_comparison
 from graphseek.agents.offline.seeker import OfflineSeeker
 from graphseek.agents.roles import SeekerView, Step
+from graphseek.agents.text import best_draft
 from graphseek.state.models import Draft, SubQuestion
 from graphseek.state.verdicts import LogicDraft
 
@@ -56,11 +57,3 @@ class OfflineDrafter:
                 confidence=action.confidence,
             )
         )
-
-
-def best_draft(drafts: Sequence[Draft]) -> Draft | None:
-    """The most confident draft with an answer, else the last one (None when there are none)."""
-    answered = [d for d in drafts if d.answer]
-    if answered:
-        return max(answered, key=lambda d: d.confidence)
-    return drafts[-1] if drafts else None

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.answer_types import normalize, parse_comparison
-from graphseek.agents.offline.drafter import best_draft
-from graphseek.agents.offline.evidence import align_names
-from graphseek.agents.offline.seeker import fill_placeholders, rephrase
+from graphseek.agents.offline.answer_types import parse_comparison
+from graphseek.agents.offline.seeker import rephrase
 from graphseek.agents.roles import Step
+from graphseek.agents.text import align_names, best_draft, fill_placeholders, normalize
 from graphseek.state.models import Draft, SubQuestion
 from graphseek.state.verdicts import LogicDraft, Verification
 

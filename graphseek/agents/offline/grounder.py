@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from graphseek.agents.offline.seeker import fill_placeholders
 from graphseek.agents.roles import Step
+from graphseek.agents.text import fill_placeholders
 
 
 class OfflineQueryGrounder:

@@ -34,13 +34,7 @@ from graphseek.agents.kair import (
     ready_gaps,
     split_segments,
 )
-from graphseek.agents.offline.answer_types import (
-    AUX_WORDS,
-    WH_WORDS,
-    expected_answer,
-    normalize,
-    parse_comparison,
-)
+from graphseek.agents.offline.answer_types import expected_answer, parse_comparison
 from graphseek.agents.offline.decomposer import decompose_question
 from graphseek.agents.offline.seeker import OfflineSeeker, rephrase
 from graphseek.agents.roles import (
@@ -54,6 +48,7 @@ from graphseek.agents.roles import (
     Segment,
     Step,
 )
+from graphseek.agents.text import AUX_WORDS, WH_WORDS, normalize
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion
 

@@ -40,9 +40,10 @@ from graphseek.agents.offline.answer_types import (
     country_of,
     expected_answer,
     is_country,
-    normalize,
 )
+from graphseek.agents.reading.reader import ExtractiveReader
 from graphseek.agents.roles import Step
+from graphseek.agents.text import normalize
 from graphseek.knowledge.nlp import get_nlp
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.models import Draft, EvidenceItem
@@ -362,7 +363,17 @@ def clean_text(text: str) -> str:
 class OfflineLibrarian:
     """Librarian role, offline policy: extractive drafting by answer type and sentence scoring."""
 
-    def __init__(self, embedder: Any = None, cache_size: int = 4096, max_candidates: int = 5):
+    def __init__(
+        self,
+        embedder: Any = None,
+        cache_size: int = 4096,
+        max_candidates: int = 5,
+        profile: str | None = None,
+    ):
+        # profile None: the general reader (`graphseek.agents.reading`) answers factoid questions;
+        # "wikipedia": the relation cues and title rules below, tuned to Wikipedia-style passages
+        self.profile = profile
+        self._reader: ExtractiveReader | None = None
         self._embedder = embedder
         self._cache: OrderedDict[str, _Parsed] = OrderedDict()
         self._cache_size = cache_size
@@ -437,12 +448,25 @@ class OfflineLibrarian:
 
     # -- factoid questions ---------------------------------------------------------------------
 
-    def rank_candidates(self, question: str, hits: Sequence[Hit]) -> list[_Candidate]:
+    @property
+    def reader(self) -> ExtractiveReader:
+        if self._reader is None:
+            self._reader = ExtractiveReader(embedder=self._embedder)
+        return self._reader
+
+    def rank_candidates(self, question: str, hits: Sequence[Hit]) -> list[Any]:
         """All candidate answers for a factoid question, best first (one per distinct answer)."""
+        if self.profile != "wikipedia":
+            return self.reader.rank(question, hits)
         qa = expected_answer(question)
         return self._candidates(question, qa, hits)[0]
 
     def _draft_entity(self, question: str, qa: AnswerType, hits: Sequence[Hit]) -> Draft:
+        if self.profile != "wikipedia":
+            return self.reader.read(question, hits)
+        return self._draft_entity_by_cues(question, qa, hits)
+
+    def _draft_entity_by_cues(self, question: str, qa: AnswerType, hits: Sequence[Hit]) -> Draft:
         ranked, focus_match = self._candidates(question, qa, hits)
         if not ranked:
             return Draft(question=question, answer="", confidence=0.0)

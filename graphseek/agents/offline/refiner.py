@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.evidence import content_words, name_coverage, overlap, question_names
 from graphseek.agents.refiner import FALLBACK_PASSAGES, RefinedContext
 from graphseek.agents.roles import Step
+from graphseek.agents.text import content_words, name_coverage, overlap, question_names
 from graphseek.knowledge.passages import Hit
 
 MAX_PASSAGES = 5

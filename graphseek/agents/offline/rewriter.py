@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.answer_types import normalize
 from graphseek.agents.offline.chain import ANSWERED, resolve_chain
-from graphseek.agents.offline.evidence import align_names, as_hits
 from graphseek.agents.offline.seeker import rephrase
 from graphseek.agents.roles import Librarian, Step
+from graphseek.agents.text import align_names, as_hits, normalize
 from graphseek.state.models import EvidenceItem
 
 ORDER = {

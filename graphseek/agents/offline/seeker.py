@@ -18,7 +18,6 @@ A or B?") with dependencies is resolved here, never sent to the Librarian.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from rapidfuzz import fuzz
@@ -30,26 +29,17 @@ from graphseek.agents.offline.answer_types import (
     country_of,
     detect_relation,
     expected_answer,
-    normalize,
     parse_comparison,
+)
+from graphseek.agents.roles import SeekerView, Step
+from graphseek.agents.text import (
+    PLACEHOLDER,
+    fill_placeholders,
+    normalize,
     parse_date,
     parse_number,
 )
-from graphseek.agents.roles import SeekerView, Step
 from graphseek.state.models import Draft, SeekerAction, SubQuestion
-
-_PLACEHOLDER = re.compile(r"#(\d+)")
-
-
-def fill_placeholders(text: str, answers: Mapping[str, str]) -> str:
-    """Replace `#N` by the answer of step N where it is known."""
-
-    def sub(match: re.Match[str]) -> str:
-        answer = answers.get(match.group(1))
-        return answer if answer else match.group(0)
-
-    return _PLACEHOLDER.sub(sub, text)
-
 
 # ---------------------------------------------------------------------------------------------
 # comparing values
@@ -216,7 +206,7 @@ class OfflineSeeker:
             if step.id in virtual:
                 continue
             tried = drafts_by_step.get(step.id, [])
-            needs = set(step.depends_on) | {int(n) for n in _PLACEHOLDER.findall(step.question)}
+            needs = set(step.depends_on) | {int(n) for n in PLACEHOLDER.findall(step.question)}
             if not all(str(d) in answers for d in needs):
                 continue
             asked_texts = {normalize(d.question) for d in tried}
@@ -267,6 +257,11 @@ class OfflineSeeker:
                     fill_placeholders(step.question, {**answers, str(dep): alternative})
                 )
         wordings = rephrasings(filled)
+        own = best.get(step.id)
+        if own is not None:
+            # rewrite the query with a bridge entity found in the weak draft's evidence: the
+            # next hop's passage often shares no word with the question itself
+            wordings += [f"{filled} ({bridge})" for bridge in own.bridges[:2]]
         ordered = alternatives + wordings if shaky else wordings + alternatives
         for text in ordered:
             if normalize(text) not in asked:

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.answer_types import normalize
 from graphseek.agents.offline.chain import ANSWERED, plan_for, resolve_chain
-from graphseek.agents.offline.evidence import content_words
-from graphseek.agents.offline.seeker import fill_placeholders
 from graphseek.agents.roles import Librarian, Step
+from graphseek.agents.text import content_words, fill_placeholders, normalize
 from graphseek.agents.thinker import ThinkerView
 from graphseek.knowledge.passages import Hit
 from graphseek.state.verdicts import Thought

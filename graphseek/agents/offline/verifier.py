@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.answer_types import expected_answer, normalize, parse_date
-from graphseek.agents.offline.evidence import (
+from graphseek.agents.offline.answer_types import expected_answer
+from graphseek.agents.roles import Step
+from graphseek.agents.text import (
     answer_occurs,
     content_words,
     name_coverage,
+    normalize,
     overlap,
+    parse_date,
     question_names,
 )
-from graphseek.agents.roles import Step
 from graphseek.state.models import Draft, EvidenceItem
 from graphseek.state.verdicts import LogicDraft, Verification
 

@@ -1,18 +1,110 @@
-"""Text tests on evidence that several offline checks share (coverage, sufficiency, Triple-Check,
-rewrite, refinement): the names a question mentions, content-word overlap, whether an answer
-occurs in a text, a passage's one-line summary, and name alignment.
+"""Text helpers every layer above `knowledge` shares: graph nodes, LLM policies and offline policies.
 
-All plain string work over normalised text (`answer_types.normalize`), no model.
+Normalisation (SQuAD-style), content words, the names a question mentions, whether an answer
+occurs in a text, dates and numbers, `#N` placeholders of a plan, and the best of several drafts.
+Plain string work, no model, nothing specific to one data set.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 
-from graphseek.agents.offline.answer_types import AUX_WORDS, WH_WORDS, normalize, parse_date
 from graphseek.knowledge.passages import Hit, Passage
-from graphseek.state.models import EvidenceItem
+from graphseek.state.models import Draft, EvidenceItem
+
+WH_WORDS = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
+AUX_WORDS = (
+    "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could",
+    "will", "would", "should", "shall", "may", "might", "must",
+)  # fmt: skip
+
+
+def normalize(text: str) -> str:
+    """Lower-case, strip accents, punctuation and articles (SQuAD-style)."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    text = re.sub(r"[^\w\s]", " ", text)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+            ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+            ("december", "dec"),
+        ]
+    )
+    for m in names
+}  # fmt: skip
+
+
+def parse_date(text: str) -> tuple[int, int, int] | None:
+    """A sortable (year, month, day) from free text ("20 March 851", "March 10, 2017", "1946").
+
+    Unknown month or day are 0. BC years are negative. Returns None when no year is found.
+    """
+    t = text.lower().replace(",", " ")
+    t = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", t)
+    bc = bool(re.search(r"\b(?:bc|bce|b\.c\.)\b", t))
+    years = [m for m in re.finditer(r"\b(\d{3,4})\b", t)]
+    if not years:
+        cm = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)? century\b", t)
+        if cm:
+            year = (int(cm.group(1)) - 1) * 100 + 50
+            return (-year if bc else year, 0, 0)
+        m = re.search(r"\b(\d{1,2})\s*(?:bc|bce)\b", t)
+        if m:
+            return (-int(m.group(1)), 0, 0)
+        return None
+    ym = years[0]
+    year = int(ym.group(1))
+    month = 0
+    day = 0
+    for name, num in MONTHS.items():
+        mm = re.search(rf"\b{name}\b\.?", t)
+        if mm:
+            month = num
+            after = re.match(r"\s*(\d{1,2})\b", t[mm.end() :])
+            before = re.search(r"\b(\d{1,2})\s*$", t[: mm.start()])
+            if before:
+                day = int(before.group(1))
+            elif after and int(after.group(1)) <= 31 and after.group(1) != ym.group(1):
+                day = int(after.group(1))
+            break
+    if bc:
+        year = -year
+    return (year, month, day)
+
+
+def parse_number(text: str) -> float | None:
+    """The first number in `text` (commas allowed), or None."""
+    m = re.search(r"-?\d[\d,]*(?:\.\d+)?", text)
+    if not m:
+        return None
+    try:
+        return float(m.group(0).replace(",", ""))
+    except ValueError:
+        return None
+
+
+PLACEHOLDER = re.compile(r"#(\d+)")
+
+
+def fill_placeholders(text: str, answers: Mapping[str, str]) -> str:
+    """Replace `#N` by the answer of step N where it is known."""
+
+    def sub(match: re.Match[str]) -> str:
+        answer = answers.get(match.group(1))
+        return answer if answer else match.group(0)
+
+    return PLACEHOLDER.sub(sub, text)
+
 
 STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or but is are was were be been being do does "
@@ -144,3 +236,11 @@ def as_hits(items: Sequence[EvidenceItem]) -> list[Hit]:
         Hit(passage=Passage(id=e.passage_id, title=e.title, text=e.text), score=e.score, rank=i)
         for i, e in enumerate(items, 1)
     ]
+
+
+def best_draft(drafts: Sequence[Draft]) -> Draft | None:
+    """The most confident draft with an answer, else the last one (None when there are none)."""
+    answered = [d for d in drafts if d.answer]
+    if answered:
+        return max(answered, key=lambda d: d.confidence)
+    return drafts[-1] if drafts else None

@@ -1,0 +1,259 @@
+"""What a question asks for, read from general English: the wh-word, the head noun, the words that
+must be matched in the evidence, and the names it mentions.
+
+`analyse_question("Who is credited as the original author of libpng?")` gives an `AnswerSpec`
+whose `kinds` say which kinds of span may answer it, best first, with a weight each:
+`(("person", 1.0), ("org", 0.8), ...)`. The kinds are coarse and language-level, not a data
+set's relations: `person`, `org`, `group`, `place`, `date`, `number`, `name` (a proper name or an
+identifier the NER left unlabelled: "LZMA2", "ShellDetectionFailure"), `thing` (a common noun
+phrase), `yesno` and `document`.
+
+The noun classes below are plain English vocabulary (an "author" is a person, a "company" an
+organisation, a "year" a date); nothing here is tuned to one corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from graphseek.agents.text import STOPWORDS, content_words, normalize, question_names
+
+Kinds = tuple[tuple[str, float], ...]
+
+PERSON_NOUNS = frozenset(
+    "author writer person people developer creator founder cofounder co-founder inventor "
+    "designer maintainer contributor programmer engineer scientist researcher director actor "
+    "actress singer player president leader man woman professor student editor publisher? "
+    "composer artist musician poet novelist painter philosopher mathematician physicist "
+    "chemist economist politician king queen emperor ruler husband wife spouse father mother "
+    "son daughter child parent brother sister sibling uncle aunt grandfather grandmother "
+    "successor predecessor owner manager chairman ceo teacher coach architect producer "
+    "screenwriter lyricist presenter host journalist critic translator illustrator "
+    "photographer explorer officer soldier general judge lawyer doctor physician nurse "
+    "hacker administrator".replace("?", "").split()
+)
+ORG_NOUNS = frozenset(
+    "company organization organisation corporation firm institute institution university "
+    "college school foundation agency band club party label studio department government "
+    "body association society committee consortium vendor business employer manufacturer "
+    "publisher team group project community distributor startup enterprise ministry "
+    "network broadcaster newspaper magazine".split()
+)
+PLACE_NOUNS = frozenset(
+    "city town country state region place location village county province continent island "
+    "river mountain capital area district site street nation territory municipality "
+    "neighbourhood neighborhood suburb lake sea ocean valley".split()
+)
+DATE_NOUNS = frozenset("year date day month decade century time era period season".split())
+NUMBER_NOUNS = frozenset(
+    "number amount count size length age percentage percent population total quantity port "
+    "height width depth weight distance duration price cost score rank".split()
+)
+DOCUMENT_NOUNS = frozenset(
+    "document file page article readme passage section chapter manual paper".split()
+)
+
+_WH = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how")
+_AUX = frozenset(
+    "is are was were do does did has have had can could will would should shall may might must "
+    "be been being".split()
+)
+_PREP_WH = re.compile(
+    r"^(?:in|on|at|from|for|to|by|of|with|during|under|after|before|since|through|into)\s+"
+    r"(which|what|whom|whose)\b"
+)
+_GENERIC_HEADS = frozenset("kind type sort name one form part thing".split())
+
+
+@lru_cache(maxsize=65536)
+def term_weight(stem: str) -> float:
+    """How much a question word says about where its answer is: rare words ("tmux", "zlib",
+    "deflate") weigh up to 1, common ones ("version", "released") little. From English word
+    frequencies (`wordfreq`, Zipf scale 0..8), so the weight is general, not a corpus's."""
+    from wordfreq import zipf_frequency
+
+    zipf = zipf_frequency(stem, "en")
+    return max(0.1, min(1.0, (6.0 - zipf) / 4.0))
+
+
+def split_identifier(text: str) -> str:
+    """ "ShellDetectionFailure" -> "Shell Detection Failure", "detect_shell" -> "detect shell"."""
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text)
+    return re.sub(r"[_]+", " ", text)
+
+
+@dataclass(frozen=True)
+class AnswerSpec:
+    """The expected answer of a question (see the module docstring)."""
+
+    question: str
+    wh: str
+    kinds: Kinds
+    head: str = ""
+    names: tuple[str, ...] = ()
+    words: frozenset[str] = field(default_factory=frozenset)  # content stems of the question
+    relation_words: frozenset[str] = field(default_factory=frozenset)  # minus the names' words
+    head_words: frozenset[str] = field(default_factory=frozenset)
+    wants_document: bool = False
+
+    def weight(self, kind: str) -> float:
+        for k, w in self.kinds:
+            if k == kind:
+                return w
+        return 0.0
+
+    @property
+    def primary(self) -> str:
+        return self.kinds[0][0] if self.kinds else "thing"
+
+    @property
+    def yesno(self) -> bool:
+        return self.primary == "yesno"
+
+
+def _kinds_for_noun(noun: str) -> Kinds | None:
+    n = noun.lower()
+    if n.endswith("s") and n[:-1] in PERSON_NOUNS | ORG_NOUNS | PLACE_NOUNS | DATE_NOUNS:
+        n = n[:-1]
+    if n in DATE_NOUNS:
+        return (("date", 1.0), ("number", 0.6))
+    if n in NUMBER_NOUNS:
+        return (("number", 1.0), ("name", 0.3))
+    if n in PERSON_NOUNS:
+        return (("person", 1.0), ("org", 0.7), ("group", 0.4), ("name", 0.5))
+    if n in ORG_NOUNS:
+        return (("org", 1.0), ("name", 0.7), ("person", 0.5), ("place", 0.3))
+    if n in PLACE_NOUNS:
+        return (("place", 1.0), ("name", 0.5), ("org", 0.4))
+    if n in DOCUMENT_NOUNS:
+        return (("document", 1.0), ("name", 0.7), ("thing", 0.5))
+    return None
+
+
+# an open-class head ("Which library", "What exception"): a name first, else a noun phrase
+_NAMED_THING: Kinds = (("name", 1.0), ("org", 0.75), ("thing", 0.6), ("person", 0.4))
+_FREE_TEXT: Kinds = (("thing", 1.0), ("name", 0.85), ("org", 0.6), ("person", 0.6), ("place", 0.6),
+                     ("number", 0.5), ("date", 0.5), ("group", 0.5))  # fmt: skip
+
+
+def _clean(question: str) -> str:
+    q = " ".join(question.replace("’", "'").split()).strip()
+    return q
+
+
+def _head_noun(low: str) -> str:
+    """The noun after "which"/"what" (skipping one adjective, "kind of", "name of the")."""
+    m = re.match(
+        r"^(?:which|what)\s+(?:(?:kind|type|sort|form|name)\s+of\s+(?:the\s+|a\s+)?)?"
+        r"((?:[\w-]+\s+){0,2}?[\w-]+)\s+(?:is|was|are|were|do|does|did|has|have|had|can|could|"
+        r"will|would|should|may|might|must|of|from|in|on|at|for|to|by|with|that|which|who|"
+        r"whose|besides|[a-z]+ed\b|[a-z]+s\b)",
+        low,
+    )
+    if m:
+        words = m.group(1).split()
+        for w in reversed(words):
+            if w not in STOPWORDS:
+                return w
+    m = re.match(r"^(?:what|which)\s+(?:is|was|are|were)\s+the\s+(?:name of the\s+)?([\w-]+)", low)
+    if m:
+        return m.group(1)
+    m = re.match(r"^(?:which|what)\s+([\w-]+)", low)
+    if m and m.group(1) not in _AUX:
+        return m.group(1)
+    return ""
+
+
+def _who_head(low: str) -> str:
+    """ "Who is the principal author of X?" -> "author"."""
+    m = re.match(
+        r"^(?:who|whom)\s+(?:is|was|are|were)\s+(?:the|a|an)\s+(?:[\w-]+\s+)?([\w-]+)\s+of\b", low
+    )
+    return m.group(1) if m else ""
+
+
+@lru_cache(maxsize=4096)
+def analyse_question(question: str) -> AnswerSpec:
+    """The `AnswerSpec` of `question` (pure; cached)."""
+    q = _clean(question)
+    low = q.lower().rstrip("?").strip()
+    m = _PREP_WH.match(low)
+    wh = m.group(1) if m else (low.split()[0] if low.split() else "")
+    body = low[m.start(1) :] if m else low
+    names = tuple(question_names(q))
+    words = frozenset(content_words(q) | content_words(split_identifier(q)))
+    name_words: set[str] = set()
+    for name in names:
+        name_words |= content_words(name)
+    head = ""
+    kinds: Kinds
+    wants_document = False
+    if wh in _AUX:
+        kinds = (("yesno", 1.0),)
+    elif wh in ("who", "whom"):
+        head = _who_head(body)
+        kinds = (_kinds_for_noun(head) if head else None) or ()
+        if not kinds or kinds[0][0] not in ("person", "org", "group"):
+            kinds = (("person", 1.0), ("org", 0.8), ("group", 0.4), ("name", 0.35))
+    elif wh == "whose":
+        kinds = (("person", 1.0), ("org", 0.8), ("name", 0.6), ("group", 0.4))
+    elif wh == "when":
+        kinds = (("date", 1.0), ("number", 0.4))
+    elif wh == "where":
+        kinds = (("place", 1.0), ("org", 0.7), ("name", 0.6), ("thing", 0.5))
+    elif wh == "why":
+        kinds = (("thing", 1.0),)
+    elif wh == "how":
+        if re.match(r"^how (?:many|much)\b", body):
+            kinds = (("number", 1.0),)
+        elif re.match(r"^how (?:old|long|tall|high|far|big|large|deep|wide|heavy|fast)\b", body):
+            kinds = (("number", 1.0), ("date", 0.7))
+        else:
+            kinds = _FREE_TEXT
+    elif wh in ("which", "what"):
+        head = _head_noun(body)
+        by_noun = _kinds_for_noun(head) if head else None
+        if by_noun is not None:
+            kinds = by_noun
+            wants_document = by_noun[0][0] == "document"
+        elif re.match(r"^(?:what|which)\s+(?:kind|type|sort|form)s?\s+of\b", body):
+            kinds = _FREE_TEXT  # "What kind of module ...?": a description, not a name
+        elif (
+            head
+            and head not in _GENERIC_HEADS
+            and not re.match(r"^(?:what|which)\s+(?:is|was|are|were|do|does|did)\b", body)
+        ):
+            kinds = _NAMED_THING
+        else:
+            kinds = _FREE_TEXT
+    else:
+        kinds = _FREE_TEXT
+    head_words = frozenset(content_words(head)) if head else frozenset()
+    relation_words = frozenset(w for w in words if w not in name_words)
+    return AnswerSpec(
+        question=q,
+        wh=wh,
+        kinds=kinds,
+        head=head,
+        names=names,
+        words=words,
+        relation_words=relation_words,
+        head_words=head_words,
+        wants_document=wants_document
+        or bool(re.search(r"\b(?:which|what) (?:file|document|page|readme)\b", low)),
+    )
+
+
+def in_question(candidate: str, spec: AnswerSpec) -> float:
+    """Share of the candidate's content words that the question already holds, not counting the
+    head noun ("Which DEC Private Mode ...?" may be answered "DEC Private Mode 2027")."""
+    cw = content_words(split_identifier(candidate))
+    if not cw:
+        return 1.0 if normalize(candidate) in normalize(spec.question).split() else 0.0
+    inside = {w for w in cw if w in spec.words and w not in spec.head_words}
+    extra = cw - spec.words
+    if not extra:
+        return 1.0
+    return len(inside) / len(cw)
