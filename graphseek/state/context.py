@@ -137,6 +137,11 @@ class Context:
             problems.append(f"retriever must be a name, got {self.retriever!r}")
         if problems:
             raise ContextError("Invalid run context: " + "; ".join(problems) + ".")
+        # fail at the start of a run, not at its first retrieval, when the index path is wrong
+        if self.index is None and self.index_path:
+            path = resolve_index_path(self.index_path)
+            if not path.is_dir():
+                raise ContextError(index_path_problem(self.index_path, "no such directory"))
 
     def resolved_index_path(self) -> Path | None:
         """`index_path` as an absolute path (None when not set); see `resolve_index_path`."""
@@ -156,9 +161,21 @@ def resolve_index_path(path: str | os.PathLike[str]) -> Path:
     return p if p.is_absolute() else (index_base_dir() / p).resolve()
 
 
-def describe_index_base() -> str:
-    """One phrase naming the base of relative index paths, for error messages."""
-    base = os.environ.get(INDEX_DIR_ENV, "").strip()
-    if base:
-        return f"${INDEX_DIR_ENV} ({index_base_dir()})"
-    return f"the working directory ({Path.cwd()}); set ${INDEX_DIR_ENV} to change it"
+def index_path_problem(raw: str, problem: str) -> str:
+    """The message of a bad `index_path`: what was given, where it resolved, what is wrong, the
+    rule for relative paths and how to build an index."""
+    path = resolve_index_path(raw)
+    where = repr(raw) if str(path) == raw else f"{raw!r} (resolved to {path})"
+    rule = ""
+    if not Path(raw).expanduser().is_absolute():
+        base = os.environ.get(INDEX_DIR_ENV, "").strip()
+        rule = (
+            f" Relative paths resolve against ${INDEX_DIR_ENV} ({index_base_dir()})."
+            if base
+            else f" Relative paths resolve against the working directory ({Path.cwd()}); "
+            f"set ${INDEX_DIR_ENV} to use another base."
+        )
+    return (
+        f"index_path {where}: {problem.rstrip('.')}.{rule} "
+        "Build an index with `graphseek index CORPUS --out DIR`."
+    )

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from graphseek.errors import ContextError, GraphseekError
 from graphseek.knowledge.passages import Hit
-from graphseek.state.context import describe_index_base, resolve_index_path
+from graphseek.state.context import index_path_problem, resolve_index_path
 
 RetrieverFn = Callable[[Any, str, int], list[Hit]]
 
@@ -77,17 +76,10 @@ def resolve_index(context: Any) -> Any:
         return context.index
     raw = getattr(context, "index_path", "")
     if raw:
-        path = resolve_index_path(raw)
         try:
-            return _open_index(str(path))
+            return _open_index(str(resolve_index_path(raw)))
         except GraphseekError as exc:
-            where = f"{raw!r}" if str(path) == raw else f"{raw!r} (resolved to {path})"
-            base = (
-                ""
-                if Path(raw).expanduser().is_absolute()
-                else (f"; relative paths resolve against {describe_index_base()}")
-            )
-            raise ContextError(f"index_path {where}: {exc}{base}") from exc
+            raise ContextError(index_path_problem(raw, str(exc))) from exc
     raise ContextError(
         "No index for this run: set index_path in the context (Python: "
         "Context(index=...) or ask(index, ...)); build one with `graphseek index CORPUS --out DIR`."
