@@ -90,6 +90,7 @@ def server(tiny_index: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         "LANGSMITH_TRACING": "false",
         "LANGCHAIN_TRACING_V2": "false",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
     }
     command = [
         sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
@@ -192,8 +193,27 @@ def test_a_bad_index_path_ends_the_run_with_a_readable_error(server: Server) -> 
     assert server.client.threads.get(thread_id)["status"] == "error"
 
 
-def test_the_server_logs_no_deserialisation_warning(server: Server) -> None:
-    # the runs above stored and read back checkpoints holding the state models
-    log = server.log_text()
-    assert "Application started up" in log
-    assert "Deserializing unregistered type" not in log and "Blocked deserialization" not in log
+def test_a_thread_steps_through_the_seeker_with_interrupts(server: Server) -> None:
+    """What Studio does with an interrupt before `decide_action`: the run pauses there, and each
+    continuation of the thread (input None) runs to the next Seeker decision."""
+    thread_id = server.client.threads.create()["thread_id"]
+    context = {"index_path": server.index_name}
+    server.client.runs.wait(
+        thread_id,
+        "dual_agent",
+        input={"question": QUESTION},
+        context=context,
+        interrupt_before=["decide_action"],
+    )
+    state = server.client.threads.get_state(thread_id)
+    assert state["next"] == ["decide_action"]
+    assert state["values"]["drafts"] and "answer" not in state["values"]
+    for _ in range(10):
+        server.client.runs.wait(
+            thread_id, "dual_agent", input=None, context=context, interrupt_before=["decide_action"]
+        )
+        state = server.client.threads.get_state(thread_id)
+        if not state["next"]:
+            break
+    assert state["values"]["answer"] == "Missolonghi"
+    assert "Application started up" in server.log_text()

@@ -11,10 +11,11 @@ Python callers may also hand over objects that JSON cannot carry: an opened `gra
 `SkipJsonSchema`, so they never appear in the form, and the server drops them from a client's
 context (it keeps only the keys of the schema).
 
-Adding a setting: add a field with a default and `metadata={"description": ...}` (a JSON-typed
-annotation: str, int, float, bool, a Literal; the test in `tests/test_studio_schema.py` checks that
-every visible field is described); check its range in `__post_init__` if a bad value would fail
-later. A Python-only object goes in a field annotated `SkipJsonSchema[...]` with `repr=False`.
+Adding a setting: add a field with a default and `metadata={"description": ...}`, annotated with a
+JSON type (str, int, float, bool, a Literal, or a mapping such as `dict[str, int]` with
+`default_factory`); `tests/test_studio_schema.py` checks that every visible field is described,
+defaulted and typed. Check its range in `__post_init__` when a bad value would only fail later.
+A Python-only object goes in a field annotated `SkipJsonSchema[...]` with `repr=False`.
 """
 
 from __future__ import annotations
