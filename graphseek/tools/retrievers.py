@@ -78,7 +78,7 @@ def resolve_index(context: Any) -> Any:
     if raw:
         try:
             return _open_index(str(resolve_index_path(raw)))
-        except GraphseekError as exc:
+        except (GraphseekError, OSError) as exc:  # missing, malformed or unreadable
             raise ContextError(index_path_problem(raw, str(exc))) from exc
     raise ContextError(
         "No index for this run: set index_path in the context (Python: "
