@@ -26,6 +26,12 @@ class UnknownTopologyError(GraphseekError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class ContextError(GraphseekError, ValueError):
+    """A run's settings (`graphseek.state.Context`) are invalid or name something that does not
+    exist: a bad value, an index path with no index. A `ValueError`, so the LangGraph server
+    reports its message to the client."""
+
+
 class ModelSpecError(GraphseekError, ValueError):
     """A model spec string the LLM factory cannot resolve."""
 

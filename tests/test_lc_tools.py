@@ -3,6 +3,7 @@ with passage ids, run directly and through a LangGraph ToolNode."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -50,10 +51,10 @@ class ToyIndex:
         return Path("/nowhere") / name
 
 
-def _runtime(index: Any, **extra: Any) -> ToolRuntime:
+def _runtime(index: Any, **settings: Any) -> ToolRuntime:
     return ToolRuntime(
         state={},
-        context=Context(index=index, extra=extra),
+        context=Context(index=index, **settings),
         config={},
         stream_writer=lambda _: None,
         tool_call_id="call-1",
@@ -186,4 +187,5 @@ def test_fit_lines_and_format_passages() -> None:
     assert "more lines cut to fit" in text
     assert fit_lines(["short"], 100) == "short"
     assert format_passages([], 100) == "No passages found."
-    assert lc_tools.char_budget(Context(extra={"tool_char_budget": "x"})) == 4000
+    assert lc_tools.char_budget(SimpleNamespace(tool_char_budget="x")) == 4000
+    assert lc_tools.char_budget(Context(tool_char_budget=50)) == 200

@@ -104,7 +104,7 @@ def _offline(name: str, factory: Any) -> Any:
 def get_roles(context: Context) -> Roles:
     llm = context.llm
     retries = context.max_retries
-    profile_key = context.profile or "general"  # offline policies are cached per profile
+    profile_key = context.profile  # offline policies are cached per profile
     offline: set[str] = set()
 
     def pick(role: str, llm_cls: Any, offline_factory: Any, cache: bool = True) -> Any:
@@ -128,7 +128,7 @@ def get_roles(context: Context) -> Roles:
     seeker_model = model_for(llm, "seeker")
     if seeker_model is None:
         offline.add("seeker")
-        seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=context.abstain_threshold))
+        seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=context.threshold))
     else:
         seeker = LLMSeeker(seeker_model, max_retries=retries)
     # KAIR: the offline updater and answerer take the run's thresholds, so they are built per run
@@ -141,7 +141,7 @@ def get_roles(context: Context) -> Roles:
         "knowledge_updater",
         LLMKnowledgeUpdater,
         lambda: OfflineKnowledgeUpdater(
-            shared_librarian, threshold=max(RESOLVE_THRESHOLD, context.abstain_threshold)
+            shared_librarian, threshold=max(RESOLVE_THRESHOLD, context.threshold)
         ),
         cache=False,
     )
@@ -149,7 +149,7 @@ def get_roles(context: Context) -> Roles:
     answerer = pick(
         "answerer",
         LLMAnswerer,
-        lambda: OfflineAnswerer(shared_librarian, abstain_threshold=context.abstain_threshold),
+        lambda: OfflineAnswerer(shared_librarian, abstain_threshold=context.threshold),
         cache=False,
     )
     search_roles = _search_roles(context, pick, offline, shared_librarian)
@@ -176,7 +176,7 @@ def _search_roles(context: Context, pick: Any, offline: set[str], librarian: Any
         model = model_for(context.llm, model_role)
         if model is None:
             offline.add(name)
-            return _offline(f"{name}:{context.profile or 'general'}", offline_factory)
+            return _offline(f"{name}:{context.profile}", offline_factory)
         return llm_cls(model, max_retries=context.max_retries)
 
     return {
@@ -195,7 +195,7 @@ def _search_roles(context: Context, pick: Any, offline: set[str], librarian: Any
         "drafter": pick(
             "drafter",
             LLMDrafter,
-            lambda: OfflineDrafter(context.abstain_threshold),
+            lambda: OfflineDrafter(context.threshold),
             cache=False,
         ),
         "expander": pick("expander", LLMExpander, OfflineExpander),

@@ -1,9 +1,13 @@
-"""The topologies: compiled LangGraph workflows over one shared state, picked by name."""
+"""The topologies: compiled LangGraph workflows over one shared state, picked by name, and the
+checkpointers to run them with (`memory_saver()`, `sqlite_saver(path)`, or any LangGraph saver
+given `serde=checkpoint_serializer()`)."""
 
 from __future__ import annotations
 
 import importlib
+import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from graphseek.errors import UnknownTopologyError
@@ -95,4 +99,41 @@ def build_workflow(name: str) -> Any:
     return getattr(importlib.import_module(t.module), t.builder)()
 
 
-__all__ = ["TOPOLOGIES", "Topology", "build_workflow", "get_workflow", "topology_names"]
+def checkpoint_serializer() -> Any:
+    """The checkpoint serializer for graphseek runs: a `JsonPlusSerializer` that rebuilds every
+    state type of every topology without "unregistered type" warnings and blocks other types
+    (`graphseek.state.serde`). Pass it as `serde=` to `SqliteSaver`, `PostgresSaver`, ...."""
+    from graphseek.state.serde import serializer
+    from graphseek.tools.progressive import ProgressiveState  # adaptive's `retrieval` key
+
+    return serializer(extra=(ProgressiveState,))
+
+
+def memory_saver() -> Any:
+    """An `InMemorySaver` with `checkpoint_serializer()`."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    return InMemorySaver(serde=checkpoint_serializer())
+
+
+def sqlite_saver(path: str | Path) -> Any:
+    """A `SqliteSaver` on the file `path` (created if missing) with `checkpoint_serializer()`.
+
+    The connection may be used from other threads (LangGraph runs sync nodes in a pool); close
+    it with `saver.conn.close()`."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    return SqliteSaver(conn, serde=checkpoint_serializer())
+
+
+__all__ = [
+    "TOPOLOGIES",
+    "Topology",
+    "build_workflow",
+    "checkpoint_serializer",
+    "get_workflow",
+    "memory_saver",
+    "sqlite_saver",
+    "topology_names",
+]

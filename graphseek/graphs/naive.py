@@ -34,7 +34,7 @@ def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """The Librarian drafts the answer from the retrieved passages; low confidence abstains."""
     ctx = runtime.context
     draft, usage, error = draft_for(state["question"], to_hits(state.get("passages", [])), runtime)
-    return answer_or_abstain(draft, usage, error, ctx.abstain_threshold)
+    return answer_or_abstain(draft, usage, error, ctx.threshold)
 
 
 def build_naive() -> StateGraph[State, Context, InputState, OutputState]:

@@ -1,40 +1,208 @@
 """Runtime context: the settings of a run, passed at call time (`graph.invoke(inp, context=...)`).
 
-Budgets are settings here; counters live in the state. Studio sends the context as JSON, so the
-index can be named by `index_path` and the model by a spec string.
+Budgets are settings here; counters live in the state. The same dataclass is the graphs'
+`context_schema`, so LangGraph Studio and the LangGraph server render it as the run's settings form
+(`assistants.get_schemas()["context_schema"]`): every field a client may set has a JSON type, a
+default and a description. A client sends JSON, so the index is named by `index_path` and the model
+by a spec string.
+
+Python callers may also hand over objects that JSON cannot carry: an opened `graphseek.Index`
+(`index=`), or a chat model instance or a mapping role -> spec/model (`llm=`). Those are marked
+`SkipJsonSchema`, so they never appear in the form, and the server drops them from a client's
+context (it keeps only the keys of the schema).
+
+Adding a setting: add a field with a default and `metadata={"description": ...}`, annotated with a
+JSON type (str, int, float, bool, a Literal, or a mapping such as `dict[str, int]` with
+`default_factory`); `tests/test_studio_schema.py` checks that every visible field is described,
+defaulted and typed. Check its range in `__post_init__` when a bad value would only fail later.
+A Python-only object goes in a field annotated `SkipJsonSchema[...]` with `repr=False`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
+from pydantic.json_schema import SkipJsonSchema
+
+from graphseek.errors import ContextError
+
 RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive"]
+Mode = Literal["single", "competitive", "collaborative"]
+Profile = Literal["general", "wikipedia"]
+# the offline reader's confidence scale differs by profile: each has its calibrated threshold
+# (general: measured on the dev slices, see benchmarks/offline_reasoner.py)
+PROFILE_THRESHOLDS: dict[str, float] = {"general": 0.5, "wikipedia": 0.15}
+
+#: environment variable naming the directory that relative `index_path`s resolve against
+INDEX_DIR_ENV = "GRAPHSEEK_INDEX_DIR"
 
 
-@dataclass(frozen=True)
+def _describe(text: str) -> dict[str, str]:
+    return {"description": text}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Context:
-    # where to look: an opened `graphseek.Index`, or a path to one
-    index: Any = None
-    index_path: str | None = None
-    # the model: a spec ("offline", "openai:gpt-4o-mini", "scripted"), a mapping role -> spec
-    # (key "default" for the rest), or a chat model instance (tests pass a scripted model)
-    llm: Any = None
-    retriever: RetrieverName = "hybrid"
-    top_k: int = 5
-    # budgets
-    max_turns: int = 6
-    max_llm_calls: int = 60
-    max_tokens: int = 400_000
-    max_retries: int = 2
-    # multi-agent options (knowledge_aware)
-    agents: int = 1
-    mode: Literal["single", "competitive", "collaborative"] = "single"
-    # offline policies: abstain when the best answer's confidence is below this
-    abstain_threshold: float = 0.15
-    # dataset knowledge for the offline reasoner: None (general reading, the default) or
-    # "wikipedia" (relation cues and title rules tuned to Wikipedia-style passages)
-    profile: str | None = None
-    seed: int = 0
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Settings of one run of any topology (unused settings are ignored by a topology)."""
+
+    # -- what to search -------------------------------------------------------------------------
+    index_path: str = field(
+        default="",
+        metadata=_describe(
+            "Directory of an index built by `graphseek index CORPUS --out DIR`. A relative path "
+            f"resolves against ${INDEX_DIR_ENV} when set, else the server's working directory "
+            "(the directory `langgraph dev` was started from)."
+        ),
+    )
+    retriever: RetrieverName = field(
+        default="hybrid",
+        metadata=_describe(
+            "Passage retriever: bm25 (lexical), dense (MiniLM + FAISS), hybrid (both, fused "
+            "with RRF), higra (HiGraRetriever over the knowledge graph) or progressive (A2RAG "
+            "local -> bridge -> PPR). Graph retrievers need an index built with a graph."
+        ),
+    )
+    top_k: int = field(default=5, metadata=_describe("Passages retrieved per query (>= 1)."))
+    # -- the model --------------------------------------------------------------------------------
+    # Python callers may also pass a chat model instance or a mapping role -> spec / model (key
+    # "default" for the other roles); only the spec string is part of the form.
+    llm: str | SkipJsonSchema[Any] = field(
+        default="",
+        metadata=_describe(
+            "Model for every role: 'offline' (deterministic offline reasoner, no API key), "
+            "'openai:<model>' (e.g. 'openai:gpt-4o-mini'; OPENAI_API_KEY or an OpenAI-compatible "
+            "GRAPHSEEK_BASE_URL on the server). Empty: $GRAPHSEEK_LLM, else 'offline'."
+        ),
+    )
+    # -- budgets (counters live in the state) -----------------------------------------------------
+    max_turns: int = field(
+        default=6,
+        metadata=_describe("Most controller turns (Seeker, planner or ReAct steps) before the "
+                           "run answers with what it has or abstains."),
+    )  # fmt: skip
+    max_llm_calls: int = field(
+        default=60, metadata=_describe("Most LLM calls in one run (failed calls count).")
+    )
+    max_tokens: int = field(
+        default=400_000, metadata=_describe("Most prompt + completion tokens in one run.")
+    )
+    max_retries: int = field(
+        default=2,
+        metadata=_describe(
+            "Retries of a malformed LLM reply, and of a failed check (adaptive rewrite, "
+            "deep_search expansion) before abstaining."
+        ),
+    )
+    # -- topology settings ------------------------------------------------------------------------
+    agents: int = field(
+        default=1,
+        metadata=_describe("knowledge_aware: number of suggester agents (>= 1)."),
+    )
+    mode: Mode = field(
+        default="single",
+        metadata=_describe(
+            "knowledge_aware: single agent; competitive suggesters with private caches (the "
+            "proposal leaving the fewest Required gaps wins); collaborative suggesters sharing "
+            "one cache."
+        ),
+    )
+    profile: Profile = field(
+        default="general",
+        metadata=_describe(
+            "Dataset knowledge of the offline reasoner: general (reading from general English, "
+            "for any documents) or wikipedia (relation cues and title rules tuned to "
+            "Wikipedia-style passages, e.g. 2WikiMultiHopQA)."
+        ),
+    )
+    abstain_threshold: float | None = field(
+        default=None,
+        metadata=_describe(
+            "Offline policies abstain when the best answer's confidence is below this (0..1). "
+            "Empty: the profile's calibrated default (general 0.5, wikipedia 0.15)."
+        ),
+    )
+    tool_char_budget: int = field(
+        default=4000,
+        metadata=_describe("Most characters of one graph tool's output shown to a model."),
+    )
+    seed: int = field(default=0, metadata=_describe("Seed for anything randomised."))
+    # -- Python only (not in the schema, dropped from a server client's context) ------------------
+    index: SkipJsonSchema[Any] = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("top_k", "agents"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                problems.append(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("max_turns", "max_llm_calls", "max_tokens", "max_retries", "seed"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                problems.append(f"{name} must be an integer >= 0, got {value!r}")
+        threshold = self.abstain_threshold
+        if threshold is not None and (
+            not isinstance(threshold, int | float) or not 0.0 <= float(threshold) <= 1.0
+        ):
+            problems.append(f"abstain_threshold must be a number in [0, 1], got {threshold!r}")
+        if not isinstance(self.index_path, str):
+            problems.append(f"index_path must be a string, got {type(self.index_path).__name__}")
+        if not isinstance(self.retriever, str) or not self.retriever:
+            problems.append(f"retriever must be a name, got {self.retriever!r}")
+        if self.profile not in PROFILE_THRESHOLDS:
+            problems.append(
+                f"profile must be one of {', '.join(PROFILE_THRESHOLDS)}, got {self.profile!r}"
+            )
+        if problems:
+            raise ContextError("Invalid run context: " + "; ".join(problems) + ".")
+        # fail at the start of a run, not at its first retrieval, when the index path is wrong
+        if self.index is None and self.index_path:
+            path = resolve_index_path(self.index_path)
+            if not path.is_dir():
+                raise ContextError(index_path_problem(self.index_path, "no such directory"))
+
+    @property
+    def threshold(self) -> float:
+        """The abstention threshold in force: `abstain_threshold`, else the profile's default."""
+        if self.abstain_threshold is not None:
+            return float(self.abstain_threshold)
+        return PROFILE_THRESHOLDS.get(self.profile, 0.5)
+
+    def resolved_index_path(self) -> Path | None:
+        """`index_path` as an absolute path (None when not set); see `resolve_index_path`."""
+        return resolve_index_path(self.index_path) if self.index_path else None
+
+
+def index_base_dir() -> Path:
+    """The directory relative index paths resolve against: `$GRAPHSEEK_INDEX_DIR`, else the
+    current working directory."""
+    base = os.environ.get(INDEX_DIR_ENV, "").strip()
+    return Path(base).expanduser().resolve() if base else Path.cwd()
+
+
+def resolve_index_path(path: str | os.PathLike[str]) -> Path:
+    """An index path made absolute: `~` expanded, a relative path joined to `index_base_dir()`."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else (index_base_dir() / p).resolve()
+
+
+def index_path_problem(raw: str, problem: str) -> str:
+    """The message of a bad `index_path`: what was given, where it resolved, what is wrong, the
+    rule for relative paths and how to build an index."""
+    path = resolve_index_path(raw)
+    where = repr(raw) if str(path) == raw else f"{raw!r} (resolved to {path})"
+    rule = ""
+    if not Path(raw).expanduser().is_absolute():
+        base = os.environ.get(INDEX_DIR_ENV, "").strip()
+        rule = (
+            f" Relative paths resolve against ${INDEX_DIR_ENV} ({index_base_dir()})."
+            if base
+            else f" Relative paths resolve against the working directory ({Path.cwd()}); "
+            f"set ${INDEX_DIR_ENV} to use another base."
+        )
+    return (
+        f"index_path {where}: {problem.rstrip('.')}.{rule} "
+        "Build an index with `graphseek index CORPUS --out DIR`."
+    )

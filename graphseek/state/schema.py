@@ -3,12 +3,17 @@
 `InputState` is what a caller (or LangGraph Studio) sends, `OutputState` what it gets back;
 `State` holds the internals. Keys written by parallel branches carry reducers
 (`graphseek.state.reducers`); reset a reduced list with `langgraph.types.Overwrite`.
+
+The TypedDicts come from `typing_extensions`: pydantic (which turns them into the JSON schemas the
+LangGraph server and Studio show) rejects `typing.TypedDict` before Python 3.12.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired
+
+from typing_extensions import TypedDict
 
 from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion, Usage
 from graphseek.state.reducers import (
@@ -97,10 +102,15 @@ class Diagnostics(TypedDict, total=False):
 
 
 class InputState(TypedDict):
+    """What a run takes: the question (Studio's input form)."""
+
     question: str
 
 
 class OutputState(TypedDict):
+    """What a run returns: the answer with its grounding, or an explicit abstention, plus the
+    trace, the cost and the run's diagnostics."""
+
     answer: NotRequired[str]
     abstained: NotRequired[bool]
     abstain_reason: NotRequired[str]

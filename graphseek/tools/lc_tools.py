@@ -3,7 +3,7 @@
 Thin wrappers: each tool validates its arguments with a pydantic schema, finds the index of the
 run through the runtime context (``runtime.context``, a `graphseek.state.Context`: `index` or
 `index_path`), calls the plain-Python retrieval code of `graphseek.tools`, and returns text sized
-for a prompt (at most ``context.extra["tool_char_budget"]`` characters, default
+for a prompt (at most ``context.tool_char_budget`` characters, default
 `DEFAULT_CHAR_BUDGET`) that names the passage ids grounding it. The tools use
 ``response_format="content_and_artifact"``: the `ToolMessage` content is the text, its artifact a
 dict with ``passage_ids`` (and ``entity_ids`` where relevant), so a workflow can collect evidence
@@ -49,9 +49,8 @@ ToolOutput = tuple[str, Artifact]
 
 
 def char_budget(context: Any) -> int:
-    extra = getattr(context, "extra", None) or {}
     try:
-        return max(200, int(extra.get("tool_char_budget", DEFAULT_CHAR_BUDGET)))
+        return max(200, int(getattr(context, "tool_char_budget", DEFAULT_CHAR_BUDGET)))
     except (TypeError, ValueError):
         return DEFAULT_CHAR_BUDGET
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from graphseek.errors import ContextError, GraphseekError
 from graphseek.knowledge.passages import Hit
+from graphseek.state.context import index_path_problem, resolve_index_path
 
 RetrieverFn = Callable[[Any, str, int], list[Hit]]
 
@@ -66,12 +67,20 @@ def _open_index(path: str) -> Any:
 
 
 def resolve_index(context: Any) -> Any:
-    """The index of a run: `context.index` if given, else the one at `context.index_path`."""
+    """The index of a run: `context.index` if given, else the one at `context.index_path`
+    (relative paths resolve against `$GRAPHSEEK_INDEX_DIR`, else the working directory).
+
+    Raises `ContextError` (a `ValueError`, so the LangGraph server shows its message to the
+    client) when no index is named or the path holds no readable index."""
     if context.index is not None:
         return context.index
-    if context.index_path:
-        return _open_index(str(Path(context.index_path).resolve()))
-    raise ValueError(
-        "No index in the runtime context: pass context=Context(index=...) or index_path=...; "
-        "build one with `graphseek index CORPUS --out DIR`."
+    raw = getattr(context, "index_path", "")
+    if raw:
+        try:
+            return _open_index(str(resolve_index_path(raw)))
+        except (GraphseekError, OSError) as exc:  # missing, malformed or unreadable
+            raise ContextError(index_path_problem(raw, str(exc))) from exc
+    raise ContextError(
+        "No index for this run: set index_path in the context (Python: "
+        "Context(index=...) or ask(index, ...)); build one with `graphseek index CORPUS --out DIR`."
     )
