@@ -18,19 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from graphseek.errors import GraphseekError
+from graphseek.evaluation.configs import EvalConfig, baseline_configs
 from graphseek.evaluation.datasets import DATASETS, Dataset, load_dataset
+from graphseek.evaluation.index_cache import cached_index
 from graphseek.evaluation.judge import Judge
 from graphseek.evaluation.report import write_report
-from graphseek.evaluation.runner import (
-    EvalConfig,
+from graphseek.evaluation.retrieval import (
     RetrievalReport,
-    SystemFn,
-    baseline_configs,
-    cached_index,
     evaluate_retrieval,
     registered_retrievers,
-    run_evaluation,
 )
+from graphseek.evaluation.runner import run_evaluation
+from graphseek.evaluation.system import SystemFn
 
 __all__ = ["add_eval_arguments", "eval_main", "make_configs", "run_eval", "run_eval_command"]
 
@@ -66,7 +65,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         "--dataset",
         action="append",
         metavar="NAME|PATH",
-        help=f"dataset name ({', '.join(DATASETS)}) or question file; repeatable",
+        help=f"dataset name ({', '.join(DATASETS)}), question file, or NAME=FILE (held-out "
+        "sets kept outside the repo, e.g. docqa-heldout=FILE); repeatable",
     )
     parser.add_argument(
         "--questions",
