@@ -9,7 +9,8 @@ the knowledge graph added when a topology other than naive/dual_agent is run.
     .venv/bin/python benchmarks/qa_topologies.py [--llm offline] [--questions 0:20]
         [--topology naive --topology dual_agent ...] [--skip-demo] [--json out.json]
 
-`benchmarks/offline_reasoner.py` is this script with naive and dual_agent on 2Wiki 0:50.
+`benchmarks/offline_reasoner.py` measures the offline topologies through the evaluation runner,
+dev and held-out side by side, with right / wrong / abstained and CPU seconds per question.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def _dataset_index(
     name: str, questions: str, data_dir: Path, index_dir: Path, graph: bool
 ) -> tuple[Any, Any]:
     from graphseek.evaluation.datasets import load_dataset
-    from graphseek.evaluation.runner import cached_index
+    from graphseek.evaluation.index_cache import cached_index
 
     dataset = load_dataset(name, data_dir=data_dir, questions=questions)
     index = cached_index(dataset, index_dir, graph=graph)

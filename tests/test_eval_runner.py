@@ -400,6 +400,10 @@ def test_retrieval_and_index_cache_on_a_real_index(
     assert reopened.path == built.path and built.path.name.startswith("tiny-")
     assert manifest.stat().st_mtime_ns == stamp  # opened, not rebuilt
     assert len(reopened) == len(tiny_passages)
+    # the same corpus under another name (a held-out question file) reuses the index
+    renamed = dataset.model_copy(update={"name": "tiny-heldout"})
+    assert cached_index(renamed, tmp_path).path == built.path
+    assert manifest.stat().st_mtime_ns == stamp
 
 
 def test_graph_need_and_index_cache_location(

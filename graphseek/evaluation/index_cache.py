@@ -1,7 +1,8 @@
 """Dataset indexes, cached on disk by corpus: built on first use, reopened afterwards.
 
 The directory of a dataset's index is `<index_dir>/<dataset name>-<corpus hash>`, so a changed
-corpus gets a new index and an unchanged one is never rebuilt. `<index_dir>` defaults to
+corpus gets a new index and an unchanged one is never rebuilt; a data set whose corpus is
+already cached under another name (`docqa-heldout` shares `docqa`'s) reuses that index. `<index_dir>` defaults to
 `<cache>/indexes`, with `<cache>` = $GRAPHSEEK_CACHE_DIR, else $XDG_CACHE_HOME/graphseek, else
 ~/.cache/graphseek (as `graphseek` itself uses).
 """
@@ -67,7 +68,8 @@ def cached_index(
     """Open the dataset's index from the cache, building it on first use.
 
     The directory is `<index_dir>/<dataset name>-<corpus hash>`, so a changed corpus gets a new
-    index and an unchanged one is never rebuilt. With `graph=True` the index must also hold the
+    index and an unchanged one is never rebuilt; an index of the same corpus cached under
+    another dataset name is reused. With `graph=True` the index must also hold the
     knowledge graph (built offline); a cached index without one gets it added (no re-embedding).
     """
     from graphseek.errors import IndexFormatError, IndexNotFoundError
@@ -75,7 +77,10 @@ def cached_index(
 
     require_corpus(dataset)
     root = Path(index_dir) if index_dir is not None else default_index_dir()
-    path = root / f"{_slug(dataset.name)}-{dataset.corpus_hash()[:12]}"
+    digest = dataset.corpus_hash()[:12]
+    path = root / f"{_slug(dataset.name)}-{digest}"
+    if not path.exists():  # the same corpus under another name (docqa and docqa-heldout)
+        path = next(iter(sorted(root.glob(f"[!.]*-{digest}"))), path) if root.is_dir() else path
     if path.exists():
         try:
             index = Index.open(path)
