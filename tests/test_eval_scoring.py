@@ -213,3 +213,15 @@ def test_eval_on_a_docqa_directory_and_the_reserved_heldout_name(
     code = eval_main(["--dataset", "docqa-heldout", "--data-dir", str(tmp_path / "data")])
     out = capsys.readouterr().out
     assert code == 2 and "docqa-heldout=PATH" in out and "Traceback" not in out
+
+
+def test_unknown_topology_or_retriever_fails_before_loading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from graphseek.evaluation.cli import eval_main
+
+    missing = str(tmp_path / "no-such-data")  # never read: the names are checked first
+    for option, name in (("--topology", "nosuch"), ("--retriever", "nosuch")):
+        code = eval_main(["--dataset", "docqa", "--data-dir", missing, option, name])
+        out = capsys.readouterr().out
+        assert code == 2 and f"unknown {option[2:]} 'nosuch'" in out and "Traceback" not in out

@@ -157,6 +157,23 @@ def make_configs(
     return list(unique.values())
 
 
+def _check_names(topologies: Sequence[str], retrievers: Sequence[str]) -> None:
+    """Unknown topology or retriever names fail at once, before any data or model is loaded."""
+    from graphseek.graphs import topology_names
+
+    unknown = [t for t in topologies if t not in topology_names()]
+    if unknown:
+        raise ValueError(
+            f"unknown topology {', '.join(map(repr, unknown))}; known: {', '.join(topology_names())}"
+        )
+    known = registered_retrievers()
+    unknown = [r for r in retrievers if r not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown retriever {', '.join(map(repr, unknown))}; known: {', '.join(known)}"
+        )
+
+
 def run_eval(
     datasets: Sequence[str | Dataset],
     *,
@@ -185,6 +202,10 @@ def run_eval(
     `system` and `index_factory` replace `graphseek.api.ask` and the cached index (tests).
     """
     out_dir = Path(out)
+    if system is None and not retrieval_only:
+        _check_names(topologies, retrievers or DEFAULT_RETRIEVERS)
+    elif retrieval_only and index_factory is None:
+        _check_names([], retrievers or RETRIEVAL_ONLY_DEFAULT)
     loaded = [
         d if isinstance(d, Dataset) else load_dataset(d, data_dir=data_dir, questions=questions)
         for d in datasets
