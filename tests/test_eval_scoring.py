@@ -120,6 +120,8 @@ def test_outcomes_partition_the_questions_and_fill_the_report(tmp_path: Path) ->
     assert cell["unanswerable_abstained"] == {"mean": 0.5, "n": 2, "count": 1}
     assert cell["abstain_any"]["mean"] == pytest.approx(0.4)  # q3 and q4
     assert cell["em"]["mean"] == pytest.approx(0.4)  # q1 and the abstention on q4
+    assert any(n.startswith("Unanswerable questions") and "docs: 2" in n for n in summary["notes"])
+    assert not any(n.startswith("Retrieval metrics skip flagged") for n in summary["notes"])
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["cells"]["dual_agent-hybrid"]["docs"]["wrong_answer_rate"]["mean"] == 0.4
 

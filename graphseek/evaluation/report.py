@@ -141,14 +141,24 @@ def summarise(
             "was given" + (" for some records" if judge == "mixed" else "") + "."
         )
     flagged_ids: dict[str, set[str]] = defaultdict(set)
+    unanswerable_ids: dict[str, set[str]] = defaultdict(set)
     for r in records:
         if r.get("flagged"):
-            flagged_ids[r["dataset"]].add(r["question_id"])
+            answerable = outcome_metrics(r)["unanswerable_abstained"] is None
+            (flagged_ids if answerable else unanswerable_ids)[r["dataset"]].add(r["question_id"])
     n_flagged = {ds: len(flagged_ids[ds]) for ds in datasets}
     if any(n_flagged.values()):
         notes.append(
             "Retrieval metrics skip flagged questions (gold passages not all found): "
             + ", ".join(f"{ds}: {n}" for ds, n in n_flagged.items() if n)
+            + "."
+        )
+    n_unanswerable = {ds: len(unanswerable_ids[ds]) for ds in datasets}
+    if any(n_unanswerable.values()):
+        notes.append(
+            "Unanswerable questions (no gold answer, no gold passages) count in the answer "
+            "metrics and outcomes, not in the retrieval metrics: "
+            + ", ".join(f"{ds}: {n}" for ds, n in n_unanswerable.items() if n)
             + "."
         )
     notes.append(
