@@ -252,6 +252,11 @@ def run_eval(
     return {"out": out_dir, "records": records, "summary": summary, "retrieval": reports}
 
 
+def _error_line(console: Any, text: str) -> None:
+    """One red line whatever the terminal width; brackets in `text` are not rich markup."""
+    console.print(text, style="red", markup=False, highlight=False, soft_wrap=True)
+
+
 def run_eval_command(args: argparse.Namespace) -> int:
     """Run `graphseek eval` from parsed arguments; print the table; return the exit status."""
     from rich.console import Console
@@ -279,9 +284,9 @@ def run_eval_command(args: argparse.Namespace) -> int:
         )
     except (GraphseekError, ValueError, KeyError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        console.print(f"[red]graphseek eval: {msg}[/red]")
+        _error_line(console, f"graphseek eval: {msg}")
         if isinstance(exc, KeyError):
-            console.print(f"known retrievers: {', '.join(registered_retrievers())}")
+            _error_line(console, f"known retrievers: {', '.join(registered_retrievers())}")
         return 2
     out_dir = outcome["out"]
     # the markdown source, not a rendering: tables stay readable at any terminal width
