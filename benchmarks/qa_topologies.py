@@ -1,15 +1,19 @@
 """Answer accuracy and cost per topology, measured in one run with the same model.
 
 For the bundled demo corpus (all demo questions) and a slice of a dataset (default: the first 20
-questions of the 2Wiki dev slice), runs each topology and prints, per topology, the answers
-correct (EM over gold aliases), mean F1, abstentions, and per question the LLM calls, tokens and
-seconds. Indexes come from the evaluation's cache (`graphseek eval` builds the same ones), with
-the knowledge graph added when a topology other than naive/dual_agent is run.
+questions of the 2Wiki dev slice), runs each topology through the evaluation runner
+(`graphseek.evaluation.run_evaluation`: the records and scoring of `graphseek eval`) and prints,
+per topology, the answers right (of n), EM, F1, wrong and abstained, and per question the LLM
+calls, tokens, seconds and CPU seconds. Indexes come from the evaluation's cache (`graphseek
+eval` builds the same ones), with the knowledge graph added when a topology other than
+naive/dual_agent is run.
 
-    .venv/bin/python benchmarks/qa_topologies.py [--llm offline] [--questions 0:20]
-        [--topology naive --topology dual_agent ...] [--skip-demo] [--json out.json]
+    .venv/bin/python benchmarks/qa_topologies.py [--llm offline] [--dataset 2wiki]
+        [--questions 0:20] [--topology naive --topology dual_agent ...] [--skip-demo]
+        [--out DIR] [--json out.json]
 
-`benchmarks/offline_reasoner.py` is this script with naive and dual_agent on 2Wiki 0:50.
+`benchmarks/offline_reasoner.py` measures the offline topologies through the same runner, dev
+and held-out side by side.
 """
 
 from __future__ import annotations
@@ -17,116 +21,129 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _dataset_index(
-    name: str, questions: str, data_dir: Path, index_dir: Path, graph: bool
-) -> tuple[Any, Any]:
-    from graphseek.evaluation.datasets import load_dataset
-    from graphseek.evaluation.runner import cached_index
-
-    dataset = load_dataset(name, data_dir=data_dir, questions=questions)
-    index = cached_index(dataset, index_dir, graph=graph)
-    items = [(q.question, q.answers) for q in dataset.questions]
-    return index, items
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's graphseek
 
 
-def _demo_index() -> tuple[Any, Any]:
-    from graphseek.cli import demo_files, demo_index
+def _demo_dataset() -> Any:
+    """The bundled demo questions; gold passages are their `gold_titles` in the demo corpus."""
+    from graphseek.cli import demo_files
+    from graphseek.evaluation import Dataset, EvalQuestion
+    from graphseek.knowledge.passages import Passage
 
-    index = demo_index(quiet=True)
-    questions = json.loads(demo_files()[1].read_text())
-    return index, [(q["question"], [q["answer"]]) for q in questions]
+    corpus_file, questions_file = demo_files()
+    corpus = [
+        Passage.from_title_text(p["title"], p["text"]) for p in json.loads(corpus_file.read_text())
+    ]
+    by_title = {p.title: p.id for p in corpus}
+    questions = json.loads(questions_file.read_text())
+    return Dataset(
+        name="demo",
+        questions=[
+            EvalQuestion(
+                id=f"demo-{i}",
+                question=q["question"],
+                answers=[q["answer"]],
+                gold_passage_ids=[by_title[t] for t in q.get("gold_titles", []) if t in by_title],
+                gold_titles=q.get("gold_titles", []),
+            )
+            for i, q in enumerate(questions)
+        ],
+        corpus=corpus,
+        source=str(questions_file),
+    )
 
 
-def run(index: Any, items: list[tuple[str, list[str]]], topology: str, llm: str) -> dict[str, Any]:
-    from graphseek.api import ask
-    from graphseek.evaluation.metrics import exact_match, token_f1
+def _row(summary: dict[str, Any], config: str, dataset: str) -> dict[str, Any]:
+    cell = summary["cells"][config][dataset]
 
-    em = f1 = abstained = calls = tokens = 0.0
-    seconds = 0.0
-    for question, answers in items:
-        result = ask(index, question, topology=topology, llm=llm)
-        em += exact_match(result.answer, answers)
-        f1 += token_f1(result.answer, answers)
-        abstained += result.abstained
-        calls += result.usage.llm_calls
-        tokens += result.usage.prompt_tokens + result.usage.completion_tokens
-        seconds += result.usage.seconds
-    n = max(len(items), 1)
+    def mean(key: str) -> float:
+        return float((cell.get(key) or {}).get("mean") or 0.0)
+
+    def count(key: str) -> int:
+        return int((cell.get(key) or {}).get("count") or 0)
+
+    cpu = (cell.get("cpu_seconds") or {}).get("mean")
     return {
-        "topology": topology,
-        "questions": len(items),
-        "correct": int(em),
-        "em": em / n,
-        "f1": f1 / n,
-        "abstained": int(abstained),
-        "llm_calls_per_q": calls / n,
-        "tokens_per_q": tokens / n,
-        "seconds_per_q": seconds / n,
+        "topology": summary["config_specs"][config]["topology"],
+        "questions": int(mean("n")),
+        "right": count("right"),
+        "wrong": count("wrong"),
+        "abstained": count("abstained"),
+        "em": mean("em"),
+        "f1": mean("f1"),
+        "wrong_answer_rate": mean("wrong_answer_rate"),
+        "llm_calls_per_q": mean("llm_calls"),
+        "tokens_per_q": mean("tokens"),
+        "seconds_per_q": mean("seconds"),
+        "cpu_seconds_per_q": cpu,
     }
 
 
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n{title}")
     print(
-        "| topology | correct | EM | F1 | abstained | LLM calls/q | tokens/q | s/q |\n"
-        "|---|---|---|---|---|---|---|---|"
+        "| topology | right | EM | F1 | wrong | abstained | LLM calls/q | tokens/q | s/q "
+        "| CPU s/q |\n|---|---|---|---|---|---|---|---|---|---|"
     )
     for r in rows:
+        cpu = "–" if r["cpu_seconds_per_q"] is None else f"{r['cpu_seconds_per_q']:.2f}"
         print(
-            f"| {r['topology']} | {r['correct']}/{r['questions']} | {r['em']:.3f} | {r['f1']:.3f} "
-            f"| {r['abstained']} | {r['llm_calls_per_q']:.1f} | {r['tokens_per_q']:.0f} "
-            f"| {r['seconds_per_q']:.2f} |"
+            f"| {r['topology']} | {r['right']}/{r['questions']} | {r['em']:.3f} | {r['f1']:.3f} "
+            f"| {r['wrong']} | {r['abstained']} | {r['llm_calls_per_q']:.1f} "
+            f"| {r['tokens_per_q']:.0f} | {r['seconds_per_q']:.2f} | {cpu} |"
         )
 
 
-def main(argv: list[str] | None = None, defaults: dict[str, Any] | None = None) -> None:
+def main(argv: list[str] | None = None) -> None:
+    from graphseek.cli import demo_index
+    from graphseek.evaluation import load_dataset, make_configs, run_evaluation, summarise
+    from graphseek.evaluation.index_cache import cached_index, needs_graph
     from graphseek.graphs import topology_names
 
-    d = defaults or {}
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm", default="offline")
     parser.add_argument("--dataset", default="2wiki")
-    parser.add_argument("--questions", default=d.get("questions", "0:20"))
+    parser.add_argument("--questions", default="0:20")
     parser.add_argument("--topology", action="append", default=None)
-    parser.add_argument("--skip-demo", action="store_true", default=d.get("skip_demo", False))
-    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--skip-demo", action="store_true")
+    parser.add_argument("--data-dir", type=Path, default=None, help="data directory")
     parser.add_argument(
         "--index-dir", type=Path, default=None, help="index cache (default: the eval cache)"
     )
+    parser.add_argument("--out", type=Path, default=None, help="records (default: a temp dir)")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)
-    topologies = args.topology or d.get("topologies") or topology_names()
-    out: dict[str, list[dict[str, Any]]] = {}
-    targets = []
-    if not args.skip_demo:
-        targets.append(("demo corpus", *_demo_index()))
-    targets.append(
-        (
-            f"{args.dataset} questions {args.questions}",
-            *_dataset_index(
-                args.dataset,
-                args.questions,
-                args.data_dir,
-                args.index_dir,
-                graph=any(t not in ("naive", "dual_agent") for t in topologies),
-            ),
-        )
-    )
-    for title, index, items in targets:
-        rows = [run(index, items, t, args.llm) for t in topologies]
+    topologies = args.topology or topology_names()
+    configs = make_configs(topologies, ["hybrid"], llm=args.llm)
+    graph = needs_graph(configs)
+    datasets = [] if args.skip_demo else [_demo_dataset()]
+    datasets.append(load_dataset(args.dataset, data_dir=args.data_dir, questions=args.questions))
+
+    def index_for(ds: Any) -> Any:
+        if ds.name == "demo":
+            return demo_index(quiet=True)
+        return cached_index(ds, args.index_dir, graph=graph)
+
+    with tempfile.TemporaryDirectory(prefix="qa-topologies-") as tmp:
+        out = args.out or Path(tmp)
+        records = run_evaluation(datasets, configs, out, index_factory=index_for)
+        summary = summarise(records)
+    result: dict[str, list[dict[str, Any]]] = {}
+    for ds in datasets:
+        title = "demo corpus" if ds.name == "demo" else f"{ds.name} questions {args.questions}"
+        rows = [_row(summary, c.name, ds.name) for c in configs]
         print_table(f"{title} — llm={args.llm}", rows)
-        out[title] = rows
+        result[title] = rows
+    print("\nload average: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+        args.json.write_text(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -311,3 +311,81 @@ def test_unknown_names_and_missing_files(tmp_path: Path) -> None:
     _write(tmp_path / "odd.json", [{"foo": 1}])
     with pytest.raises(DatasetError, match="question"):
         load_questions_file(tmp_path / "odd.json")
+
+
+# --- docqa (HotpotQA-style records, a {title, text} corpus, unanswerable questions) ----------
+
+DOC_CORPUS = [
+    {"title": "zlib: part 3", "text": "The deflate format was defined by Phil Katz."},
+    {"title": "libpng: README", "text": "libpng relies on the zlib compression library."},
+    {"title": "tmux: intro", "text": "tmux is a terminal multiplexer."},
+]
+
+
+def _docqa_records() -> list[dict[str, Any]]:
+    return [
+        {
+            "_id": "dq-1",
+            "question": "Who defined the deflate format used by the library libpng relies on?",
+            "answer": "Phil Katz",
+            "answer_aliases": ["P. Katz"],
+            "type": "two_hop",
+            "supporting_facts": [["libpng: README", 0], ["zlib: part 3", 0]],
+            "bridge": "zlib",
+        },
+        {
+            "_id": "dq-2",
+            "question": "In what year was tmux first released?",
+            "answer": "",
+            "answer_aliases": [],
+            "type": "unanswerable",
+            "supporting_facts": [],
+            "bridge": None,
+        },
+    ]
+
+
+def _docqa_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "data"
+    _write(root / "docqa" / "docqa_dev.json", _docqa_records())
+    _write(root / "docqa" / "docqa_corpus.json", DOC_CORPUS)
+    return root
+
+
+def test_docqa_named_dataset_with_unanswerable_questions(tmp_path: Path) -> None:
+    ds = load_dataset("docqa", data_dir=_docqa_dir(tmp_path))
+    assert ds.name == "docqa" and len(ds.corpus) == 3
+    two_hop, unanswerable = ds.questions
+    assert two_hop.answers == ["Phil Katz", "P. Katz"] and two_hop.answerable
+    assert two_hop.gold_passage_ids == [
+        passage_id("libpng: README", DOC_CORPUS[1]["text"]),
+        passage_id("zlib: part 3", DOC_CORPUS[0]["text"]),
+    ]
+    assert not two_hop.flagged and two_hop.type == "two_hop"
+    assert two_hop.metadata["bridge"] == "zlib"
+    # empty gold answer: no answers at all, unanswerable, flagged out of retrieval metrics
+    assert unanswerable.answers == [] and not unanswerable.answerable
+    assert unanswerable.flagged and unanswerable.flag_reason.startswith("unanswerable")
+
+
+def test_docqa_heldout_is_reserved_for_a_given_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _docqa_dir(tmp_path)
+    monkeypatch.delenv("GRAPHSEEK_DOCQA_HELDOUT", raising=False)
+    with pytest.raises(DatasetError, match="docqa-heldout=PATH"):
+        load_dataset("docqa-heldout", data_dir=root)
+    # the held-out file elsewhere, no corpus beside it: the docqa corpus is used
+    heldout = _write(tmp_path / "private" / "heldout.json", _docqa_records()[:1])
+    ds = load_dataset(f"docqa-heldout={heldout}", data_dir=root, questions=None)
+    assert ds.name == "docqa-heldout" and len(ds.questions) == 1 and len(ds.corpus) == 3
+    assert not ds.questions[0].flagged
+    monkeypatch.setenv("GRAPHSEEK_DOCQA_HELDOUT", str(heldout))
+    assert load_dataset("docqa-heldout", data_dir=root).corpus_hash() == ds.corpus_hash()
+    # NAME=PATH for any file; a missing file or a bundled name is a clear error
+    other = load_dataset(f"mine={root / 'docqa' / 'docqa_dev.json'}", questions=None)
+    assert other.name == "mine" and len(other.questions) == 2
+    with pytest.raises(DatasetError, match="not found"):
+        load_dataset(f"docqa-heldout={tmp_path / 'nope.json'}", data_dir=root)
+    with pytest.raises(DatasetError, match="bundled"):
+        load_dataset(f"2wiki={heldout}", data_dir=root)

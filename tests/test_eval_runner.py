@@ -21,7 +21,6 @@ from graphseek.evaluation.runner import (
     baseline_configs,
     evaluate_retrieval,
     load_records,
-    register_retriever,
     run_evaluation,
 )
 from graphseek.knowledge.passages import Hit, Passage
@@ -116,6 +115,13 @@ def _run(out: Path, system: FakeSystem, concurrency: int = 1) -> list[dict[str, 
     )
 
 
+def _timeless(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records without the measured CPU seconds, which differ from run to run."""
+    return [
+        {**r, "usage": {k: v for k, v in r["usage"].items() if k != "cpu_seconds"}} for r in records
+    ]
+
+
 def test_records_have_the_documented_fields_and_metrics(tmp_path: Path) -> None:
     records = _run(tmp_path, FakeSystem())
     assert len(records) == 10
@@ -142,7 +148,9 @@ def test_records_have_the_documented_fields_and_metrics(tmp_path: Path) -> None:
     assert r0["metrics"]["recall@5"] == 1.0
     assert r0["metrics"]["ret_precision"] == 1.0 and r0["metrics"]["ret_recall"] == 0.5
     assert r0["judge"]["kind"] == "rule" and r0["judge"]["correct"] is True
-    assert r0["usage"] == {
+    usage = dict(r0["usage"])
+    assert isinstance(usage.pop("cpu_seconds"), float)  # process CPU time of the question
+    assert usage == {
         "llm_calls": 2,
         "prompt_tokens": 100,
         "completion_tokens": 10,
@@ -172,10 +180,10 @@ def test_interrupted_run_resumes_to_the_same_records(tmp_path: Path) -> None:
     resumed = _run(out, second)
     assert len(second.calls) == 7  # only what was missing
     assert ("naive-bm25", "q0") not in second.calls
-    assert resumed == reference
+    assert _timeless(resumed) == _timeless(reference)
     # a third run has nothing to do
     third = FakeSystem()
-    assert _run(out, third) == reference and third.calls == []
+    assert _timeless(_run(out, third)) == _timeless(reference) and third.calls == []
 
 
 def test_system_error_is_recorded_and_run_goes_on(tmp_path: Path) -> None:
@@ -204,12 +212,24 @@ def test_import_error_stops_the_run(tmp_path: Path) -> None:
 def test_concurrency_gives_the_same_records(tmp_path: Path) -> None:
     sequential = _run(tmp_path / "one", FakeSystem())
     parallel = _run(tmp_path / "two", FakeSystem(), concurrency=2)
-    assert parallel == sequential
+    assert _timeless(parallel) == _timeless(sequential)
+    assert all("cpu_seconds" not in r["usage"] for r in parallel)  # not measurable in threads
 
 
 def test_duplicate_config_names_rejected(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unique"):
         run_evaluation([_dataset()], [CONFIGS[0], CONFIGS[0]], tmp_path, system=FakeSystem())
+
+
+def _table_row(table: str, config: str, section: str | None = None) -> dict[str, str]:
+    """The cells of `config`'s row (in the first table after `## section`), by header."""
+    lines = table.splitlines()
+    if section is not None:
+        lines = lines[lines.index(f"## {section}") :]
+    header = next(line for line in lines if line.startswith("| config |"))
+    row = next(line for line in lines if line.startswith(f"| {config} |"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    return dict(zip(names, [c.strip() for c in row.strip("|").split("|")], strict=True))
 
 
 def test_report_table_summary_and_plots(tmp_path: Path) -> None:
@@ -221,12 +241,13 @@ def test_report_table_summary_and_plots(tmp_path: Path) -> None:
         assert (tmp_path / "plots" / png).stat().st_size > 1000
     table = (tmp_path / "table.md").read_text()
     assert "## tiny" in table and "Acc (rule)" in table
-    # EM: q0, q2, q4 correct out of 5 -> 60.0; abstention 1 of 5 -> 20.0
-    row = next(line for line in table.splitlines() if line.startswith("| naive-bm25 |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1] == "5" and cells[2] == "60.0" and cells[-1] == "20.0"
+    # EM: q0, q2, q4 right out of 5 -> 60.0; q1 answered wrongly; q3 abstained
+    cells = _table_row(table, "naive-bm25")
+    assert cells["n"] == "5" and cells["EM"] == "60.0"
+    assert (cells["right"], cells["wrong"], cells["abstained"]) == ("3 (60%)", "1 (20%)", "1 (20%)")
+    assert cells["wrong-answer rate"] == "20.0" and cells["unans. abstained"] == "–"
     # R@2 skips the flagged q4: every other question has 1 of 2 gold in the top 2
-    assert cells[6] == "50.0"
+    assert cells["R@2"] == "50.0"
     cell = summary["cells"]["naive-bm25"]["tiny"]
     assert cell["recall@2"] == {"mean": 0.5, "n": 4}
     assert cell["em"]["n"] == 5
@@ -265,11 +286,13 @@ class FakeIndex:
         ]
 
 
-def test_evaluate_retrieval_registry_and_scores() -> None:
-    register_retriever("oracle", lambda index, query, k: ["p0", "p1", "p2", "p3", "p4", "p5"][:k])
+def test_evaluate_retrieval_shared_registry_and_ad_hoc_scores() -> None:
+    oracle = {"oracle": lambda index, query, k: ["p0", "p1", "p2", "p3", "p4", "p5"][:k]}
     report = evaluate_retrieval(
-        _dataset(), ["bm25", "dense", "hybrid", "oracle"], k_values=(1, 2, 5), index=FakeIndex()
+        _dataset(), ["bm25", "dense", "hybrid"], k_values=(1, 2, 5), index=FakeIndex()
     )
+    extra = evaluate_retrieval(_dataset(), oracle, k_values=(1, 2, 5), index=FakeIndex())
+    report.scores += extra.scores
     assert report.n_questions == 5 and report.n_flagged == 1
     scores = {s.retriever: s for s in report.scores}
     assert scores["bm25"].n == 4
@@ -377,6 +400,10 @@ def test_retrieval_and_index_cache_on_a_real_index(
     assert reopened.path == built.path and built.path.name.startswith("tiny-")
     assert manifest.stat().st_mtime_ns == stamp  # opened, not rebuilt
     assert len(reopened) == len(tiny_passages)
+    # the same corpus under another name (a held-out question file) reuses the index
+    renamed = dataset.model_copy(update={"name": "tiny-heldout"})
+    assert cached_index(renamed, tmp_path).path == built.path
+    assert manifest.stat().st_mtime_ns == stamp
 
 
 def test_graph_need_and_index_cache_location(

@@ -1,5 +1,10 @@
 """Evaluation: dataset loaders, metrics, LLM-as-judge, a resumable runner and reports.
 
+Modules: `datasets` (loaders), `metrics`, `judge`, `scoring` (one answer -> metrics and the
+outcome right / wrong / abstained), `configs`, `system` (the system under test), `index_cache`,
+`records` (records.jsonl I/O), `runner` (run_evaluation), `retrieval` (retrieval-only scores),
+`report` (table.md, summary.json, plots) and `cli` (`graphseek eval`).
+
     from graphseek.evaluation import load_dataset, run_eval
     run_eval(["2wiki"], questions="0:200", topologies=["naive", "dual_agent"], out="eval-out")
 
@@ -15,6 +20,7 @@ from graphseek.evaluation.cli import (
 )  # noqa: E402,I001
 from graphseek.evaluation.datasets import (
     DATASETS,
+    HELDOUT_FILES,
     Dataset,
     DatasetError,
     EvalQuestion,
@@ -51,9 +57,13 @@ from graphseek.evaluation.runner import (
     registered_retrievers,
     run_evaluation,
 )
+from graphseek.evaluation.scoring import OUTCOMES, Outcome, record_outcome, score_answer
 
 __all__ = [
     "DATASETS",
+    "HELDOUT_FILES",
+    "OUTCOMES",
+    "Outcome",
     "ApiSystem",
     "Dataset",
     "DatasetError",
@@ -82,6 +92,7 @@ __all__ = [
     "normalize_answer",
     "parse_slice",
     "recall_at_k",
+    "record_outcome",
     "register_retriever",
     "registered_retrievers",
     "render_table",
@@ -91,6 +102,7 @@ __all__ = [
     "run_eval",
     "run_eval_command",
     "run_evaluation",
+    "score_answer",
     "sub_exact_match",
     "summarise",
     "token_f1",

@@ -18,19 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from graphseek.errors import GraphseekError
+from graphseek.evaluation.configs import EvalConfig, baseline_configs
 from graphseek.evaluation.datasets import DATASETS, Dataset, load_dataset
+from graphseek.evaluation.index_cache import cached_index
 from graphseek.evaluation.judge import Judge
 from graphseek.evaluation.report import write_report
-from graphseek.evaluation.runner import (
-    EvalConfig,
+from graphseek.evaluation.retrieval import (
     RetrievalReport,
-    SystemFn,
-    baseline_configs,
-    cached_index,
     evaluate_retrieval,
     registered_retrievers,
-    run_evaluation,
 )
+from graphseek.evaluation.runner import run_evaluation
+from graphseek.evaluation.system import SystemFn
 
 __all__ = ["add_eval_arguments", "eval_main", "make_configs", "run_eval", "run_eval_command"]
 
@@ -66,7 +65,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         "--dataset",
         action="append",
         metavar="NAME|PATH",
-        help=f"dataset name ({', '.join(DATASETS)}) or question file; repeatable",
+        help=f"dataset name ({', '.join(DATASETS)}), question file, or NAME=FILE (held-out "
+        "sets kept outside the repo, e.g. docqa-heldout=FILE); repeatable",
     )
     parser.add_argument(
         "--questions",
@@ -157,6 +157,23 @@ def make_configs(
     return list(unique.values())
 
 
+def _check_names(topologies: Sequence[str], retrievers: Sequence[str]) -> None:
+    """Unknown topology or retriever names fail at once, before any data or model is loaded."""
+    from graphseek.graphs import topology_names
+
+    unknown = [t for t in topologies if t not in topology_names()]
+    if unknown:
+        raise ValueError(
+            f"unknown topology {', '.join(map(repr, unknown))}; known: {', '.join(topology_names())}"
+        )
+    known = registered_retrievers()
+    unknown = [r for r in retrievers if r not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown retriever {', '.join(map(repr, unknown))}; known: {', '.join(known)}"
+        )
+
+
 def run_eval(
     datasets: Sequence[str | Dataset],
     *,
@@ -185,6 +202,10 @@ def run_eval(
     `system` and `index_factory` replace `graphseek.api.ask` and the cached index (tests).
     """
     out_dir = Path(out)
+    if system is None and not retrieval_only:
+        _check_names(topologies, retrievers or DEFAULT_RETRIEVERS)
+    elif retrieval_only and index_factory is None:
+        _check_names([], retrievers or RETRIEVAL_ONLY_DEFAULT)
     loaded = [
         d if isinstance(d, Dataset) else load_dataset(d, data_dir=data_dir, questions=questions)
         for d in datasets
@@ -231,6 +252,11 @@ def run_eval(
     return {"out": out_dir, "records": records, "summary": summary, "retrieval": reports}
 
 
+def _error_line(console: Any, text: str) -> None:
+    """One red line whatever the terminal width; brackets in `text` are not rich markup."""
+    console.print(text, style="red", markup=False, highlight=False, soft_wrap=True)
+
+
 def run_eval_command(args: argparse.Namespace) -> int:
     """Run `graphseek eval` from parsed arguments; print the table; return the exit status."""
     from rich.console import Console
@@ -258,9 +284,9 @@ def run_eval_command(args: argparse.Namespace) -> int:
         )
     except (GraphseekError, ValueError, KeyError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        console.print(f"[red]graphseek eval: {msg}[/red]")
+        _error_line(console, f"graphseek eval: {msg}")
         if isinstance(exc, KeyError):
-            console.print(f"known retrievers: {', '.join(registered_retrievers())}")
+            _error_line(console, f"known retrievers: {', '.join(registered_retrievers())}")
         return 2
     out_dir = outcome["out"]
     # the markdown source, not a rendering: tables stay readable at any terminal width

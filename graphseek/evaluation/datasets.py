@@ -1,4 +1,4 @@
-"""Dataset loaders for multi-hop QA evaluation (2WikiMultiHopQA, MuSiQue, HotpotQA, sample).
+"""Dataset loaders for QA evaluation (2WikiMultiHopQA, MuSiQue, HotpotQA, docqa, sample).
 
 Every loader returns a `Dataset`: the questions as `EvalQuestion`s and the retrieval corpus as
 `Passage`s whose ids come from `passage_id(title, text)`, so gold ids are stable across runs and
@@ -15,6 +15,15 @@ Gold passages follow the rules of `shared/data/README.md`:
 
 A question whose gold passages cannot all be found in the corpus is kept and `flagged`, with the
 reason; retrieval metrics skip flagged questions, answer metrics do not.
+
+A question whose gold answer is empty (docqa's unanswerable questions) has `answers == []` and
+`answerable == False`: the right response to it is an abstention (see
+`graphseek.evaluation.scoring`).
+
+`docqa` is the dev set of the software-documentation corpus (HotpotQA-style records). Its
+held-out questions live outside this repository; the name `docqa-heldout` is reserved for them
+and needs the file: `--dataset docqa-heldout=PATH` (or $GRAPHSEEK_DOCQA_HELDOUT). Any question
+file can be given a name the same way: `NAME=PATH`.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ __all__ = [
     "DatasetError",
     "DatasetSpec",
     "EvalQuestion",
+    "HELDOUT_FILES",
     "default_data_dir",
     "load_dataset",
     "parse_slice",
@@ -74,6 +84,11 @@ class EvalQuestion(BaseModel):
     @property
     def answer(self) -> str:
         return self.answers[0] if self.answers else ""
+
+    @property
+    def answerable(self) -> bool:
+        """False when the gold answer is empty: the right response is to abstain."""
+        return any(a.strip() for a in self.answers)
 
 
 class Dataset(BaseModel):
@@ -141,6 +156,12 @@ DATASETS: dict[str, DatasetSpec] = {
         format="hotpotqa",
         note="HippoRAG v1 train-100; gold at title level.",
     ),
+    "docqa": DatasetSpec(
+        questions="docqa/docqa_dev.json",
+        corpus="docqa/docqa_corpus.json",
+        format="hotpotqa",
+        note="Software documentation, 40 dev questions (single, two-hop, unanswerable).",
+    ),
     "sample": DatasetSpec(
         questions="sample/sample.json",
         corpus="sample/sample_corpus.json",
@@ -148,6 +169,13 @@ DATASETS: dict[str, DatasetSpec] = {
         note="HippoRAG's one-question debugging sample.",
     ),
 }
+
+
+HELDOUT_FILES: dict[str, tuple[str, str]] = {
+    "docqa-heldout": ("GRAPHSEEK_DOCQA_HELDOUT", "docqa/docqa_corpus.json"),
+}
+"""Reserved names of held-out sets kept outside the repository: name -> (environment variable
+naming the question file, corpus under the data directory used when none sits beside it)."""
 
 
 # ------------------------------------------------------------------------------------------
@@ -249,10 +277,11 @@ def _paragraph_text(p: Mapping[str, Any]) -> str:
 
 
 def _answers(record: Mapping[str, Any]) -> list[str]:
+    """The gold answer then its aliases; empty strings dropped (no answer: unanswerable)."""
     raw = record.get("answer", [])
-    answers = [str(a) for a in raw] if isinstance(raw, list) else [str(raw)]
+    answers = [str(a) for a in raw if a is not None] if isinstance(raw, list) else [str(raw)]
     aliases = record.get("answer_aliases") or []
-    return list(dict.fromkeys(a for a in [*answers, *map(str, aliases)]))
+    return list(dict.fromkeys(a for a in [*answers, *map(str, aliases)] if a.strip()))
 
 
 def _musique_hops(qid: str, record: Mapping[str, Any]) -> tuple[str, int | None]:
@@ -265,8 +294,10 @@ def _musique_hops(qid: str, record: Mapping[str, Any]) -> tuple[str, int | None]
     return "", None
 
 
-def _flag(missing: Sequence[str], n_gold: int) -> tuple[bool, str]:
+def _flag(missing: Sequence[str], n_gold: int, answerable: bool = True) -> tuple[bool, str]:
     if n_gold == 0 and not missing:
+        if not answerable:
+            return True, "unanswerable: no gold answer and no gold passages"
         return True, "no gold passages labelled"
     if missing:
         return True, "gold passage not found in corpus: " + "; ".join(map(repr, missing))
@@ -291,13 +322,14 @@ def _musique_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQu
                     gold_ids.append(pid)
             else:
                 missing.append(title)
-        flagged, reason = _flag(missing, len(gold_ids))
+        answers = _answers(r)
+        flagged, reason = _flag(missing, len(gold_ids), bool(answers))
         qtype, hops = _musique_hops(qid, r)
         out.append(
             EvalQuestion(
                 id=qid,
                 question=str(r["question"]),
-                answers=_answers(r),
+                answers=answers,
                 gold_passage_ids=gold_ids,
                 gold_titles=gold_titles,
                 flagged=flagged,
@@ -365,13 +397,14 @@ def _twowiki_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQu
                 gold_titles.append(p.title)
                 if p.id not in gold_ids:
                     gold_ids.append(p.id)
-        flagged, reason = _flag(missing, len(gold_ids))
+        answers = _answers(r)
+        flagged, reason = _flag(missing, len(gold_ids), bool(answers))
         qtype = str(r.get("question_type") or r.get("type") or "")
         out.append(
             EvalQuestion(
                 id=qid,
                 question=str(r["question"]),
-                answers=_answers(r),
+                answers=answers,
                 gold_passage_ids=gold_ids,
                 gold_titles=gold_titles,
                 flagged=flagged,
@@ -407,13 +440,14 @@ def _hotpot_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQue
                 missing.append(t)
             elif p.id not in gold_ids:
                 gold_ids.append(p.id)
-        flagged, reason = _flag(missing, len(gold_ids))
-        meta = {k: r[k] for k in ("level", "supporting_facts") if k in r}
+        answers = _answers(r)
+        flagged, reason = _flag(missing, len(gold_ids), bool(answers))
+        meta = {k: r[k] for k in ("level", "supporting_facts", "bridge") if r.get(k) is not None}
         out.append(
             EvalQuestion(
                 id=qid,
                 question=str(r["question"]),
-                answers=_answers(r),
+                answers=answers,
                 gold_passage_ids=gold_ids,
                 gold_titles=titles,
                 flagged=flagged,
@@ -522,6 +556,23 @@ def load_dataset(
     `questions` picks records by index: "0:200" (default), "50:", ":20", or None for all.
     """
     key = str(name_or_path)
+    label: str | None = None
+    if "=" in key and not Path(key).expanduser().exists():
+        label, _, key = (part.strip() for part in key.partition("="))
+        if not label or not key:
+            raise DatasetError(f"bad dataset {name_or_path!r}: use NAME, PATH or NAME=PATH")
+    elif key in HELDOUT_FILES:
+        env, _ = HELDOUT_FILES[key]
+        if not os.environ.get(env):
+            raise DatasetError(
+                f"{key} questions are kept outside this repository: pass "
+                f"--dataset {key}=PATH (or set {env})"
+            )
+        label, key = key, os.environ[env]
+    if label is not None:
+        if label in DATASETS:
+            raise DatasetError(f"{label!r} names a bundled dataset; give the file another name")
+        return _load_named_file(label, key, corpus, data_dir, questions)
     if key in DATASETS:
         spec = DATASETS[key]
         root = Path(data_dir) if data_dir is not None else default_data_dir()
@@ -542,6 +593,29 @@ def load_dataset(
     if path.exists():
         return load_questions_file(path, corpus, questions=questions)
     raise DatasetError(f"unknown dataset {key!r}: use one of {sorted(DATASETS)} or a file path")
+
+
+def _load_named_file(
+    label: str,
+    path_text: str,
+    corpus: str | Path | None,
+    data_dir: str | Path | None,
+    questions: str | slice | int | None,
+) -> Dataset:
+    """`NAME=PATH`: the question file under that name; a reserved held-out name falls back to
+    its data set's corpus when no corpus is given or sits beside the file."""
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        raise DatasetError(f"question file for {label!r} not found: {path}")
+    if corpus is None and label in HELDOUT_FILES and _guess_corpus(path) is None:
+        root = Path(data_dir) if data_dir is not None else default_data_dir()
+        corpus = root / HELDOUT_FILES[label][1]
+        if not corpus.exists():
+            raise DatasetError(
+                f"corpus for {label!r} not found: {corpus} (set GRAPHSEEK_DATA_DIR or pass "
+                "--data-dir)"
+            )
+    return load_questions_file(path, corpus, name=label, questions=questions)
 
 
 def require_corpus(dataset: Dataset) -> None:

@@ -3,8 +3,10 @@
 `write_report(records, out_dir)` writes
 
 - `table.md`: one table per dataset and one of averages over datasets; rows are configurations,
-  columns EM, F1, SubEM, judge accuracy, Recall@2/5, retrieval F1 (evidence ids), LLM calls,
-  tokens and seconds per question, abstention rate;
+  columns EM, F1, SubEM, judge accuracy, the outcomes right / wrong / abstained (counts and
+  rates, see `graphseek.evaluation.scoring`), the wrong-answer rate, the unanswerable questions
+  abstained on, Recall@2/5, retrieval F1 (evidence ids), LLM calls, tokens, seconds and CPU
+  seconds per question;
 - `summary.json`: the same numbers with the count each mean is over, plus notes;
 - `plots/accuracy_vs_tokens.png`: judge accuracy against tokens per question;
 - `plots/recall_at_k.png`: Recall@k curves per configuration (and `recall_at_k_retrievers.png`
@@ -26,25 +28,36 @@ from pathlib import Path
 from typing import Any
 
 from graphseek.evaluation.metrics import aggregate
-from graphseek.evaluation.runner import RECALL_KS, RetrievalReport
+from graphseek.evaluation.records import RECALL_KS
+from graphseek.evaluation.retrieval import RetrievalReport
+from graphseek.evaluation.scoring import OUTCOMES, outcome_metrics
 
 __all__ = ["COLUMNS", "render_table", "summarise", "write_report"]
 
-# (key in the summary, column header, kind): kind "pct" (x100), "num" (1 decimal), "int", "sec"
+# (key in the summary, column header, kind): kind "pct" (x100), "num" (1 decimal), "int", "sec",
+# "count" (count and rate: "12 (30%)"), "frac" (count of n: "5/5")
 COLUMNS: list[tuple[str, str, str]] = [
     ("n", "n", "int"),
     ("em", "EM", "pct"),
     ("f1", "F1", "pct"),
     ("subem", "SubEM", "pct"),
     ("judge", "Acc", "pct"),
+    ("right", "right", "count"),
+    ("wrong", "wrong", "count"),
+    ("abstained", "abstained", "count"),
+    ("wrong_answer_rate", "wrong-answer rate", "pct"),
+    ("unanswerable_abstained", "unans. abstained", "frac"),
     ("recall@2", "R@2", "pct"),
     ("recall@5", "R@5", "pct"),
     ("ret_f1", "RetF1", "pct"),
     ("llm_calls", "calls/q", "num"),
     ("tokens", "tokens/q", "int"),
     ("seconds", "s/q", "sec"),
-    ("abstained", "abstain", "pct"),
+    ("cpu_seconds", "CPU s/q", "sec"),
 ]
+
+COUNTED = (*OUTCOMES, "unanswerable_abstained")
+"""Summary keys that also carry `count` (how many questions the rate is of)."""
 
 _STAGE_ORDER = ["local", "bridge", "ppr", "global", "failed", "abstain", "abstained"]
 
@@ -57,9 +70,17 @@ def _per_question(record: Mapping[str, Any]) -> dict[str, Any]:
     row["prompt_tokens"] = usage.get("prompt_tokens", 0)
     row["completion_tokens"] = usage.get("completion_tokens", 0)
     row["seconds"] = usage.get("seconds", 0.0)
-    row["abstained"] = float(bool(record.get("abstained")))
+    row["cpu_seconds"] = usage.get("cpu_seconds")
+    row.update(outcome_metrics(record))
     row["error"] = float(record.get("error") is not None)
     return row
+
+
+def _add_counts(cell: dict[str, Any]) -> None:
+    for key in COUNTED:
+        stat = cell.get(key)
+        if stat is not None and stat.get("mean") is not None:
+            stat["count"] = round(stat["mean"] * stat["n"])
 
 
 def _ordered(values: Sequence[str]) -> list[str]:
@@ -86,6 +107,7 @@ def summarise(
         agg = aggregate([_per_question(r) for r in recs], [bool(r.get("flagged")) for r in recs])
         agg["n"] = {"mean": len(recs), "n": len(recs)}
         agg["n_flagged"] = {"mean": sum(bool(r.get("flagged")) for r in recs), "n": len(recs)}
+        _add_counts(agg)
         cells[cfg][ds] = agg
 
     averages: dict[str, dict[str, Any]] = {}
@@ -103,6 +125,9 @@ def summarise(
         for key in ("n", "n_flagged"):  # counts add up rather than average
             if key in avg:
                 avg[key]["mean"] = avg[key]["n"]
+        for key in COUNTED:
+            if key in avg:
+                avg[key]["count"] = sum(cell.get(key, {}).get("count", 0) for cell in per_ds)
         avg["datasets"] = {"mean": len(per_ds), "n": len(per_ds)}
         averages[cfg] = avg
 
@@ -116,9 +141,11 @@ def summarise(
             "was given" + (" for some records" if judge == "mixed" else "") + "."
         )
     flagged_ids: dict[str, set[str]] = defaultdict(set)
+    unanswerable_ids: dict[str, set[str]] = defaultdict(set)
     for r in records:
         if r.get("flagged"):
-            flagged_ids[r["dataset"]].add(r["question_id"])
+            answerable = outcome_metrics(r)["unanswerable_abstained"] is None
+            (flagged_ids if answerable else unanswerable_ids)[r["dataset"]].add(r["question_id"])
     n_flagged = {ds: len(flagged_ids[ds]) for ds in datasets}
     if any(n_flagged.values()):
         notes.append(
@@ -126,6 +153,23 @@ def summarise(
             + ", ".join(f"{ds}: {n}" for ds, n in n_flagged.items() if n)
             + "."
         )
+    n_unanswerable = {ds: len(unanswerable_ids[ds]) for ds in datasets}
+    if any(n_unanswerable.values()):
+        notes.append(
+            "Unanswerable questions (no gold answer, no gold passages) count in the answer "
+            "metrics and outcomes, not in the retrieval metrics: "
+            + ", ".join(f"{ds}: {n}" for ds, n in n_unanswerable.items() if n)
+            + "."
+        )
+    notes.append(
+        "right: judged correct (Acc) on an answerable question, or an abstention on an "
+        "unanswerable one (empty gold answer); wrong: any other answer; abstained: an "
+        "abstention on an answerable question. right + wrong + abstained = n; wrong-answer "
+        "rate = wrong / n. Unanswerable questions score EM = F1 = 1 when abstained on, "
+        "0 when answered (SQuAD 2.0)."
+    )
+    if any(r.get("usage", {}).get("cpu_seconds") is None for r in records):
+        notes.append("CPU s/q is left out for records run with --concurrency > 1 or older runs.")
     errors = sum(r.get("error") is not None for r in records)
     if errors:
         notes.append(f"{errors} record(s) ended with a system error (scored as abstentions).")
@@ -139,6 +183,21 @@ def summarise(
         "retrieval": [r.model_dump(mode="json", exclude={"per_question"}) for r in retrieval or []],
         "notes": notes,
     }
+
+
+def _fmt_stat(stat: Mapping[str, Any] | None, kind: str) -> str:
+    stat = stat or {}
+    value = stat.get("mean")
+    if kind == "count":
+        if value is None:
+            return "–"
+        count = stat.get("count", round(value * stat.get("n", 0)))
+        return f"{count} ({100 * value:.0f}%)"
+    if kind == "frac":
+        if not stat.get("n"):
+            return "–"
+        return f"{stat.get('count', 0)}/{stat['n']}"
+    return _fmt(value, kind)
 
 
 def _fmt(value: Any, kind: str) -> str:
@@ -169,7 +228,7 @@ def _table(
         cell = rows.get(cfg)
         if cell is None:
             continue
-        values = [_fmt((cell.get(key) or {}).get("mean"), kind) for key, _, kind in COLUMNS]
+        values = [_fmt_stat(cell.get(key), kind) for key, _, kind in COLUMNS]
         label = cfg
         covered = (cell.get("datasets") or {}).get("mean")
         if n_datasets and covered is not None and covered < n_datasets:
@@ -185,9 +244,10 @@ def render_table(summary: Mapping[str, Any]) -> str:
     lines = ["# graphseek evaluation", ""]
     if datasets:
         lines.append(
-            "EM, F1, SubEM, Acc, R@k, RetF1 and abstain are percentages; R@k is Recall@k of the "
-            "ranked retrieved passages, RetF1 the passage-level F1 of the evidence ids; costs "
-            "are per question."
+            "EM, F1, SubEM, Acc, wrong-answer rate, R@k and RetF1 are percentages; right, wrong "
+            "and abstained are counts (rate); unans. abstained counts the unanswerable questions "
+            "abstained on; R@k is Recall@k of the ranked retrieved passages, RetF1 the "
+            "passage-level F1 of the evidence ids; costs are per question."
         )
         lines.append("")
     for ds in datasets:
