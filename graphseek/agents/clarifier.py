@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from graphseek.agents.offline.clarifier import is_wh_question
 from graphseek.agents.prompts.clarifier import CLARIFIER_SYSTEM, CLARIFIER_USER
 from graphseek.agents.roles import Step
+from graphseek.agents.text import starts_with_wh as is_wh_question
 from graphseek.llm import invoke_structured
 from graphseek.state.models import Usage
 

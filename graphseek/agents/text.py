@@ -21,6 +21,19 @@ AUX_WORDS = (
 )  # fmt: skip
 
 
+def starts_with_wh(question: str) -> bool:
+    """True when a question starts with a wh-word, an auxiliary or a preposition + wh-word
+    ("In which year ...")."""
+    q = " ".join(question.replace("’", "'").split()).lower()
+    words = q.split()
+    if not words:
+        return False
+    if words[0].strip(",") in WH_WORDS or words[0].strip(",") in AUX_WORDS:
+        return True
+    m = re.match(r"^(in|on|at|from|for|to|by|of|with|during|since|after|before)\s+(\w+)", q)
+    return bool(m and m.group(2) in WH_WORDS)
+
+
 def normalize(text: str) -> str:
     """Lower-case, strip accents, punctuation and articles (SQuAD-style)."""
     text = unicodedata.normalize("NFKD", text)

@@ -166,24 +166,21 @@ def semantic_channel(context: Context, query: str) -> GraphResult:
 def triple_pattern(query: str) -> tuple[str, str, str] | None:
     """A triple pattern for a one-hop sub-query: (focus entity, relation words, ?x), e.g.
     "Who directed The Lantern Keeper?" -> ("The Lantern Keeper", "directed", "?x")."""
-    from graphseek.agents.offline.answer_types import expected_answer
-    from graphseek.agents.text import content_words, question_names
+    from graphseek.agents.reading import analyse_question
+    from graphseek.agents.text import content_words
 
-    qa = expected_answer(query)
-    names = question_names(query)
-    subject = qa.focus or (names[0] if names else "")
+    names = analyse_question(query).names
+    subject = names[0] if names else ""
     if not subject:
         return None
     subject_words = content_words(subject)
-    relation = (qa.relation or "").replace("_", " ")
-    if not relation:
-        words = [
-            w
-            for w in re.findall(r"[A-Za-z][\w-]*", query)
-            if w.lower() in content_words(query) - subject_words
-            or w.lower().rstrip("s") in content_words(query) - subject_words
-        ]
-        relation = " ".join(words)
+    words = [
+        w
+        for w in re.findall(r"[A-Za-z][\w-]*", query)
+        if w.lower() in content_words(query) - subject_words
+        or w.lower().rstrip("s") in content_words(query) - subject_words
+    ]
+    relation = " ".join(words)
     return (subject, relation or "related to", "?x")
 
 
