@@ -64,6 +64,9 @@ from graphseek.agents.verifier import (
 from graphseek.llm import model_for
 from graphseek.state.context import Context
 
+#: abstention threshold for drafts written by a chat model (its self-reported confidence)
+LLM_DRAFT_THRESHOLD = 0.15
+
 
 @dataclass(frozen=True)
 class Roles:
@@ -89,6 +92,8 @@ class Roles:
     refiner: ContextRefiner
     grounder: QueryGrounder
     graph_librarian: GraphLibrarian
+    # confidence below which a draft is not an answer (see `get_roles`)
+    threshold: float = LLM_DRAFT_THRESHOLD
 
 
 _OFFLINE_CACHE: dict[str, Any] = {}
@@ -125,10 +130,15 @@ def get_roles(context: Context) -> Roles:
         LLMLibrarian,
         lambda: OfflineLibrarian(profile=profile),
     )
+    # the profile's threshold is calibrated on the offline reader's confidences; drafts of a
+    # chat model carry the model's own confidence, judged by the plain default
+    threshold = context.threshold
+    if "librarian" not in offline and context.abstain_threshold is None:
+        threshold = LLM_DRAFT_THRESHOLD
     seeker_model = model_for(llm, "seeker")
     if seeker_model is None:
         offline.add("seeker")
-        seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=context.threshold))
+        seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=threshold))
     else:
         seeker = LLMSeeker(seeker_model, max_retries=retries)
     # KAIR: the offline updater and answerer take the run's thresholds, so they are built per run
@@ -141,7 +151,7 @@ def get_roles(context: Context) -> Roles:
         "knowledge_updater",
         LLMKnowledgeUpdater,
         lambda: OfflineKnowledgeUpdater(
-            shared_librarian, threshold=max(RESOLVE_THRESHOLD, context.threshold)
+            shared_librarian, threshold=max(RESOLVE_THRESHOLD, threshold)
         ),
         cache=False,
     )
@@ -149,10 +159,10 @@ def get_roles(context: Context) -> Roles:
     answerer = pick(
         "answerer",
         LLMAnswerer,
-        lambda: OfflineAnswerer(shared_librarian, abstain_threshold=context.threshold),
+        lambda: OfflineAnswerer(shared_librarian, abstain_threshold=threshold),
         cache=False,
     )
-    search_roles = _search_roles(context, pick, offline, shared_librarian)
+    search_roles = _search_roles(context, pick, offline, shared_librarian, threshold)
     return Roles(
         clarifier,
         decomposer,
@@ -163,11 +173,14 @@ def get_roles(context: Context) -> Roles:
         knowledge_updater=knowledge_updater,
         context_filter=context_filter,
         answerer=answerer,
+        threshold=threshold,
         **search_roles,
     )
 
 
-def _search_roles(context: Context, pick: Any, offline: set[str], librarian: Any) -> dict[str, Any]:
+def _search_roles(
+    context: Context, pick: Any, offline: set[str], librarian: Any, threshold: float
+) -> dict[str, Any]:
     """The policies of the adaptive, deep_search, react and higra_retriever roles (same pick
     pattern; the two verifiers share the model of role "verifier", the graph Librarian the
     Librarian's)."""
@@ -195,7 +208,7 @@ def _search_roles(context: Context, pick: Any, offline: set[str], librarian: Any
         "drafter": pick(
             "drafter",
             LLMDrafter,
-            lambda: OfflineDrafter(context.threshold),
+            lambda: OfflineDrafter(threshold),
             cache=False,
         ),
         "expander": pick("expander", LLMExpander, OfflineExpander),

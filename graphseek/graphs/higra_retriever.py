@@ -110,7 +110,7 @@ def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     draft, usage, error = graph_draft(
         state["question"], hits, state.get("graph_context", []), runtime
     )
-    return answer_or_abstain(draft, usage, error, ctx.threshold)
+    return answer_or_abstain(draft, usage, error, get_roles(ctx).threshold)
 
 
 def build_higra_retriever() -> StateGraph[State, Context, InputState, OutputState]:

@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphseek.agents.registry import get_roles
 from graphseek.graphs.common import (
     answer_or_abstain,
     draft_for,
@@ -34,7 +35,7 @@ def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """The Librarian drafts the answer from the retrieved passages; low confidence abstains."""
     ctx = runtime.context
     draft, usage, error = draft_for(state["question"], to_hits(state.get("passages", [])), runtime)
-    return answer_or_abstain(draft, usage, error, ctx.threshold)
+    return answer_or_abstain(draft, usage, error, get_roles(ctx).threshold)
 
 
 def build_naive() -> StateGraph[State, Context, InputState, OutputState]:
