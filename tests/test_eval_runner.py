@@ -266,7 +266,13 @@ class FakeIndex:
 
 
 def test_evaluate_retrieval_registry_and_scores() -> None:
-    register_retriever("oracle", lambda index, query, k: ["p0", "p1", "p2", "p3", "p4", "p5"][:k])
+    by_id = {p.id: p for p in PASSAGES}
+    register_retriever(
+        "oracle",
+        lambda index, query, k: [
+            Hit(passage=by_id[f"p{j}"], score=1.0, rank=j + 1) for j in range(6)
+        ][:k],
+    )
     report = evaluate_retrieval(
         _dataset(), ["bm25", "dense", "hybrid", "oracle"], k_values=(1, 2, 5), index=FakeIndex()
     )

@@ -17,8 +17,8 @@ record wins). An `ImportError` (a broken installation, not a hard question), `Ke
 and other `BaseException`s stop the run.
 
 `evaluate_retrieval(dataset, retrievers)` scores retrievers alone (Recall@k, all-in-top-k,
-passage-level P/R/F1 at k=5) through a registry of `fn(index, query, k) -> [passage_id]`;
-`register_retriever(name, fn)` adds one.
+passage-level P/R/F1 at k=5) with the retrievers of the one registry,
+`graphseek.tools.retrievers` (`register_retriever(name, fn)` adds one there, for workflows too).
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ from graphseek.evaluation.metrics import (
     retrieval_metrics,
     retrieval_prf,
 )
+from graphseek.tools.retrievers import get_retriever as shared_get_retriever
+from graphseek.tools.retrievers import register_retriever
+from graphseek.tools.retrievers import retriever_names as registered_retrievers
 
 __all__ = [
     "RECALL_KS",
@@ -498,30 +501,12 @@ def _parallel(
 
 
 RetrieverFn = Callable[[Any, str, int], list[str]]
-_RETRIEVERS: dict[str, RetrieverFn] = {}
-
-
-def register_retriever(name: str, fn: RetrieverFn) -> None:
-    """Make `fn(index, query, k) -> ranked passage ids` available as retriever `name` here only.
-
-    Retrievers the workflows use (bm25, dense, hybrid, higra, progressive) come from
-    `graphseek.tools.retrievers`; register there to make one available everywhere."""
-    _RETRIEVERS[name] = fn
-
-
-def registered_retrievers() -> list[str]:
-    from graphseek.tools.retrievers import retriever_names
-
-    return sorted({*_RETRIEVERS, *retriever_names()})
 
 
 def get_retriever(name: str) -> RetrieverFn:
-    if name in _RETRIEVERS:
-        return _RETRIEVERS[name]
-    from graphseek.tools import retrievers as shared
-
+    """Retriever `name` of the one registry (`graphseek.tools.retrievers`), as ranked ids."""
     try:
-        fn = shared.get_retriever(name)
+        fn = shared_get_retriever(name)
     except ValueError:
         raise KeyError(
             f"unknown retriever {name!r}; registered: {', '.join(registered_retrievers())}"

@@ -1,8 +1,9 @@
-"""Registers the graph retrievers `higra` and `progressive` with the retriever registry.
+"""The graph retrievers `higra` and `progressive` (listed in `tools.retrievers.LAZY_RETRIEVERS`).
 
-Imported lazily by `graphseek.tools.retrievers` (so the graph layer loads only when a graph
-retriever is asked for). Each is ``fn(index, query, k) -> list[Hit]``, offline (no LLM), with one
-retriever object cached per index object.
+Imported by `graphseek.tools.retrievers.get_retriever` on first use, so the graph layer loads only
+when a graph retriever is asked for; this module does not import the registry back. Each is
+``fn(index, query, k) -> list[Hit]``, offline (no LLM), with one retriever object cached per
+index object.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any
 from graphseek.knowledge.passages import Hit
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
-from graphseek.tools.retrievers import register_retriever
 
 _lock = threading.Lock()
 _higra: weakref.WeakKeyDictionary[Any, HiGraRetriever] = weakref.WeakKeyDictionary()
@@ -54,7 +54,3 @@ def higra(index: Any, query: str, k: int) -> list[Hit]:
 def progressive(index: Any, query: str, k: int) -> list[Hit]:
     """A2RAG's progressive retriever: evidence passages, then hybrid search to fill k."""
     return progressive_retriever(index).retrieve(query, k).hits
-
-
-register_retriever("higra", higra)
-register_retriever("progressive", progressive)

@@ -16,10 +16,10 @@ Layout of a store directory (e.g. ``<index_dir>/graph/``)::
     entity_passage.npz        scipy CSR, entities x passages
     nodes.json                node id lists for the matrices and vector files
 
-Writes are atomic: a store is written into a temporary sibling directory and renamed into place
-(the previous store is renamed aside first and removed after). An interrupted build leaves the
-previous store untouched; if a crash falls between the two renames, `SQLiteGraphStore.open`
-puts the previous store back. A build refuses to replace a non-empty directory that is not a
+Writes are atomic, through `graphseek.knowledge.atomic.atomic_directory` (the index's writer): a
+store is written into a ``.<name>.building-*`` sibling and renamed into place, under a lock. An
+interrupted build leaves the previous store untouched; if a crash falls between the two renames,
+`SQLiteGraphStore.open` puts the previous store back. A build refuses to replace a non-empty directory that is not a
 graph store. Another graph database can implement `GraphStore` later.
 """
 
@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
-import tempfile
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +40,7 @@ import numpy as np
 from scipy import sparse
 
 from graphseek.errors import IndexFormatError, IndexNotFoundError
+from graphseek.knowledge.atomic import atomic_directory, recover
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -394,11 +392,9 @@ def check_target(out_dir: str | os.PathLike[str]) -> Path:
 
 
 def write_store(data: GraphData, out_dir: str | os.PathLike[str]) -> Path:
-    """Write `data` to `out_dir` atomically (temp dir + rename); returns the store path."""
+    """Write `data` to `out_dir` atomically (`graphseek.knowledge.atomic`); returns its path."""
     dest = check_target(out_dir)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
-    try:
+    with atomic_directory(dest) as tmp:
         _write_database(tmp / DATABASE, data)
         dim = (
             max(
@@ -431,44 +427,7 @@ def write_store(data: GraphData, out_dir: str | os.PathLike[str]) -> Path:
         (tmp / MANIFEST).write_text(
             json.dumps(manifest, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
         )
-        _swap_into_place(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return dest
-
-
-def _swap_into_place(tmp: Path, dest: Path) -> None:
-    old: Path | None = None
-    if dest.exists():
-        old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
-        os.rename(dest, old)
-    try:
-        os.rename(tmp, dest)
-    except BaseException:
-        if old is not None:
-            os.rename(old, dest)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def recover(dest: Path) -> None:
-    """Put a previous store back if a crash left it renamed aside, and drop older copies.
-    (Temporary ``.<name>.tmp-*`` directories of a killed build are left alone: another build
-    may be writing one.)"""
-    parent = dest.parent
-    if not parent.exists():
-        return
-    olds = sorted(
-        (p for p in parent.glob(f".{dest.name}.old-*") if (p / MANIFEST).exists()),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not dest.exists() and olds:
-        os.rename(olds[-1], dest)
-        olds = olds[:-1]
-    for stale in olds:
-        shutil.rmtree(stale, ignore_errors=True)
 
 
 # -- reading ------------------------------------------------------------------------------------
