@@ -237,12 +237,12 @@ class Index:
             return self
         with hold(self._path):
             _build_graph(self._passages, self._path / GRAPH_DIR, show_progress, graph_options)
-            manifest = {**self._manifest, "graph": True}
+            manifest = {**self._manifest, "graph": True, "revision": uuid.uuid4().hex}
             tmp = self._path / f".{MANIFEST_FILE}.{uuid.uuid4().hex[:8]}"
             _write_json(tmp, manifest)
             os.replace(tmp, self._path / MANIFEST_FILE)
         self._manifest = manifest
-        self.__dict__.pop("graph", None)
+        self._close_graph()
         return self
 
     # ---------------------------------------------------------------------------- updates
@@ -257,7 +257,7 @@ class Index:
     ) -> Index:
         """Add passages (those whose id is new): only they are embedded, and, when the index
         has a graph, only they are extracted and aligned against the existing entities.
-        The directory is rewritten atomically; returns the updated index (a new object)."""
+        The directory is rewritten atomically and this object updated; returns it."""
         items = list(passages)
         if items:
             _check_passages(items)
@@ -283,8 +283,9 @@ class Index:
 
     def delete_documents(self, passage_ids: Iterable[str], *, show_progress: bool = False) -> Index:
         """Remove passages by id, and from the graph every entity, relation and hyperedge only
-        they supported. Unknown ids raise `KeyError`. Rewrites the directory atomically;
-        returns the updated index (a new object)."""
+        they supported. Unknown ids raise `KeyError`. Rewrites the directory atomically and
+        updates this object (no search, graph or retriever built on it sees a deleted passage
+        again); returns it."""
         drop = set(passage_ids)
         unknown = sorted(drop - set(self._by_id))
         if unknown:
@@ -330,9 +331,25 @@ class Index:
                 tmp,
             )
             _write_json(tmp / MANIFEST_FILE, manifest)
-        index = type(self)(target, manifest, items, bm25=bm25, dense=dense)
-        index.__dict__["_encoder"] = encoder
-        return index
+        # this object is the updated index from now on: a caller who keeps using it (as in
+        # `index.delete_documents(ids)`, result ignored) must not see the old passages
+        self._close_graph()
+        self._manifest = manifest
+        self._passages = items
+        self._by_id = {p.id: i for i, p in enumerate(items)}
+        self.__dict__.update(_bm25=bm25, _dense=dense, _encoder=encoder)
+        return self
+
+    def _close_graph(self) -> None:
+        store = self.__dict__.pop("graph", None)
+        if store is not None:
+            store.close()
+
+    @property
+    def revision(self) -> str:
+        """Changes whenever the index is rewritten (build, add or delete documents, a graph
+        added): caches of derived structures (graph views, retrievers) key on it."""
+        return str(self._manifest.get("revision") or self._manifest.get("created", ""))
 
     @property
     def embeddings(self) -> np.ndarray:
@@ -537,6 +554,7 @@ def _manifest(
         "files": {"passages": PASSAGES_FILE, "bm25": BM25_DIR, "dense": DENSE_DIR},
         "graph": (directory / GRAPH_DIR / "manifest.json").is_file(),
         "build_seconds": round(seconds, 3),
+        "revision": uuid.uuid4().hex,
     }
 
 

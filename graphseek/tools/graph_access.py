@@ -723,30 +723,37 @@ def passage_lookup_for(index: Any) -> Callable[[str], Passage]:
 
 # -- loading from an index ------------------------------------------------------------------------
 
-_views: weakref.WeakKeyDictionary[Any, GraphView] = weakref.WeakKeyDictionary()
+_views: weakref.WeakKeyDictionary[Any, tuple[str, GraphView]] = weakref.WeakKeyDictionary()
 _views_lock = threading.Lock()
 
 
+def revision_of(index: Any) -> str:
+    """`index.revision` (changes when the index is rewritten), "" for objects without one."""
+    return str(getattr(index, "revision", ""))
+
+
 def graph_view(index: Any) -> GraphView:
-    """The knowledge graph of `index` as a `GraphView` (loaded once per index object).
+    """The knowledge graph of `index` as a `GraphView` (loaded once per index object and
+    revision: after `index.add_documents` / `delete_documents` it is loaded again).
 
     Raises `GraphNotFoundError` when the index has no graph (build it with
     ``graphseek index --graph``).
     """
     if isinstance(index, GraphView):
         return index
+    revision = revision_of(index)
     with _views_lock:
-        view = _views.get(index)
-        if view is None:
-            view = load_graph_view(index)
-            _views[index] = view
-        return view
+        cached = _views.get(index)
+        if cached is None or cached[0] != revision:
+            cached = (revision, load_graph_view(index))
+            _views[index] = cached
+        return cached[1]
 
 
 def set_graph_view(index: Any, view: GraphView) -> None:
     """Attach a view to an index object (tests, or a graph built in memory)."""
     with _views_lock:
-        _views[index] = view
+        _views[index] = (revision_of(index), view)
 
 
 def load_graph_view(index: Any) -> GraphView:

@@ -11,6 +11,7 @@ module back. `register_retriever(name, fn)` adds a retriever for every caller (w
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -74,18 +75,30 @@ for _m in ("bm25", "dense", "hybrid"):
 
 
 @lru_cache(maxsize=8)
-def _open_index(path: str) -> Any:
+def _open_index(path: str, stamp: tuple[int, int]) -> Any:
     from graphseek.knowledge.index import Index
 
     return Index.open(path)
 
 
+def _manifest_stamp(path: str) -> tuple[int, int]:
+    """Identity of the index written at `path` now (its manifest's inode and mtime): a rebuilt or
+    updated index is opened again, not served from the cache."""
+    try:
+        st = os.stat(os.path.join(path, "manifest.json"))
+    except OSError:
+        return (0, 0)
+    return (st.st_ino, st.st_mtime_ns)
+
+
 def resolve_index(context: Any) -> Any:
-    """The index of a run: `context.index` if given, else the one at `context.index_path`."""
+    """The index of a run: `context.index` if given, else the one at `context.index_path`
+    (opened once per path and on-disk version)."""
     if context.index is not None:
         return context.index
     if context.index_path:
-        return _open_index(str(Path(context.index_path).resolve()))
+        path = str(Path(context.index_path).resolve())
+        return _open_index(path, _manifest_stamp(path))
     raise ValueError(
         "No index in the runtime context: pass context=Context(index=...) or index_path=...; "
         "build one with `graphseek index CORPUS --out DIR`."
