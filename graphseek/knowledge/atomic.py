@@ -76,7 +76,7 @@ def hold(target: Path) -> Iterator[None]:
         lock.acquire()
     except Timeout:
         raise IndexBusyError(
-            f"{target} is being written by another graphseek process (lock {lock.lock_file}); "
+            f"{target} is being written by another graphseek process or thread (lock {lock.lock_file}); "
             "wait for it to finish."
         ) from None
     with _held_lock:
