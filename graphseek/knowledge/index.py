@@ -529,7 +529,7 @@ def _manifest(
 ) -> dict[str, Any]:
     import faiss
 
-    from graphseek import __version__
+    from graphseek.version import __version__
 
     return {
         "format": FORMAT_NAME,
