@@ -256,9 +256,9 @@ def _read_json(path: Path, bad: _BadInputs) -> Iterator[_Record]:
         for title, value in data.items():
             where = f"{path}, entry {title!r}"
             if isinstance(value, list) and all(isinstance(s, str) for s in value):
-                item: Any = {"title": str(title), "text": "".join(value)}
+                entry: dict[str, str] = {"title": str(title), "text": "".join(value)}
             elif isinstance(value, str):
-                item = {"title": str(title), "text": value}
+                entry = {"title": str(title), "text": value}
             else:
                 bad.handle(
                     where,
@@ -268,7 +268,7 @@ def _read_json(path: Path, bad: _BadInputs) -> Iterator[_Record]:
                     ),
                 )
                 continue
-            yield from _checked(item, where, source, bad)
+            yield from _checked(entry, where, source, bad)
     else:
         raise CorpusError(
             f"Unsupported JSON corpus in {path}: expected a list of records or an object "
