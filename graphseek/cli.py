@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from graphseek.errors import GraphseekError
+from graphseek.errors import GraphseekError, IndexBusyError
 
 DEMO_PACKAGE = "graphseek.knowledge.demo"
 
@@ -42,7 +42,14 @@ def demo_index(rebuild: bool = False, quiet: bool = False) -> Any:
             return Index.open(path)
         except GraphseekError:
             pass
-    return Index.build(corpus, path, show_progress=not quiet, graph=True)
+    try:
+        return Index.build(corpus, path, show_progress=not quiet, graph=True)
+    except IndexBusyError:  # another `graphseek demo` is building it: wait for that one
+        from graphseek.knowledge.atomic import hold
+
+        with hold(path, timeout=-1):
+            pass
+        return Index.open(path)
 
 
 def _print_result(result: Any, as_json: bool) -> None:

@@ -62,16 +62,17 @@ def _owned(target: Path) -> bool:
 
 
 @contextmanager
-def hold(target: Path) -> Iterator[None]:
+def hold(target: Path, *, timeout: float = 0) -> Iterator[None]:
     """Hold `target`'s lock (no-op inside a directory this process already holds), recovering
     and cleaning what killed writers of `target` left behind. `IndexBusyError` if another
-    process or thread holds it."""
+    process or thread holds it for more than `timeout` seconds (default: fail at once; -1:
+    wait as long as it takes)."""
     target = Path(target).absolute()
     if _owned(target):
         yield
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(lock_path(target), timeout=0)
+    lock = FileLock(lock_path(target), timeout=timeout)
     try:
         lock.acquire()
     except Timeout:
