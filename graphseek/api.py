@@ -130,7 +130,7 @@ def check_settings(topology: str = "dual_agent", llm: Any = None, **settings: An
         modes = get_args(get_type_hints(Context)["mode"])
         if given["mode"] not in modes:
             raise InvalidRequestError(
-                f"Unknown mode {given['mode']!r}; choose one of {', '.join(modes)}."
+                f"Unknown knowledge_aware mode {given['mode']!r}; choose one of {', '.join(modes)}."
             )
     for name in _POSITIVE:
         value = given.get(name)
