@@ -103,7 +103,10 @@ def test_a_question_of_control_characters_is_refused(
     [
         (["--retriever", "nosuch"], "Unknown retriever 'nosuch'; known retrievers: bm25, dense"),
         (["--topology", "nosuch"], "Unknown topology 'nosuch'"),
-        (["--mode", "nosuch"], "Unknown knowledge_aware mode 'nosuch'; choose one of single, competitive"),
+        (
+            ["--mode", "nosuch"],
+            "Unknown knowledge_aware mode 'nosuch'; choose one of single, competitive",
+        ),
         (["--top-k", "0"], "top_k must be at least 1, got 0"),
         (["--max-turns", "-1"], "max_turns must be at least 1"),
         (["--agents", "0"], "agents must be at least 1"),
