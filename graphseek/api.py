@@ -107,7 +107,6 @@ def check_settings(topology: str = "dual_agent", llm: Any = None, **settings: An
     """Validate a run's arguments before anything heavy loads: `UnknownTopologyError` or
     `InvalidRequestError` (a `ValueError`) naming the bad argument and what is accepted. Settings
     left as None are not checked."""
-    from graphseek.llm.factory import resolve_spec
     from graphseek.tools.retrievers import check_retriever
 
     if topology not in TOPOLOGIES:
@@ -140,7 +139,10 @@ def check_settings(topology: str = "dual_agent", llm: Any = None, **settings: An
             raise InvalidRequestError(f"{name} must be at least 1, got {value}.")
     if given.get("max_retries") is not None and given["max_retries"] < 0:
         raise InvalidRequestError(f"max_retries must be 0 or more, got {given['max_retries']}.")
-    resolve_spec(llm, "default")
+    if llm is not None or os.environ.get("GRAPHSEEK_LLM", "").strip():
+        from graphseek.llm.factory import resolve_spec  # imports langchain: only when needed
+
+        resolve_spec(llm, "default")
 
 
 def make_context(index: Any = None, llm: Any = None, **settings: Any) -> Context:
