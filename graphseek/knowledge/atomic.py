@@ -123,10 +123,10 @@ def atomic_directory(target: Path, *, mode: int = 0o755) -> Iterator[Path]:
     target = Path(target).absolute()
     with hold(target):
         tmp = target.parent / f".{target.name}.{BUILDING}-{uuid.uuid4().hex[:_HEX]}"
-        os.mkdir(tmp, mode)
-        with _held_lock:
-            _held.add(tmp)
         try:
+            os.mkdir(tmp, mode)
+            with _held_lock:
+                _held.add(tmp)
             yield tmp
             swap_into_place(tmp, target)
         except BaseException:
