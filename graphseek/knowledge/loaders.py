@@ -92,7 +92,6 @@ class _BadInputs:
                 f"{exc} To leave bad files out, pass on_bad_file='skip' (CLI: --on-bad-file skip)."
             ) from exc
         self.skipped.append(Skipped(where, _reason(exc, where)))
-        logger.warning("Skipping %s: %s", where, self.skipped[-1].reason)
 
 
 def _reason(exc: CorpusError, where: str) -> str:
@@ -132,9 +131,10 @@ def load_corpus(
     the retrieval units). `on_bad_file="skip"` leaves bad files and records out (logged as
     warnings; `read_corpus` returns them).
     """
-    return read_corpus(
-        path, chunk_size=chunk_size, overlap=overlap, on_bad_file=on_bad_file
-    ).passages
+    loaded = read_corpus(path, chunk_size=chunk_size, overlap=overlap, on_bad_file=on_bad_file)
+    for skipped in loaded.skipped:
+        logger.warning("Skipped %s", skipped)
+    return loaded.passages
 
 
 def read_corpus(
@@ -144,7 +144,8 @@ def read_corpus(
     overlap: int = 150,
     on_bad_file: OnBadFile = "fail",
 ) -> LoadedCorpus:
-    """`load_corpus` that also returns what `on_bad_file="skip"` left out, and why."""
+    """`load_corpus` that returns what `on_bad_file="skip"` left out, and why, for the caller to
+    report (nothing is logged for them here)."""
     if chunk_size < 0 or (chunk_size > 0 and not 0 <= overlap < chunk_size):
         raise ValueError(
             f"need chunk_size >= 0 and 0 <= overlap < chunk_size, got {chunk_size=}, {overlap=}"
