@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from graphseek.version import __version__ as __version__
 
 __all__ = ["Context", "Index", "Passage", "Result", "ask", "get_workflow", "load_corpus"]
 

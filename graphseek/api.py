@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from pydantic import BaseModel, Field
 
-from graphseek.graphs import get_workflow
+from graphseek.errors import InvalidRequestError, UnknownTopologyError
+from graphseek.graphs import TOPOLOGIES, get_workflow
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
+
+#: the longest question `ask` takes by default (characters); `max_question_chars=` or the
+#: environment variable below change it
+MAX_QUESTION_CHARS = 2000
+MAX_QUESTION_ENV = "GRAPHSEEK_MAX_QUESTION_CHARS"
 
 
 class Result(BaseModel):
@@ -28,10 +36,11 @@ class Result(BaseModel):
     retrieved_ids: list[str] = Field(default_factory=list)
 
     def to_public_dict(self) -> dict[str, Any]:
-        """The CLI's `--json` object."""
+        """The CLI's `--json` object (`abstain_reason` is "" when the run answered)."""
         return {
             "answer": self.answer,
             "abstained": self.abstained,
+            "abstain_reason": self.abstain_reason if self.abstained else "",
             "evidence": [
                 {"passage_id": e.passage_id, "title": e.title, "text": e.text}
                 for e in self.evidence
@@ -54,6 +63,88 @@ def _as_index(index: Any) -> Any:
     return index
 
 
+def max_question_chars(limit: int | None = None) -> int:
+    """The question length limit: `limit`, else $GRAPHSEEK_MAX_QUESTION_CHARS, else the default."""
+    if limit is None:
+        raw = os.environ.get(MAX_QUESTION_ENV, "").strip()
+        if not raw:
+            return MAX_QUESTION_CHARS
+        try:
+            limit = int(raw)
+        except ValueError:
+            raise InvalidRequestError(
+                f"{MAX_QUESTION_ENV}={raw!r} is not a whole number of characters."
+            ) from None
+    if limit < 1:
+        raise InvalidRequestError(f"The question length limit must be at least 1, got {limit}.")
+    return limit
+
+
+def check_question(question: Any, limit: int | None = None) -> str:
+    """The question, stripped; `InvalidRequestError` if it is empty, too long or not text."""
+    from graphseek.knowledge.loaders import text_problem
+
+    if not isinstance(question, str) or not question.strip():
+        raise InvalidRequestError("The question is empty; pass a non-empty string.")
+    question = question.strip()
+    most = max_question_chars(limit)
+    if len(question) > most:
+        raise InvalidRequestError(
+            f"The question is {len(question):,} characters long; the limit is {most:,} "
+            f"(raise it with --max-question-chars, max_question_chars= or {MAX_QUESTION_ENV})."
+        )
+    problem = text_problem(question)
+    if problem:
+        raise InvalidRequestError(f"The question is not text: {problem}.")
+    return question
+
+
+_SETTINGS = {f.name: f for f in dataclasses.fields(Context)}
+_POSITIVE = ("top_k", "max_turns", "max_llm_calls", "max_tokens", "agents")
+
+
+def check_settings(topology: str = "dual_agent", llm: Any = None, **settings: Any) -> None:
+    """Validate a run's arguments before anything heavy loads: `UnknownTopologyError` or
+    `InvalidRequestError` (a `ValueError`) naming the bad argument and what is accepted. Settings
+    left as None are not checked."""
+    from graphseek.tools.retrievers import check_retriever
+
+    if topology not in TOPOLOGIES:
+        raise UnknownTopologyError(
+            f"Unknown topology {topology!r}; known topologies: {', '.join(TOPOLOGIES)}."
+        )
+    given = {k: v for k, v in settings.items() if v is not None}
+    unknown = sorted(set(given) - set(_SETTINGS) - {"index", "llm"})
+    if unknown:
+        raise InvalidRequestError(
+            f"Unknown setting {unknown[0]!r}; settings are: "
+            f"{', '.join(n for n in _SETTINGS if n not in ('index', 'llm', 'extra'))}."
+        )
+    if "retriever" in given:
+        try:
+            check_retriever(given["retriever"])
+        except ValueError as exc:
+            raise InvalidRequestError(str(exc)) from None
+    if "mode" in given:
+        modes = get_args(get_type_hints(Context)["mode"])
+        if given["mode"] not in modes:
+            raise InvalidRequestError(
+                f"Unknown knowledge_aware mode {given['mode']!r}; choose one of {', '.join(modes)}."
+            )
+    for name in _POSITIVE:
+        value = given.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidRequestError(f"{name} must be a whole number, got {value!r}.")
+        if value is not None and value < 1:
+            raise InvalidRequestError(f"{name} must be at least 1, got {value}.")
+    if given.get("max_retries") is not None and given["max_retries"] < 0:
+        raise InvalidRequestError(f"max_retries must be 0 or more, got {given['max_retries']}.")
+    if llm is not None or os.environ.get("GRAPHSEEK_LLM", "").strip():
+        from graphseek.llm.factory import resolve_spec  # imports langchain: only when needed
+
+        resolve_spec(llm, "default")
+
+
 def make_context(index: Any = None, llm: Any = None, **settings: Any) -> Context:
     """A `Context` from keyword settings, ignoring those left as None."""
     clean = {k: v for k, v in settings.items() if v is not None}
@@ -69,6 +160,7 @@ def ask(
     retriever: str | None = None,
     agents: int | None = None,
     mode: str | None = None,
+    max_question_chars: int | None = None,
     **settings: Any,
 ) -> Result:
     """Answer `question` over `index` (an `Index` or its directory) with a named topology.
@@ -76,15 +168,16 @@ def ask(
     `llm` is a model spec ("offline", "openai:gpt-4o-mini"), a mapping role -> spec, a chat model,
     or None (the `GRAPHSEEK_LLM` environment variable, else the offline reasoner). Other keyword
     settings (`top_k`, `max_turns`, `max_llm_calls`, …) go to the runtime `Context`.
+    Every argument is checked before anything loads (`check_question`, `check_settings`); a
+    question longer than `max_question_chars` (default `MAX_QUESTION_CHARS`, or
+    $GRAPHSEEK_MAX_QUESTION_CHARS) is refused.
     """
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("The question is empty; pass a non-empty string.")
+    text = check_question(question, max_question_chars)
+    check_settings(topology, llm, retriever=retriever, agents=agents, mode=mode, **settings)
     workflow = get_workflow(topology)
     context = make_context(index, llm, retriever=retriever, agents=agents, mode=mode, **settings)
     start = time.perf_counter()
-    out = workflow.invoke(
-        {"question": question.strip()}, context=context, config={"recursion_limit": 200}
-    )
+    out = workflow.invoke({"question": text}, context=context, config={"recursion_limit": 200})
     seconds = time.perf_counter() - start
     usage = out.get("usage") or Usage()
     return Result(

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from graphseek.errors import GraphseekError
+from graphseek.errors import GraphseekError, IndexBusyError
 
 DEMO_PACKAGE = "graphseek.knowledge.demo"
 
@@ -42,7 +42,14 @@ def demo_index(rebuild: bool = False, quiet: bool = False) -> Any:
             return Index.open(path)
         except GraphseekError:
             pass
-    return Index.build(corpus, path, show_progress=not quiet, graph=True)
+    try:
+        return Index.build(corpus, path, show_progress=not quiet, graph=True)
+    except IndexBusyError:  # another `graphseek demo` is building it: wait for that one
+        from graphseek.knowledge.atomic import hold
+
+        with hold(path, timeout=-1):
+            pass
+        return Index.open(path)
 
 
 def _print_result(result: Any, as_json: bool) -> None:
@@ -78,7 +85,19 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "mode": args.mode,
         "top_k": args.top_k,
         "max_turns": args.max_turns,
+        "max_question_chars": args.max_question_chars,
     }
+
+
+def _checked_question(args: argparse.Namespace, question: str) -> str:
+    """Every argument of an `ask` / `demo` run checked before an index or a model loads."""
+    from graphseek.api import check_question, check_settings
+
+    kwargs = _ask_kwargs(args)
+    limit = kwargs.pop("max_question_chars")
+    text = check_question(question, limit)
+    check_settings(kwargs.pop("topology"), kwargs.pop("llm"), **kwargs)
+    return text
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -86,17 +105,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     _, questions_file = demo_files()
     questions = json.loads(questions_file.read_text())
-    question = args.question or questions[0]["question"]
+    question = _checked_question(args, args.question or questions[0]["question"])
     index = demo_index(rebuild=args.rebuild, quiet=args.json)
     _print_result(ask(index, question, **_ask_kwargs(args)), args.json)
     return 0
 
 
+def _report_skipped(skipped: list[Any]) -> None:
+    """One summary line of what --on-bad-file skip left out, then one line per item (10 at most)."""
+    if not skipped:
+        return
+    noun = "input" if len(skipped) == 1 else "inputs"
+    print(f"graphseek: skipped {len(skipped)} bad {noun}:", file=sys.stderr)
+    for item in skipped[:10]:
+        print(f"  {item}", file=sys.stderr)
+    if len(skipped) > 10:
+        print(f"  … and {len(skipped) - 10} more", file=sys.stderr)
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from graphseek.knowledge.index import Index
-    from graphseek.knowledge.loaders import load_corpus
+    from graphseek.knowledge.loaders import read_corpus
 
-    passages = load_corpus(args.corpus, chunk_size=args.chunk_size)
+    if args.chunk_size < 0:
+        raise ValueError(f"--chunk-size must be 0 (no chunking) or more, got {args.chunk_size}.")
+    if args.graph_llm:
+        from graphseek.llm.factory import resolve_spec
+
+        resolve_spec(args.graph_llm, "extractor")
+    loaded = read_corpus(args.corpus, chunk_size=args.chunk_size, on_bad_file=args.on_bad_file)
+    _report_skipped(loaded.skipped)
+    passages = loaded.passages
     options = {"llm": args.graph_llm} if args.graph_llm else None
     index = Index.build(
         passages,
@@ -134,8 +173,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from graphseek.api import ask
     from graphseek.knowledge.index import Index
 
+    question = _checked_question(args, args.question)
     index = Index.open(args.index_dir)
-    _print_result(ask(index, args.question, **_ask_kwargs(args)), args.json)
+    _print_result(ask(index, question, **_ask_kwargs(args)), args.json)
     return 0
 
 
@@ -158,6 +198,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-turns", type=int, default=None, help="Seeker turn budget")
     p.add_argument("--agents", type=int, default=None, help="suggesters (knowledge_aware)")
     p.add_argument("--mode", default=None, help="single, competitive or collaborative")
+    p.add_argument(
+        "--max-question-chars",
+        type=int,
+        default=None,
+        help="longest question accepted (default 2000, or $GRAPHSEEK_MAX_QUESTION_CHARS)",
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
 
@@ -179,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", "-o", required=True, help="index directory to write")
     p.add_argument("--chunk-size", type=int, default=1200, help="max characters per passage")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--on-bad-file",
+        choices=("fail", "skip"),
+        default="fail",
+        help="a file (or record) that is not UTF-8 text: stop (default) or skip it and say so",
+    )
     p.add_argument(
         "--no-graph", action="store_true", help="skip the knowledge graph (passage search only)"
     )
@@ -213,19 +265,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: exit status of a run ended by Ctrl-C (SIGINT), as shells report it (128 + 2)
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; bad input is one line on stderr and exit 2, Ctrl-C one line and 130."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
     try:
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(
+            level=logging.INFO if args.verbose else logging.WARNING,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
         return int(args.func(args) or 0)
-    except (GraphseekError, ValueError, FileNotFoundError) as exc:
-        print(f"graphseek: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("graphseek: interrupted; nothing was left half-written.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (GraphseekError, ValueError, OSError) as exc:
+        print(f"graphseek: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,6 +19,14 @@ class IndexFormatError(GraphseekError):
     """An index directory exists but its manifest or files are malformed or incompatible."""
 
 
+class IndexBusyError(GraphseekError):
+    """Another process (or thread) is writing the same index or graph store right now."""
+
+
+class InvalidRequestError(GraphseekError, ValueError):
+    """An argument of a run (question, topology, retriever, budget, …) is not acceptable."""
+
+
 class UnknownTopologyError(GraphseekError, KeyError):
     """A topology name that the registry does not know."""
 

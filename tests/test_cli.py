@@ -8,7 +8,7 @@ import pytest
 
 from graphseek.cli import main
 
-PUBLIC_KEYS = {"answer", "abstained", "evidence", "trace", "usage"}
+PUBLIC_KEYS = {"answer", "abstained", "abstain_reason", "evidence", "trace", "usage"}
 USAGE_KEYS = {"llm_calls", "prompt_tokens", "completion_tokens", "seconds"}
 
 

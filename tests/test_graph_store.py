@@ -191,7 +191,7 @@ def test_interrupted_build_keeps_the_previous_store(
     with pytest.raises(Boom):
         build_graph(CORPUS[:2], out, extractor=FailingExtractor(), show_progress=False)
 
-    import graphseek.knowledge.graph.store as store_module
+    import graphseek.knowledge.graph.store_writer as store_module
 
     def crash(*args: object, **kwargs: object) -> None:
         raise Boom("disk full while writing matrices")

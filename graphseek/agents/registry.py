@@ -1,8 +1,15 @@
 """Pick each role's policy for a run: the LLM policy when a chat model is configured for the role,
-the offline reasoner's deterministic policy otherwise. Nodes only ever call `get_roles(context)`."""
+the offline reasoner's deterministic policy otherwise. Nodes only ever call `get_roles(context)`.
+
+`Roles` are built once per run: the first `get_roles(context)` of a `Context` object builds them and
+every later call with that object (each node of the run) gets the same `Roles`; the entry goes
+when the `Context` is garbage-collected. (`Context` is a frozen dataclass, hashed by value and
+often holding unhashable values, so the cache is keyed by the object's identity.)"""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,7 +113,27 @@ def _offline(name: str, factory: Any) -> Any:
     return _OFFLINE_CACHE[name]
 
 
+_RUN_ROLES: dict[int, Roles] = {}
+_RUN_LOCK = threading.Lock()
+
+
 def get_roles(context: Context) -> Roles:
+    """The policies of the run whose settings are `context`, built on the first call only."""
+    key = id(context)
+    with _RUN_LOCK:
+        roles = _RUN_ROLES.get(key)
+    if roles is not None:
+        return roles
+    roles = build_roles(context)
+    with _RUN_LOCK:
+        if key not in _RUN_ROLES:
+            _RUN_ROLES[key] = roles
+            weakref.finalize(context, _RUN_ROLES.pop, key, None)
+        return _RUN_ROLES[key]
+
+
+def build_roles(context: Context) -> Roles:
+    """Every role's policy for `context` (a fresh `Roles`; nodes use `get_roles`)."""
     llm = context.llm
     retries = context.max_retries
     profile_key = context.profile  # offline policies are cached per profile

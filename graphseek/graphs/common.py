@@ -12,8 +12,7 @@ from graphseek.errors import LLMOutputError
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Usage
-from graphseek.state.schema import LibrarianTask, State
-from graphseek.tools.retrievers import resolve_index, retrieve
+from graphseek.state.schema import State
 
 log = logging.getLogger(__name__)
 
@@ -44,30 +43,6 @@ def draft_for(
         return Draft(question=question, answer="", step_id=step_id), Usage(), str(exc)
     draft = step.value.model_copy(update={"step_id": step_id, "question": question})
     return draft, step.usage, None
-
-
-def ask_librarian(state: LibrarianTask, runtime: Runtime[Context]) -> dict[str, Any]:
-    """The Librarian: retrieve for one sub-question and draft `{answer, evidence}` (stateless).
-
-    Its input is a `Send` payload (one sub-question), not the graph state."""
-    task = state
-    ctx = runtime.context
-    question = task["question"]
-    step_id = task["step_id"]
-    hits = retrieve(resolve_index(ctx), question, ctx.top_k, ctx.retriever)
-    draft, usage, error = draft_for(question, hits, runtime, step_id)
-    update: dict[str, Any] = {
-        "drafts": [draft],
-        "usage": usage,
-        "trace": ["ask_librarian"],
-        "query_history": [question],
-        "retrieved_ids": [h.passage.id for h in hits],
-    }
-    if step_id is not None and draft.answer:
-        update["step_answers"] = {str(step_id): draft.answer}
-    if error:
-        update["diagnostics"] = {"errors": [f"librarian: {error}"]}
-    return update
 
 
 def evidence_from_drafts(drafts: list[Draft], passage_ids: list[str]) -> list[EvidenceItem]:

@@ -9,9 +9,12 @@ Layout of an index directory::
     graph/            the HiGra knowledge graph (optional: `Index.build(..., graph=True)`,
                       `graphseek index` builds it unless `--no-graph`), see graphseek.knowledge.graph
 
-`Index.build` writes into a temporary sibling directory and swaps it into place only when
-everything, the manifest last, is on disk; on any error the temporary directory is removed and a
-previous index at the same path is left as it was. `Index.open` reads the manifest and the
+`Index.build` (and `add_documents` / `delete_documents`) write through
+`graphseek.knowledge.atomic.atomic_directory`: into a ``.<name>.building-*`` sibling swapped into
+place only when everything, the manifest last, is on disk, under a lock so two builders of one
+index cannot collide; on any error (Ctrl-C included) the building directory is removed and a
+previous index at the same path is left as it was, and the next builder of that path removes
+what a killed one left behind. `Index.open` reads the manifest and the
 passages; BM25, FAISS and the embedder are loaded on first use, and passages are never
 re-embedded.
 """
@@ -22,7 +25,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +37,7 @@ import numpy as np
 
 from graphseek.errors import CorpusError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge import embedder as embedder_module
+from graphseek.knowledge.atomic import atomic_directory, hold, recover
 from graphseek.knowledge.dense import DenseIndex, TextEncoder, encode_texts
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.loaders import load_corpus
@@ -117,18 +120,12 @@ class Index:
         target.parent.mkdir(parents=True, exist_ok=True)
 
         started = time.perf_counter()
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
-        try:
-            tmp.chmod(0o755)  # mkdtemp makes it owner-only; an index is an ordinary directory
+        with atomic_directory(target) as tmp:
             bm25, dense, encoder = _write_stores(items, tmp, show_progress, batch_size)
             if graph:
                 _build_graph(items, tmp / GRAPH_DIR, show_progress, graph_options)
             manifest = _manifest(items, bm25, encoder, source, time.perf_counter() - started, tmp)
             _write_json(tmp / MANIFEST_FILE, manifest)
-            _swap_into_place(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         logger.info(
             "Indexed %d passages into %s in %.1f s",
             len(items),
@@ -145,6 +142,7 @@ class Index:
     def open(cls, path: str | Path) -> Index:
         """Open the index at `path`: reads the manifest and passages; nothing is re-embedded."""
         target = Path(path).expanduser().absolute()
+        recover(target)
         hint = "run `graphseek index` to build one"
         if not target.is_dir():
             raise IndexNotFoundError(f"No index at {target}: the directory does not exist; {hint}.")
@@ -237,13 +235,14 @@ class Index:
         re-embedded). The graph directory appears atomically, then the manifest is rewritten."""
         if self.has_graph:
             return self
-        _build_graph(self._passages, self._path / GRAPH_DIR, show_progress, graph_options)
-        manifest = {**self._manifest, "graph": True}
-        tmp = self._path / f".{MANIFEST_FILE}.{uuid.uuid4().hex[:8]}"
-        _write_json(tmp, manifest)
-        os.replace(tmp, self._path / MANIFEST_FILE)
+        with hold(self._path):
+            _build_graph(self._passages, self._path / GRAPH_DIR, show_progress, graph_options)
+            manifest = {**self._manifest, "graph": True, "revision": uuid.uuid4().hex}
+            tmp = self._path / f".{MANIFEST_FILE}.{uuid.uuid4().hex[:8]}"
+            _write_json(tmp, manifest)
+            os.replace(tmp, self._path / MANIFEST_FILE)
         self._manifest = manifest
-        self.__dict__.pop("graph", None)
+        self._close_graph()
         return self
 
     # ---------------------------------------------------------------------------- updates
@@ -258,7 +257,7 @@ class Index:
     ) -> Index:
         """Add passages (those whose id is new): only they are embedded, and, when the index
         has a graph, only they are extracted and aligned against the existing entities.
-        The directory is rewritten atomically; returns the updated index (a new object)."""
+        The directory is rewritten atomically and this object updated; returns it."""
         items = list(passages)
         if items:
             _check_passages(items)
@@ -284,8 +283,9 @@ class Index:
 
     def delete_documents(self, passage_ids: Iterable[str], *, show_progress: bool = False) -> Index:
         """Remove passages by id, and from the graph every entity, relation and hyperedge only
-        they supported. Unknown ids raise `KeyError`. Rewrites the directory atomically;
-        returns the updated index (a new object)."""
+        they supported. Unknown ids raise `KeyError`. Rewrites the directory atomically and
+        updates this object (no search, graph or retriever built on it sees a deleted passage
+        again); returns it."""
         drop = set(passage_ids)
         unknown = sorted(drop - set(self._by_id))
         if unknown:
@@ -315,9 +315,7 @@ class Index:
         _check_passages(items)
         started = time.perf_counter()
         target = self._path
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.updating-", dir=target.parent))
-        try:
-            tmp.chmod(0o755)
+        with atomic_directory(target) as tmp:
             bm25, dense, encoder = _write_stores(
                 items, tmp, show_progress, 64, vectors=vectors, encoder=self._encoder
             )
@@ -333,13 +331,25 @@ class Index:
                 tmp,
             )
             _write_json(tmp / MANIFEST_FILE, manifest)
-            _swap_into_place(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        index = type(self)(target, manifest, items, bm25=bm25, dense=dense)
-        index.__dict__["_encoder"] = encoder
-        return index
+        # this object is the updated index from now on: a caller who keeps using it (as in
+        # `index.delete_documents(ids)`, result ignored) must not see the old passages
+        self._close_graph()
+        self._manifest = manifest
+        self._passages = items
+        self._by_id = {p.id: i for i, p in enumerate(items)}
+        self.__dict__.update(_bm25=bm25, _dense=dense, _encoder=encoder)
+        return self
+
+    def _close_graph(self) -> None:
+        store = self.__dict__.pop("graph", None)
+        if store is not None:
+            store.close()
+
+    @property
+    def revision(self) -> str:
+        """Changes whenever the index is rewritten (build, add or delete documents, a graph
+        added): caches of derived structures (graph views, retrievers) key on it."""
+        return str(self._manifest.get("revision") or self._manifest.get("created", ""))
 
     @property
     def embeddings(self) -> np.ndarray:
@@ -519,7 +529,7 @@ def _manifest(
 ) -> dict[str, Any]:
     import faiss
 
-    from graphseek import __version__
+    from graphseek.version import __version__
 
     return {
         "format": FORMAT_NAME,
@@ -544,6 +554,7 @@ def _manifest(
         "files": {"passages": PASSAGES_FILE, "bm25": BM25_DIR, "dense": DENSE_DIR},
         "graph": (directory / GRAPH_DIR / "manifest.json").is_file(),
         "build_seconds": round(seconds, 3),
+        "revision": uuid.uuid4().hex,
     }
 
 
@@ -553,21 +564,6 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
-
-
-def _swap_into_place(new: Path, target: Path) -> None:
-    """Rename `new` to `target`; an existing `target` is moved aside first and removed after."""
-    if not target.exists():
-        os.rename(new, target)
-        return
-    backup = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-    os.rename(target, backup)
-    try:
-        os.rename(new, target)
-    except BaseException:
-        os.rename(backup, target)
-        raise
-    shutil.rmtree(backup, ignore_errors=True)
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:

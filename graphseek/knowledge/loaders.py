@@ -17,16 +17,23 @@ the document title; a given id becomes `<id>#<n>` for chunk n; otherwise ids com
 `passage_id(title, text)`). Identical (title, text) pairs are kept once; a given id that repeats
 with different content gets a `~2`, `~3`, ... suffix and a warning, so ids are unique.
 
-Every problem raises `CorpusError` naming the path and what is wrong.
+Every problem raises `CorpusError` naming the path and what is wrong. A file that is not UTF-8,
+cannot be read, or whose text is mostly control characters (binary data: NUL bytes and the like)
+is a bad input; so is a record without a usable text. `on_bad_file="skip"` skips those (a file of
+a folder, a record of a JSON / JSONL file) and `read_corpus` reports each with its reason;
+`"fail"` (the default) raises on the first one. A corpus that is not there, of an unsupported
+type, or not valid JSON as a whole always raises.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from graphseek.errors import CorpusError
 from graphseek.knowledge.chunking import chunk_text
@@ -40,32 +47,127 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES + JSON_SUFFIXES + JSONL_SUFFIXES
 TEXT_KEYS = ("text", "paragraph_text", "contents")
 
+OnBadFile = Literal["skip", "fail"]
+ON_BAD_FILE: tuple[str, ...] = get_args(OnBadFile)
+
+#: a text is rejected as binary data when more than this share of its non-space characters are
+#: control characters (C0/C1 controls but tab and line breaks, NUL included; surrogates;
+#: private-use code points)
+MAX_CONTROL_SHARE = 0.1
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ud800-\udfff\ue000-\uf8ff]")
+_SPACE = re.compile(r"\s")
+
 # (title, text, given id or None, source)
 _Record = tuple[str, str, str | None, str]
 
 
-def load_corpus(path: str | Path, *, chunk_size: int = 1200, overlap: int = 150) -> list[Passage]:
+@dataclass(frozen=True)
+class Skipped:
+    """A bad file (or record) that `on_bad_file="skip"` left out, and why."""
+
+    where: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+@dataclass
+class LoadedCorpus:
+    """What `read_corpus` found: the passages, and what it skipped with the reason."""
+
+    passages: list[Passage]
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+@dataclass
+class _BadInputs:
+    mode: str
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def handle(self, where: str, exc: CorpusError) -> None:
+        """Raise `exc` (mode "fail", with a hint) or remember it as skipped (mode "skip")."""
+        if self.mode == "fail":
+            raise CorpusError(
+                f"{exc} To leave bad files out, pass on_bad_file='skip' (CLI: --on-bad-file skip)."
+            ) from exc
+        self.skipped.append(Skipped(where, _reason(exc, where)))
+
+
+def _reason(exc: CorpusError, where: str) -> str:
+    text = str(exc)
+    for prefix in (f"Cannot read {where}: ", f"Unsupported record in {where}: "):
+        if text.startswith(prefix):
+            return text[len(prefix) :].rstrip(".")
+    return text.rstrip(".")
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` is not text (mostly control characters, e.g. NUL bytes), or None if it is."""
+    controls = len(_CONTROL.findall(text))
+    if not controls:
+        return None
+    visible = len(text) - len(_SPACE.findall(text))
+    if controls > MAX_CONTROL_SHARE * max(visible, 1):
+        nul = " (NUL bytes)" if "\x00" in text else ""
+        share = controls / max(visible, 1)
+        return (
+            f"{min(share, 1.0):.0%} of its characters are control characters{nul}: "
+            "binary data, not text"
+        )
+    return None
+
+
+def load_corpus(
+    path: str | Path,
+    *,
+    chunk_size: int = 1200,
+    overlap: int = 150,
+    on_bad_file: OnBadFile = "fail",
+) -> list[Passage]:
     """Read the corpus at `path` (see the module docstring) into passages, in corpus order.
 
     `chunk_size=0` keeps every text whole (useful for benchmark corpora whose passages are
-    the retrieval units).
+    the retrieval units). `on_bad_file="skip"` leaves bad files and records out (logged as
+    warnings; `read_corpus` returns them).
     """
+    loaded = read_corpus(path, chunk_size=chunk_size, overlap=overlap, on_bad_file=on_bad_file)
+    for skipped in loaded.skipped:
+        logger.warning("Skipped %s", skipped)
+    return loaded.passages
+
+
+def read_corpus(
+    path: str | Path,
+    *,
+    chunk_size: int = 1200,
+    overlap: int = 150,
+    on_bad_file: OnBadFile = "fail",
+) -> LoadedCorpus:
+    """`load_corpus` that returns what `on_bad_file="skip"` left out, and why, for the caller to
+    report (nothing is logged for them here)."""
     if chunk_size < 0 or (chunk_size > 0 and not 0 <= overlap < chunk_size):
         raise ValueError(
             f"need chunk_size >= 0 and 0 <= overlap < chunk_size, got {chunk_size=}, {overlap=}"
         )
+    if on_bad_file not in ON_BAD_FILE:
+        raise ValueError(
+            f"on_bad_file must be one of {', '.join(ON_BAD_FILE)}, got {on_bad_file!r}"
+        )
     path = Path(path).expanduser()
     if not path.exists():
         raise CorpusError(f"Corpus not found: {path} does not exist.")
-    records = _read_folder(path) if path.is_dir() else _read_file(path)
+    bad = _BadInputs(on_bad_file)
+    records = _read_folder(path, bad) if path.is_dir() else _read_file(path, bad)
     passages = _to_passages(records, chunk_size=chunk_size, overlap=overlap)
     if not passages:
-        raise CorpusError(f"Empty corpus: no passages with text were found in {path}.")
+        skipped = f" (skipped {len(bad.skipped)} bad: {bad.skipped[0]}, …)" if bad.skipped else ""
+        raise CorpusError(f"Empty corpus: no passages with text were found in {path}{skipped}.")
     logger.info("Loaded %d passages from %s", len(passages), path)
-    return passages
+    return LoadedCorpus(passages, bad.skipped)
 
 
-def _read_folder(folder: Path) -> list[_Record]:
+def _read_folder(folder: Path, bad: _BadInputs) -> list[_Record]:
     files = sorted(
         p
         for p in folder.rglob("*")
@@ -80,18 +182,21 @@ def _read_folder(folder: Path) -> list[_Record]:
         )
     records: list[_Record] = []
     for file in files:
-        records.extend(_read_text_file(file))
+        try:
+            records.extend(_read_text_file(file))
+        except CorpusError as exc:
+            bad.handle(str(file), exc)
     return records
 
 
-def _read_file(path: Path) -> list[_Record]:
+def _read_file(path: Path, bad: _BadInputs) -> list[_Record]:
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
         return list(_read_text_file(path))
     if suffix in JSON_SUFFIXES:
-        return list(_read_json(path))
+        return list(_read_json(path, bad))
     if suffix in JSONL_SUFFIXES:
-        return list(_read_jsonl(path))
+        return list(_read_jsonl(path, bad))
     raise CorpusError(
         f"Unsupported corpus file type {suffix or '(no extension)'!r}: {path}. "
         f"Use one of {', '.join(SUPPORTED_SUFFIXES)} or a folder of text files."
@@ -111,13 +216,29 @@ def _read_text(path: Path) -> str:
 
 def _read_text_file(path: Path) -> Iterator[_Record]:
     text = _read_text(path)
+    problem = text_problem(text)
+    if problem:
+        raise CorpusError(f"Cannot read {path}: {problem}.")
     if text.strip():
         yield path.stem, text, None, str(path)
     else:
         logger.warning("Skipping empty file %s", path)
 
 
-def _read_json(path: Path) -> Iterator[_Record]:
+def _checked(item: Any, where: str, source: str, bad: _BadInputs) -> Iterator[_Record]:
+    """The record of one JSON item, unless it is bad (then `bad` raises or skips it)."""
+    try:
+        record = _record(item, where=where, source=source)
+        problem = text_problem(record[1]) or text_problem(record[0])
+        if problem:
+            raise CorpusError(f"Unsupported record in {where}: {problem}.")
+    except CorpusError as exc:
+        bad.handle(where, exc)
+        return
+    yield record
+
+
+def _read_json(path: Path, bad: _BadInputs) -> Iterator[_Record]:
     raw = _read_text(path)
     try:
         data = json.loads(raw)
@@ -131,19 +252,24 @@ def _read_json(path: Path) -> Iterator[_Record]:
     source = str(path)
     if isinstance(data, list):
         for i, item in enumerate(data):
-            yield _record(item, where=f"{path}, record {i}", source=source)
+            yield from _checked(item, f"{path}, record {i}", source, bad)
     elif isinstance(data, dict):
         for title, value in data.items():
             where = f"{path}, entry {title!r}"
             if isinstance(value, list) and all(isinstance(s, str) for s in value):
-                yield str(title), "".join(value), None, source
+                entry: dict[str, str] = {"title": str(title), "text": "".join(value)}
             elif isinstance(value, str):
-                yield str(title), value, None, source
+                entry = {"title": str(title), "text": value}
             else:
-                raise CorpusError(
-                    f"Unsupported record in {where}: a JSON object corpus maps titles to a text "
-                    f"or a list of sentences, got {type(value).__name__}."
+                bad.handle(
+                    where,
+                    CorpusError(
+                        f"Unsupported record in {where}: a JSON object corpus maps titles to a "
+                        f"text or a list of sentences, got {type(value).__name__}."
+                    ),
                 )
+                continue
+            yield from _checked(entry, where, source, bad)
     else:
         raise CorpusError(
             f"Unsupported JSON corpus in {path}: expected a list of records or an object "
@@ -151,18 +277,23 @@ def _read_json(path: Path) -> Iterator[_Record]:
         )
 
 
-def _read_jsonl(path: Path) -> Iterator[_Record]:
+def _read_jsonl(path: Path, bad: _BadInputs) -> Iterator[_Record]:
     source = str(path)
     for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"{path}, line {lineno}"
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CorpusError(
-                f"Malformed JSON in {path} at line {lineno}, column {exc.colno}: {exc.msg}."
-            ) from exc
-        yield _record(item, where=f"{path}, line {lineno}", source=source)
+            bad.handle(
+                where,
+                CorpusError(
+                    f"Malformed JSON in {path} at line {lineno}, column {exc.colno}: {exc.msg}."
+                ),
+            )
+            continue
+        yield from _checked(item, where, source, bad)
 
 
 def _record(item: Any, *, where: str, source: str) -> _Record:

@@ -1,8 +1,9 @@
-"""Registers the graph retrievers `higra` and `progressive` with the retriever registry.
+"""The graph retrievers `higra` and `progressive` (listed in `tools.retrievers.LAZY_RETRIEVERS`).
 
-Imported lazily by `graphseek.tools.retrievers` (so the graph layer loads only when a graph
-retriever is asked for). Each is ``fn(index, query, k) -> list[Hit]``, offline (no LLM), with one
-retriever object cached per index object.
+Imported by `graphseek.tools.retrievers.get_retriever` on first use, so the graph layer loads only
+when a graph retriever is asked for; this module does not import the registry back. Each is
+``fn(index, query, k) -> list[Hit]``, offline (no LLM), with one retriever object cached per
+index object.
 """
 
 from __future__ import annotations
@@ -12,35 +13,42 @@ import weakref
 from typing import Any
 
 from graphseek.knowledge.passages import Hit
+from graphseek.tools.graph_access import revision_of
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
-from graphseek.tools.retrievers import register_retriever
 
 _lock = threading.Lock()
-_higra: weakref.WeakKeyDictionary[Any, HiGraRetriever] = weakref.WeakKeyDictionary()
-_progressive: weakref.WeakKeyDictionary[Any, ProgressiveRetriever] = weakref.WeakKeyDictionary()
+_higra: weakref.WeakKeyDictionary[Any, tuple[str, HiGraRetriever]] = weakref.WeakKeyDictionary()
+_progressive: weakref.WeakKeyDictionary[Any, tuple[str, ProgressiveRetriever]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _cached(cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: Any, make: Any) -> Any:
+    """One retriever per index object and revision (rebuilt after the index is rewritten)."""
+    revision = revision_of(index)
+    with _lock:
+        hit = cache.get(index)
+    if hit is not None and hit[0] == revision:
+        return hit[1]
+    retriever = make()
+    with _lock:
+        cache[index] = (revision, retriever)
+    return retriever
 
 
 def higra_retriever(index: Any) -> HiGraRetriever:
-    """The `HiGraRetriever` of an index (default `HiGraConfig`), built once per index object."""
-    with _lock:
-        retriever = _higra.get(index)
-    if retriever is None:
-        retriever = HiGraRetriever.from_index(index, HiGraConfig())
-        with _lock:
-            _higra[index] = retriever
-    return retriever
+    """The `HiGraRetriever` of an index (default `HiGraConfig`), built once per index revision."""
+    return _cached(  # type: ignore[no-any-return]
+        _higra, index, lambda: HiGraRetriever.from_index(index, HiGraConfig())
+    )
 
 
 def progressive_retriever(index: Any) -> ProgressiveRetriever:
-    """The `ProgressiveRetriever` of an index, built once per index object."""
-    with _lock:
-        retriever = _progressive.get(index)
-    if retriever is None:
-        retriever = ProgressiveRetriever.from_index(index, ProgressiveConfig())
-        with _lock:
-            _progressive[index] = retriever
-    return retriever
+    """The `ProgressiveRetriever` of an index, built once per index revision."""
+    return _cached(  # type: ignore[no-any-return]
+        _progressive, index, lambda: ProgressiveRetriever.from_index(index, ProgressiveConfig())
+    )
 
 
 def higra(index: Any, query: str, k: int) -> list[Hit]:
@@ -54,7 +62,3 @@ def higra(index: Any, query: str, k: int) -> list[Hit]:
 def progressive(index: Any, query: str, k: int) -> list[Hit]:
     """A2RAG's progressive retriever: evidence passages, then hybrid search to fill k."""
     return progressive_retriever(index).retrieve(query, k).hits
-
-
-register_retriever("higra", higra)
-register_retriever("progressive", progressive)

@@ -1,11 +1,17 @@
 """Retriever registry: one name -> `fn(index, query, k) -> list[Hit]`, shared by workflows and eval.
 
-`bm25`, `dense` and `hybrid` search the passage index; graph retrievers (`higra`, `progressive`)
-register themselves from `graphseek.tools` when the graph layer is available.
+`bm25`, `dense` and `hybrid` search the passage index. The graph retrievers (`higra`,
+`progressive`) live in `graphseek.tools.graph_retrievers` and are named here in a lazy table
+(name -> module and function, like `graphseek.graphs.TOPOLOGIES`): their module, which pulls in
+the graph layer, is imported only when one of them is asked for, and it does not import this
+module back. `register_retriever(name, fn)` adds a retriever for every caller (workflows and
+`graphseek eval`).
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -16,26 +22,41 @@ from graphseek.state.context import index_path_problem, resolve_index_path
 
 RetrieverFn = Callable[[Any, str, int], list[Hit]]
 
+#: retrievers imported on first use: name -> (module, function)
+LAZY_RETRIEVERS: dict[str, tuple[str, str]] = {
+    "higra": ("graphseek.tools.graph_retrievers", "higra"),
+    "progressive": ("graphseek.tools.graph_retrievers", "progressive"),
+}
+
 _REGISTRY: dict[str, RetrieverFn] = {}
 
 
 def register_retriever(name: str, fn: RetrieverFn) -> None:
+    """Make `fn(index, query, k) -> list[Hit]` available as retriever `name` everywhere."""
     _REGISTRY[name] = fn
 
 
 def retriever_names() -> list[str]:
-    _load_graph_retrievers()
-    return sorted(_REGISTRY)
+    """Every known retriever name (nothing is imported to list them)."""
+    return sorted({*_REGISTRY, *LAZY_RETRIEVERS})
+
+
+def check_retriever(name: str) -> str:
+    """`name` if it is a known retriever, else a `ValueError` listing the known ones (cheap: no
+    retriever module is imported)."""
+    if name not in _REGISTRY and name not in LAZY_RETRIEVERS:
+        raise ValueError(
+            f"Unknown retriever {name!r}; known retrievers: {', '.join(retriever_names())}."
+        )
+    return name
 
 
 def get_retriever(name: str) -> RetrieverFn:
-    _load_graph_retrievers()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(
-            f"Unknown retriever {name!r}; known retrievers: {', '.join(sorted(_REGISTRY))}."
-        ) from None
+    check_retriever(name)
+    if name not in _REGISTRY:
+        module, attr = LAZY_RETRIEVERS[name]
+        _REGISTRY[name] = getattr(importlib.import_module(module), attr)
+    return _REGISTRY[name]
 
 
 def retrieve(index: Any, query: str, k: int, name: str = "hybrid") -> list[Hit]:
@@ -54,21 +75,27 @@ for _m in ("bm25", "dense", "hybrid"):
     register_retriever(_m, _method(_m))
 
 
-def _load_graph_retrievers() -> None:
-    """Import the graph retrievers lazily (they pull in the graph store) so they self-register."""
-    import graphseek.tools.graph_retrievers  # noqa: F401
-
-
 @lru_cache(maxsize=8)
-def _open_index(path: str) -> Any:
+def _open_index(path: str, stamp: tuple[int, int]) -> Any:
     from graphseek.knowledge.index import Index
 
     return Index.open(path)
 
 
+def _manifest_stamp(path: str) -> tuple[int, int]:
+    """Identity of the index written at `path` now (its manifest's inode and mtime): a rebuilt or
+    updated index is opened again, not served from the cache."""
+    try:
+        st = os.stat(os.path.join(path, "manifest.json"))
+    except OSError:
+        return (0, 0)
+    return (st.st_ino, st.st_mtime_ns)
+
+
 def resolve_index(context: Any) -> Any:
     """The index of a run: `context.index` if given, else the one at `context.index_path`
-    (relative paths resolve against `$GRAPHSEEK_INDEX_DIR`, else the working directory).
+    (relative paths resolve against `$GRAPHSEEK_INDEX_DIR`, else the working directory), opened
+    once per path and on-disk version.
 
     Raises `ContextError` (a `ValueError`, so the LangGraph server shows its message to the
     client) when no index is named or the path holds no readable index."""
@@ -76,8 +103,9 @@ def resolve_index(context: Any) -> Any:
         return context.index
     raw = getattr(context, "index_path", "")
     if raw:
+        path = str(resolve_index_path(raw))
         try:
-            return _open_index(str(resolve_index_path(raw)))
+            return _open_index(path, _manifest_stamp(path))
         except (GraphseekError, OSError) as exc:  # missing, malformed or unreadable
             raise ContextError(index_path_problem(raw, str(exc))) from exc
     raise ContextError(

@@ -16,26 +16,25 @@ Layout of a store directory (e.g. ``<index_dir>/graph/``)::
     entity_passage.npz        scipy CSR, entities x passages
     nodes.json                node id lists for the matrices and vector files
 
-Writes are atomic: a store is written into a temporary sibling directory and renamed into place
-(the previous store is renamed aside first and removed after). An interrupted build leaves the
-previous store untouched; if a crash falls between the two renames, `SQLiteGraphStore.open`
-puts the previous store back. A build refuses to replace a non-empty directory that is not a
-graph store. Another graph database can implement `GraphStore` later.
+Writes are atomic, through `graphseek.knowledge.atomic.atomic_directory` (the index's writer): a
+store is written into a ``.<name>.building-*`` sibling and renamed into place, under a lock. An
+interrupted build leaves the previous store untouched; if a crash falls between the two renames,
+`SQLiteGraphStore.open` puts the previous store back. A build refuses to replace a non-empty
+directory that is not a graph store. Another graph database can implement `GraphStore` later.
+
+This module reads a store (`SQLiteGraphStore`) and defines the `GraphStore` protocol; writing
+(`GraphData`, `write_store`, the schema) lives in `graphseek.knowledge.graph.store_writer` and
+is re-exported here.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
-import tempfile
 import threading
-import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -43,6 +42,7 @@ import numpy as np
 from scipy import sparse
 
 from graphseek.errors import IndexFormatError, IndexNotFoundError
+from graphseek.knowledge.atomic import recover
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -54,96 +54,31 @@ from graphseek.knowledge.graph.models import (
     Topic,
     TopicSubgraph,
 )
+from graphseek.knowledge.graph.store_writer import (
+    DATABASE,
+    FORMAT,
+    MANIFEST,
+    VERSION,
+    GraphData,
+    build_matrices,
+    check_target,
+    write_store,
+)
 from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
 
-FORMAT = "graphseek-graph"
-VERSION = 1
-MANIFEST = "manifest.json"
-DATABASE = "graph.sqlite"
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE passages (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, title TEXT NOT NULL,
-    text TEXT NOT NULL, source TEXT NOT NULL);
-CREATE TABLE mentions (id TEXT PRIMARY KEY, passage_id TEXT NOT NULL, name TEXT NOT NULL,
-    aliases TEXT NOT NULL, description TEXT NOT NULL, types TEXT NOT NULL, sentence INTEGER,
-    entity_id TEXT, base_id TEXT);
-CREATE TABLE raw_relations (passage_id TEXT NOT NULL, source TEXT NOT NULL, label TEXT NOT NULL,
-    target TEXT NOT NULL, sentence INTEGER);
-CREATE TABLE raw_facts (id TEXT PRIMARY KEY, passage_id TEXT NOT NULL, relation TEXT NOT NULL,
-    mentions TEXT NOT NULL, sentence INTEGER);
-CREATE TABLE entities (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, name TEXT NOT NULL,
-    norm TEXT NOT NULL, description TEXT NOT NULL);
-CREATE TABLE entity_aliases (entity_id TEXT NOT NULL, position INTEGER, alias TEXT NOT NULL,
-    norm TEXT NOT NULL);
-CREATE TABLE entity_types (entity_id TEXT NOT NULL, position INTEGER, type TEXT NOT NULL);
-CREATE TABLE provenance (entity_id TEXT NOT NULL, mention_id TEXT NOT NULL,
-    passage_id TEXT NOT NULL);
-CREATE TABLE entity_passages (entity_id TEXT NOT NULL, passage_id TEXT NOT NULL,
-    kind TEXT NOT NULL, PRIMARY KEY (entity_id, passage_id));
-CREATE TABLE relations (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, source TEXT NOT NULL,
-    label TEXT NOT NULL, target TEXT NOT NULL, weight REAL NOT NULL, kind TEXT NOT NULL);
-CREATE TABLE relation_passages (relation_id TEXT NOT NULL, passage_id TEXT NOT NULL);
-CREATE TABLE hyperedges (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL,
-    relation TEXT NOT NULL, topic_id TEXT);
-CREATE TABLE hyperedge_members (hyperedge_id TEXT NOT NULL, position INTEGER,
-    entity_id TEXT NOT NULL);
-CREATE TABLE hyperedge_passages (hyperedge_id TEXT NOT NULL, passage_id TEXT NOT NULL);
-CREATE TABLE topics (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, label TEXT NOT NULL,
-    keywords TEXT NOT NULL, size INTEGER NOT NULL);
-CREATE TABLE base_entities (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, text TEXT NOT NULL,
-    entity_id TEXT NOT NULL);
-CREATE TABLE merge_pairs (a TEXT NOT NULL, b TEXT NOT NULL, sim REAL NOT NULL,
-    merged INTEGER NOT NULL, PRIMARY KEY (a, b));
-"""
-
-_INDEXES = """
-CREATE INDEX ix_mentions_passage ON mentions (passage_id);
-CREATE INDEX ix_raw_relations_passage ON raw_relations (passage_id);
-CREATE INDEX ix_raw_facts_passage ON raw_facts (passage_id);
-CREATE INDEX ix_entities_norm ON entities (norm);
-CREATE INDEX ix_entities_name ON entities (name);
-CREATE INDEX ix_aliases_entity ON entity_aliases (entity_id);
-CREATE INDEX ix_aliases_norm ON entity_aliases (norm);
-CREATE INDEX ix_aliases_alias ON entity_aliases (alias);
-CREATE INDEX ix_types_entity ON entity_types (entity_id);
-CREATE INDEX ix_provenance_entity ON provenance (entity_id);
-CREATE INDEX ix_entity_passages_passage ON entity_passages (passage_id);
-CREATE INDEX ix_relations_source ON relations (source);
-CREATE INDEX ix_relations_target ON relations (target);
-CREATE INDEX ix_relation_passages ON relation_passages (relation_id);
-CREATE INDEX ix_members_hyperedge ON hyperedge_members (hyperedge_id);
-CREATE INDEX ix_members_entity ON hyperedge_members (entity_id);
-CREATE INDEX ix_hyperedge_passages ON hyperedge_passages (hyperedge_id);
-CREATE INDEX ix_hyperedges_topic ON hyperedges (topic_id);
-"""
-
-
-@dataclass
-class GraphData:
-    """Everything a store holds, in memory (what a build produces and `write_store` writes)."""
-
-    passages: list[Passage]
-    extractions: list[Extraction]
-    entities: list[Entity]
-    relations: list[Relation]
-    entity_passages: dict[str, dict[str, str]]
-    """entity id -> passage id -> link kind ("mention" or "match")."""
-    hyperedges: list[HyperEdge]
-    topics: list[Topic]
-    entity_vectors: np.ndarray
-    relation_vector_ids: list[str]
-    relation_vectors: np.ndarray
-    hyperedge_vectors: np.ndarray
-    base_ids: list[str]
-    base_texts: list[str]
-    base_entity: list[str]
-    base_vectors: np.ndarray
-    pairs: dict[tuple[str, str], tuple[float, bool]]
-    mention_entity: dict[str, str]
-    mention_base: dict[str, str]
-    manifest: dict[str, Any] = field(default_factory=dict)
+__all__ = [
+    "DATABASE",
+    "FORMAT",
+    "MANIFEST",
+    "VERSION",
+    "GraphData",
+    "GraphStore",
+    "SQLiteGraphStore",
+    "build_matrices",
+    "check_target",
+    "write_store",
+]
 
 
 # -- the protocol -------------------------------------------------------------------------------
@@ -177,298 +112,6 @@ class GraphStore(Protocol):
     def hyperedge_embeddings(self) -> tuple[np.ndarray, list[str]]: ...
     @property
     def manifest(self) -> dict[str, Any]: ...
-
-
-# -- writing ------------------------------------------------------------------------------------
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _write_database(path: Path, data: GraphData) -> None:
-    con = sqlite3.connect(path)
-    try:
-        con.execute("PRAGMA journal_mode=OFF")
-        con.execute("PRAGMA synchronous=OFF")
-        con.executescript(_SCHEMA)
-        with con:
-            con.executemany(
-                "INSERT INTO meta VALUES (?, ?)",
-                [("format", FORMAT), ("version", str(VERSION))],
-            )
-            con.executemany(
-                "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
-                ((n, p.id, p.title, p.text, p.source) for n, p in enumerate(data.passages)),
-            )
-            con.executemany(
-                "INSERT INTO mentions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        m.id,
-                        m.passage_id,
-                        m.name,
-                        _dumps(m.aliases),
-                        m.description,
-                        _dumps(m.types),
-                        m.sentence,
-                        data.mention_entity.get(m.id),
-                        data.mention_base.get(m.id),
-                    )
-                    for x in data.extractions
-                    for m in x.mentions
-                ),
-            )
-            con.executemany(
-                "INSERT INTO raw_relations VALUES (?, ?, ?, ?, ?)",
-                (
-                    (r.passage_id, r.source, r.label, r.target, r.sentence)
-                    for x in data.extractions
-                    for r in x.relations
-                ),
-            )
-            con.executemany(
-                "INSERT INTO raw_facts VALUES (?, ?, ?, ?, ?)",
-                (
-                    (f.id, f.passage_id, f.relation, _dumps(f.mentions), f.sentence)
-                    for x in data.extractions
-                    for f in x.facts
-                ),
-            )
-            con.executemany(
-                "INSERT INTO entities VALUES (?, ?, ?, ?, ?)",
-                (
-                    (n, e.id, e.name, normalize_name(e.name), e.description)
-                    for n, e in enumerate(data.entities)
-                ),
-            )
-            con.executemany(
-                "INSERT INTO entity_aliases VALUES (?, ?, ?, ?)",
-                (
-                    (e.id, k, a, normalize_name(a))
-                    for e in data.entities
-                    for k, a in enumerate(e.aliases)
-                ),
-            )
-            con.executemany(
-                "INSERT INTO entity_types VALUES (?, ?, ?)",
-                ((e.id, k, t) for e in data.entities for k, t in enumerate(e.types)),
-            )
-            con.executemany(
-                "INSERT INTO provenance VALUES (?, ?, ?)",
-                (
-                    (e.id, mid, mid.rsplit("#", 1)[0])
-                    for e in data.entities
-                    for mid in e.mention_ids
-                ),
-            )
-            con.executemany(
-                "INSERT INTO entity_passages VALUES (?, ?, ?)",
-                (
-                    (eid, pid, kind)
-                    for eid, links in sorted(data.entity_passages.items())
-                    for pid, kind in sorted(links.items())
-                ),
-            )
-            con.executemany(
-                "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (n, r.id, r.source, r.label, r.target, r.weight, r.kind)
-                    for n, r in enumerate(data.relations)
-                ),
-            )
-            con.executemany(
-                "INSERT INTO relation_passages VALUES (?, ?)",
-                ((r.id, pid) for r in data.relations for pid in r.passage_ids),
-            )
-            con.executemany(
-                "INSERT INTO hyperedges VALUES (?, ?, ?, ?)",
-                ((n, h.id, h.relation, h.topic_id) for n, h in enumerate(data.hyperedges)),
-            )
-            con.executemany(
-                "INSERT INTO hyperedge_members VALUES (?, ?, ?)",
-                ((h.id, k, eid) for h in data.hyperedges for k, eid in enumerate(h.entity_ids)),
-            )
-            con.executemany(
-                "INSERT INTO hyperedge_passages VALUES (?, ?)",
-                ((h.id, pid) for h in data.hyperedges for pid in h.passage_ids),
-            )
-            con.executemany(
-                "INSERT INTO topics VALUES (?, ?, ?, ?, ?)",
-                ((n, t.id, t.label, _dumps(t.keywords), t.size) for n, t in enumerate(data.topics)),
-            )
-            con.executemany(
-                "INSERT INTO base_entities VALUES (?, ?, ?, ?)",
-                (
-                    (n, bid, text, eid)
-                    for n, (bid, text, eid) in enumerate(
-                        zip(data.base_ids, data.base_texts, data.base_entity, strict=True)
-                    )
-                ),
-            )
-            con.executemany(
-                "INSERT INTO merge_pairs VALUES (?, ?, ?, ?)",
-                ((a, b, sim, int(merged)) for (a, b), (sim, merged) in sorted(data.pairs.items())),
-            )
-        con.executescript(_INDEXES)
-        con.commit()
-    finally:
-        con.close()
-
-
-def build_matrices(
-    entity_ids: Sequence[str],
-    passage_ids: Sequence[str],
-    relations: Iterable[Relation],
-    entity_passages: dict[str, dict[str, str]],
-) -> tuple[sparse.csr_matrix, sparse.csr_matrix, sparse.csr_matrix]:
-    """(entity adjacency, entity+passage adjacency, entity x passage incidence), all CSR."""
-    ne, np_ = len(entity_ids), len(passage_ids)
-    epos = {e: k for k, e in enumerate(entity_ids)}
-    ppos = {p: k for k, p in enumerate(passage_ids)}
-    rows, cols, vals = [], [], []
-    for r in relations:
-        a, b = epos.get(r.source), epos.get(r.target)
-        if a is None or b is None or a == b:
-            continue
-        rows += [a, b]
-        cols += [b, a]
-        vals += [r.weight, r.weight]
-    adjacency = sparse.csr_matrix(
-        (np.asarray(vals, dtype=np.float32), (rows, cols)), shape=(ne, ne), dtype=np.float32
-    )
-    adjacency.sum_duplicates()
-    inc_rows, inc_cols = [], []
-    for eid, links in entity_passages.items():
-        e = epos.get(eid)
-        if e is None:
-            continue
-        for pid in links:
-            p = ppos.get(pid)
-            if p is not None:
-                inc_rows.append(e)
-                inc_cols.append(p)
-    incidence = sparse.csr_matrix(
-        (np.ones(len(inc_rows), dtype=np.float32), (inc_rows, inc_cols)),
-        shape=(ne, np_),
-        dtype=np.float32,
-    )
-    incidence.sum_duplicates()
-    incidence.data[:] = 1.0
-    full = sparse.bmat(
-        [[adjacency, incidence], [incidence.T, None]], format="csr", dtype=np.float32
-    )
-    if full.shape != (ne + np_, ne + np_):  # bmat drops empty blocks' shapes
-        full = sparse.csr_matrix((ne + np_, ne + np_), dtype=np.float32)
-    return adjacency.tocsr(), full.tocsr(), incidence.tocsr()
-
-
-def _save_npy(path: Path, array: np.ndarray, dim: int) -> None:
-    if array.size == 0:
-        array = np.zeros((0, dim), dtype=np.float32)
-    np.save(path, np.ascontiguousarray(array, dtype=np.float32))
-
-
-def check_target(out_dir: str | os.PathLike[str]) -> Path:
-    """The resolved store path; `IndexFormatError` if it names a non-empty directory (or a
-    file) that is not a graph store, which a build would otherwise replace."""
-    dest = Path(out_dir).expanduser().resolve()
-    recover(dest)
-    if dest.exists():
-        if not dest.is_dir():
-            raise IndexFormatError(f"{dest} is a file, not a graph store directory")
-        manifest = dest / MANIFEST
-        if any(dest.iterdir()) and not manifest.exists():
-            raise IndexFormatError(
-                f"refusing to replace {dest}: it is a non-empty directory without a graph "
-                f"{MANIFEST}; choose an empty or new directory (e.g. <index_dir>/graph)"
-            )
-        if manifest.exists():
-            try:
-                fmt = json.loads(manifest.read_text(encoding="utf-8")).get("format")
-            except (OSError, ValueError):
-                fmt = None
-            if fmt != FORMAT:
-                raise IndexFormatError(f"refusing to replace {dest}: it is not a graph store")
-    return dest
-
-
-def write_store(data: GraphData, out_dir: str | os.PathLike[str]) -> Path:
-    """Write `data` to `out_dir` atomically (temp dir + rename); returns the store path."""
-    dest = check_target(out_dir)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
-    try:
-        _write_database(tmp / DATABASE, data)
-        dim = (
-            max(
-                (a.shape[1] for a in (data.entity_vectors, data.base_vectors) if a.ndim == 2),
-                default=384,
-            )
-            or 384
-        )
-        _save_npy(tmp / "entity_vectors.npy", data.entity_vectors, dim)
-        _save_npy(tmp / "relation_vectors.npy", data.relation_vectors, dim)
-        _save_npy(tmp / "hyperedge_vectors.npy", data.hyperedge_vectors, dim)
-        _save_npy(tmp / "base_vectors.npy", data.base_vectors, dim)
-        entity_ids = [e.id for e in data.entities]
-        passage_ids = [p.id for p in data.passages]
-        adjacency, full, incidence = build_matrices(
-            entity_ids, passage_ids, data.relations, data.entity_passages
-        )
-        sparse.save_npz(tmp / "adjacency_entity.npz", adjacency)
-        sparse.save_npz(tmp / "adjacency_full.npz", full)
-        sparse.save_npz(tmp / "entity_passage.npz", incidence)
-        nodes = {
-            "entities": entity_ids,
-            "passages": passage_ids,
-            "relations_embedded": data.relation_vector_ids,
-            "hyperedges": [h.id for h in data.hyperedges],
-        }
-        (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
-        manifest = {"format": FORMAT, "version": VERSION, "written": time.time()}
-        manifest.update(data.manifest)
-        (tmp / MANIFEST).write_text(
-            json.dumps(manifest, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
-        )
-        _swap_into_place(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return dest
-
-
-def _swap_into_place(tmp: Path, dest: Path) -> None:
-    old: Path | None = None
-    if dest.exists():
-        old = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex[:8]}")
-        os.rename(dest, old)
-    try:
-        os.rename(tmp, dest)
-    except BaseException:
-        if old is not None:
-            os.rename(old, dest)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def recover(dest: Path) -> None:
-    """Put a previous store back if a crash left it renamed aside, and drop older copies.
-    (Temporary ``.<name>.tmp-*`` directories of a killed build are left alone: another build
-    may be writing one.)"""
-    parent = dest.parent
-    if not parent.exists():
-        return
-    olds = sorted(
-        (p for p in parent.glob(f".{dest.name}.old-*") if (p / MANIFEST).exists()),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not dest.exists() and olds:
-        os.rename(olds[-1], dest)
-        olds = olds[:-1]
-    for stale in olds:
-        shutil.rmtree(stale, ignore_errors=True)
 
 
 # -- reading ------------------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""Passage search as the graph retrievers use it: the index's hybrid search with a query vector
+reused (`passage_search_for`), and passage lookup by id (`passage_lookup_for`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from graphseek.knowledge.fusion import rrf
+from graphseek.tools.graph_arrays import top_positions
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.passages import Passage
+
+
+# -- passage search -------------------------------------------------------------------------------
+
+
+class PassageSearch(Protocol):
+    """Ranks passages for a query: (passage id, score) pairs, best first."""
+
+    def __call__(
+        self, query: str, k: int, query_vector: np.ndarray | None = None
+    ) -> list[tuple[str, float]]: ...
+
+
+class IndexPassageSearch:
+    """The index's hybrid search (BM25 and dense, RRF k=60, as `Index.search(method="hybrid")`),
+    taking a query vector already computed so that one embedding serves every similarity."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+
+    def embed(self, query: str) -> np.ndarray:
+        return np.asarray(self.index.embed([query])[0], dtype=np.float32)
+
+    def __call__(
+        self, query: str, k: int, query_vector: np.ndarray | None = None
+    ) -> list[tuple[str, float]]:
+        from graphseek.knowledge.index import RRF_K, hybrid_depth
+
+        if not query.strip():
+            return []
+        depth = hybrid_depth(k)
+        sparse = [h.passage.id for h in self.index.search(query, k=depth, method="bm25")]
+        if query_vector is None:
+            query_vector = self.embed(query)
+        scores = np.asarray(self.index.embeddings @ query_vector, dtype=np.float32)
+        passages = self.index.passages
+        dense = [passages[i].id for i in top_positions(scores, depth, positive=False)]
+        return rrf([sparse, dense], k=RRF_K)[:k]
+
+
+def passage_search_for(index: Any) -> IndexPassageSearch:
+    return IndexPassageSearch(index)
+
+
+def passage_lookup_for(index: Any) -> Callable[[str], Passage]:
+    return index.get  # type: ignore[no-any-return]

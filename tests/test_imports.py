@@ -1,0 +1,133 @@
+"""No import cycles: every graphseek module imports on its own, and module-level imports form a DAG.
+
+`test_every_module_imports_alone` starts one fresh interpreter and, for each module, forgets every
+graphseek module it has seen, then imports that one alone: an import cycle among graphseek modules
+shows up as an ImportError ("partially initialized module") for the module that enters the cycle
+from the wrong side. (Third-party packages stay loaded between modules, which only saves time:
+they cannot take part in a cycle of graphseek's.) `test_imports_have_no_cycle_even_lazy_ones`
+reads every import statement of every module, at module level or inside a function (a lazy
+import that closes a loop, like a registry importing the module that registers into it, is a
+cycle too), and checks that the graph they form has no cycle at all. (A package's `__init__` importing its own
+submodules is not an edge back from them: Python runs the package first, and a submodule that
+imports a sibling by `from pkg import sibling` gets the sibling, not the half-built package.)
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import graphseek
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = Path(graphseek.__file__).parent
+
+SCRIPT = r"""
+import importlib, pkgutil, sys, traceback
+import graphseek
+names = sorted(m.name for m in pkgutil.walk_packages(graphseek.__path__, "graphseek.")
+               if not m.name.endswith(".__main__"))
+failed = []
+for name in names:
+    for loaded in [m for m in sys.modules if m == "graphseek" or m.startswith("graphseek.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except Exception:
+        failed.append(name + ": " + traceback.format_exc().strip().splitlines()[-1])
+print(len(names))
+print("\n".join(failed))
+"""
+
+
+def _modules() -> list[str]:
+    """Every graphseek module but `__main__`s (importing one runs the program)."""
+    return sorted(
+        m.name
+        for m in pkgutil.walk_packages(graphseek.__path__, "graphseek.")
+        if not m.name.endswith(".__main__")
+    )
+
+
+def test_every_module_imports_alone() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout.splitlines()
+    assert int(out[0]) == len(_modules()) > 50
+    assert [line for line in out[1:] if line] == []
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, module: str, known: set[str]) -> set[str]:
+    """graphseek modules `module` imports, at import time or later inside a function
+    (`if TYPE_CHECKING:` blocks excluded)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{parent}.{base}" if base else parent
+                for a in node.names:  # `from pkg import submodule` needs the submodule only
+                    sub = f"{base}.{a.name}"
+                    found.add(sub if sub in known else base)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    children = getattr(node, field, None)
+                    if isinstance(children, list):
+                        visit([c for c in children if isinstance(c, ast.stmt)])
+                for handler in getattr(node, "handlers", []) or []:
+                    visit(handler.body)
+                for case in getattr(node, "cases", []) or []:
+                    visit(case.body)
+
+    visit(tree.body)
+    return {name for name in found if name in known and name != module}
+
+
+def test_imports_have_no_cycle_even_lazy_ones() -> None:
+    files = {_module_of(p): p for p in PACKAGE.rglob("*.py")}
+    known = set(files)
+    graph = {m: _imports(p, m, known) for m, p in files.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def walk(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycles.append(stack[stack.index(n) :] + [n])
+            elif n not in state:
+                walk(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            walk(m)
+    assert cycles == []
