@@ -85,6 +85,7 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "mode": args.mode,
         "top_k": args.top_k,
         "max_turns": args.max_turns,
+        "profile": args.profile,
         "max_question_chars": args.max_question_chars,
     }
 
@@ -105,6 +106,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     _, questions_file = demo_files()
     questions = json.loads(questions_file.read_text())
+    if args.profile is None:
+        args.profile = "wikipedia"  # the bundled demo corpus is a set of encyclopedia articles
     question = _checked_question(args, args.question or questions[0]["question"])
     index = demo_index(rebuild=args.rebuild, quiet=args.json)
     _print_result(ask(index, question, **_ask_kwargs(args)), args.json)
@@ -198,6 +201,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-turns", type=int, default=None, help="Seeker turn budget")
     p.add_argument("--agents", type=int, default=None, help="suggesters (knowledge_aware)")
     p.add_argument("--mode", default=None, help="single, competitive or collaborative")
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="offline reader: general (any documents; `ask` default) or wikipedia "
+        "(Wikipedia-style articles; `demo` default, its corpus is one)",
+    )
     p.add_argument(
         "--max-question-chars",
         type=int,

@@ -154,7 +154,9 @@ def test_malformed_seeker_reply_is_retried_then_abstains(tiny_index):
 
 
 def test_offline_reasoner_answers_two_hop_question(tiny_index):
-    result = ask(tiny_index, "Where did Ada Lovelace's father die?", llm="offline")
+    result = ask(
+        tiny_index, "Where did Ada Lovelace's father die?", llm="offline", profile="wikipedia"
+    )
     assert result.answer == "Missolonghi"
     assert not result.abstained
     assert "byron" in [e.passage_id for e in result.evidence]

@@ -457,7 +457,14 @@ def test_collaborative_suggesters_share_one_known_cache(tiny_index):
 
 def test_offline_reasoner_answers_two_hop_question(tiny_index):
     pytest.importorskip("graphseek.agents.offline.librarian", reason="no offline Librarian")
-    result = ask(tiny_index, QUESTION, topology="knowledge_aware", llm="offline", retriever="bm25")
+    result = ask(
+        tiny_index,
+        QUESTION,
+        topology="knowledge_aware",
+        llm="offline",
+        retriever="bm25",
+        profile="wikipedia",
+    )
     assert result.answer == "Missolonghi" and not result.abstained
     assert "byron" in [e.passage_id for e in result.evidence]
     assert result.usage.llm_calls == 0
@@ -466,7 +473,14 @@ def test_offline_reasoner_answers_two_hop_question(tiny_index):
 
 def test_offline_competitive_run_through_the_api(tiny_index):
     pytest.importorskip("graphseek.agents.offline.librarian", reason="no offline Librarian")
-    result = ask(tiny_index, QUESTION, topology="knowledge_aware", agents=3, mode="competitive")
+    result = ask(
+        tiny_index,
+        QUESTION,
+        topology="knowledge_aware",
+        agents=3,
+        mode="competitive",
+        profile="wikipedia",
+    )
     assert result.answer == "Missolonghi" and not result.abstained
     assert result.trace.count("suggest") % 3 == 0
     assert result.diagnostics["suggester_winners"]

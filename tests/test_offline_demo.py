@@ -47,7 +47,9 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory):
 def test_offline_reasoner_answers_every_demo_question(demo_index, item: dict) -> None:
     from graphseek.api import ask
 
-    result = ask(demo_index, item["question"], topology="dual_agent", llm="offline")
+    result = ask(
+        demo_index, item["question"], topology="dual_agent", llm="offline", profile="wikipedia"
+    )
     assert not result.abstained
     assert result.answer.lower() == item["answer"].lower()
     evidence_titles = {e.title for e in result.evidence}

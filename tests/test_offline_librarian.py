@@ -67,7 +67,8 @@ def hits(*ids: str) -> list[Hit]:
 
 @pytest.fixture(scope="module")
 def librarian() -> OfflineLibrarian:
-    return OfflineLibrarian()
+    # Wikipedia-style passages: the cue-based drafting of the wikipedia profile
+    return OfflineLibrarian(profile="wikipedia")
 
 
 @pytest.mark.parametrize(

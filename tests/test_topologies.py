@@ -698,7 +698,7 @@ def test_every_langgraph_json_entry_is_a_compiled_graph():
 @pytest.mark.parametrize("with_graph", [True, False], ids=["graph", "no-graph"])
 def test_offline_reasoner_answers_a_two_hop_question(name, with_graph, graph_index, tiny_index):
     index = graph_index if with_graph else tiny_index
-    out = run(name, QUESTION, Context(index=index, llm="offline"))
+    out = run(name, QUESTION, Context(index=index, llm="offline", profile="wikipedia"))
     assert out["answer"] == "Missolonghi" and not out["abstained"], out.get("abstain_reason")
     assert "byron" in [e.passage_id for e in out["evidence"]]
     assert out["usage"].llm_calls == 0

@@ -160,7 +160,7 @@ def build_roles(context: Context) -> Roles:
     # the profile's threshold is calibrated on the offline reader's confidences; drafts of a
     # chat model carry the model's own confidence, judged by the plain default
     threshold = context.threshold
-    if "librarian" not in offline and context.abstain_threshold is None:
+    if "librarian" not in offline and context.abstain_threshold < 0:
         threshold = LLM_DRAFT_THRESHOLD
     seeker_model = model_for(llm, "seeker")
     if seeker_model is None:

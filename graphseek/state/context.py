@@ -117,11 +117,11 @@ class Context:
             "Wikipedia-style passages, e.g. 2WikiMultiHopQA)."
         ),
     )
-    abstain_threshold: float | None = field(
-        default=None,
+    abstain_threshold: float = field(
+        default=-1.0,
         metadata=_describe(
             "Offline policies abstain when the best answer's confidence is below this (0..1). "
-            "Empty: the profile's calibrated default (general 0.5, wikipedia 0.15)."
+            "Negative (the default): the profile's calibrated value (general 0.5, wikipedia 0.15)."
         ),
     )
     tool_char_budget: int = field(
@@ -143,10 +143,10 @@ class Context:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 problems.append(f"{name} must be an integer >= 0, got {value!r}")
         threshold = self.abstain_threshold
-        if threshold is not None and (
-            not isinstance(threshold, int | float) or not 0.0 <= float(threshold) <= 1.0
-        ):
-            problems.append(f"abstain_threshold must be a number in [0, 1], got {threshold!r}")
+        if not isinstance(threshold, int | float) or float(threshold) > 1.0:
+            problems.append(
+                f"abstain_threshold must be a number in [0, 1] (or negative for the profile default), got {threshold!r}"
+            )
         if not isinstance(self.index_path, str):
             problems.append(f"index_path must be a string, got {type(self.index_path).__name__}")
         if not isinstance(self.retriever, str) or not self.retriever:
@@ -166,7 +166,7 @@ class Context:
     @property
     def threshold(self) -> float:
         """The abstention threshold in force: `abstain_threshold`, else the profile's default."""
-        if self.abstain_threshold is not None:
+        if self.abstain_threshold >= 0:
             return float(self.abstain_threshold)
         return PROFILE_THRESHOLDS.get(self.profile, 0.5)
 

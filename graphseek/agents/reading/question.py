@@ -51,6 +51,7 @@ NUMBER_NOUNS = frozenset(
     "number amount count size length age percentage percent population total quantity port "
     "height width depth weight distance duration price cost score rank".split()
 )
+GROUP_NOUNS = frozenset("nationality citizenship ethnicity religion language".split())
 DOCUMENT_NOUNS = frozenset(
     "document file page article readme passage section chapter manual paper".split()
 )
@@ -122,11 +123,13 @@ def _kinds_for_noun(noun: str) -> Kinds | None:
     if n in NUMBER_NOUNS:
         return (("number", 1.0), ("name", 0.3))
     if n in PERSON_NOUNS:
-        return (("person", 1.0), ("org", 0.7), ("group", 0.4), ("name", 0.5))
+        return (("person", 1.0), ("org", 0.7), ("name", 0.4), ("group", 0.2))
     if n in ORG_NOUNS:
         return (("org", 1.0), ("name", 0.7), ("person", 0.5), ("place", 0.3))
     if n in PLACE_NOUNS:
         return (("place", 1.0), ("name", 0.5), ("org", 0.4))
+    if n in GROUP_NOUNS:
+        return (("group", 1.0), ("place", 0.6), ("name", 0.5))
     if n in DOCUMENT_NOUNS:
         return (("document", 1.0), ("name", 0.7), ("thing", 0.5))
     return None
@@ -196,13 +199,13 @@ def analyse_question(question: str) -> AnswerSpec:
         head = _who_head(body)
         kinds = (_kinds_for_noun(head) if head else None) or ()
         if not kinds or kinds[0][0] not in ("person", "org", "group"):
-            kinds = (("person", 1.0), ("org", 0.8), ("group", 0.4), ("name", 0.35))
+            kinds = (("person", 1.0), ("org", 0.8), ("name", 0.35), ("group", 0.2))
     elif wh == "whose":
         kinds = (("person", 1.0), ("org", 0.8), ("name", 0.6), ("group", 0.4))
     elif wh == "when":
         kinds = (("date", 1.0), ("number", 0.4))
     elif wh == "where":
-        kinds = (("place", 1.0), ("org", 0.7), ("name", 0.6), ("thing", 0.5))
+        kinds = (("place", 1.0), ("org", 0.85), ("name", 0.6), ("thing", 0.5))
     elif wh == "why":
         kinds = (("thing", 1.0),)
     elif wh == "how":

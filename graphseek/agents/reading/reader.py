@@ -92,7 +92,17 @@ class Candidate:
 
 def _stem(word: str) -> str:
     stems = content_words(word)
-    return next(iter(stems)) if len(stems) == 1 else word.lower()
+    return _key(next(iter(stems)) if len(stems) == 1 else word.lower())
+
+
+def _key(stem: str) -> str:
+    """A word's matching key: its first six letters ("directed" / "director", "compressed" /
+    "compression"), a truncation stemmer, as IR systems use for English."""
+    return stem[:6]
+
+
+def _keys(words: frozenset[str] | set[str]) -> frozenset[str]:
+    return frozenset(_key(w) for w in words)
 
 
 def _parse_sentence(sent: Any, index: int) -> _Sentence:
@@ -214,7 +224,7 @@ class ExtractiveReader:
                 i = 0
                 for p, sents in parsed:
                     n = len(sents)
-                    words = frozenset(content_words(f"{p.title} {p.text}"))
+                    words = _keys(content_words(f"{p.title} {p.text}"))
                     self._store(_Parsed(p, sents, vectors[i : i + n], words))
                     i += n
             out = []
@@ -250,17 +260,19 @@ class ExtractiveReader:
             return []
         docs = self.parse([h.passage for h in hits])
         q_vec = self._question_vector(spec.question)
-        rel = spec.relation_words or spec.words
-        weights = {w: term_weight(w) for w in spec.words}
+        rel = _keys(spec.relation_words or spec.words)
+        weights: dict[str, float] = {}
+        for w in spec.words:
+            weights[_key(w)] = max(weights.get(_key(w), 0.0), term_weight(w))
         total = sum(weights.values()) or 1.0
-        head = spec.head_words
+        head = _keys(spec.head_words)
         pool: dict[str, Candidate] = {}
         for position, (hit, doc) in enumerate(zip(hits, docs, strict=True)):
             rank = hit.rank or position + 1
             rank_score = 1.0 / (1.0 + 0.3 * (rank - 1))
             # rarity-weighted share of the question's words the passage (title included) holds
             in_passage = sum(w for t, w in weights.items() if t in doc.words) / total
-            title_words = content_words(doc.passage.title)
+            title_words = _keys(content_words(doc.passage.title))
             title_norm = normalize(doc.passage.title)
             doc_norm = normalize(_document_name(doc.passage.title))
             sims = doc.vectors @ q_vec if len(doc.sentences) else np.zeros(0)
