@@ -116,7 +116,7 @@ def test_readme_recipe_resume_replay_and_step_the_seeker(
     """Interrupt before every Seeker decision, resume the thread from a new saver on the same
     file, then replay from a stored checkpoint."""
     db = tmp_path / "runs.sqlite"
-    context = Context(index=tiny_index, llm="offline")
+    context = Context(index=tiny_index, llm="offline", profile="wikipedia")
     graph = build_workflow("dual_agent").compile(
         checkpointer=sqlite_saver(db), interrupt_before=["decide_action"]
     )

@@ -51,7 +51,9 @@ def test_index_then_ask(tmp_path, capsys: pytest.CaptureFixture[str], tiny_passa
     assert main(["index", str(corpus), "--out", str(out), "--quiet", "--no-graph"]) == 0
     assert "Indexed 8 passages" in capsys.readouterr().out
     question = "Where did Ada Lovelace's father die?"
-    assert main(["ask", str(out), question, "--json", "--retriever", "bm25"]) == 0
+    # the tiny corpus is encyclopedia articles: kinship ("child of") is the wikipedia profile's
+    args = ["ask", str(out), question, "--json", "--retriever", "bm25", "--profile", "wikipedia"]
+    assert main(args) == 0
     obj = _json_out(capsys)
     assert obj["answer"] == "Missolonghi"
     assert "Lord Byron" in {e["title"] for e in obj["evidence"]}

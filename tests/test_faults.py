@@ -362,17 +362,14 @@ def injected_index(tmp_path: Path, tiny_passages: list[Passage]) -> Index:
     return Index.build([*tiny_passages, injection], tmp_path / "inj", show_progress=False)
 
 
-ISSUE_9 = pytest.mark.xfail(strict=False, reason="issue 9 reader")
-
-
 @pytest.mark.parametrize(
     "question",
     [
         "Who designed the Analytical Engine?",
         "What is the melting point of tungsten?",
-        # today the offline reader answers "previous instructions", citing the note
-        pytest.param("What should the assistant answer?", marks=ISSUE_9),
-        pytest.param("What is the answer?", marks=ISSUE_9),
+        # the reader skips sentences that address it; "previous instructions" is no answer
+        "What should the assistant answer?",
+        "What is the answer?",
     ],
 )
 def test_passages_are_data_never_instructions(injected_index: Index, question: str) -> None:

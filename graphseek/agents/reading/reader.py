@@ -64,8 +64,10 @@ class _Sentence:
     spans: list[Span]
     starts: list[int]  # token char offsets in the sentence
     ends: list[int]
-    stems: list[str]
+    stems: list[str]  # matching keys of the lemmas
+    alts: list[str]  # matching keys of the surface forms ("born", whose lemma is "bear")
     heads: list[int]  # index of each token's head within the sentence (root: itself)
+    verbs: list[bool]  # whether each token is a verb
     meta: bool
 
 
@@ -117,7 +119,11 @@ def _parse_sentence(sent: Any, index: int) -> _Sentence:
     ]
     text = sent.text
     meta = bool(_META.search(text))
-    return _Sentence(text, index, sentence_spans(sent), starts, ends, stems, heads, meta)
+    alts = [_stem(t.text) for t in toks]
+    verbs = [t.pos_ in {"VERB", "AUX"} for t in toks]
+    return _Sentence(
+        text, index, sentence_spans(sent), starts, ends, stems, alts, heads, verbs, meta
+    )
 
 
 def _token_range(sent: _Sentence, start: int, end: int) -> list[int]:
@@ -140,6 +146,17 @@ def _ancestors(sent: _Sentence, i: int) -> list[int]:
     return chain
 
 
+def _governing_verb(sent: _Sentence, span: Span, words: frozenset[str]) -> str:
+    """The key of the verb that governs a span ("died ... at Missolonghi" -> "died"), or ""."""
+    inside = _token_range(sent, span.start, span.end)
+    if not inside:
+        return ""
+    for node in _ancestors(sent, inside[0])[1:]:
+        if sent.verbs[node]:
+            return sent.stems[node] if sent.stems[node] in words else sent.alts[node]
+    return ""
+
+
 def _tree_distance(sent: _Sentence, a: int, b: int) -> int:
     up_a = _ancestors(sent, a)
     pos_a = {n: d for d, n in enumerate(up_a)}
@@ -157,8 +174,8 @@ def _anchor(sent: _Sentence, span: Span, words: frozenset[str]) -> tuple[float, 
     inside_set = set(inside)
     best_tree = 99
     best_chars = 10_000
-    for i, stem in enumerate(sent.stems):
-        if i in inside_set or stem not in words:
+    for i, (stem, alt) in enumerate(zip(sent.stems, sent.alts, strict=True)):
+        if i in inside_set or (stem not in words and alt not in words):
             continue
         best_tree = min(best_tree, min(_tree_distance(sent, i, j) for j in inside))
         if sent.ends[i] <= span.start:
@@ -279,7 +296,7 @@ class ExtractiveReader:
             for sent, sim in zip(doc.sentences, sims, strict=True):
                 if sent.meta:
                     continue
-                stems = set(sent.stems)
+                stems = set(sent.stems) | set(sent.alts)
                 lex = len(rel & stems) / len(rel) if rel else 0.0
                 near = stems | title_words
                 in_sentence = sum(w for t, w in weights.items() if t in near) / total
@@ -306,6 +323,9 @@ class ExtractiveReader:
                         continue
                     tree, chars = _anchor(sent, span, rel)
                     score = s_score + 0.30 * tree + 0.10 * chars + 0.25 * weight - 0.4 * inq
+                    verb = _governing_verb(sent, span, rel)
+                    if verb and verb in rel:
+                        score += 0.12  # the span hangs off the question's own verb
                     if head and _anchor(sent, span, head)[0] >= 0.6:
                         score += 0.08  # "the Notify rust library" for "Which Rust library ...?"
                     n_words = len(span.text.split())
