@@ -64,8 +64,11 @@ def _print_result(result: Any, as_json: bool) -> None:
     u = result.usage
     console.print(
         f"[dim]trace: {' → '.join(result.trace)}\n"
-        f"usage: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, "
-        f"{u.seconds:.2f} s[/dim]"
+        f"usage: {u.llm_calls} LLM calls"
+        + (f" ({u.failed_calls} failed)" if u.failed_calls else "")
+        + f", {u.prompt_tokens}+{u.completion_tokens} tokens"
+        + (" (estimated)" if u.tokens_estimated else "")
+        + f", {u.llm_seconds:.2f} s in the model, {u.seconds:.2f} s in all[/dim]"
     )
 
 
@@ -134,9 +137,47 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from graphseek.api import ask
     from graphseek.knowledge.index import Index
 
-    index = Index.open(args.index_dir)
-    _print_result(ask(index, args.question, **_ask_kwargs(args)), args.json)
+    try:
+        index = Index.open(args.index_dir)
+        result = ask(index, args.question, **_ask_kwargs(args))
+    except Exception as exc:
+        if not args.json:
+            raise
+        # --json prints exactly one object, whatever happened (the error also goes to stderr)
+        _print_error_json(exc)
+        print(f"graphseek: error: {_error_line(exc)}", file=sys.stderr)
+        return 2
+    _print_result(result, args.json)
     return 0
+
+
+def _error_line(exc: BaseException) -> str:
+    if isinstance(exc, GraphseekError | ValueError | FileNotFoundError):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc} (run with -v for details)"
+
+
+def _print_error_json(exc: BaseException) -> None:
+    """The `--json` object of a run that could not even start or that failed outright."""
+    from graphseek.api import public_usage
+    from graphseek.state.models import Usage
+
+    usage = getattr(exc, "usage", None)
+    print(
+        json.dumps(
+            {
+                "answer": "",
+                "abstained": True,
+                "abstain_reason": f"error: {_error_line(exc)}",
+                "evidence": [],
+                "trace": [],
+                "usage": public_usage(usage if isinstance(usage, Usage) else Usage()),
+                "diagnostics": {"errors": [_error_line(exc)]},
+                "error": type(exc).__name__,
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 def cmd_topologies(args: argparse.Namespace) -> int:
@@ -226,6 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     except (GraphseekError, ValueError, FileNotFoundError) as exc:
         print(f"graphseek: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("graphseek: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # no traceback for a user; -v logs it
+        logging.getLogger("graphseek").debug("unexpected error", exc_info=True)
+        print(f"graphseek: error: {_error_line(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -61,7 +61,7 @@ from graphseek.agents.verifier import (
     LLMTripleChecker,
     TripleChecker,
 )
-from graphseek.llm import model_for
+from graphseek.llm import model_for_context
 from graphseek.state.context import Context
 
 
@@ -102,12 +102,11 @@ def _offline(name: str, factory: Any) -> Any:
 
 
 def get_roles(context: Context) -> Roles:
-    llm = context.llm
     retries = context.max_retries
     offline: set[str] = set()
 
     def pick(role: str, llm_cls: Any, offline_factory: Any, cache: bool = True) -> Any:
-        model = model_for(llm, role)
+        model = model_for_context(context, role)
         if model is None:
             offline.add(role)
             return _offline(role, offline_factory) if cache else offline_factory()
@@ -116,7 +115,7 @@ def get_roles(context: Context) -> Roles:
     clarifier = pick("clarifier", LLMClarifier, OfflineClarifier)
     decomposer = pick("decomposer", LLMDecomposer, OfflineDecomposer)
     librarian = pick("librarian", LLMLibrarian, OfflineLibrarian)
-    seeker_model = model_for(llm, "seeker")
+    seeker_model = model_for_context(context, "seeker")
     if seeker_model is None:
         offline.add("seeker")
         seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=context.abstain_threshold))
@@ -162,7 +161,7 @@ def _search_roles(context: Context, pick: Any, offline: set[str], librarian: Any
     Librarian's)."""
 
     def pick_as(model_role: str, name: str, llm_cls: Any, offline_factory: Any) -> Any:
-        model = model_for(context.llm, model_role)
+        model = model_for_context(context, model_role)
         if model is None:
             offline.add(name)
             return _offline(name, offline_factory)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphseek.knowledge.passages import Hit
-from graphseek.llm import model_for
+from graphseek.llm import model_for_context
 from graphseek.state.context import Context
 from graphseek.state.models import Usage
 from graphseek.tools.retrievers import resolve_index, retrieve
@@ -84,7 +84,7 @@ def higra_context(context: Context, query: str) -> GraphResult:
     retriever = higra_retriever(index)
     result = retriever.retrieve(
         query,
-        model=model_for(context.llm, "entity_recognition"),
+        model=model_for_context(context, "entity_recognition"),
         max_retries=context.max_retries,
     )
     hits = result.hits or retriever.hits(result, 2 * context.top_k)

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from graphseek.agents.offline.evidence import answer_occurs, name_coverage, question_names
 from graphseek.agents.registry import get_roles
 from graphseek.agents.thinker import ThinkerView
-from graphseek.errors import LLMOutputError
+from graphseek.errors import LLMError
 from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
 from graphseek.graphs.graph_context import hypergraph_action, topic_labels
 from graphseek.graphs.routing import budget_exhausted, route_thought
@@ -68,7 +68,7 @@ def think(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     try:
         result = get_roles(ctx).thinker.think(view)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         usage = exc.usage if isinstance(exc.usage, Usage) else Usage()
         return {
             "next_action": "abstain",

@@ -28,6 +28,11 @@ class Context:
     max_llm_calls: int = 60
     max_tokens: int = 400_000
     max_retries: int = 2
+    # seconds one model request may take (None: $GRAPHSEEK_LLM_TIMEOUT, else 300)
+    llm_timeout: float | None = None
+    # longest model reply in tokens: one number, or a mapping role -> number with an optional
+    # "default" (None: $GRAPHSEEK_LLM_MAX_TOKENS, else 1024)
+    max_reply_tokens: int | Mapping[str, int] | None = None
     # multi-agent options (knowledge_aware)
     agents: int = 1
     mode: Literal["single", "competitive", "collaborative"] = "single"

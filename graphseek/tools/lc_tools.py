@@ -290,11 +290,11 @@ def higra_retrieve(query: str, runtime: ToolRuntime[Context], k: int = 5) -> Too
     and passages. Good for questions about named entities and their connections."""
 
     def run(index: Any, budget: int) -> ToolOutput:
-        from graphseek.llm import model_for
+        from graphseek.llm import model_for_context
         from graphseek.tools.graph_retrievers import higra_retriever
 
         retriever = higra_retriever(index)
-        model = model_for(runtime.context.llm, "entity_recognizer")
+        model = model_for_context(runtime.context, "entity_recognizer")
         result = retriever.retrieve(
             query, model=model, max_retries=getattr(runtime.context, "max_retries", 2)
         )
