@@ -55,6 +55,11 @@ class Request:
         return str((fmt.get("json_schema") or {}).get("name") or "")
 
     @property
+    def kind(self) -> str:
+        """What the request asks for: its reply schema's name, or "tools" for a tool call."""
+        return self.schema_name or ("tools" if self.tool_names else "text")
+
+    @property
     def tool_names(self) -> list[str]:
         return [t["function"]["name"] for t in self.body.get("tools") or [] if "function" in t]
 

@@ -78,6 +78,8 @@ def served_tokens(server: FakeOpenAIServer, world: Any) -> tuple[int, int]:
 # -- the happy path, every topology -----------------------------------------------------------
 
 EXPECTED_TRACE = {
+    # the first search already shows Byron's passage: the model finishes early
+    "react": ["think", "observe", "think", "finalize_answer"],
     "naive": ["retrieve_passages", "generate_answer", "finalize_answer"],
     "dual_agent": [
         "clarify_question",
@@ -123,6 +125,16 @@ def test_every_topology_answers_through_a_real_server(monkeypatch, tiny_index, t
     assert all(body.get("max_tokens") == 1024 for body in server.requests)
     if topology in EXPECTED_TRACE:
         assert result.trace == EXPECTED_TRACE[topology]
+    if topology == "react":  # tools as actions: search, search, finish
+        calls = [
+            c["function"]["name"]
+            for body in server.requests[1:]
+            for m in body["messages"]
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+        ]
+        assert calls == ["search_passages"]  # then `finish`, which ends the run
+        assert all(Request(b, 0).kind == "tools" for b in server.requests)
 
 
 def test_dual_agent_asks_the_librarian_both_hops(monkeypatch, tiny_index):
@@ -166,7 +178,7 @@ def first_call_of_the_run(topology: str) -> str:
     return {
         "naive": "LibrarianReply",
         "dual_agent": "Decomposition",
-        "react": "Thought",
+        "react": "tools",
         "knowledge_aware": "InitialRequired",
     }[topology]
 
@@ -182,7 +194,7 @@ def test_a_failing_server_ends_in_an_abstention_naming_the_cause(
     assert result.abstained and result.answer == ""
     assert cause in result.abstain_reason, result.abstain_reason
     # the first model call of the run failed; every attempt of it was sent and charged
-    assert [Request(b, 0).schema_name for b in server.requests] == [
+    assert [Request(b, 0).kind for b in server.requests] == [
         first_call_of_the_run(topology)
     ] * per_call
     assert result.usage.llm_calls == per_call

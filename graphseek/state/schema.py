@@ -10,6 +10,9 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, NotRequired, TypedDict
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
 from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion, Usage
 from graphseek.state.reducers import (
     add_usage,
@@ -157,3 +160,6 @@ class State(InputState, OutputState):
     logic_draft: NotRequired[LogicDraft]
     # react: the last thought
     thought: NotRequired[Thought]
+    # tool-calling agents: the model's tool calls (AIMessage) and the tools' results
+    # (ToolMessage), in order; the same with a model and with the offline policies
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
