@@ -15,7 +15,6 @@ from typing import Any, Protocol
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from graphseek.agents.prompts.thinker import (
-    NO_TOOL_CALL_PROMPT,
     THINKER_SYSTEM,
     THINKER_TOOLS_SYSTEM,
     THINKER_TOOLS_USER,
@@ -23,10 +22,8 @@ from graphseek.agents.prompts.thinker import (
 )
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_history
-from graphseek.errors import LLMError, LLMOutputError
+from graphseek.agents.tool_calling import call_tools
 from graphseek.knowledge.passages import Hit
-from graphseek.llm import invoke_message
-from graphseek.state.models import Usage
 from graphseek.state.verdicts import Thought
 from graphseek.tools.lc_tools import FINISH, react_tools
 
@@ -49,15 +46,6 @@ class ThinkerView:
 
 class Thinker(Protocol):
     def think(self, view: ThinkerView) -> Step[Thought]: ...
-
-
-def _who(model: Any) -> str:
-    name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    return f"model {name!r}" if isinstance(name, str) else f"model {type(model).__name__}"
-
-
-class ToolsUnsupportedError(Exception):
-    """The model cannot call tools (no `bind_tools`); the thinker's JSON path is used instead."""
 
 
 def thought_message(thought: Thought, step: int, question: str) -> AIMessage:
@@ -120,44 +108,15 @@ class LLMThinker(StructuredRole):
         question, the topics and the conversation so far (its tool calls and their results)
         and replies with tool calls. Raises `ToolsUnsupportedError` when the model cannot
         bind tools, and the `LLMError`s of the taxonomy when the call fails."""
-        try:
-            bound = self.model.bind_tools(react_tools())
-        except (NotImplementedError, AttributeError) as exc:
-            raise ToolsUnsupportedError(f"{type(self.model).__name__} cannot call tools") from exc
         user = THINKER_TOOLS_USER.format(
             question=view.question,
             topics="\n".join(f"- {t}" for t in view.topics) or "(no topics: search passages)",
             step=view.step + 1,
             max_steps=view.max_steps,
         )
-        prompt: list[BaseMessage] = [
-            SystemMessage(THINKER_TOOLS_SYSTEM),
-            HumanMessage(user),
-            *messages,
-        ]
-        usage = Usage()
-        text = ""
-        attempts = self.max_retries + 1
-        for _ in range(attempts):
-            try:
-                reply, spent = invoke_message(bound, prompt)
-            except LLMError as exc:
-                exc.usage = usage + (exc.usage if isinstance(exc.usage, Usage) else Usage())
-                raise
-            usage = usage + spent
-            if not isinstance(reply, AIMessage):
-                reply = AIMessage(content=str(getattr(reply, "content", reply)))
-            if reply.tool_calls:
-                return Step(reply, usage)
-            # prose instead of a tool call: ask again, once per allowed retry
-            text = str(reply.text or "")
-            prompt = [*prompt, reply, HumanMessage(NO_TOOL_CALL_PROMPT)]
-        raise LLMOutputError(
-            f"malformed reply: {_who(self.model)} called no tool after {attempts} attempt(s) "
-            f"(max_retries={self.max_retries}); last reply: {' '.join(text.split())[:160]!r}",
-            usage=usage,
-            attempts=attempts,
-        )
+        prompt = [SystemMessage(THINKER_TOOLS_SYSTEM), HumanMessage(user), *messages]
+        reply, usage = call_tools(self.model, react_tools(), prompt, self.max_retries)
+        return Step(reply, usage)
 
     def think(self, view: ThinkerView) -> Step[Thought]:
         user = THINKER_USER.format(

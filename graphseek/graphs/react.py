@@ -32,10 +32,10 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.thinker import (
     LLMThinker,
     ThinkerView,
-    ToolsUnsupportedError,
     thought_from_message,
     thought_message,
 )
+from graphseek.agents.tool_calling import ToolsUnsupportedError
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, finalize_answer, to_evidence, to_hits
 from graphseek.graphs.graph_context import NO_GRAPH, topic_labels

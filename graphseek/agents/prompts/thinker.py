@@ -56,9 +56,3 @@ Topics:
 
 Step {step} of {max_steps}: call a tool."""
 """Placeholders as `THINKER_USER` (no history: the tool calls and results follow as messages)."""
-
-NO_TOOL_CALL_PROMPT = (
-    "Your reply called no tool. Call exactly one of the tools: a retrieval tool to gather "
-    "evidence, or finish(answer, passage_ids) to answer."
-)
-"""Sent after a tool-calling reply without a tool call (no placeholders)."""
