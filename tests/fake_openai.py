@@ -236,26 +236,24 @@ class TinyWorld:
     # -- tool calling -------------------------------------------------------------------------
 
     def tool_turn(self, request: Request) -> Reply:
-        seen = request.text("tool")
+        """Search for the question once (the configured retrieval when offered), then finish
+        with its answer and passage ids."""
         names = set(request.tool_names)
-        search = "search_passages" if "search_passages" in names else sorted(names)[0]
-        if "Missolonghi" in seen and "finish" in names:
+        question = request.line("Question") or QUESTION
+        if request.text("tool") and "finish" in names:
+            answer = self._answer(question)
             return Reply.tools(
                 (
                     "finish",
                     {
-                        "answer": "Missolonghi",
-                        "passage_ids": ["byron", "ada"],
-                        "reason": "Lord Byron died at Missolonghi.",
+                        "answer": answer["answer"],
+                        "passage_ids": answer["passage_ids"],
+                        "reason": answer["reasoning"],
                     },
                 )  # fmt: skip
             )
-        question = request.line("Question") or QUESTION
-        if "Lord Byron" in seen or not _about_father(question):
-            query = HOP2 if _about_father(question) or "Byron" in question else question
-        else:
-            query = HOP1
-        return Reply.tools((search, {"query": query}))
+        search = next((n for n in ("context_search", "search_passages") if n in names), None)
+        return Reply.tools((search or sorted(names)[0], {"query": question}))
 
     # -- structured replies, by schema --------------------------------------------------------
 

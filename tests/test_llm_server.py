@@ -137,13 +137,18 @@ def test_every_topology_answers_through_a_real_server(monkeypatch, tiny_index, t
         assert all(Request(b, 0).kind == "tools" for b in server.requests)
 
 
-def test_dual_agent_asks_the_librarian_both_hops(monkeypatch, tiny_index):
+def test_dual_agent_librarians_call_tools_for_both_hops(monkeypatch, tiny_index):
     with serve(monkeypatch, TinyWorld()) as server:
-        run(tiny_index, "dual_agent")
-    questions = [
-        Request(body, 0).line("Question") for body in server.requests_for("LibrarianReply")
+        result = run(tiny_index, "dual_agent")
+    librarian = [Request(b, 0) for b in server.requests if Request(b, 0).kind == "tools"]
+    # each Librarian: a search with the configured retrieval, then `finish`
+    first_turns = [r for r in librarian if not r.text("tool")]
+    assert [r.line("Question") for r in first_turns] == [
+        "Who was Ada Lovelace's father?",
+        "Where did Lord Byron die?",
     ]
-    assert questions == ["Who was Ada Lovelace's father?", "Where did Lord Byron die?"]
+    assert len(librarian) == 4 and all("finish" in r.tool_names for r in librarian)
+    assert result.answer == "Missolonghi"
 
 
 def test_per_role_reply_limits_and_timeout_reach_the_request(monkeypatch, tiny_index):
@@ -155,7 +160,7 @@ def test_per_role_reply_limits_and_timeout_reach_the_request(monkeypatch, tiny_i
             llm_timeout=30,
         )
     assert result.answer == "Missolonghi"
-    assert [body["max_tokens"] for body in server.requests] == [300]
+    assert [body["max_tokens"] for body in server.requests] == [300]  # naive: one Librarian call
 
 
 # -- faults --------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from graphseek.agents.prompts.decomposer import DECOMPOSER_SYSTEM
 from graphseek.agents.prompts.drafter import DRAFTER_SYSTEM
 from graphseek.agents.prompts.expander import EXPANDER_SYSTEM
 from graphseek.agents.prompts.grounder import GROUNDER_SYSTEM
-from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM
+from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_TOOLS_SYSTEM
 from graphseek.agents.prompts.refiner import REFINER_SYSTEM
 from graphseek.agents.prompts.rewriter import REWRITER_SYSTEM
 from graphseek.agents.prompts.seeker import SEEKER_SYSTEM
@@ -151,12 +151,32 @@ def scripted(handlers: dict[str, Handler]) -> ScriptedChatModel:
 
     def respond(messages: list[Any]) -> Any:
         system, user = messages[0].content, messages[1].content
+        if system == LIBRARIAN_TOOLS_SYSTEM and LIBRARIAN_SYSTEM in handlers:
+            return tool_librarian(handlers[LIBRARIAN_SYSTEM], messages)
         handler = handlers.get(system)
         if handler is None:
             raise AssertionError(f"unexpected prompt: {system[:70]!r}")
         return handler(user)
 
     return ScriptedChatModel(responses=respond)
+
+
+def tool_librarian(handler: Handler, messages: list[Any]) -> AIMessage:
+    """The tool-calling Librarian played by a JSON Librarian handler: search once with the
+    configured retrieval, then `finish` with the handler's reply to the results."""
+    question = asked(messages[1].content)
+    results = [m.content for m in messages if isinstance(m, ToolMessage)]
+    if not results:
+        return tool_call("context_search", 1, query=question)
+    reply = handler(f"Question: {question}\n\n" + "\n".join(results))
+    return tool_call(
+        "finish",
+        2,
+        answer=reply.get("answer", ""),
+        passage_ids=reply.get("passage_ids", []),
+        candidates=reply.get("candidates", []),
+        confidence=reply.get("confidence", 0.5),
+    )
 
 
 def replay(*replies: Any) -> Handler:
@@ -265,8 +285,10 @@ def test_dual_agent_librarian_sees_higra_relations(graph_index):
         "clarify_question", "decompose_question", "ask_librarian", "decide_action",
         "finalize_answer",
     ]  # fmt: skip
-    librarian_prompts = [c[1].content for c in model.calls if c[0].content == LIBRARIAN_SYSTEM]
-    assert "Lord Byron | died in | Missolonghi" in librarian_prompts[0]
+    # the Librarian's configured retrieval (HiGra) shows it the relations
+    results = [m for c in model.calls for m in c if isinstance(m, ToolMessage)]
+    assert results and results[0].name == "context_search"
+    assert "Lord Byron | died in | Missolonghi" in results[0].content
 
 
 def test_dual_agent_offline_seeker_branches_on_an_uncertain_answer(tiny_index):
@@ -664,7 +686,8 @@ def test_route_channels_fans_out_both_channels_per_subquery():
 def test_route_thought():
     finish = Thought(decision="FINISH", answer="x")
     assert route_thought({"question": "q", "thought": finish}) == "finalize_answer"
-    assert route_thought({"question": "q", "thought": Thought(decision="REASON")}) == "act"
+    # REASON needs no tool: think again; RETRIEVE runs its tool calls
+    assert route_thought({"question": "q", "thought": Thought(decision="REASON")}) == "think"
     assert route_thought({"question": "q", "thought": Thought(decision="RETRIEVE")}) == "act"
 
 

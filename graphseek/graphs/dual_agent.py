@@ -1,6 +1,7 @@
 """`dual_agent`: the Seeker–Librarian adaptive reasoning protocol (HiGraAgent §5, Algorithm 1).
 
-clarify_question → decompose_question → ask_librarian (independent steps in parallel, `Send`)
+clarify_question → decompose_question → ask_librarian (independent steps in parallel, `Send`;
+each a tool-calling Librarian subgraph, `graphseek.graphs.librarian_agent`)
 → decide_action (the Seeker) → ask_librarian … until the Seeker answers or abstains, or a budget
 (`max_turns`, `max_llm_calls`, `max_tokens`) runs out → finalize_answer.
 The Librarian's retriever is a context setting (`retriever="hybrid"`, `"higra"`, …); with
@@ -21,7 +22,7 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import SeekerView
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, evidence_from_drafts, finalize_answer
-from graphseek.graphs.higra_retriever import ask_librarian
+from graphseek.graphs.librarian_agent import librarian_agent
 from graphseek.graphs.routing import (
     budget_exhausted,
     route_action,
@@ -118,7 +119,8 @@ def build_dual_agent() -> StateGraph[State, Context, InputState, OutputState]:
     )
     builder.add_node(clarify_question)
     builder.add_node(decompose_question)
-    builder.add_node(ask_librarian, input_schema=LibrarianTask)  # type: ignore[call-overload,arg-type]
+    # the Librarian: a tool-calling subgraph (search_evidence -> act -> ... -> draft_answer)
+    builder.add_node("ask_librarian", librarian_agent)
     builder.add_node(decide_action)
     builder.add_node(finalize_answer)
     builder.add_edge(START, "clarify_question")
