@@ -90,8 +90,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _, questions_file = demo_files()
     questions = json.loads(questions_file.read_text())
     question = args.question or questions[0]["question"]
-    index = demo_index(rebuild=args.rebuild, quiet=args.json)
-    _print_result(ask(index, question, **_ask_kwargs(args)), args.json)
+    try:
+        index = demo_index(rebuild=args.rebuild, quiet=args.json)
+        result = ask(index, question, **_ask_kwargs(args))
+    except Exception as exc:
+        if not args.json:
+            raise
+        _print_error_json(exc)
+        print(f"graphseek: error: {_error_line(exc)}", file=sys.stderr)
+        return 2
+    _print_result(result, args.json)
     return 0
 
 

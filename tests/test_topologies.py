@@ -755,6 +755,16 @@ def test_graph_shape_matches_snapshot(name):
     assert mermaid == path.read_text()
 
 
+def test_librarian_subgraph_shape_matches_snapshot():
+    from graphseek.graphs.librarian_agent import librarian_agent
+
+    mermaid = librarian_agent.get_graph().draw_mermaid()
+    path = SNAPSHOTS / "librarian_agent.mmd"
+    if os.environ.get("GRAPHSEEK_UPDATE_SNAPSHOTS"):
+        path.write_text(mermaid)
+    assert mermaid == path.read_text()
+
+
 def test_every_langgraph_json_entry_is_a_compiled_graph():
     config = json.loads((ROOT / "langgraph.json").read_text())
     assert set(MINE) <= set(config["graphs"])
