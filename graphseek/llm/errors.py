@@ -33,7 +33,8 @@ from tenacity import (
     RetryCallState,
     Retrying,
     retry_if_exception,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 from graphseek.errors import (
@@ -128,6 +129,14 @@ def _message(exc: BaseException) -> str:
     return " ".join(str(text).split())[:300]
 
 
+def _lc(name: str) -> tuple[type, ...]:
+    """langchain-core's provider-neutral model error `name` (recent versions), or ()."""
+    from langchain_core import exceptions
+
+    found = getattr(exceptions, name, None)
+    return (found,) if isinstance(found, type) else ()
+
+
 def classify(exc: BaseException) -> LLMError | None:
     """The taxonomy error for a failed call (without usage), or None when `exc` is not a
     model-call failure (a bug, a script running out) and should propagate as it is."""
@@ -136,38 +145,35 @@ def classify(exc: BaseException) -> LLMError | None:
     try:
         import httpx
         import openai
-        from langchain_core import exceptions as lc
-    except ImportError:  # pragma: no cover - all three are dependencies
+    except ImportError:  # pragma: no cover - both are dependencies (langchain-openai's)
         return None
     detail = _message(exc)
-    if isinstance(exc, openai.APITimeoutError | lc.ModelTimeoutError | httpx.TimeoutException):
+    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException, *_lc("ModelTimeoutError"))):
         return LLMTransportError(f"timeout: {detail}", cause="timeout")
     if isinstance(exc, TimeoutError):
         return LLMTransportError(f"timeout: {detail}", cause="timeout")
     if isinstance(
         exc,
-        openai.APIConnectionError
-        | lc.ModelConnectionError
-        | httpx.TransportError
-        | ConnectionError,
-    ):
+        (openai.APIConnectionError, httpx.TransportError, ConnectionError,
+         *_lc("ModelConnectionError")),
+    ):  # fmt: skip
         return LLMTransportError(f"connection error: {detail}", cause="connection error")
     code = status_code(exc)
-    if isinstance(exc, lc.ContextOverflowError) or (
+    if isinstance(exc, _lc("ContextOverflowError")) or (
         code is not None and 400 <= code < 500 and _OVERFLOW.search(detail)
     ):
         return LLMRequestError(
             f"context overflow (HTTP {code or 400}): {detail}", cause="context overflow"
         )
-    if code == 429 or isinstance(exc, openai.RateLimitError | lc.ModelRateLimitError):
+    if code == 429 or isinstance(exc, (openai.RateLimitError, *_lc("ModelRateLimitError"))):
         return LLMTransportError(f"HTTP 429 (rate limited): {detail}", cause="HTTP 429")
     if code in (408, 409) or (code is not None and code >= 500):
         return LLMTransportError(f"HTTP {code} (server error): {detail}", cause=f"HTTP {code}")
-    if isinstance(exc, openai.InternalServerError | lc.ModelAPIError):
+    if isinstance(exc, (openai.InternalServerError, *_lc("ModelAPIError"))):
         return LLMTransportError(f"server error: {detail}", cause="server error")
     if code is not None and 400 <= code < 500:
         return LLMRequestError(f"HTTP {code} (request refused): {detail}", cause=f"HTTP {code}")
-    if isinstance(exc, lc.ModelError | openai.APIError):
+    if isinstance(exc, (openai.APIError, *_lc("ModelError"))):
         return LLMRequestError(f"request refused: {detail}", cause="request refused")
     return None
 
@@ -186,9 +192,9 @@ class _Policy:
 
     def __init__(self, settings: RetrySettings) -> None:
         self.settings = settings
-        self._backoff = wait_exponential_jitter(
-            multiplier=settings.backoff, max=MAX_BACKOFF, jitter=settings.backoff / 2
-        )
+        self._backoff = wait_exponential(
+            multiplier=settings.backoff, max=MAX_BACKOFF
+        ) + wait_random(0, settings.backoff / 2)
         self.gave_up_early = False
 
     def wait(self, state: RetryCallState) -> float:
