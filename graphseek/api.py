@@ -10,8 +10,9 @@ from typing import Any, get_args, get_type_hints
 
 from pydantic import BaseModel, Field
 
-from graphseek.errors import InvalidRequestError, UnknownTopologyError
+from graphseek.errors import InvalidRequestError, LLMError, UnknownTopologyError
 from graphseek.graphs import TOPOLOGIES, get_workflow
+from graphseek.llm.budget import BudgetGuard
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
 
@@ -46,13 +47,23 @@ class Result(BaseModel):
                 for e in self.evidence
             ],
             "trace": self.trace,
-            "usage": {
-                "llm_calls": self.usage.llm_calls,
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
-                "seconds": round(self.usage.seconds, 3),
-            },
+            "usage": public_usage(self.usage),
+            "diagnostics": self.diagnostics,
         }
+
+
+def public_usage(usage: Usage) -> dict[str, Any]:
+    """The `usage` object of the `--json` output."""
+    return {
+        "llm_calls": usage.llm_calls,
+        "failed_calls": usage.failed_calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "tokens_estimated": usage.tokens_estimated,
+        "estimated_calls": usage.estimated_calls,
+        "llm_seconds": round(usage.llm_seconds, 3),
+        "seconds": round(usage.seconds, 3),
+    }
 
 
 def _as_index(index: Any) -> Any:
@@ -176,10 +187,28 @@ def ask(
     check_settings(topology, llm, retriever=retriever, agents=agents, mode=mode, **settings)
     workflow = get_workflow(topology)
     context = make_context(index, llm, retriever=retriever, agents=agents, mode=mode, **settings)
+    # every model call of the run reports to the guard, which refuses calls past the budgets
+    guard = BudgetGuard(context.max_llm_calls, context.max_tokens)
     start = time.perf_counter()
-    out = workflow.invoke({"question": text}, context=context, config={"recursion_limit": 200})
+    try:
+        out = workflow.invoke(
+            {"question": text},
+            context=context,
+            config={"recursion_limit": 200, "callbacks": [guard]},
+        )
+    except LLMError as exc:  # a model failure no node turned into an abstention
+        out = {
+            "abstained": True,
+            "abstain_reason": f"model call failed: {exc}",
+            "diagnostics": {"errors": [f"{exc.kind}: {exc}"]},
+        }
     seconds = time.perf_counter() - start
-    usage = out.get("usage") or Usage()
+    state_usage = out.get("usage") or Usage()
+    # the guard saw every call of the run, failed and parallel ones included
+    usage = guard.usage if guard.usage.llm_calls >= state_usage.llm_calls else state_usage
+    diagnostics = dict(out.get("diagnostics", {}))
+    if guard.refused:
+        diagnostics["budget_refusals"] = guard.refused
     return Result(
         question=question,
         topology=topology,
@@ -189,6 +218,6 @@ def ask(
         evidence=out.get("evidence", []),
         trace=out.get("trace", []),
         usage=usage.model_copy(update={"seconds": seconds}),
-        diagnostics=out.get("diagnostics", {}),
+        diagnostics=diagnostics,
         retrieved_ids=out.get("retrieved_ids", []),
     )

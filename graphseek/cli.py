@@ -71,8 +71,11 @@ def _print_result(result: Any, as_json: bool) -> None:
     u = result.usage
     console.print(
         f"[dim]trace: {' → '.join(result.trace)}\n"
-        f"usage: {u.llm_calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, "
-        f"{u.seconds:.2f} s[/dim]"
+        f"usage: {u.llm_calls} LLM calls"
+        + (f" ({u.failed_calls} failed)" if u.failed_calls else "")
+        + f", {u.prompt_tokens}+{u.completion_tokens} tokens"
+        + (" (estimated)" if u.tokens_estimated else "")
+        + f", {u.llm_seconds:.2f} s in the model, {u.seconds:.2f} s in all[/dim]"
     )
 
 
@@ -108,9 +111,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     questions = json.loads(questions_file.read_text())
     if args.profile is None:
         args.profile = "wikipedia"  # the bundled demo corpus is a set of encyclopedia articles
-    question = _checked_question(args, args.question or questions[0]["question"])
-    index = demo_index(rebuild=args.rebuild, quiet=args.json)
-    _print_result(ask(index, question, **_ask_kwargs(args)), args.json)
+    try:
+        question = _checked_question(args, args.question or questions[0]["question"])
+        index = demo_index(rebuild=args.rebuild, quiet=args.json)
+        result = ask(index, question, **_ask_kwargs(args))
+    except Exception as exc:
+        if not args.json:
+            raise
+        _print_error_json(exc)
+        print(f"graphseek: error: {_error_line(exc)}", file=sys.stderr)
+        return 2
+    _print_result(result, args.json)
     return 0
 
 
@@ -176,10 +187,48 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from graphseek.api import ask
     from graphseek.knowledge.index import Index
 
-    question = _checked_question(args, args.question)
-    index = Index.open(args.index_dir)
-    _print_result(ask(index, question, **_ask_kwargs(args)), args.json)
+    try:
+        question = _checked_question(args, args.question)
+        index = Index.open(args.index_dir)
+        result = ask(index, question, **_ask_kwargs(args))
+    except Exception as exc:
+        if not args.json:
+            raise
+        # --json prints exactly one object, whatever happened (the error also goes to stderr)
+        _print_error_json(exc)
+        print(f"graphseek: error: {_error_line(exc)}", file=sys.stderr)
+        return 2
+    _print_result(result, args.json)
     return 0
+
+
+def _error_line(exc: BaseException) -> str:
+    if isinstance(exc, GraphseekError | ValueError | FileNotFoundError):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc} (run with -v for details)"
+
+
+def _print_error_json(exc: BaseException) -> None:
+    """The `--json` object of a run that could not even start or that failed outright."""
+    from graphseek.api import public_usage
+    from graphseek.state.models import Usage
+
+    usage = getattr(exc, "usage", None)
+    print(
+        json.dumps(
+            {
+                "answer": "",
+                "abstained": True,
+                "abstain_reason": f"error: {_error_line(exc)}",
+                "evidence": [],
+                "trace": [],
+                "usage": public_usage(usage if isinstance(usage, Usage) else Usage()),
+                "diagnostics": {"errors": [_error_line(exc)]},
+                "error": type(exc).__name__,
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 def cmd_topologies(args: argparse.Namespace) -> int:
@@ -295,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     except (GraphseekError, ValueError, OSError) as exc:
         print(f"graphseek: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # no traceback for a user; -v logs it
+        logging.getLogger("graphseek").debug("unexpected error", exc_info=True)
+        print(f"graphseek: error: {_error_line(exc)}", file=sys.stderr)
+        return 1
 
 
 def _one_line(exc: BaseException) -> str:

@@ -8,8 +8,17 @@ import pytest
 
 from graphseek.cli import main
 
-PUBLIC_KEYS = {"answer", "abstained", "abstain_reason", "evidence", "trace", "usage"}
-USAGE_KEYS = {"llm_calls", "prompt_tokens", "completion_tokens", "seconds"}
+PUBLIC_KEYS = {"answer", "abstained", "abstain_reason", "evidence", "trace", "usage", "diagnostics"}
+USAGE_KEYS = {
+    "llm_calls",
+    "failed_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens_estimated",
+    "estimated_calls",
+    "llm_seconds",
+    "seconds",
+}
 
 
 def _json_out(capsys: pytest.CaptureFixture[str]) -> dict:

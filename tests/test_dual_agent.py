@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import AIMessage, ToolMessage
 
 from graphseek.agents.prompts.clarifier import CLARIFIER_SYSTEM
 from graphseek.agents.prompts.decomposer import DECOMPOSER_SYSTEM
-from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM
+from graphseek.agents.prompts.librarian import LIBRARIAN_TOOLS_SYSTEM
 from graphseek.agents.prompts.seeker import SEEKER_SYSTEM
 from graphseek.api import ask
 from graphseek.errors import UnknownTopologyError
@@ -54,10 +55,16 @@ def scripted(seeker_replies):
             }
         if system == DECOMPOSER_SYSTEM:
             return PLAN
-        if system == LIBRARIAN_SYSTEM:
+        if system == LIBRARIAN_TOOLS_SYSTEM:  # the tool-calling Librarian: search, then finish
             question = _human(messages).split("\n", 1)[0].removeprefix("Question: ")
             answer, pid = LIBRARIAN[question]
-            return {"answer": answer, "passage_ids": [pid], "evidence": [], "confidence": 0.9}
+            if not any(isinstance(m, ToolMessage) for m in messages):
+                call = {"name": "context_search", "args": {"query": question}, "id": "s1"}
+                return AIMessage(content="", tool_calls=[call])
+            finish = {"answer": answer, "passage_ids": [pid], "reason": "stated"}
+            return AIMessage(
+                content="", tool_calls=[{"name": "finish", "args": finish, "id": "f1"}]
+            )
         if system == SEEKER_SYSTEM:
             return next(seeker)
         raise AssertionError(f"unexpected prompt: {system[:60]}")
@@ -121,11 +128,15 @@ def test_scripted_run_visits_nodes_in_order(tiny_index):
     assert final["answer"] == "Missolonghi" and final["abstained"] is False
     assert [e.passage_id for e in final["evidence"]] == ["byron", "ada"]
     assert final["turn"] == 2
-    # clarify + decompose + 3 librarian + 2 seeker calls, each counted with tokens
-    assert final["usage"].llm_calls == 7
+    # clarify + decompose + 3 librarians x (search + finish) + 2 seeker calls, with tokens
+    assert final["usage"].llm_calls == 10
     assert final["usage"].prompt_tokens > 0 and final["usage"].completion_tokens > 0
     # the two independent steps went out in the same superstep (parallel Send)
-    assert len(model.calls) == 7
+    assert len(model.calls) == 10
+    # the Librarians' tool calls and results are in the state (what Studio shows)
+    calls = [c["name"] for m in final["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert sorted(calls) == ["context_search"] * 3 + ["finish"] * 3
+    assert sum(isinstance(m, ToolMessage) for m in final["messages"]) == 3
 
 
 def test_seeker_that_keeps_asking_abstains_on_turn_budget(tiny_index):

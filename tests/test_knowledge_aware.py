@@ -250,7 +250,7 @@ def test_llm_call_budget_stops_the_loop(tiny_index):
     model = scripted(lambda human: query_reply(f"Ada Lovelace family, attempt {next(counter)}"), {})
     result = ask(tiny_index, QUESTION, topology="knowledge_aware", llm=model, max_llm_calls=5)
     assert result.abstained and "LLM-call budget exhausted" in result.abstain_reason
-    assert result.usage.llm_calls == 7  # 1 + 3 per round: the check runs between rounds
+    assert result.usage.llm_calls == 5  # the run's BudgetGuard checks before every call
 
 
 def test_unknown_mode_is_rejected(tiny_index):

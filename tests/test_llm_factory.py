@@ -119,7 +119,10 @@ def test_openai_from_env_with_base_url_and_no_key(monkeypatch: pytest.MonkeyPatc
     assert model.openai_api_key.get_secret_value() == "EMPTY"
     assert model.temperature == 0
     assert model.request_timeout == 12.5
-    assert model.max_retries == 5
+    # transport retries are graphseek's own (every attempt charged), not the client's
+    assert model.max_retries == 0
+    # a local server reads `max_tokens`, sent in the request body
+    assert model.extra_body == {"max_tokens": 1024} and model.max_tokens is None
 
 
 @pytest.mark.parametrize("env", ["GRAPHSEEK_BASE_URL", "OPENAI_API_BASE"])
@@ -139,7 +142,7 @@ def test_openai_with_key_only(monkeypatch: pytest.MonkeyPatch) -> None:
     model = make_chat_model("openai:gpt-4o-mini")
     assert isinstance(model, ChatOpenAI)
     assert model.openai_api_base is None
-    assert model.request_timeout == 60.0 and model.max_retries == 2
+    assert model.request_timeout == 300.0 and model.max_retries == 0 and model.max_tokens == 1024
 
 
 def test_openai_without_key_or_url_is_a_clear_error() -> None:

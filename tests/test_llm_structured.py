@@ -74,11 +74,32 @@ def test_validation_error_is_named_in_the_final_error() -> None:
         invoke_structured(model, Answer, "q", max_retries=1)
 
 
-def test_non_retryable_errors_propagate_at_once() -> None:
-    model = ScriptedChatModel(responses=[ConnectionError("down"), GOOD])
-    with pytest.raises(ConnectionError):
+def test_errors_that_are_not_model_failures_propagate_at_once() -> None:
+    model = ScriptedChatModel(responses=[RuntimeError("a bug"), GOOD])
+    with pytest.raises(RuntimeError, match="a bug"):
         invoke_structured(model, Answer, "q")
     assert len(model.calls) == 1
+
+
+def test_transport_errors_are_retried_and_every_attempt_is_charged(monkeypatch) -> None:
+    monkeypatch.setenv("GRAPHSEEK_LLM_BACKOFF", "0")
+    model = ScriptedChatModel(responses=[ConnectionError("down"), GOOD])
+    parsed, usage = invoke_structured(model, Answer, "q")
+    assert parsed.answer == GOOD["answer"] and len(model.calls) == 2
+    assert usage.llm_calls == 2 and usage.failed_calls == 1 and usage.tokens_estimated
+
+
+def test_transport_errors_end_in_the_taxonomy_with_their_usage(monkeypatch) -> None:
+    from graphseek.errors import LLMError, LLMTransportError
+
+    monkeypatch.setenv("GRAPHSEEK_LLM_BACKOFF", "0")
+    monkeypatch.setenv("GRAPHSEEK_LLM_MAX_RETRIES", "1")
+    model = ScriptedChatModel(responses=[TimeoutError("slow"), TimeoutError("slow"), GOOD])
+    with pytest.raises(LLMTransportError) as info:
+        invoke_structured(model, Answer, "q")
+    assert isinstance(info.value, LLMError) and info.value.cause == "timeout"
+    assert str(info.value).startswith("timeout") and "2 attempt(s)" in str(info.value)
+    assert info.value.usage.llm_calls == 2 and info.value.usage.failed_calls == 2  # type: ignore[attr-defined]
 
 
 def test_plain_json_route_for_models_without_structured_output() -> None:
@@ -99,7 +120,7 @@ def test_invoke_text_returns_text_and_usage() -> None:
     text, usage = invoke_text(model, "y" * 40)
     assert text == "x" * 8
     assert (usage.llm_calls, usage.prompt_tokens, usage.completion_tokens) == (1, 10, 2)
-    assert usage.seconds >= 0
+    assert usage.llm_seconds >= 0
 
 
 def test_usage_sums_across_attempts_and_extra_callbacks_see_them() -> None:
@@ -112,7 +133,7 @@ def test_usage_sums_across_attempts_and_extra_callbacks_see_them() -> None:
     assert usage.llm_calls == 2
     assert usage.prompt_tokens == sum(prompts)
     assert usage.completion_tokens == 40 // 4 + len(json.dumps(GOOD)) // 4
-    assert usage.seconds > 0
+    assert usage.llm_seconds > 0 and usage.seconds == 0  # wall time is the run's
     assert _counts(run_total.usage) == _counts(usage)
     _, more = invoke_text(ScriptedChatModel(responses=["z"]), "q", callbacks=[run_total])
     assert _counts(run_total.usage) == _counts(usage + more)
@@ -139,7 +160,9 @@ def test_usage_callback_reads_llm_output_token_usage_and_counts_errors() -> None
     callback.on_chat_model_start({}, [[HumanMessage("p")]], run_id=failed)
     callback.on_llm_error(RuntimeError("boom"), run_id=failed)
     usage = callback.usage
-    assert (usage.llm_calls, usage.prompt_tokens, usage.completion_tokens) == (1, 11, 4)
+    # the failed call is charged: one more call, its one-character prompt estimated as 1 token
+    assert (usage.llm_calls, usage.prompt_tokens, usage.completion_tokens) == (2, 12, 4)
+    assert (usage.failed_calls, usage.estimated_calls) == (1, 1) and usage.tokens_estimated
     assert callback.errors == 1
     callback.reset()
     assert callback.usage.llm_calls == 0

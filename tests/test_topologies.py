@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 
@@ -26,12 +27,12 @@ from graphseek.agents.prompts.decomposer import DECOMPOSER_SYSTEM
 from graphseek.agents.prompts.drafter import DRAFTER_SYSTEM
 from graphseek.agents.prompts.expander import EXPANDER_SYSTEM
 from graphseek.agents.prompts.grounder import GROUNDER_SYSTEM
-from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM
+from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_TOOLS_SYSTEM
 from graphseek.agents.prompts.refiner import REFINER_SYSTEM
 from graphseek.agents.prompts.rewriter import REWRITER_SYSTEM
 from graphseek.agents.prompts.seeker import SEEKER_SYSTEM
 from graphseek.agents.prompts.sufficiency import SUFFICIENCY_SYSTEM
-from graphseek.agents.prompts.thinker import THINKER_SYSTEM
+from graphseek.agents.prompts.thinker import THINKER_TOOLS_SYSTEM
 from graphseek.agents.prompts.verifier import EVIDENCE_VERIFIER_SYSTEM, TRIPLE_CHECK_SYSTEM
 from graphseek.agents.roles import SeekerView, Step
 from graphseek.agents.text import align_names
@@ -150,12 +151,32 @@ def scripted(handlers: dict[str, Handler]) -> ScriptedChatModel:
 
     def respond(messages: list[Any]) -> Any:
         system, user = messages[0].content, messages[1].content
+        if system == LIBRARIAN_TOOLS_SYSTEM and LIBRARIAN_SYSTEM in handlers:
+            return tool_librarian(handlers[LIBRARIAN_SYSTEM], messages)
         handler = handlers.get(system)
         if handler is None:
             raise AssertionError(f"unexpected prompt: {system[:70]!r}")
         return handler(user)
 
     return ScriptedChatModel(responses=respond)
+
+
+def tool_librarian(handler: Handler, messages: list[Any]) -> AIMessage:
+    """The tool-calling Librarian played by a JSON Librarian handler: search once with the
+    configured retrieval, then `finish` with the handler's reply to the results."""
+    question = asked(messages[1].content)
+    results = [m.content for m in messages if isinstance(m, ToolMessage)]
+    if not results:
+        return tool_call("context_search", 1, query=question)
+    reply = handler(f"Question: {question}\n\n" + "\n".join(results))
+    return tool_call(
+        "finish",
+        2,
+        answer=reply.get("answer", ""),
+        passage_ids=reply.get("passage_ids", []),
+        candidates=reply.get("candidates", []),
+        confidence=reply.get("confidence", 0.5),
+    )
 
 
 def replay(*replies: Any) -> Handler:
@@ -264,8 +285,10 @@ def test_dual_agent_librarian_sees_higra_relations(graph_index):
         "clarify_question", "decompose_question", "ask_librarian", "decide_action",
         "finalize_answer",
     ]  # fmt: skip
-    librarian_prompts = [c[1].content for c in model.calls if c[0].content == LIBRARIAN_SYSTEM]
-    assert "Lord Byron | died in | Missolonghi" in librarian_prompts[0]
+    # the Librarian's configured retrieval (HiGra) shows it the relations
+    results = [m for c in model.calls for m in c if isinstance(m, ToolMessage)]
+    assert results and results[0].name == "context_search"
+    assert "Lord Byron | died in | Missolonghi" in results[0].content
 
 
 def test_dual_agent_offline_seeker_branches_on_an_uncertain_answer(tiny_index):
@@ -512,52 +535,108 @@ def test_deep_search_obeys_the_llm_call_budget(graph_index):
 # -- react ----------------------------------------------------------------------------------------
 
 
+def tool_call(name: str, step: int, **args: Any) -> AIMessage:
+    """A model reply calling one tool."""
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"c{step}"}])
+
+
 def test_react_stops_early_once_the_context_suffices(graph_index):
-    thoughts = [
-        {"reason": "need where Byron died", "decision": "RETRIEVE", "query": "Where did Lord Byron die?",
-         "topic": "born, died, fever", "primitive": "retrieve_subgraph"},
-        {"reason": "the hyperedge says Missolonghi", "decision": "FINISH", "answer": "Missolonghi",
-         "sufficient": True},
+    replies = [
+        tool_call("retrieve_subgraph", 1, topic="born, died, fever", query="Where did Lord Byron die?"),
+        tool_call("finish", 2, answer="Missolonghi", passage_ids=["byron"],
+                  reason="the hyperedge says Missolonghi"),
     ]  # fmt: skip
-    model = scripted({THINKER_SYSTEM: replay(*thoughts)})
+    model = scripted({THINKER_TOOLS_SYSTEM: replay(*replies)})
     ctx = Context(index=graph_index, llm=llm_for(model), max_turns=6)
     out = run("react", QUESTION, ctx)
-    assert out["trace"] == ["think", "act", "think", "finalize_answer"]
+    assert out["trace"] == ["think", "observe", "think", "finalize_answer"]
     assert out["diagnostics"]["early_stop"] is True and out["diagnostics"]["turns"] == 1
     assert out["answer"] == "Missolonghi"
-    assert [e.passage_id for e in out["evidence"]][0] == "byron"
-    second = model.calls[1][1].content  # the observation reached the next thought
-    assert "HyperEdge_1: <Lord Byron died of a fever at Missolonghi in 1824>" in second
+    assert [e.passage_id for e in out["evidence"]] == ["byron"]  # the finish call's citation
+    observation = model.calls[1][3]  # the tool's result reached the next thought
+    assert isinstance(observation, ToolMessage) and observation.name == "retrieve_subgraph"
+    assert "HyperEdge_1: <Lord Byron died of a fever at Missolonghi in 1824>" in observation.content
     assert "- born, died, fever" in model.calls[0][1].content  # the topics offered
+    assert "finish" in model.call_tools[0] and "retrieve_subgraph" in model.call_tools[0]
 
 
 def test_react_uses_fine_grained_primitives_and_reasons(graph_index):
-    thoughts = [
-        {"decision": "RETRIEVE", "query": "Who is the father of Ada Lovelace?",
-         "primitive": "neighbor_check", "entity": "Ada Lovelace", "attribute": "daughter"},
-        {"decision": "REASON", "query": "Who is the father of Ada Lovelace?",
-         "answer": "Lord Byron"},
-        {"decision": "RETRIEVE", "query": "Where did Lord Byron die?",
-         "primitive": "node_feature", "entity": "Lord Byron", "attribute": "passages"},
-        {"decision": "FINISH", "answer": "Missolonghi", "sufficient": True},
+    replies = [
+        tool_call("neighbor_check", 1, entity="Ada Lovelace", relation="daughter",
+                  query="Who is the father of Ada Lovelace?"),
+        tool_call("node_feature", 3, entity="Lord Byron", attr="passages",
+                  query="Where did Lord Byron die?"),
+        tool_call("finish", 4, answer="Missolonghi", passage_ids=["byron"]),
     ]  # fmt: skip
-    model = scripted({THINKER_SYSTEM: replay(*thoughts)})
+    model = scripted({THINKER_TOOLS_SYSTEM: replay(*replies)})
     out = run("react", QUESTION, Context(index=graph_index, llm=llm_for(model)))
-    assert out["trace"] == ["think", "act"] * 3 + ["think", "finalize_answer"]
-    prompts = [c[1].content for c in model.calls]
-    assert "Relation: (Ada Lovelace, daughter of, Lord Byron)" in prompts[1]
-    assert "Who is the father of Ada Lovelace? -> Lord Byron" in prompts[2]
-    assert "passages: ada, byron, milbanke" in prompts[3]
+    assert out["trace"] == ["think", "observe", "think", "observe", "think", "finalize_answer"]
+    results = [m for m in model.calls[-1] if isinstance(m, ToolMessage)]
+    assert [m.name for m in results] == ["neighbor_check", "node_feature"]
+    assert "Relation: (Ada Lovelace, daughter of, Lord Byron)" in results[0].content
+    assert "passages: ada, byron, milbanke" in results[1].content
     assert out["answer"] == "Missolonghi"
 
 
 def test_react_abstains_when_the_step_budget_runs_out(graph_index):
-    retrieve = {"decision": "RETRIEVE", "query": QUESTION, "topic": "born, died, fever"}
-    model = scripted({THINKER_SYSTEM: replay(retrieve)})
+    retrieve = tool_call("retrieve_subgraph", 1, topic="born, died, fever", query=QUESTION)
+    model = scripted({THINKER_TOOLS_SYSTEM: replay(retrieve)})
     out = run("react", QUESTION, Context(index=graph_index, llm=llm_for(model), max_turns=2))
-    assert out["trace"] == ["think", "act", "think", "act", "think", "finalize_answer"]
+    assert out["trace"] == ["think", "observe", "think", "observe", "think", "finalize_answer"]
     assert out["abstained"] and "turn budget exhausted (2/2 turns)" in out["abstain_reason"]
     assert out["diagnostics"]["early_stop"] is False
+
+
+def test_react_prose_instead_of_a_tool_call_is_retried_then_abstains(graph_index):
+    model = scripted({THINKER_TOOLS_SYSTEM: replay(AIMessage(content="Byron, probably."))})
+    out = run("react", QUESTION, Context(index=graph_index, llm=llm_for(model), max_retries=1))
+    assert out["abstained"] and "called no tool after 2 attempt(s)" in out["abstain_reason"]
+    assert "Call exactly one of the tools" in model.calls[1][-1].content
+    assert out["usage"].llm_calls == 2 and out["trace"] == ["think", "finalize_answer"]
+
+
+def test_react_tool_errors_come_back_to_the_model(graph_index):
+    replies = [
+        tool_call("no_such_tool", 1, query="x"),
+        tool_call("finish", 2, answer=""),
+    ]
+    model = scripted({THINKER_TOOLS_SYSTEM: replay(*replies)})
+    out = run("react", QUESTION, Context(index=graph_index, llm=llm_for(model)))
+    error = model.calls[1][3]
+    assert isinstance(error, ToolMessage) and error.status == "error"
+    assert "no_such_tool" in error.content
+    assert out["abstained"] and out["trace"][-1] == "finalize_answer"
+
+
+def test_react_without_tool_calling_takes_the_json_path_with_the_same_tool_calls(graph_index):
+    from langchain_core.language_models import FakeListChatModel
+
+    thoughts = [
+        {"decision": "RETRIEVE", "query": "Where did Lord Byron die?", "topic": "born, died, fever"},
+        {"decision": "FINISH", "answer": "Missolonghi", "sufficient": True},
+    ]  # fmt: skip
+    model = FakeListChatModel(responses=[json.dumps(t) for t in thoughts])
+    graph = build_workflow("react").compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "json-path"}}
+    ctx = Context(index=graph_index, llm={"default": "offline", "thinker": model})
+    out = graph.invoke({"question": QUESTION}, config, context=ctx)
+    assert out["answer"] == "Missolonghi"
+    assert any("JSON thought path" in n for n in out["diagnostics"]["notes"])
+    messages = graph.get_state(config).values["messages"]  # what Studio shows
+    calls = [c["name"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert calls == ["retrieve_subgraph", "finish"]
+    assert [m.name for m in messages if isinstance(m, ToolMessage)] == ["retrieve_subgraph"]
+
+
+def test_react_offline_emits_the_same_tool_calls(graph_index):
+    graph = build_workflow("react").compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "offline"}}
+    out = graph.invoke({"question": QUESTION}, config, context=Context(index=graph_index))
+    messages = graph.get_state(config).values["messages"]
+    calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert calls and calls[-1]["name"] == "finish"
+    assert out["answer"] == "Missolonghi"
+    assert len([m for m in messages if isinstance(m, ToolMessage)]) == out["trace"].count("observe")
 
 
 # -- routers (pure) --------------------------------------------------------------------------------
@@ -607,7 +686,8 @@ def test_route_channels_fans_out_both_channels_per_subquery():
 def test_route_thought():
     finish = Thought(decision="FINISH", answer="x")
     assert route_thought({"question": "q", "thought": finish}) == "finalize_answer"
-    assert route_thought({"question": "q", "thought": Thought(decision="REASON")}) == "act"
+    # REASON needs no tool: think again; RETRIEVE runs its tool calls
+    assert route_thought({"question": "q", "thought": Thought(decision="REASON")}) == "think"
     assert route_thought({"question": "q", "thought": Thought(decision="RETRIEVE")}) == "act"
 
 
@@ -672,6 +752,16 @@ def test_graph_shape_matches_snapshot(name):
     assert path.exists(), (
         f"write the snapshot first: GRAPHSEEK_UPDATE_SNAPSHOTS=1 pytest {__file__}"
     )
+    assert mermaid == path.read_text()
+
+
+def test_librarian_subgraph_shape_matches_snapshot():
+    from graphseek.graphs.librarian_agent import librarian_agent
+
+    mermaid = librarian_agent.get_graph().draw_mermaid()
+    path = SNAPSHOTS / "librarian_agent.mmd"
+    if os.environ.get("GRAPHSEEK_UPDATE_SNAPSHOTS"):
+        path.write_text(mermaid)
     assert mermaid == path.read_text()
 
 

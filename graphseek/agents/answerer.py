@@ -11,13 +11,14 @@ from graphseek.agents.kair import format_context, format_gaps, format_known
 from graphseek.agents.prompts.answerer import ANSWERER_SYSTEM, ANSWERER_USER
 from graphseek.agents.roles import FinalAnswer, KnowledgeView, Step
 from graphseek.llm import invoke_structured
+from graphseek.state.bounds import Name, Names, Reasoning
 
 
 class AnswerReply(BaseModel):
-    reasoning: str = ""
+    reasoning: Reasoning = ""
     action: Literal["answer", "abstain"]
-    answer: str = ""
-    passage_ids: list[str] = Field(default_factory=list)
+    answer: Name = ""
+    passage_ids: Names = Field(default_factory=list)
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
 
 

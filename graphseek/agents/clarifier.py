@@ -8,12 +8,13 @@ from graphseek.agents.prompts.clarifier import CLARIFIER_SYSTEM, CLARIFIER_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.text import starts_with_wh as is_wh_question
 from graphseek.llm import invoke_structured
+from graphseek.state.bounds import Reasoning, Sentence
 from graphseek.state.models import Usage
 
 
 class ClarifiedQuestion(BaseModel):
-    reason: str = ""
-    question: str = Field(description="The question, rewritten to start with a question word.")
+    reason: Reasoning = ""
+    question: Sentence = Field(description="The question, rewritten to start with a question word.")
 
 
 class LLMClarifier:

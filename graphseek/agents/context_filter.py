@@ -8,24 +8,30 @@ passage (`graphseek.agents.kair.enforce_exact_match`), whichever policy selected
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from graphseek.agents.kair import format_context, format_gaps, format_known
 from graphseek.agents.prompts.context_filter import CONTEXT_FILTER_SYSTEM, CONTEXT_FILTER_USER
 from graphseek.agents.roles import KnowledgeView, Segment, Step
 from graphseek.llm import invoke_structured
+from graphseek.state.bounds import OBJECT_ITEMS, Name, Reasoning, first_items
 from graphseek.state.models import EvidenceItem
 
 
 class SelectedSegment(BaseModel):
-    passage_id: str
-    text: str = Field(description="Copied word for word from the passage.")
+    passage_id: Name
+    text: Reasoning = Field(description="Copied word for word from the passage.")
 
 
 class ContextSelection(BaseModel):
-    reasoning: str = ""
-    segments: list[SelectedSegment] = Field(default_factory=list)
+    reasoning: Reasoning = ""
+    segments: Annotated[
+        list[SelectedSegment],
+        BeforeValidator(first_items(OBJECT_ITEMS)),
+        Field(max_length=OBJECT_ITEMS),
+    ] = Field(default_factory=list)
 
 
 class LLMContextFilter:

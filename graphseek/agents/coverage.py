@@ -15,10 +15,11 @@ from graphseek.agents.prompts.coverage import COVERAGE_SYSTEM, COVERAGE_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_summaries
 from graphseek.knowledge.passages import Hit
+from graphseek.state.bounds import Reasoning
 
 
 class CoverageVerdict(BaseModel):
-    reason: str = Field(default="", description="Why, in one or two sentences.")
+    reason: Reasoning = Field(default="", description="Why, in one or two sentences.")
     coverage: float = Field(default=0.0, ge=0.0, le=1.0)
     in_scope: bool
 

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
 from graphseek.agents.grammar import question_features
 from graphseek.agents.prompts.decomposer import DECOMPOSER_SYSTEM, DECOMPOSER_USER
 from graphseek.agents.roles import Step
 from graphseek.llm import invoke_structured
+from graphseek.state.bounds import LIST_ITEMS, OBJECT_ITEMS, Name, Reasoning, Sentence, first_items
 from graphseek.state.models import SubQuestion
 
 
 class PlannedStep(BaseModel):
     id: int
-    question: str
-    depends_on: list[int] = Field(default_factory=list)
+    question: Sentence
+    depends_on: Annotated[
+        list[int], BeforeValidator(first_items(LIST_ITEMS)), Field(max_length=LIST_ITEMS)
+    ] = Field(default_factory=list)
 
     @field_validator("depends_on", mode="before")
     @classmethod
@@ -27,9 +32,13 @@ class PlannedStep(BaseModel):
 
 
 class Decomposition(BaseModel):
-    reason: str = ""
-    question_subject: str = ""
-    sub_questions: list[PlannedStep] = Field(min_length=1)
+    reason: Reasoning = ""
+    question_subject: Name = ""
+    sub_questions: Annotated[
+        list[PlannedStep],
+        BeforeValidator(first_items(OBJECT_ITEMS)),
+        Field(max_length=OBJECT_ITEMS),
+    ] = Field(min_length=1)
 
 
 def normalise_plan(steps: list[PlannedStep]) -> list[SubQuestion]:

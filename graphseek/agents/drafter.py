@@ -14,15 +14,16 @@ from pydantic import BaseModel, Field
 from graphseek.agents.prompts.drafter import DRAFTER_SYSTEM, DRAFTER_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_steps
+from graphseek.state.bounds import Name, Names, Sentences
 from graphseek.state.models import Draft, SubQuestion
 from graphseek.state.verdicts import LogicDraft
 
 
 class LogicReply(BaseModel):
-    chain: list[str] = Field(default_factory=list)
-    gaps: list[str] = Field(default_factory=list)
-    answer: str = ""
-    evidence: list[str] = Field(default_factory=list)
+    chain: Sentences = Field(default_factory=list)
+    gaps: Sentences = Field(default_factory=list)
+    answer: Name = ""
+    evidence: Names = Field(default_factory=list)
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
 
 

@@ -17,13 +17,14 @@ from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_steps
 from graphseek.agents.text import normalize
 from graphseek.agents.verifier import render_logic
+from graphseek.state.bounds import Reasoning, Sentences
 from graphseek.state.models import Draft, SubQuestion
 from graphseek.state.verdicts import LogicDraft, Verification
 
 
 class ExpansionReply(BaseModel):
-    reason: str = ""
-    queries: list[str] = Field(default_factory=list)
+    reason: Reasoning = ""
+    queries: Sentences = Field(default_factory=list)
 
 
 class Expander(Protocol):

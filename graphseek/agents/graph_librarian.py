@@ -10,14 +10,22 @@ the passages, hop by hop for a multi-hop question.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from graphseek.agents.formatting import format_passages
 from graphseek.agents.librarian import LibrarianReply, ground_reply
 from graphseek.agents.prompts.graph_librarian import GRAPH_LIBRARIAN_USER
-from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
+from graphseek.agents.prompts.librarian import (
+    LIBRARIAN_SYSTEM,
+    LIBRARIAN_TOOLS_SYSTEM,
+    LIBRARIAN_TOOLS_USER,
+    LIBRARIAN_USER,
+)
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_lines
+from graphseek.agents.tool_calling import call_tools
 from graphseek.knowledge.passages import Hit
 from graphseek.state.models import Draft
 
@@ -35,6 +43,20 @@ class LLMGraphLibrarian(StructuredRole):
     def __init__(self, model: object, max_retries: int = 2, max_chars: int = 6000) -> None:
         super().__init__(model, max_retries)
         self.max_chars = max_chars
+
+    def call_tools(
+        self, question: str, messages: Sequence[BaseMessage], tools: Sequence[Any]
+    ) -> Step[AIMessage]:
+        """One step of the Librarian's search: the model, with the search tools and `finish`
+        bound, reads the question and its searches so far and replies with tool calls. Raises
+        `ToolsUnsupportedError` for a model that cannot call tools."""
+        prompt = [
+            SystemMessage(LIBRARIAN_TOOLS_SYSTEM),
+            HumanMessage(LIBRARIAN_TOOLS_USER.format(question=question)),
+            *messages,
+        ]
+        reply, usage = call_tools(self.model, tools, prompt, self.max_retries)
+        return Step(reply, usage)
 
     def draft(
         self, question: str, hits: Sequence[Hit], relations: Sequence[str] = ()

@@ -16,13 +16,14 @@ from graphseek.agents.prompts.grounder import GROUNDER_SYSTEM, GROUNDER_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole
 from graphseek.agents.text import fill_placeholders
+from graphseek.state.bounds import Reasoning, Sentence
 
 _REF = re.compile(r"#\d+")
 
 
 class GroundedQuery(BaseModel):
-    reason: str = ""
-    query: str
+    reason: Reasoning = ""
+    query: Sentence
 
 
 class QueryGrounder(Protocol):

@@ -8,8 +8,9 @@ facts that cite a shown passage and address an open gap.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from graphseek.agents.formatting import format_passages
 from graphseek.agents.kair import format_context, format_gaps, format_known
@@ -20,21 +21,36 @@ from graphseek.agents.prompts.knowledge_updater import (
 from graphseek.agents.roles import FactProposal, KnowledgeDelta, KnowledgeView, QueryPlan, Step
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import invoke_structured
+from graphseek.state.bounds import (
+    OBJECT_ITEMS,
+    Name,
+    Names,
+    Reasoning,
+    Sentence,
+    Sentences,
+    first_items,
+)
 from graphseek.state.models import Fact
 
 
 class ExtractedFact(BaseModel):
-    statement: str = Field(description="The fact, as one self-contained sentence.")
-    quote: str = Field(default="", description="The supporting sentence, copied word for word.")
-    passage_ids: list[str] = Field(default_factory=list)
-    gap_id: str = Field(description="The id of the open gap this fact addresses.")
-    answer: str = Field(default="", description="The gap's short answer if the fact resolves it.")
+    statement: Sentence = Field(description="The fact, as one self-contained sentence.")
+    quote: Reasoning = Field(
+        default="", description="The supporting sentence, copied word for word."
+    )
+    passage_ids: Names = Field(default_factory=list)
+    gap_id: Name = Field(description="The id of the open gap this fact addresses.")
+    answer: Name = Field(default="", description="The gap's short answer if the fact resolves it.")
 
 
 class KnowledgeUpdateReply(BaseModel):
-    reasoning: str = ""
-    facts: list[ExtractedFact] = Field(default_factory=list)
-    new_gaps: list[str] = Field(default_factory=list)
+    reasoning: Reasoning = ""
+    facts: Annotated[
+        list[ExtractedFact],
+        BeforeValidator(first_items(OBJECT_ITEMS)),
+        Field(max_length=OBJECT_ITEMS),
+    ] = Field(default_factory=list)
+    new_gaps: Sentences = Field(default_factory=list)
 
 
 class LLMKnowledgeUpdater:

@@ -11,15 +11,16 @@ from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
 from graphseek.agents.roles import Step
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import invoke_structured
+from graphseek.state.bounds import Name, Names, Reasoning, Sentences
 from graphseek.state.models import Draft, EvidenceItem
 
 
 class LibrarianReply(BaseModel):
-    reasoning: str = ""
-    answer: str
-    candidates: list[str] = Field(default_factory=list)
-    evidence: list[str] = Field(default_factory=list)
-    passage_ids: list[str] = Field(default_factory=list)
+    reasoning: Reasoning = ""
+    answer: Name
+    candidates: Names = Field(default_factory=list)
+    evidence: Sentences = Field(default_factory=list)
+    passage_ids: Names = Field(default_factory=list)
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
 
 

@@ -21,18 +21,19 @@ from graphseek.agents.prompts.planner import (
 )
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Step
 from graphseek.llm import invoke_structured
+from graphseek.state.bounds import Names, Reasoning, Sentence, Sentences
 from graphseek.state.models import Gap
 
 
 class InitialRequired(BaseModel):
-    reasoning: str = ""
-    gaps: list[str] = Field(min_length=1, description="Missing facts, as questions, in order.")
+    reasoning: Reasoning = ""
+    gaps: Sentences = Field(min_length=1, description="Missing facts, as questions, in order.")
 
 
 class QueryProposal(BaseModel):
-    reasoning: str = ""
-    target_gap_ids: list[str] = Field(default_factory=list)
-    query: str = Field(description="The next search query; never one already searched.")
+    reasoning: Reasoning = ""
+    target_gap_ids: Names = Field(default_factory=list)
+    query: Sentence = Field(description="The next search query; never one already searched.")
 
 
 class LLMPlanner:

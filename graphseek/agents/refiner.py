@@ -17,6 +17,7 @@ from graphseek.agents.prompts.refiner import REFINER_SYSTEM, REFINER_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_lines
 from graphseek.knowledge.passages import Hit
+from graphseek.state.bounds import Names, Reasoning, Sentences
 
 #: what a refinement keeps when the model keeps nothing usable
 FALLBACK_PASSAGES = 3
@@ -29,9 +30,9 @@ class RefinedContext:
 
 
 class RefinerReply(BaseModel):
-    reason: str = ""
-    passage_ids: list[str] = Field(default_factory=list)
-    triples: list[str] = Field(default_factory=list)
+    reason: Reasoning = ""
+    passage_ids: Names = Field(default_factory=list)
+    triples: Sentences = Field(default_factory=list)
 
 
 class ContextRefiner(Protocol):

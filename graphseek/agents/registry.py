@@ -68,7 +68,7 @@ from graphseek.agents.verifier import (
     LLMTripleChecker,
     TripleChecker,
 )
-from graphseek.llm import model_for
+from graphseek.llm import model_for_context
 from graphseek.state.context import Context
 
 #: abstention threshold for drafts written by a chat model (its self-reported confidence)
@@ -134,13 +134,12 @@ def get_roles(context: Context) -> Roles:
 
 def build_roles(context: Context) -> Roles:
     """Every role's policy for `context` (a fresh `Roles`; nodes use `get_roles`)."""
-    llm = context.llm
     retries = context.max_retries
     profile_key = context.profile  # offline policies are cached per profile
     offline: set[str] = set()
 
     def pick(role: str, llm_cls: Any, offline_factory: Any, cache: bool = True) -> Any:
-        model = model_for(llm, role)
+        model = model_for_context(context, role)
         if model is None:
             offline.add(role)
             return (
@@ -162,7 +161,7 @@ def build_roles(context: Context) -> Roles:
     threshold = context.threshold
     if "librarian" not in offline and context.abstain_threshold < 0:
         threshold = LLM_DRAFT_THRESHOLD
-    seeker_model = model_for(llm, "seeker")
+    seeker_model = model_for_context(context, "seeker")
     if seeker_model is None:
         offline.add("seeker")
         seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=threshold))
@@ -213,7 +212,7 @@ def _search_roles(
     Librarian's)."""
 
     def pick_as(model_role: str, name: str, llm_cls: Any, offline_factory: Any) -> Any:
-        model = model_for(context.llm, model_role)
+        model = model_for_context(context, model_role)
         if model is None:
             offline.add(name)
             return _offline(f"{name}:{context.profile}", offline_factory)

@@ -15,12 +15,13 @@ from pydantic import BaseModel
 from graphseek.agents.prompts.rewriter import FAILURE_HINTS, REWRITER_SYSTEM, REWRITER_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_evidence
+from graphseek.state.bounds import Reasoning, Sentence
 from graphseek.state.models import EvidenceItem
 
 
 class RewriteReply(BaseModel):
-    reason: str = ""
-    query: str
+    reason: Reasoning = ""
+    query: Sentence
 
 
 class QueryRewriter(Protocol):

@@ -3,7 +3,7 @@
 A node asks `graphseek.agents.registry.get_roles(context)` for the policies of the run and calls them; it
 never knows whether a chat model or the offline reasoner is behind. Each call returns a `Step`:
 the value plus the usage it cost (zero for offline policies). LLM policies raise
-`graphseek.errors.LLMOutputError` when a reply stays malformed after retries; nodes turn that into
+`graphseek.errors.LLMError` (transport, request, malformed reply, budget) when a call fails; nodes turn that into
 an abstention.
 """
 

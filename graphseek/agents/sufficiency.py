@@ -15,11 +15,12 @@ from graphseek.agents.prompts.sufficiency import SUFFICIENCY_SYSTEM, SUFFICIENCY
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_lines
 from graphseek.knowledge.passages import Hit
+from graphseek.state.bounds import Reasoning, Sentences
 
 
 class SufficiencyVerdict(BaseModel):
-    reason: str = ""
-    missing: list[str] = Field(default_factory=list)
+    reason: Reasoning = ""
+    missing: Sentences = Field(default_factory=list)
     sufficient: bool
 
 

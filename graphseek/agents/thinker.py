@@ -12,11 +12,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from graphseek.agents.prompts.thinker import THINKER_SYSTEM, THINKER_USER
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from graphseek.agents.prompts.thinker import (
+    THINKER_SYSTEM,
+    THINKER_TOOLS_SYSTEM,
+    THINKER_TOOLS_USER,
+    THINKER_USER,
+)
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_history
+from graphseek.agents.tool_calling import call_tools
 from graphseek.knowledge.passages import Hit
 from graphseek.state.verdicts import Thought
+from graphseek.tools.lc_tools import FINISH, react_tools
+
+#: tool-call arguments of G-RAGent's primitives, from a thought
+PRIMITIVES = ("retrieve_subgraph", "node_feature", "neighbor_check")
 
 
 @dataclass(frozen=True)
@@ -36,7 +48,76 @@ class Thinker(Protocol):
     def think(self, view: ThinkerView) -> Step[Thought]: ...
 
 
+def thought_message(thought: Thought, step: int, question: str) -> AIMessage:
+    """A thought as the tool call it stands for, so that a JSON or offline thinker drives the
+    same `ToolNode` as a tool-calling model: RETRIEVE -> its primitive (with the sub-question
+    as ``query``), FINISH -> ``finish``; REASON needs no tool (a plain message). Tool-call ids
+    are deterministic (``step<N>-<tool>``)."""
+    text = thought.reason or ""
+    args: dict[str, Any]
+    if thought.decision == "REASON":
+        note = f"REASON: {thought.query or 'sub-question'} -> {thought.answer or '?'}"
+        return AIMessage(content=f"{text}\n{note}".strip())
+    if thought.decision == "FINISH":
+        name, args = FINISH, {"answer": thought.answer, "passage_ids": [], "reason": text}
+    else:
+        query = thought.query or thought.topic or question
+        name = thought.primitive if thought.primitive in PRIMITIVES else "retrieve_subgraph"
+        if name == "node_feature" and thought.entity:
+            args = {"entity": thought.entity, "attr": thought.attribute or "all", "query": query}
+        elif name == "neighbor_check" and thought.entity:
+            args = {"entity": thought.entity, "relation": thought.attribute or None, "query": query}
+        else:
+            name, args = "retrieve_subgraph", {"topic": thought.topic, "query": query}
+    call = {"name": name, "args": args, "id": f"step{step}-{name}", "type": "tool_call"}
+    return AIMessage(content=text, tool_calls=[call])
+
+
+def thought_from_message(message: AIMessage, question: str) -> Thought:
+    """The thought a tool-calling reply stands for: ``finish`` -> FINISH (it wins over other
+    calls), a retrieval tool -> RETRIEVE (its query or main argument as the sub-question), no
+    tool call -> REASON (the text is the reasoning)."""
+    calls = list(message.tool_calls or [])
+    text = str(message.text or "")[:1500]
+    finish = next((c for c in calls if c["name"] == FINISH), None)
+    if finish is not None:
+        args = finish.get("args") or {}
+        answer = str(args.get("answer") or "").strip()
+        return Thought(reason=str(args.get("reason") or text)[:1500], decision="FINISH",
+                       query=question, answer=answer[:200], sufficient=bool(answer))  # fmt: skip
+    if not calls:
+        return Thought(reason=text, decision="REASON", query=question)
+    first = calls[0]
+    args = first.get("args") or {}
+    query = str(args.get("query") or args.get("topic") or args.get("entity") or question)
+    primitive = first["name"] if first["name"] in PRIMITIVES else "retrieve_subgraph"
+    return Thought(
+        reason=text,
+        decision="RETRIEVE",
+        query=query[:600],
+        topic=str(args.get("topic") or "")[:200],
+        primitive=primitive,  # type: ignore[arg-type]
+        entity=str(args.get("entity") or "")[:200],
+        attribute=str(args.get("attr") or args.get("relation") or "")[:200],
+    )
+
+
 class LLMThinker(StructuredRole):
+    def call_tools(self, view: ThinkerView, messages: Sequence[BaseMessage]) -> Step[AIMessage]:
+        """One step of the tool-calling loop: the model, with the react tools bound, reads the
+        question, the topics and the conversation so far (its tool calls and their results)
+        and replies with tool calls. Raises `ToolsUnsupportedError` when the model cannot
+        bind tools, and the `LLMError`s of the taxonomy when the call fails."""
+        user = THINKER_TOOLS_USER.format(
+            question=view.question,
+            topics="\n".join(f"- {t}" for t in view.topics) or "(no topics: search passages)",
+            step=view.step + 1,
+            max_steps=view.max_steps,
+        )
+        prompt = [SystemMessage(THINKER_TOOLS_SYSTEM), HumanMessage(user), *messages]
+        reply, usage = call_tools(self.model, react_tools(), prompt, self.max_retries)
+        return Step(reply, usage)
+
     def think(self, view: ThinkerView) -> Step[Thought]:
         user = THINKER_USER.format(
             question=view.question,

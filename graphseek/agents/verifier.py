@@ -21,16 +21,17 @@ from graphseek.agents.prompts.verifier import (
 )
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_evidence, render_steps
+from graphseek.state.bounds import Reasoning, Sentences
 from graphseek.state.models import Draft, EvidenceItem
 from graphseek.state.verdicts import LogicDraft, Verification
 
 
 class TripleCheckReply(BaseModel):
-    relevance_reason: str = ""
+    relevance_reason: Reasoning = ""
     relevant: bool
-    grounding_reason: str = ""
+    grounding_reason: Reasoning = ""
     grounded: bool
-    adequacy_reason: str = ""
+    adequacy_reason: Reasoning = ""
     adequate: bool
 
     def verification(self) -> Verification:
@@ -64,8 +65,8 @@ class LLMTripleChecker(StructuredRole):
 
 
 class EvidenceVerdict(BaseModel):
-    reason: str = ""
-    missing: list[str] = Field(default_factory=list)
+    reason: Reasoning = ""
+    missing: Sentences = Field(default_factory=list)
     verdict: Literal["accept", "reject"]
 
 

@@ -24,7 +24,7 @@ from langgraph.types import Overwrite
 from graphseek.agents.registry import get_roles
 from graphseek.agents.sufficiency import SufficiencyVerdict
 from graphseek.agents.text import normalize
-from graphseek.errors import LLMOutputError
+from graphseek.errors import LLMError
 from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
 from graphseek.graphs.graph_context import progressive_stage
 from graphseek.graphs.higra_retriever import graph_draft
@@ -44,7 +44,7 @@ def _abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
 
 
-def _spent(exc: LLMOutputError) -> Usage:
+def _spent(exc: LLMError) -> Usage:
     return exc.usage if isinstance(exc.usage, Usage) else Usage()
 
 
@@ -57,7 +57,7 @@ def gate_coverage(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     start = {"query": question, "retries": 0, "turn": 0, "query_history": [question]}
     try:
         step = get_roles(ctx).coverage.assess(question, nearest)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("gate_coverage", f"coverage gate failed: {exc}", usage=_spent(exc))
     verdict = step.value
     update: dict[str, Any] = {
@@ -111,7 +111,7 @@ def _retrieve_stage(stage: str, state: State, runtime: Runtime[Context]) -> dict
     try:
         step = get_roles(ctx).sufficiency.check(query, found.hits, graph, stage)
         verdict, usage = step.value, step.usage
-    except LLMOutputError as exc:  # an unusable check escalates, as an insufficient one would
+    except LLMError as exc:  # an unusable check escalates, as an insufficient one would
         verdict = SufficiencyVerdict(reason=f"sufficiency check failed: {exc}", sufficient=False)
         usage = _spent(exc)
         update["diagnostics"]["errors"] = [f"sufficiency: {exc}"]
@@ -177,7 +177,7 @@ def triple_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     evidence = list(state.get("evidence", [])) or list(state.get("passages", []))
     try:
         step = get_roles(ctx).triple_checker.check(query, answer, evidence)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         reason = f"Triple-Check failed: {exc}"
         return _abstain("triple_check", reason, usage=_spent(exc), verification=None)
     verdict = step.value
@@ -219,7 +219,7 @@ def rewrite_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             previous,
             names,
         )
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("rewrite_query", f"rewriter failed: {exc}", usage=_spent(exc))
     new = " ".join(step.value.split())
     update: dict[str, Any] = {

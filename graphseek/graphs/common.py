@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from graphseek.agents.registry import get_roles
-from graphseek.errors import LLMOutputError
+from graphseek.errors import LLMError
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Usage
@@ -34,15 +34,22 @@ def to_hits(items: list[EvidenceItem]) -> list[Hit]:
 def draft_for(
     question: str, hits: list[Hit], runtime: Runtime[Context], step_id: int | None = None
 ) -> tuple[Draft, Usage, str | None]:
-    """Run the Librarian policy; a malformed reply after retries becomes an empty draft."""
+    """Run the Librarian policy; a failed call (after retries) becomes an empty draft, its
+    usage still charged."""
     roles = get_roles(runtime.context)
     try:
         step = roles.librarian.draft(question, hits)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         log.warning("Librarian failed on %r: %s", question, exc)
-        return Draft(question=question, answer="", step_id=step_id), Usage(), str(exc)
+        return Draft(question=question, answer="", step_id=step_id), error_usage(exc), str(exc)
     draft = step.value.model_copy(update={"step_id": step_id, "question": question})
     return draft, step.usage, None
+
+
+def error_usage(exc: BaseException) -> Usage:
+    """What a failed model call cost (`LLMError.usage`), zero when unknown."""
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, Usage) else Usage()
 
 
 def evidence_from_drafts(drafts: list[Draft], passage_ids: list[str]) -> list[EvidenceItem]:

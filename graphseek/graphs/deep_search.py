@@ -23,7 +23,7 @@ from langgraph.types import Overwrite
 
 from graphseek.agents.registry import get_roles
 from graphseek.agents.text import best_draft
-from graphseek.errors import LLMOutputError
+from graphseek.errors import LLMError
 from graphseek.graphs.common import evidence_from_drafts, finalize_answer, to_evidence, to_hits
 from graphseek.graphs.graph_context import relational_channel, semantic_channel
 from graphseek.graphs.higra_retriever import graph_draft
@@ -45,7 +45,7 @@ def _abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
 
 
-def _spent(exc: LLMOutputError) -> Usage:
+def _spent(exc: LLMError) -> Usage:
     return exc.usage if isinstance(exc.usage, Usage) else Usage()
 
 
@@ -65,7 +65,7 @@ def decompose_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     question = " ".join(state["question"].split())
     try:
         step = get_roles(runtime.context).decomposer.decompose(question)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("decompose_query", f"decomposer failed: {exc}", usage=_spent(exc))
     plan = step.value or [SubQuestion(id=1, question=question)]
     return {
@@ -103,7 +103,7 @@ def ground_queries(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         try:
             step = grounder.ground(task["question"], earlier, answers)
             text, usage = step.value, usage + step.usage
-        except LLMOutputError as exc:
+        except LLMError as exc:
             text, usage = task["question"], usage + _spent(exc)
         grounded.append(LibrarianTask(question=text, step_id=task.get("step_id") or 0))
     return {
@@ -177,7 +177,7 @@ def refine_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                 usage = usage + step.usage
                 passages = [to_evidence(h) for h in step.value.hits]
                 kept = step.value.triples
-            except LLMOutputError as exc:
+            except LLMError as exc:
                 usage = usage + _spent(exc)
                 errors.append(f"refiner: {exc}")
         refined.append(
@@ -255,7 +255,7 @@ def draft_logic(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         step = get_roles(ctx).drafter.draft(
             question, state.get("plan", []), list(state.get("drafts", []))
         )
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("draft_logic", f"drafter failed: {exc}", usage=_spent(exc))
     return {"logic_draft": step.value, "usage": step.usage, "trace": ["draft_logic"]}
 
@@ -273,7 +273,7 @@ def verify_evidence(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                         verification=None)  # fmt: skip
     try:
         step = get_roles(ctx).evidence_verifier.verify(question, drafts, logic)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("verify_evidence", f"verifier failed: {exc}", usage=_spent(exc),
                         verification=None)  # fmt: skip
     verdict = step.value
@@ -314,7 +314,7 @@ def expand_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             verification,  # type: ignore[arg-type]
             list(state.get("query_history", [])),
         )
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("expand_query", f"expander failed: {exc}", usage=_spent(exc))
     new = step.value
     update: dict[str, Any] = {

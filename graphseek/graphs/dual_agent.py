@@ -1,6 +1,7 @@
 """`dual_agent`: the Seeker–Librarian adaptive reasoning protocol (HiGraAgent §5, Algorithm 1).
 
-clarify_question → decompose_question → ask_librarian (independent steps in parallel, `Send`)
+clarify_question → decompose_question → ask_librarian (independent steps in parallel, `Send`;
+each a tool-calling Librarian subgraph, `graphseek.graphs.librarian_agent`)
 → decide_action (the Seeker) → ask_librarian … until the Seeker answers or abstains, or a budget
 (`max_turns`, `max_llm_calls`, `max_tokens`) runs out → finalize_answer.
 The Librarian's retriever is a context setting (`retriever="hybrid"`, `"higra"`, …); with
@@ -19,9 +20,9 @@ from langgraph.runtime import Runtime
 
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import SeekerView
-from graphseek.errors import LLMOutputError
-from graphseek.graphs.common import evidence_from_drafts, finalize_answer
-from graphseek.graphs.higra_retriever import ask_librarian
+from graphseek.errors import LLMError
+from graphseek.graphs.common import error_usage, evidence_from_drafts, finalize_answer
+from graphseek.graphs.librarian_agent import librarian_agent
 from graphseek.graphs.routing import (
     budget_exhausted,
     route_action,
@@ -33,8 +34,9 @@ from graphseek.state.models import SubQuestion
 from graphseek.state.schema import InputState, LibrarianTask, OutputState, State
 
 
-def _failed(node: str, reason: str) -> dict[str, Any]:
-    return {"next_action": "abstain", "abstain_reason": reason, "trace": [node]}
+def _failed(node: str, reason: str, exc: BaseException | None = None) -> dict[str, Any]:
+    update = {"next_action": "abstain", "abstain_reason": reason, "trace": [node]}
+    return update | ({"usage": error_usage(exc)} if exc is not None else {})
 
 
 def clarify_question(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -42,8 +44,8 @@ def clarify_question(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     question = state["question"].strip()
     try:
         step = get_roles(runtime.context).clarifier.clarify(question)
-    except LLMOutputError as exc:
-        return _failed("clarify_question", f"clarifier failed: {exc}")
+    except LLMError as exc:
+        return _failed("clarify_question", f"clarifier failed: {exc}", exc)
     return {
         "clarified_question": step.value,
         "usage": step.usage,
@@ -57,8 +59,8 @@ def decompose_question(state: State, runtime: Runtime[Context]) -> dict[str, Any
     question = state.get("clarified_question") or state["question"]
     try:
         step = get_roles(runtime.context).decomposer.decompose(question)
-    except LLMOutputError as exc:
-        return _failed("decompose_question", f"decomposer failed: {exc}")
+    except LLMError as exc:
+        return _failed("decompose_question", f"decomposer failed: {exc}", exc)
     plan = step.value or [SubQuestion(id=1, question=question)]
     return {"plan": plan, "usage": step.usage, "trace": ["decompose_question"]}
 
@@ -81,10 +83,11 @@ def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     try:
         step = get_roles(ctx).seeker.decide(view)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return {
             "next_action": "abstain",
             "abstain_reason": f"seeker failed: {exc}",
+            "usage": error_usage(exc),
             "trace": ["decide_action"],
             "turn": turn + 1,
         }
@@ -116,7 +119,8 @@ def build_dual_agent() -> StateGraph[State, Context, InputState, OutputState]:
     )
     builder.add_node(clarify_question)
     builder.add_node(decompose_question)
-    builder.add_node(ask_librarian, input_schema=LibrarianTask)  # type: ignore[call-overload,arg-type]
+    # the Librarian: a tool-calling subgraph (search_evidence -> act -> ... -> draft_answer)
+    builder.add_node("ask_librarian", librarian_agent)
     builder.add_node(decide_action)
     builder.add_node(finalize_answer)
     builder.add_edge(START, "clarify_question")

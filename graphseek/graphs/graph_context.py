@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphseek.knowledge.passages import Hit
-from graphseek.llm import model_for
+from graphseek.llm import model_for_context
 from graphseek.state.context import Context
 from graphseek.state.models import Usage
 from graphseek.tools.retrievers import resolve_index, retrieve
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 #: A2RAG's stages, in escalation order
 STAGES = ("local", "bridge", "ppr")
 NO_GRAPH = "the index has no knowledge graph: passage search instead"
+NO_GRAPH_NOTE = NO_GRAPH
 #: graph lines handed to a role at most
 MAX_LINES = 40
 _NAME = re.compile(r"\b[A-Z][\w'’-]+(?:\s+(?:of|de|the|von|van)?\s*[A-Z][\w'’-]+)*")
@@ -84,7 +85,7 @@ def higra_context(context: Context, query: str) -> GraphResult:
     retriever = higra_retriever(index)
     result = retriever.retrieve(
         query,
-        model=model_for(context.llm, "entity_recognition"),
+        model=model_for_context(context, "entity_recognition"),
         max_retries=context.max_retries,
     )
     hits = result.hits or retriever.hits(result, 2 * context.top_k)
@@ -223,29 +224,12 @@ def hypergraph_action(
     """Run one primitive (retrieve_subgraph(topic), node_feature(entity, attr),
     neighbor_check(entity, relation)); the observation is its linearised text, grounded by the
     passages it maps back to, ranked by the query's hybrid search (unmatched ones after).
-    Without a graph, or when the primitive finds nothing: the query's hybrid passages."""
-    index = resolve_index(context)
-    view = knowledge_graph(index)
-    k = context.top_k
-    if view is None:
-        return GraphResult(hits=retrieve(index, query or topic, k, "hybrid"), note=NO_GRAPH)
-    from graphseek.tools import hypergraph as hg
+    Without a graph, or when the primitive finds nothing: the query's hybrid passages
+    (`graphseek.tools.lc_tools.run_primitive`, which the react workflow's tools run)."""
+    from graphseek.tools.lc_tools import run_primitive
 
-    if primitive == "node_feature" and entity:
-        found = hg.node_feature(index, entity, attr or "all")
-    elif primitive == "neighbor_check" and entity:
-        found = hg.neighbor_check(index, entity, attr or None)
-    else:
-        by_label = {t.label: t.id for t in view.topics}
-        found = hg.retrieve_subgraph(index, by_label.get(topic, topic) or query)
-    lines = [line for line in found.text.splitlines() if line.strip()][:MAX_LINES]
-    searched = retrieve(index, query or topic, k, "hybrid")
-    if not found.found:
-        return GraphResult(hits=searched, lines=lines, note=lines[0] if lines else "")
-    order = {h.passage.id: i for i, h in enumerate(searched)}
-    grounded = sorted(
-        (pid for pid in found.passage_ids if pid in index),
-        key=lambda pid: (order.get(pid, len(order)), found.passage_ids.index(pid)),
-    )[:k]
-    hits = [Hit(passage=index.get(pid), score=1.0 / r, rank=r) for r, pid in enumerate(grounded, 1)]
-    return GraphResult(hits=_merge(hits, searched, k=2 * k), lines=lines)
+    found = run_primitive(
+        resolve_index(context), primitive, query, topic, entity, attr, k=context.top_k
+    )
+    note = NO_GRAPH if found.note == NO_GRAPH_NOTE else found.note
+    return GraphResult(hits=found.hits, lines=found.lines, note=note)

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from graphseek.agents.registry import get_roles
-from graphseek.errors import LLMOutputError
+from graphseek.errors import LLMError
 from graphseek.graphs.common import answer_or_abstain, finalize_answer, to_evidence, to_hits
 from graphseek.graphs.graph_context import GraphResult, higra_context
 from graphseek.graphs.routing import budget_exhausted
@@ -40,7 +40,7 @@ def graph_draft(
     becomes an empty draft and an error message."""
     try:
         step = get_roles(runtime.context).graph_librarian.draft(question, hits, relations)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         usage = exc.usage if isinstance(exc.usage, Usage) else Usage()
         return Draft(question=question, answer="", step_id=step_id), usage, str(exc)
     draft = step.value.model_copy(update={"step_id": step_id, "question": question})

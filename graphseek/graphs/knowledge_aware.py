@@ -51,8 +51,8 @@ from graphseek.agents.kair import (
 )
 from graphseek.agents.registry import Roles, get_roles
 from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan, Segment
-from graphseek.errors import LLMOutputError
-from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
+from graphseek.errors import BudgetExceededError, LLMError
+from graphseek.graphs.common import error_usage, finalize_answer, to_evidence, to_hits
 from graphseek.graphs.routing import budget_exhausted, route_knowledge, route_unless_failed
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
@@ -85,9 +85,7 @@ def suggester_retriever(index: int, context: Context) -> str:
     return pool[index % len(pool)]
 
 
-def _error_usage(exc: LLMOutputError) -> Usage:
-    usage = getattr(exc, "usage", None)
-    return usage if isinstance(usage, Usage) else Usage()
+_error_usage = error_usage
 
 
 def _shared_view(state: State, context: Context) -> KnowledgeView:
@@ -104,15 +102,32 @@ def _shared_view(state: State, context: Context) -> KnowledgeView:
 
 
 def plan_new_query(
-    planner: Planner, view: KnowledgeView, attempts: int
+    planner: Planner,
+    view: KnowledgeView,
+    attempts: int,
+    spent: Usage | None = None,
+    context: Context | None = None,
 ) -> tuple[QueryPlan, Usage, list[str]]:
     """Ask the planner for a query not in the history; a repeat is rejected and the planner asked
     again with the rejected queries listed, `attempts` times at most. Returns the plan (an empty
-    query when none is new), the usage, and the rejected queries."""
+    query when none is new), the usage, and the rejected queries.
+
+    With `context`, the budgets are checked before every planner call against `spent` (the
+    run's usage before this round) plus what the calls here cost; a spent budget raises
+    `BudgetExceededError`. A failed call raises its `LLMError` carrying the usage of every call
+    made here."""
     usage = Usage()
     rejected: list[str] = []
     for _ in range(max(1, attempts)):
-        step = planner.plan(view, tuple(rejected))
+        if context is not None:
+            why = budget_exhausted((spent or Usage()) + usage, 0, context)
+            if why:
+                raise BudgetExceededError(f"budget: {why}", cause=why, usage=usage)
+        try:
+            step = planner.plan(view, tuple(rejected))
+        except LLMError as exc:
+            exc.usage = usage + error_usage(exc)
+            raise
         usage = usage + step.usage
         query = " ".join(step.value.query.split())
         if not query:
@@ -139,7 +154,7 @@ def _update(
     """Run the knowledge updater and keep what KAIR eq. 5 lets in."""
     try:
         step = roles.knowledge_updater.update(view, plan, hits)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         log.warning("knowledge updater failed on %r: %s", plan.query, exc)
         return AcceptedUpdate(), _error_usage(exc), f"knowledge updater: {exc}"
     shown = _shown_passages(hits, view.refined_context)
@@ -206,7 +221,7 @@ def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     question = state["question"].strip()
     try:
         step = get_roles(ctx).planner.initial_gaps(question)
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("initialize_caches", f"planner failed: {exc}", usage=_error_usage(exc))
     gaps = step.value
     update: dict[str, Any] = {
@@ -239,9 +254,13 @@ def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     view = _shared_view(state, ctx)
     try:
         plan, usage, rejected = plan_new_query(
-            get_roles(ctx).planner, view, attempts=1 + ctx.max_retries
+            get_roles(ctx).planner,
+            view,
+            attempts=1 + ctx.max_retries,
+            spent=state.get("usage"),
+            context=ctx,
         )
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("plan_query", f"planner failed: {exc}", usage=_error_usage(exc))
     update: dict[str, Any] = {
         "usage": usage,
@@ -322,7 +341,7 @@ def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     try:
         step = get_roles(ctx).context_filter.refine(_shared_view(state, ctx), candidates)
         segments, usage = step.value, step.usage
-    except LLMOutputError as exc:
+    except LLMError as exc:
         # keep what was refined before and the new passages whole
         log.warning("context filter failed: %s", exc)
         usage = _error_usage(exc)
@@ -364,8 +383,10 @@ def suggest(state: SuggesterTask, runtime: Runtime[Context]) -> dict[str, Any]:
     roles = get_roles(ctx)
     errors: list[str] = []
     try:
-        plan, usage, rejected = plan_new_query(roles.planner, view, attempts=1 + ctx.max_retries)
-    except LLMOutputError as exc:
+        plan, usage, rejected = plan_new_query(
+            roles.planner, view, attempts=1 + ctx.max_retries, context=ctx
+        )
+    except LLMError as exc:
         plan, usage, rejected = QueryPlan(query="", reason="planner failed"), _error_usage(exc), []
         errors.append(f"suggester {index} planner: {exc}")
     proposal = Proposal(
@@ -443,9 +464,11 @@ def select_proposal(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if ctx.mode == "competitive":
         update["suggester_caches"] = {str(p["suggester"]): p["cache"] for p in proposals}
     if not active:
+        errors = state.get("diagnostics", {}).get("errors", [])
+        why = f" (last error: {errors[-1]})" if errors else ""
         return update | {
             "next_action": "abstain",
-            "abstain_reason": "no suggester could plan a new query for the open gaps",
+            "abstain_reason": f"no suggester could plan a new query for the open gaps{why}",
         }
     if ctx.mode == "competitive":
         winner = min(active, key=lambda p: (p["open_gaps"], -p["known_facts"], p["suggester"]))
@@ -491,7 +514,7 @@ def compose_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         )
     try:
         step = get_roles(ctx).answerer.answer(_shared_view(state, ctx))
-    except LLMOutputError as exc:
+    except LLMError as exc:
         return _abstain("compose_answer", f"answerer failed: {exc}", usage=_error_usage(exc))
     final = step.value
     if not final.answer.strip():

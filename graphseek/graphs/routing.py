@@ -220,9 +220,12 @@ def route_evidence(
     return "expand_query"
 
 
-def route_thought(state: State) -> Literal["act", "finalize_answer"]:
-    """react: FINISH (early stopping included) or a failure ends the loop; else act."""
+def route_thought(state: State) -> Literal["act", "think", "finalize_answer"]:
+    """react: FINISH (the `finish` tool; early stopping included) or a failure ends the loop;
+    tool calls go to the tools (`act`); a REASON step thinks again."""
     thought = state.get("thought")
     if failed(state) or thought is None or thought.decision == "FINISH":
         return "finalize_answer"
+    if thought.decision == "REASON":
+        return "think"
     return "act"

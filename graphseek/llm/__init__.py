@@ -1,25 +1,33 @@
 """The LLM layer: model factory, scripted model for tests, structured calls, accounting, cache.
 
-Nodes ask `model_for(context.llm, role)` for their model (None means "run the offline policy"),
-then call `invoke_structured` / `invoke_text`, which retry malformed output and return the
-`Usage` of the call. Nodes never import a provider class.
+Nodes ask `model_for_context(context, role)` for their model (None means "run the offline
+policy"), then call `invoke_structured` / `invoke_text` / `invoke_message`, which retry transport
+failures and malformed output, raise one error taxonomy (`graphseek.errors.LLMError`: transport,
+request, malformed, budget; see `graphseek.llm.errors`) and return the `Usage` of the call.
+`BudgetGuard` checks a run's budget before every call. Nodes never import a provider class.
 """
 
+from graphseek.llm.budget import BudgetGuard
 from graphseek.llm.cache import SQLiteResponseCache
+from graphseek.llm.errors import classify
 from graphseek.llm.factory import (
     ACCEPTED_SPECS,
     OFFLINE,
     clear_model_cache,
     make_chat_model,
     model_for,
+    model_for_context,
+    model_options,
     open_cache,
     parse_spec,
     resolve_spec,
 )
 from graphseek.llm.scripted import ScriptedChatModel, ScriptExhaustedError
 from graphseek.llm.structured import (
+    ainvoke_message,
     ainvoke_structured,
     ainvoke_text,
+    invoke_message,
     invoke_structured,
     invoke_text,
     parse_message,
@@ -29,17 +37,23 @@ from graphseek.llm.usage import UsageCallback
 __all__ = [
     "ACCEPTED_SPECS",
     "OFFLINE",
+    "BudgetGuard",
     "SQLiteResponseCache",
     "ScriptExhaustedError",
     "ScriptedChatModel",
     "UsageCallback",
+    "ainvoke_message",
     "ainvoke_structured",
     "ainvoke_text",
+    "classify",
     "clear_model_cache",
+    "invoke_message",
     "invoke_structured",
     "invoke_text",
     "make_chat_model",
     "model_for",
+    "model_for_context",
+    "model_options",
     "open_cache",
     "parse_message",
     "parse_spec",

@@ -14,8 +14,13 @@ Environment:
 - ``OPENAI_API_KEY``; the base URL from ``GRAPHSEEK_BASE_URL``, ``OPENAI_BASE_URL`` or
   ``OPENAI_API_BASE`` (first set wins). With a base URL and no key, the key is ``"EMPTY"``, which
   local servers accept.
-- ``GRAPHSEEK_LLM_TIMEOUT`` (seconds, default 60) and ``GRAPHSEEK_LLM_MAX_RETRIES`` (transport
-  retries inside the OpenAI client, default 2).
+- ``GRAPHSEEK_LLM_TIMEOUT``: seconds one request may take (default 300, fit for a small model on
+  a CPU; ``Context.llm_timeout`` overrides it per run). Transport retries are ours, not the
+  client's (``GRAPHSEEK_LLM_MAX_RETRIES``, see `graphseek.llm.errors`), so each attempt is
+  charged and traced.
+- ``GRAPHSEEK_LLM_MAX_TOKENS``: the longest reply (default 1024 tokens; ``Context.max_reply_tokens``
+  sets it per run and per role). Sent as ``max_completion_tokens`` to OpenAI and as ``max_tokens``
+  (what llama.cpp, vLLM and Ollama read) to any other base URL.
 - ``GRAPHSEEK_LLM_CACHE``: path of a `SQLiteResponseCache` attached to every model made here.
 
 Nothing here opens a socket: ``ChatOpenAI`` builds its HTTP client without connecting, and is given
@@ -45,15 +50,15 @@ ACCEPTED_SPECS = "'offline', 'openai:<model>' (e.g. 'openai:gpt-4o-mini'), 'scri
 LLM_ENV = "GRAPHSEEK_LLM"
 CACHE_ENV = "GRAPHSEEK_LLM_CACHE"
 TIMEOUT_ENV = "GRAPHSEEK_LLM_TIMEOUT"
-MAX_RETRIES_ENV = "GRAPHSEEK_LLM_MAX_RETRIES"
+MAX_TOKENS_ENV = "GRAPHSEEK_LLM_MAX_TOKENS"
 BASE_URL_ENVS = ("GRAPHSEEK_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_BASE")
 API_KEY_ENV = "OPENAI_API_KEY"
 
-DEFAULT_TIMEOUT = 60.0
-DEFAULT_MAX_RETRIES = 2
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_MAX_TOKENS = 1024
 
 #: environment variables whose values change what `make_chat_model` builds (see `model_for`)
-_MODEL_ENVS = (*BASE_URL_ENVS, API_KEY_ENV, TIMEOUT_ENV, MAX_RETRIES_ENV, CACHE_ENV)
+_MODEL_ENVS = (*BASE_URL_ENVS, API_KEY_ENV, TIMEOUT_ENV, MAX_TOKENS_ENV, CACHE_ENV)
 
 
 # -- specs ------------------------------------------------------------------------------------
@@ -141,8 +146,9 @@ def make_chat_model(spec: str, **kwargs: Any) -> BaseChatModel:
     - ``cache``: a path (`SQLiteResponseCache`), a ``BaseCache``, or ``False`` for no caching
       at all; by default ``$GRAPHSEEK_LLM_CACHE`` if set, else LangChain's global cache if any.
     - for ``openai:``: ``base_url``, ``api_key``, ``temperature`` (default 0; None leaves it
-      to the server, for models that reject it), ``timeout``, ``max_retries``; anything else
-      goes to ``ChatOpenAI`` unchanged.
+      to the server, for models that reject it), ``timeout`` (seconds per request),
+      ``max_tokens`` (longest reply), ``max_retries`` (the client's own retries, default 0: see
+      `graphseek.llm.errors`); anything else goes to ``ChatOpenAI`` unchanged.
     - for ``scripted``: ``responses`` (a list or a callable) and ``model_name``.
     """
     provider, name = parse_spec(spec)
@@ -180,10 +186,18 @@ def _make_openai(name: str, kwargs: dict[str, Any]) -> BaseChatModel:
         "model": name,
         "api_key": api_key,
         "timeout": _number(kwargs.pop("timeout", None), TIMEOUT_ENV, DEFAULT_TIMEOUT, float),
-        "max_retries": _number(
-            kwargs.pop("max_retries", None), MAX_RETRIES_ENV, DEFAULT_MAX_RETRIES, int
-        ),
+        # our retries (graphseek.llm.errors) charge and trace every attempt; the client's would not
+        "max_retries": int(kwargs.pop("max_retries", 0)),
     }
+    max_tokens = _number(kwargs.pop("max_tokens", None), MAX_TOKENS_ENV, DEFAULT_MAX_TOKENS, int)
+    if max_tokens and max_tokens > 0:
+        if base_url and "api.openai.com" not in base_url:
+            # local servers read `max_tokens`; ChatOpenAI would send `max_completion_tokens`
+            extra_body = dict(kwargs.pop("extra_body", None) or {})
+            extra_body.setdefault("max_tokens", max_tokens)
+            options["extra_body"] = extra_body
+        else:
+            options["max_tokens"] = max_tokens
     temperature = kwargs.pop("temperature", 0.0)
     if temperature is not None:
         options["temperature"] = temperature
@@ -253,27 +267,64 @@ def _resolve_cache(cache: Any) -> BaseCache | bool | None:
 
 # -- per-role lookup --------------------------------------------------------------------------
 
-_models: dict[tuple[str, tuple[str | None, ...]], BaseChatModel] = {}
 _models_lock = threading.Lock()
 
 
-def model_for(llm: Any, role: str) -> BaseChatModel | None:
+def model_for(
+    llm: Any, role: str, *, timeout: float | None = None, max_tokens: int | None = None
+) -> BaseChatModel | None:
     """The chat model `role` should use, or None for its offline policy.
 
-    Models built from spec strings are cached per spec (and per the environment variables that
-    shape them), so repeated calls, across nodes and runs, reuse one client and its connections.
+    `timeout` (seconds per request) and `max_tokens` (longest reply) shape models built from
+    spec strings (see `model_options`); a chat-model instance is returned as it is. Models built
+    from spec strings are cached per spec, settings and the environment variables that shape
+    them, so repeated calls, across nodes and runs, reuse one client and its connections.
     """
     spec = resolve_spec(llm, role)
     if not isinstance(spec, str):
         return spec
     if spec == OFFLINE:
         return None
-    key = (spec, tuple(os.environ.get(name) for name in _MODEL_ENVS))
+    options: dict[str, Any] = {}
+    if spec.startswith("openai:"):
+        if timeout is not None:
+            options["timeout"] = float(timeout)
+        if max_tokens is not None:
+            options["max_tokens"] = int(max_tokens)
+    key = (
+        spec,
+        tuple(sorted(options.items())),
+        tuple(os.environ.get(name) for name in _MODEL_ENVS),
+    )
     with _models_lock:
         model = _models.get(key)
         if model is None:
-            model = _models[key] = make_chat_model(spec)
+            model = _models[key] = make_chat_model(spec, **options)
         return model
+
+
+def model_options(context: Any, role: str) -> dict[str, Any]:
+    """`model_for` settings from a run's `Context`: ``llm_timeout`` and the role's reply limit
+    (``max_reply_tokens``: one number for every role, or a mapping role -> number with an
+    optional ``"default"``). Unset values leave the environment's defaults."""
+    options: dict[str, Any] = {}
+    timeout = getattr(context, "llm_timeout", None)
+    if timeout:  # 0 / None: the environment's default
+        options["timeout"] = float(timeout)
+    limit = getattr(context, "max_reply_tokens", None)
+    if isinstance(limit, Mapping):
+        limit = limit.get(role, limit.get("default"))
+    if limit:  # 0 / None: the environment's default
+        options["max_tokens"] = int(limit)
+    return options
+
+
+def model_for_context(context: Any, role: str) -> BaseChatModel | None:
+    """`model_for(context.llm, role)` with the run's timeout and the role's reply limit."""
+    return model_for(getattr(context, "llm", None), role, **model_options(context, role))
+
+
+_models: dict[tuple[Any, ...], BaseChatModel] = {}
 
 
 def clear_model_cache() -> None:

@@ -21,6 +21,12 @@ How the schema reaches the model:
 
 Whatever the route, when the native parser gives nothing (the server ignored the format, or wrapped
 the JSON in prose or a ```json fence), the raw reply's text is parsed as JSON and validated.
+
+Each request goes through `graphseek.llm.errors.call_with_retries`: transport failures (timeout,
+connection, 5xx, 429) are retried with backoff, and a call that keeps failing raises the
+taxonomy's `LLMTransportError` / `LLMRequestError` (or `BudgetExceededError` when the run's
+`graphseek.llm.budget.BudgetGuard` refuses it), with the usage of every attempt on
+``error.usage``: failed requests are charged too.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -48,7 +55,8 @@ from tenacity import (
     wait_none,
 )
 
-from graphseek.errors import LLMOutputError
+from graphseek.errors import LLMError, LLMOutputError
+from graphseek.llm.errors import acall_with_retries, call_with_retries
 from graphseek.llm.usage import UsageCallback
 from graphseek.state.models import Usage
 
@@ -66,6 +74,12 @@ CORRECTION_PROMPT = (
 )
 """Appended as a human message on a retry. Placeholders: {error} (the parse or validation
 error, shortened), {schema} (the schema's class name)."""
+
+TRUNCATED_NOTE = (
+    " The reply was cut off at the token limit: answer briefly, with short strings and few "
+    "list items, and never repeat an item."
+)
+"""Added to the correction when the previous reply stopped at ``max_tokens``."""
 
 JSON_INSTRUCTION_PROMPT = (
     "Reply with only a JSON object (no prose, no code fence) that matches this JSON schema:\n"
@@ -177,9 +191,8 @@ def invoke_text(
     callbacks: Sequence[BaseCallbackHandler] | None = None,
 ) -> tuple[str, Usage]:
     """Call `model` once for free text; return the reply's text and the call's `Usage`."""
-    usage = UsageCallback()
-    reply = model.invoke(to_messages(messages), config=call_config(usage, callbacks))
-    return message_text(reply), usage.usage
+    reply, usage = invoke_message(model, messages, callbacks=callbacks)
+    return message_text(reply), usage
 
 
 async def ainvoke_text(
@@ -189,9 +202,54 @@ async def ainvoke_text(
     callbacks: Sequence[BaseCallbackHandler] | None = None,
 ) -> tuple[str, Usage]:
     """Async `invoke_text`."""
+    reply, usage = await ainvoke_message(model, messages, callbacks=callbacks)
+    return message_text(reply), usage
+
+
+def invoke_message(
+    model: Runnable[Any, Any],
+    messages: LanguageModelInput,
+    *,
+    callbacks: Sequence[BaseCallbackHandler] | None = None,
+) -> tuple[Any, Usage]:
+    """Call `model` (e.g. one with tools bound) with transport retries; return the reply
+    message as it is and the `Usage` of every attempt. Failures raise the taxonomy's errors,
+    with that usage on ``error.usage``."""
     usage = UsageCallback()
-    reply = await model.ainvoke(to_messages(messages), config=call_config(usage, callbacks))
-    return message_text(reply), usage.usage
+    config = call_config(usage, callbacks)
+    prompt = to_messages(messages)
+    try:
+        reply = call_with_retries(lambda: model.invoke(prompt, config=config), _model_name(model))
+    except LLMError as exc:
+        _charged(exc, usage)
+        raise
+    return reply, usage.usage
+
+
+async def ainvoke_message(
+    model: Runnable[Any, Any],
+    messages: LanguageModelInput,
+    *,
+    callbacks: Sequence[BaseCallbackHandler] | None = None,
+) -> tuple[Any, Usage]:
+    """Async `invoke_message`."""
+    usage = UsageCallback()
+    config = call_config(usage, callbacks)
+    prompt = to_messages(messages)
+    try:
+        reply = await acall_with_retries(
+            lambda: model.ainvoke(prompt, config=config), _model_name(model)
+        )
+    except LLMError as exc:
+        _charged(exc, usage)
+        raise
+    return reply, usage.usage
+
+
+def _charged(exc: LLMError, usage: UsageCallback) -> LLMError:
+    """`exc` with the usage spent so far (every attempt of the call) attached."""
+    exc.usage = usage.usage
+    return exc
 
 
 def invoke_structured(
@@ -206,16 +264,28 @@ def invoke_structured(
     """Ask `model` for a `schema` object; retry malformed replies up to `max_retries` times.
 
     Returns the validated object and the `Usage` of all attempts. Raises `LLMOutputError` naming
-    the schema and the last error after ``1 + max_retries`` malformed replies. `method` picks the
-    OpenAI structured-output method (see the module docstring); other models ignore it.
+    the schema and the last error after ``1 + max_retries`` malformed replies, and the other
+    `LLMError`s of the taxonomy when a request fails (after its transport retries). `method`
+    picks the OpenAI structured-output method (see the module docstring); other models ignore it.
     """
     call = _StructuredCall(model, schema, messages, max_retries, callbacks, method)
     try:
         for attempt in Retrying(**call.retry_options()):
             with attempt:
-                return call.finish(call.runnable.invoke(call.prompt(), config=call.config))
+                prompt = call.prompt()
+                try:
+                    out = call_with_retries(
+                        partial(call.runnable.invoke, prompt, call.config), call.who
+                    )
+                except Exception as exc:
+                    call.raise_if_cut(exc)
+                    raise
+                return call.finish(out)
     except RETRYABLE_ERRORS as exc:
         raise call.failure(exc) from exc
+    except LLMError as exc:
+        _charged(exc, call.usage)
+        raise
     raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
 
@@ -233,10 +303,20 @@ async def ainvoke_structured(
     try:
         async for attempt in AsyncRetrying(**call.retry_options()):
             with attempt:
-                out = await call.runnable.ainvoke(call.prompt(), config=call.config)
+                prompt = call.prompt()
+                try:
+                    out = await acall_with_retries(
+                        partial(call.runnable.ainvoke, prompt, call.config), call.who
+                    )
+                except Exception as exc:
+                    call.raise_if_cut(exc)
+                    raise
                 return call.finish(out)
     except RETRYABLE_ERRORS as exc:
         raise call.failure(exc) from exc
+    except LLMError as exc:
+        _charged(exc, call.usage)
+        raise
     raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
 
@@ -263,6 +343,8 @@ class _StructuredCall(Generic[T]):
         self.runnable: Runnable[Any, Any] = structured if structured is not None else model
         self.attempts = 0
         self.error: BaseException | None = None
+        self.truncated = False
+        self.who = _model_name(model)
 
     def retry_options(self) -> dict[str, Any]:
         return {
@@ -284,8 +366,17 @@ class _StructuredCall(Generic[T]):
             correction = CORRECTION_PROMPT.format(
                 error=_error_text(self.error), schema=self.schema.__name__
             )
-            prompt.append(HumanMessage(correction))
+            prompt.append(HumanMessage(correction + (TRUNCATED_NOTE if self.truncated else "")))
         return prompt
+
+    def raise_if_cut(self, exc: BaseException) -> None:
+        """A reply stopped at ``max_tokens`` that the client refused to parse (the OpenAI SDK
+        raises ``LengthFinishReasonError`` for structured output) is a malformed reply: raise
+        it as one, so that it is retried with a note asking for a shorter reply."""
+        if type(exc).__name__ == "LengthFinishReasonError":
+            self.truncated = True
+            self.error = OutputParserException("the reply was cut off at max_tokens")
+            raise self.error from exc
 
     def finish(self, out: Any) -> tuple[T, Usage]:
         """Validate one attempt's output; remember the error for the next prompt."""
@@ -296,19 +387,27 @@ class _StructuredCall(Generic[T]):
                 value = _coerce(parse_message(out, self.schema), self.schema)
         except RETRYABLE_ERRORS as exc:
             self.error = exc
+            self.truncated = _finish_reason(out) == "length"
             raise
         return value, self.usage.usage
 
     def failure(self, exc: BaseException) -> LLMOutputError:
-        error = LLMOutputError(
-            f"{_model_name(self.model)} gave no valid {self.schema.__name__} after "
-            f"{self.attempts} attempt(s) (max_retries={self.max_retries}); "
-            f"last error: {_error_text(exc)}"
+        cut = " (the reply was cut off at max_tokens)" if self.truncated else ""
+        # what the failed attempts cost rides along, for callers that keep a budget
+        return LLMOutputError(
+            f"malformed reply: {self.who} gave no valid {self.schema.__name__} after "
+            f"{self.attempts} attempt(s) (max_retries={self.max_retries}){cut}; "
+            f"last error: {_error_text(exc)}",
+            usage=self.usage.usage,
+            attempts=self.attempts,
         )
-        # what the failed attempts cost, for callers that keep a budget
-        error.usage = self.usage.usage  # type: ignore[attr-defined]
-        error.attempts = self.attempts  # type: ignore[attr-defined]
-        return error
+
+
+def _finish_reason(out: Any) -> str:
+    """The finish reason of a raw reply (``include_raw`` dict or message), "" when unknown."""
+    raw = out.get("raw") if isinstance(out, dict) else out
+    meta = getattr(raw, "response_metadata", None) or {}
+    return str(meta.get("finish_reason") or "")
 
 
 def _from_native(out: Any, schema: type[T]) -> T:
@@ -383,8 +482,10 @@ def _model_name(model: Any) -> str:
 
 
 __all__ = [
+    "ainvoke_message",
     "ainvoke_structured",
     "ainvoke_text",
+    "invoke_message",
     "invoke_structured",
     "invoke_text",
     "message_text",

@@ -96,6 +96,21 @@ class Context:
             "deep_search expansion) before abstaining."
         ),
     )
+    llm_timeout: float = field(
+        default=0.0,
+        metadata=_describe(
+            "Seconds one model request may take. 0: $GRAPHSEEK_LLM_TIMEOUT, else 300 (fit for "
+            "a local model on a CPU)."
+        ),
+    )
+    # Python callers may also give a mapping role -> tokens (key "default" for the rest)
+    max_reply_tokens: int | SkipJsonSchema[dict[str, int]] = field(
+        default=0,
+        metadata=_describe(
+            "Longest model reply in tokens, sent as max_tokens. 0: $GRAPHSEEK_LLM_MAX_TOKENS, "
+            "else 1024."
+        ),
+    )
     # -- topology settings ------------------------------------------------------------------------
     agents: int = field(
         default=1,
@@ -145,7 +160,8 @@ class Context:
         threshold = self.abstain_threshold
         if not isinstance(threshold, int | float) or float(threshold) > 1.0:
             problems.append(
-                f"abstain_threshold must be a number in [0, 1] (or negative for the profile default), got {threshold!r}"
+                "abstain_threshold must be a number in [0, 1] (or negative for the profile "
+                f"default), got {threshold!r}"
             )
         if not isinstance(self.index_path, str):
             problems.append(f"index_path must be a string, got {type(self.index_path).__name__}")

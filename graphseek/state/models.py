@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from graphseek.state.bounds import LIST_ITEMS, Name, Names, Reasoning, Sentences, head_items
 
 
 class SubQuestion(BaseModel):
@@ -67,12 +69,22 @@ class Gap(BaseModel):
 
 
 class Usage(BaseModel):
-    """Cost of a run: LLM calls, tokens and wall-clock seconds."""
+    """Cost of a run: LLM calls, tokens, model time and wall-clock seconds.
+
+    `llm_calls` counts every request sent, failed ones included (`failed_calls` of them);
+    `estimated_calls` is how many of them had their tokens estimated (characters / 4) because
+    the server reported no usage (or the call failed), so the token counts are then estimates.
+    `llm_seconds` sums the calls' latencies (parallel calls add up); `seconds` is the wall time
+    of a whole run (set by `graphseek.ask`), 0 inside a workflow's state.
+    """
 
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    llm_seconds: float = 0.0
+    failed_calls: int = 0
+    estimated_calls: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -80,29 +92,39 @@ class Usage(BaseModel):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             seconds=self.seconds + other.seconds,
+            llm_seconds=self.llm_seconds + other.llm_seconds,
+            failed_calls=self.failed_calls + other.failed_calls,
+            estimated_calls=self.estimated_calls + other.estimated_calls,
         )
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def tokens_estimated(self) -> bool:
+        """Whether any token count here is an estimate (see `estimated_calls`)."""
+        return self.estimated_calls > 0
+
 
 class SeekerAction(BaseModel):
     """The Seeker's move for one turn: ask the Librarian more questions, answer, or abstain."""
 
-    reason: str = Field(default="", description="Why this action, in one or two sentences.")
+    reason: Reasoning = Field(default="", description="Why this action, in one or two sentences.")
     action: Literal["ask_librarian", "answer", "abstain"] = Field(
         description="ask_librarian, answer or abstain."
     )
-    questions: list[str] = Field(
+    questions: Sentences = Field(
         default_factory=list, description="For ask_librarian: self-contained questions, no '#N'."
     )
-    step_ids: list[int | None] = Field(
+    step_ids: Annotated[
+        list[int | None], BeforeValidator(head_items(LIST_ITEMS)), Field(max_length=LIST_ITEMS)
+    ] = Field(
         default_factory=list,
         description="For ask_librarian: the plan step each question answers (None if none).",
     )
-    answer: str = Field(default="", description="For answer: the final answer, exact wording.")
-    evidence: list[str] = Field(
+    answer: Name = Field(default="", description="For answer: the final answer, exact wording.")
+    evidence: Names = Field(
         default_factory=list, description="For answer: passage ids that support the answer."
     )
     confidence: float = 1.0

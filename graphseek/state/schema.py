@@ -13,6 +13,8 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, NotRequired
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion, Usage
@@ -167,3 +169,6 @@ class State(InputState, OutputState):
     logic_draft: NotRequired[LogicDraft]
     # react: the last thought
     thought: NotRequired[Thought]
+    # tool-calling agents: the model's tool calls (AIMessage) and the tools' results
+    # (ToolMessage), in order; the same with a model and with the offline policies
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]

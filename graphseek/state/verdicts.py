@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graphseek.state.bounds import Name, Reasoning, Sentence
 from graphseek.state.models import EvidenceItem
 
 #: A2RAG's Triple-Check validators, in the order they are checked; GraphSearch's verifier
@@ -41,15 +42,15 @@ class Thought(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    reason: str = ""
+    reason: Reasoning = ""
     decision: Decision
-    query: str = Field(default="", description="The local objective: the sub-question now.")
-    topic: str = Field(default="", description="RETRIEVE: the predicted semantic topic.")
+    query: Sentence = Field(default="", description="The local objective: the sub-question now.")
+    topic: Name = Field(default="", description="RETRIEVE: the predicted semantic topic.")
     primitive: Primitive = "retrieve_subgraph"
-    entity: str = Field(default="", description="node_feature / neighbor_check: the entity.")
-    attribute: str = Field(default="", description="node_feature: the attribute; "
+    entity: Name = Field(default="", description="node_feature / neighbor_check: the entity.")
+    attribute: Name = Field(default="", description="node_feature: the attribute; "
                            "neighbor_check: the relation.")  # fmt: skip
-    answer: str = Field(default="", description="REASON: the sub-answer; FINISH: the answer.")
+    answer: Name = Field(default="", description="REASON: the sub-answer; FINISH: the answer.")
     step_id: int | None = Field(default=None, description="REASON: the plan step it answers.")
     sufficient: bool = Field(default=False, description="K_t: the context is sufficient now.")
 

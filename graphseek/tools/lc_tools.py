@@ -12,18 +12,31 @@ without parsing text.
 A graph tool on an index without a graph answers with a message saying so (and suggesting
 `search_passages`) rather than failing the run.
 
-`all_tools()` lists them; `passage_tools()` / `graph_tools()` split them.
+`all_tools()` lists them; `passage_tools()` / `graph_tools()` split them. `react_tools()` is
+the action set of the ``react`` workflow (and of tool-calling agents generally): passage search,
+entity search, neighbours, PPR expansion, relational queries, G-RAGent's three hypergraph
+primitives and `finish`, which carries the final answer and its evidence passage ids and ends the
+run (the workflow routes on it; running it only echoes the answer).
+
+G-RAGent's primitives (`retrieve_subgraph`, `node_feature`, `neighbor_check`) take an optional
+``query``: the sub-question the step resolves. With it the result is grounded as the ``react``
+workflow needs (`run_primitive`): the passages the primitive maps back to, ranked by the query's
+hybrid search, then the query's own passages; and without a knowledge graph, the query's
+passages alone. Their artifact then also carries ``scores``, ``lines`` and ``note``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, Field
 
+from graphseek.knowledge.passages import Hit
+from graphseek.state.bounds import Name, Names, Reasoning
 from graphseek.state.context import Context
 from graphseek.tools import dual_channel, hypergraph, progressive
 from graphseek.tools.graph_access import (
@@ -33,7 +46,7 @@ from graphseek.tools.graph_access import (
     label_similarity,
     resolve_entity,
 )
-from graphseek.tools.retrievers import resolve_index
+from graphseek.tools.retrievers import resolve_index, retrieve
 
 DEFAULT_CHAR_BUDGET = 4000
 NO_GRAPH = (
@@ -41,8 +54,11 @@ NO_GRAPH = (
     "instead (a graph is built with `graphseek index --graph`)."
 )
 
-Artifact = dict[str, list[str]]
+Artifact = dict[str, Any]
 ToolOutput = tuple[str, Artifact]
+#: graph lines an observation keeps at most
+MAX_LINES = 40
+NO_GRAPH_NOTE = "the index has no knowledge graph: passage search instead"
 
 
 # -- output sizing --------------------------------------------------------------------------------
@@ -180,17 +196,24 @@ class RelationalArgs(BaseModel):
     )
 
 
-class TopicArgs(BaseModel):
+class StepQuery(BaseModel):
+    query: str = Field(
+        default="",
+        description="The sub-question this step resolves; the passages found are ranked by it.",
+    )
+
+
+class TopicArgs(StepQuery):
     topic: str = Field(description="A topic id (t-0001) or a few words describing the topic.")
 
 
-class NodeFeatureArgs(EntityArgs):
+class NodeFeatureArgs(EntityArgs, StepQuery):
     attr: Literal["name", "aliases", "types", "description", "passages", "all"] = Field(
         default="all", description="Which attribute to read."
     )
 
 
-class NeighborCheckArgs(EntityArgs):
+class NeighborCheckArgs(EntityArgs, StepQuery):
     relation: str | None = Field(
         default=None, description="Optional relation words to filter the facts, e.g. 'married'."
     )
@@ -289,11 +312,11 @@ def higra_retrieve(query: str, runtime: ToolRuntime[Context], k: int = 5) -> Too
     and passages. Good for questions about named entities and their connections."""
 
     def run(index: Any, budget: int) -> ToolOutput:
-        from graphseek.llm import model_for
+        from graphseek.llm import model_for_context
         from graphseek.tools.graph_retrievers import higra_retriever
 
         retriever = higra_retriever(index)
-        model = model_for(runtime.context.llm, "entity_recognizer")
+        model = model_for_context(runtime.context, "entity_recognizer")
         result = retriever.retrieve(
             query, model=model, max_retries=getattr(runtime.context, "max_retries", 2)
         )
@@ -401,10 +424,99 @@ def relational_query(patterns: list[TripleArg], runtime: ToolRuntime[Context]) -
     return _run_graph(runtime, run)
 
 
+@dataclass
+class PrimitiveResult:
+    """What a hypergraph primitive found for a step: passages (best first), linearised graph
+    lines, and a note (no graph; nothing found)."""
+
+    hits: list[Hit]
+    lines: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+def _graph_or_none(index: Any) -> Any:
+    try:
+        return graph_view(index)
+    except (GraphNotFoundError, NotImplementedError):
+        return None
+
+
+def _merge_hits(*groups: Sequence[Hit], k: int) -> list[Hit]:
+    seen: dict[str, Hit] = {}
+    for group in groups:
+        for hit in group:
+            seen.setdefault(hit.passage.id, hit)
+    return [h.model_copy(update={"rank": i}) for i, h in enumerate(list(seen.values())[:k], 1)]
+
+
+def run_primitive(
+    index: Any,
+    primitive: str,
+    query: str,
+    topic: str = "",
+    entity: str = "",
+    attr: str = "",
+    k: int = 5,
+) -> PrimitiveResult:
+    """One G-RAGent primitive (retrieve_subgraph(topic), node_feature(entity, attr),
+    neighbor_check(entity, relation)) grounded for a step: the passages it maps back to, ranked
+    by the query's hybrid search (unmatched ones after), then the query's own passages. Without
+    a graph, or when the primitive finds nothing: the query's hybrid passages."""
+    view = _graph_or_none(index)
+    if view is None:
+        return PrimitiveResult(
+            hits=retrieve(index, query or topic, k, "hybrid"), note=NO_GRAPH_NOTE
+        )
+    if primitive == "node_feature" and entity:
+        found = hypergraph.node_feature(index, entity, attr or "all")
+    elif primitive == "neighbor_check" and entity:
+        found = hypergraph.neighbor_check(index, entity, attr or None)
+    else:
+        by_label = {t.label: t.id for t in view.topics}
+        found = hypergraph.retrieve_subgraph(index, by_label.get(topic, topic) or query)
+    lines = [line for line in found.text.splitlines() if line.strip()][:MAX_LINES]
+    searched = retrieve(index, query or topic, k, "hybrid")
+    if not found.found:
+        return PrimitiveResult(hits=searched, lines=lines, note=lines[0] if lines else "")
+    order = {h.passage.id: i for i, h in enumerate(searched)}
+    grounded = sorted(
+        (pid for pid in found.passage_ids if pid in index),
+        key=lambda pid: (order.get(pid, len(order)), found.passage_ids.index(pid)),
+    )[:k]
+    hits = [Hit(passage=index.get(pid), score=1.0 / r, rank=r) for r, pid in enumerate(grounded, 1)]
+    return PrimitiveResult(hits=_merge_hits(hits, searched, k=2 * k), lines=lines)
+
+
+def _primitive_output(
+    runtime: ToolRuntime[Context], primitive: str, query: str, **args: str
+) -> ToolOutput:
+    """`run_primitive` as a tool result: graph lines, then the passages with their text."""
+    context = runtime.context
+    index = resolve_index(context)
+    result = run_primitive(index, primitive, query, k=getattr(context, "top_k", 5), **args)
+    budget = char_budget(context)
+    head = fit_lines(result.lines, budget // 2) if result.lines else ""
+    passages = format_passages([h.passage for h in result.hits], max(300, budget - len(head) - 40))
+    parts = [
+        p for p in (head, f"Passages:\n{passages}", f"({result.note})" if result.note else "") if p
+    ]
+    return "\n".join(parts)[:budget], {
+        "passage_ids": [h.passage.id for h in result.hits],
+        "scores": [h.score for h in result.hits],
+        "lines": result.lines,
+        "note": result.note,
+    }
+
+
 @tool("retrieve_subgraph", args_schema=TopicArgs, response_format="content_and_artifact")
-def retrieve_subgraph_tool(topic: str, runtime: ToolRuntime[Context]) -> ToolOutput:
+def retrieve_subgraph_tool(
+    topic: str, runtime: ToolRuntime[Context], query: str = ""
+) -> ToolOutput:
     """Fetch the facts (hyperedges) of one topic of the knowledge graph, each as
-    HyperEdge_j: <fact> involves [entities]. Give a topic id or a few words about the topic."""
+    HyperEdge_j: <fact> involves [entities]. Give a topic id or a few words about the topic,
+    and the sub-question you are resolving as query to also get the passages behind them."""
+    if query:
+        return _primitive_output(runtime, "retrieve_subgraph", query, topic=topic)
     return _run_graph(
         runtime,
         lambda index, budget: _graph_output(hypergraph.retrieve_subgraph(index, topic), budget),
@@ -412,9 +524,13 @@ def retrieve_subgraph_tool(topic: str, runtime: ToolRuntime[Context]) -> ToolOut
 
 
 @tool("node_feature", args_schema=NodeFeatureArgs, response_format="content_and_artifact")
-def node_feature_tool(entity: str, runtime: ToolRuntime[Context], attr: str = "all") -> ToolOutput:
+def node_feature_tool(
+    entity: str, runtime: ToolRuntime[Context], attr: str = "all", query: str = ""
+) -> ToolOutput:
     """Read one attribute of an entity: name, aliases, types, description, the passages that
     mention it, or all of them."""
+    if query:
+        return _primitive_output(runtime, "node_feature", query, entity=entity, attr=attr)
     return _run_graph(
         runtime,
         lambda index, budget: _graph_output(hypergraph.node_feature(index, entity, attr), budget),
@@ -423,16 +539,45 @@ def node_feature_tool(entity: str, runtime: ToolRuntime[Context], attr: str = "a
 
 @tool("neighbor_check", args_schema=NeighborCheckArgs, response_format="content_and_artifact")
 def neighbor_check_tool(
-    entity: str, runtime: ToolRuntime[Context], relation: str | None = None
+    entity: str, runtime: ToolRuntime[Context], relation: str | None = None, query: str = ""
 ) -> ToolOutput:
     """List the facts (hyperedges and relations) an entity takes part in, optionally only those
     about a relation (e.g. 'born', 'married'), with the passages they come from."""
+    if query:
+        return _primitive_output(
+            runtime, "neighbor_check", query, entity=entity, attr=relation or ""
+        )
     return _run_graph(
         runtime,
         lambda index, budget: _graph_output(
             hypergraph.neighbor_check(index, entity, relation), budget
         ),
     )
+
+
+# -- finishing ------------------------------------------------------------------------------------
+
+
+class FinishArgs(BaseModel):
+    answer: Name = Field(
+        description="The final answer in the exact words of the evidence; empty to abstain "
+        "when nothing supports an answer."
+    )
+    passage_ids: Names = Field(
+        default_factory=list, description="The ids of the passages that support the answer."
+    )
+    reason: Reasoning = Field(default="", description="Why, in one or two sentences.")
+
+
+FINISH = "finish"
+
+
+@tool(FINISH, args_schema=FinishArgs)
+def finish_tool(answer: str, passage_ids: list[str] | None = None, reason: str = "") -> str:
+    """Give the final answer with the ids of the passages that support it, and stop. Call it
+    as soon as the evidence found suffices; with an empty answer when nothing supports one."""
+    cited = ", ".join(passage_ids or []) or "none"
+    return f"Final answer: {answer or '(abstained)'} (passages: {cited})"
 
 
 def passage_tools() -> list[BaseTool]:
@@ -456,3 +601,19 @@ def graph_tools() -> list[BaseTool]:
 def all_tools() -> list[BaseTool]:
     """Every retrieval tool, passage search first."""
     return [*passage_tools(), *graph_tools()]
+
+
+def react_tools() -> list[BaseTool]:
+    """The actions of the ``react`` workflow: G-RAGent's primitives first, then passage and
+    entity search, neighbours, PPR expansion, relational queries, and `finish`."""
+    return [
+        retrieve_subgraph_tool,
+        node_feature_tool,
+        neighbor_check_tool,
+        search_passages,
+        search_entities,
+        neighbors,
+        ppr_search,
+        relational_query,
+        finish_tool,
+    ]

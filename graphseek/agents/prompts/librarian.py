@@ -24,3 +24,19 @@ LIBRARIAN_USER = """Question: {question}
 
 Passages:
 {passages}"""
+
+LIBRARIAN_TOOLS_SYSTEM = """You are the Librarian of a question-answering team: you find the \
+evidence for one question with the search tools, then answer it from that evidence.
+- context_search(query): the team's configured retrieval (passages, and graph relations when \
+the team uses the knowledge graph); search_passages(query, method): keyword or meaning search; \
+search_entities(query), neighbors(entity), ppr_search(entities): the knowledge graph.
+- As soon as the results answer the question, call finish(answer, passage_ids, reason): the \
+answer in the exact words of the passages, with the ids of the passages that state it. With \
+nothing relevant after a search or two, call finish with an empty answer.
+Use only the tool results, never your own knowledge."""
+"""System prompt of the tool-calling Librarian (no placeholders)."""
+
+LIBRARIAN_TOOLS_USER = """Question: {question}
+
+Search for the evidence, then call finish."""
+"""Placeholder: `{question}` — one sub-question."""

@@ -32,3 +32,27 @@ History:
 {history}
 
 Step {step} of {max_steps}."""
+
+THINKER_TOOLS_SYSTEM = """You answer a multi-hop question step by step over a knowledge \
+hypergraph whose facts are grouped by semantic topic, by calling tools. Each step, think about \
+the sub-question you are resolving now and call one tool:
+- retrieve_subgraph(topic, query): the facts of the most relevant topic from the list, and the \
+passages behind them; `query` is the sub-question.
+- node_feature(entity, attr, query) or neighbor_check(entity, relation, query): a precise lookup \
+about one entity.
+- search_passages(query), search_entities(query), neighbors(entity), ppr_search(entities), \
+relational_query(patterns): other ways to find evidence.
+- finish(answer, passage_ids, reason): as soon as the observations suffice, give the final \
+answer in the exact words of the evidence with the ids of the passages that support it. Stop \
+early: do not retrieve more once you can answer. If the budget is nearly spent, finish with the \
+best supported answer, or with an empty answer when nothing supports one.
+Do not call the same tool with the same arguments twice."""
+"""System prompt of the tool-calling thinker (no placeholders)."""
+
+THINKER_TOOLS_USER = """Question: {question}
+
+Topics:
+{topics}
+
+Step {step} of {max_steps}: call a tool."""
+"""Placeholders as `THINKER_USER` (no history: the tool calls and results follow as messages)."""

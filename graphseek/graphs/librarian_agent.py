@@ -1,0 +1,319 @@
+"""The Librarian as a tool-calling agent: `dual_agent`'s `ask_librarian` node (a subgraph run
+once per sub-question, in parallel through `Send`).
+
+    search_evidence → act (ToolNode) → search_evidence … → draft_answer
+
+- `search_evidence`: the Librarian decides its next tool calls. With a tool-calling model, the
+  model (search tools and `finish` bound, `librarian_tools()`) reads the question and its
+  searches so far; it stops early by calling `finish` with the answer and the passage ids that
+  state it. The offline Librarian, and a model that cannot call tools (noted in the
+  diagnostics), emit one `context_search` call: the run's configured retrieval (the context's
+  retriever, or the HiGraRetriever's relations and passages with ``retriever="higra"``).
+- `act`: a `ToolNode` runs the calls; the tools read the index from the runtime context. Tool
+  errors come back as ToolMessages. At most `MAX_SEARCHES` rounds of searching.
+- `draft_answer`: the answer of a `finish` call, grounded on the passages found; otherwise the
+  Librarian policy drafts from them (the offline reasoner, or the model's JSON reply).
+
+The routing is a conditional edge on the last message's tool calls (`route_librarian`). The
+messages (tool calls and results) are written to the parent state, so they show in Studio.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.tools import BaseTool, tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, ToolRuntime
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from graphseek.agents.graph_librarian import LLMGraphLibrarian
+from graphseek.agents.librarian import LibrarianReply, ground_reply
+from graphseek.agents.registry import get_roles
+from graphseek.agents.tool_calling import ToolsUnsupportedError
+from graphseek.errors import LLMError
+from graphseek.graphs.common import error_usage, to_evidence
+from graphseek.graphs.higra_retriever import graph_draft, librarian_context
+from graphseek.knowledge.passages import Hit
+from graphseek.state.bounds import Names
+from graphseek.state.context import Context
+from graphseek.state.models import Draft, EvidenceItem, Usage
+from graphseek.state.reducers import add_usage, append_unique, dedupe_evidence, merge_dicts
+from graphseek.state.schema import Diagnostics, LibrarianTask
+from graphseek.tools.lc_tools import (
+    FINISH,
+    FinishArgs,
+    char_budget,
+    fit_lines,
+    format_passages,
+    neighbors,
+    ppr_search,
+    search_entities,
+    search_passages,
+)
+from graphseek.tools.retrievers import resolve_index
+
+#: rounds of tool calls a Librarian makes at most before it drafts
+MAX_SEARCHES = 3
+
+
+class ContextSearchArgs(BaseModel):
+    query: str = Field(description="The question (or a reformulation) to retrieve evidence for.")
+
+
+@tool("context_search", args_schema=ContextSearchArgs, response_format="content_and_artifact")
+def context_search(query: str, runtime: ToolRuntime[Context]) -> tuple[str, dict[str, Any]]:
+    """Retrieve evidence with the team's configured retrieval: the most relevant passages, and
+    the knowledge graph's relations among them when the team uses the graph retriever."""
+    context = runtime.context
+    found = librarian_context(context, query)
+    budget = char_budget(context)
+    head = fit_lines(found.lines, budget // 3) if found.lines else ""
+    body = format_passages([h.passage for h in found.hits], max(300, budget - len(head) - 40))
+    text = "\n".join(p for p in (f"Relations:\n{head}" if head else "", f"Passages:\n{body}") if p)
+    return text[:budget], {
+        "passage_ids": [h.passage.id for h in found.hits],
+        "scores": [h.score for h in found.hits],
+        "lines": list(found.lines),
+        "note": found.note,
+        "usage": found.usage.model_dump(),
+    }
+
+
+class LibrarianFinishArgs(FinishArgs):
+    candidates: Names = Field(
+        default_factory=list,
+        description="Other plausible answers the passages support, best first.",
+    )
+    confidence: float = Field(
+        default=0.8, ge=0.0, le=1.0, description="How sure the passages make you (0 to 1)."
+    )
+
+
+@tool(FINISH, args_schema=LibrarianFinishArgs)
+def librarian_finish(
+    answer: str,
+    passage_ids: list[str] | None = None,
+    reason: str = "",
+    candidates: list[str] | None = None,
+    confidence: float = 0.8,
+) -> str:
+    """Give the answer to the question with the ids of the passages that state it (and other
+    plausible answers, and your confidence), and stop searching. With an empty answer when
+    nothing relevant was found."""
+    return f"Answer: {answer or '(none)'} (passages: {', '.join(passage_ids or []) or 'none'})"
+
+
+def librarian_tools() -> list[BaseTool]:
+    """The Librarian's actions: the configured retrieval, passage and graph search, `finish`."""
+    return [
+        context_search,
+        search_passages,
+        search_entities,
+        neighbors,
+        ppr_search,
+        librarian_finish,
+    ]
+
+
+class LibrarianState(LibrarianTask):
+    """One Librarian run: its sub-question, its messages, what it found, and the updates it
+    returns to the parent (same keys and reducers as `graphseek.state.State`)."""
+
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+    found: NotRequired[Annotated[list[EvidenceItem], dedupe_evidence]]
+    searches: NotRequired[int]
+    drafts: NotRequired[Annotated[list[Draft], operator.add]]
+    usage: NotRequired[Annotated[Usage, add_usage]]
+    trace: NotRequired[Annotated[list[str], operator.add]]
+    query_history: NotRequired[Annotated[list[str], append_unique]]
+    retrieved_ids: NotRequired[Annotated[list[str], append_unique]]
+    step_answers: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    graph_context: NotRequired[Annotated[list[str], append_unique]]
+    diagnostics: NotRequired[Annotated[Diagnostics, merge_dicts]]
+
+
+class LibrarianOutput(TypedDict):
+    """What a Librarian run gives back to the parent graph."""
+
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+    drafts: NotRequired[Annotated[list[Draft], operator.add]]
+    usage: NotRequired[Annotated[Usage, add_usage]]
+    trace: NotRequired[Annotated[list[str], operator.add]]
+    query_history: NotRequired[Annotated[list[str], append_unique]]
+    retrieved_ids: NotRequired[Annotated[list[str], append_unique]]
+    step_answers: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    graph_context: NotRequired[Annotated[list[str], append_unique]]
+    diagnostics: NotRequired[Annotated[Diagnostics, merge_dicts]]
+
+
+def _last_ai(messages: list[AnyMessage]) -> AIMessage | None:
+    return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+
+
+def _observed(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The update from the tool results after the last model message: passages found (with
+    their scores), graph lines, notes, and the usage of the retrieval itself."""
+    index = resolve_index(runtime.context)
+    results: list[ToolMessage] = []
+    for message in reversed(list(state.get("messages", []))):
+        if isinstance(message, AIMessage):
+            break
+        if isinstance(message, ToolMessage):
+            results.append(message)
+    found: list[EvidenceItem] = []
+    lines: list[str] = []
+    notes: list[str] = []
+    usage = Usage()
+    for message in reversed(results):
+        artifact = message.artifact if isinstance(message.artifact, dict) else {}
+        if message.status == "error" or not artifact:
+            if message.status == "error":
+                notes.append(f"librarian tool {message.name}: {str(message.content)[:200]}")
+            continue
+        scores = list(artifact.get("scores") or [])
+        for i, pid in enumerate(artifact.get("passage_ids") or []):
+            if pid in index:
+                score = float(scores[i]) if i < len(scores) else 0.0
+                found.append(to_evidence(Hit(passage=index.get(pid), score=score, rank=i + 1)))
+        lines.extend(artifact.get("lines") or [])
+        if artifact.get("note"):
+            notes.append(str(artifact["note"]))
+        if isinstance(artifact.get("usage"), dict):
+            usage = usage + Usage(**artifact["usage"])
+    update: dict[str, Any] = {}
+    if found:
+        update["found"] = found
+        update["retrieved_ids"] = [e.passage_id for e in found]
+    if lines:
+        update["graph_context"] = lines
+    if notes:
+        update["diagnostics"] = {"notes": notes}
+    if usage.llm_calls:
+        update["usage"] = usage
+    return update
+
+
+def search_evidence(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The Librarian's next tool calls (or none: time to draft)."""
+    ctx = runtime.context
+    question = state["question"]
+    searches = state.get("searches", 0)
+    update = _observed(state, runtime)
+    if searches == 0:
+        update["query_history"] = [question]
+    if searches >= MAX_SEARCHES:
+        return update
+    librarian = get_roles(ctx).graph_librarian
+    if isinstance(librarian, LLMGraphLibrarian):
+        try:
+            step = librarian.call_tools(
+                question, list(state.get("messages", [])), librarian_tools()
+            )
+        except ToolsUnsupportedError as exc:
+            note = f"librarian: {exc}; the JSON path is used instead"
+            update.setdefault("diagnostics", {}).setdefault("notes", []).append(note)
+        except LLMError as exc:
+            errors = [f"librarian: {exc}"]
+            return update | {"usage": error_usage(exc), "diagnostics": {"errors": errors}}
+        else:
+            usage = update.get("usage", Usage()) + step.usage
+            return update | {"messages": [step.value], "searches": searches + 1, "usage": usage}
+    if searches:
+        return update  # the offline Librarian searches once, with the run's retrieval
+    digest = hashlib.sha1(question.encode()).hexdigest()[:8]  # deterministic, distinct per question
+    call = {"name": "context_search", "args": {"query": question}, "type": "tool_call",
+            "id": f"librarian-{state.get('step_id') or 0}-{digest}"}  # fmt: skip
+    return update | {"messages": [AIMessage(content="", tool_calls=[call])], "searches": 1}
+
+
+def route_librarian(state: LibrarianState) -> Literal["act", "draft_answer"]:
+    """Tool calls other than `finish` are run (unless the search budget is spent); `finish`,
+    no call, or a failure go to the draft."""
+    if state.get("diagnostics", {}).get("errors"):
+        return "draft_answer"
+    messages = list(state.get("messages", []))
+    last = messages[-1] if messages else None
+    # no new request (the newest message is a tool result), or no tool call: draft
+    if not isinstance(last, AIMessage) or not last.tool_calls:
+        return "draft_answer"
+    if any(c["name"] == FINISH for c in last.tool_calls):
+        return "draft_answer"
+    return "act"
+
+
+def _finish_draft(question: str, call: Any, hits: list[Hit]) -> Draft:
+    args = call.get("args") or {}
+    answer = str(args.get("answer") or "").strip()
+    try:
+        confidence = float(args.get("confidence", 0.8))
+    except (TypeError, ValueError):
+        confidence = 0.8
+    reply = LibrarianReply(
+        reasoning=str(args.get("reason") or ""),
+        answer=answer,
+        candidates=[str(c) for c in args.get("candidates") or []],
+        passage_ids=[str(p) for p in args.get("passage_ids") or []],
+        confidence=min(1.0, max(0.0, confidence)) if answer else 0.0,
+    )
+    return ground_reply(question, reply, hits)
+
+
+def draft_answer(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The draft: a `finish` call's answer grounded on the passages found, or the Librarian
+    policy's draft from them (the graph relations as extra context)."""
+    question = state["question"]
+    step_id = state.get("step_id")
+    found = list(state.get("found", []))
+    hits = [Hit(passage=_passage(e), score=e.score, rank=i) for i, e in enumerate(found, 1)]
+    last = _last_ai(list(state.get("messages", [])))
+    finish_call = next((c for c in (last.tool_calls if last else []) if c["name"] == FINISH), None)
+    errors = state.get("diagnostics", {}).get("errors") or []
+    update: dict[str, Any] = {"trace": ["ask_librarian"]}
+    if errors:
+        draft = Draft(question=question, answer="", step_id=step_id)
+    elif finish_call is not None:
+        draft = _finish_draft(question, finish_call, hits).model_copy(
+            update={"step_id": step_id, "question": question}
+        )
+    else:
+        lines = list(state.get("graph_context", []))
+        draft, usage, error = graph_draft(question, hits, lines, runtime, step_id)
+        update["usage"] = usage
+        if error:
+            update["diagnostics"] = {"errors": [f"librarian: {error}"]}
+    update["drafts"] = [draft]
+    if step_id is not None and draft.answer:
+        update["step_answers"] = {str(step_id): draft.answer}
+    return update
+
+
+def _passage(item: EvidenceItem) -> Any:
+    from graphseek.knowledge.passages import Passage
+
+    return Passage(id=item.passage_id, title=item.title, text=item.text)
+
+
+def build_librarian_agent() -> StateGraph[LibrarianState, Context, LibrarianTask, LibrarianOutput]:
+    builder = StateGraph(
+        LibrarianState,
+        input_schema=LibrarianTask,
+        output_schema=LibrarianOutput,
+        context_schema=Context,
+    )
+    builder.add_node(search_evidence)
+    builder.add_node("act", ToolNode(librarian_tools(), handle_tool_errors=True))
+    builder.add_node(draft_answer)
+    builder.add_edge(START, "search_evidence")
+    builder.add_conditional_edges("search_evidence", route_librarian, ["act", "draft_answer"])
+    builder.add_edge("act", "search_evidence")
+    builder.add_edge("draft_answer", END)
+    return builder
+
+
+librarian_agent = build_librarian_agent().compile(name="librarian")

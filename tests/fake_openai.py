@@ -1,0 +1,397 @@
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1, for tests and benchmarks.
+
+`FakeOpenAIServer(responder)` serves ``POST /v1/chat/completions`` from a thread (stdlib
+``http.server``). For every request it calls ``responder(request) -> Reply`` with the parsed
+JSON body (a `Request`), and records the body in ``server.requests``. A `Reply` is a scripted
+completion (text or tool calls, with or without ``usage``) or a fault: an HTTP error status with
+its message and headers (``Retry-After``), or a stall (the server sleeps before answering, so a
+client with a shorter timeout gives up).
+
+`TinyWorld` is a responder that plays every graphseek role for the test corpus of
+``tests/conftest.py`` on the question "Where did Ada Lovelace's father die?" (Ada Lovelace ->
+Lord Byron -> Missolonghi): it reads which reply schema (``response_format``) or which tools a
+request asks for, and the question lines of the prompt. Faults wrap it (`Faults`).
+
+Run ``python tests/fake_openai.py [PORT]`` to serve `TinyWorld` until interrupted (the benchmark
+``benchmarks/llm_path.py`` can then point ``OPENAI_BASE_URL`` at it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+QUESTION = "Where did Ada Lovelace's father die?"
+HOP1 = "Who was Ada Lovelace's father?"
+HOP2 = "Where did Lord Byron die?"
+ADA_QUOTE = "She was the only legitimate child of the poet Lord Byron and Annabella Milbanke."
+BYRON_QUOTE = (
+    "He was born in London in 1788 and died of a fever at Missolonghi in 1824 while fighting "
+    "in the Greek War of Independence."
+)
+
+
+@dataclass
+class Request:
+    """One chat-completions request: its JSON body, and helpers to read it."""
+
+    body: dict[str, Any]
+    number: int
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+    @property
+    def schema_name(self) -> str:
+        """The reply schema asked for (``response_format.json_schema.name``), or ""."""
+        fmt = self.body.get("response_format") or {}
+        return str((fmt.get("json_schema") or {}).get("name") or "")
+
+    @property
+    def kind(self) -> str:
+        """What the request asks for: its reply schema's name, or "tools" for a tool call."""
+        return self.schema_name or ("tools" if self.tool_names else "text")
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.body.get("tools") or [] if "function" in t]
+
+    def text(self, role: str | None = None) -> str:
+        parts = []
+        for m in self.messages:
+            if role is not None and m.get("role") != role:
+                continue
+            content = m.get("content")
+            if isinstance(content, list):
+                content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+            parts.append(str(content or ""))
+        return "\n".join(parts)
+
+    @property
+    def first_user(self) -> str:
+        users = [m for m in self.messages if m.get("role") == "user"]
+        return str(users[0].get("content") or "") if users else ""
+
+    def line(self, label: str) -> str:
+        """The value of the first ``Label: value`` line of the first user message."""
+        match = re.search(rf"^{re.escape(label)}:\s*(.*)$", self.first_user, re.MULTILINE)
+        return match.group(1).strip() if match else ""
+
+
+@dataclass
+class Reply:
+    """A scripted reply or fault (see the module docstring)."""
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    error: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    stall: float = 0.0
+    usage: bool = True
+    finish_reason: str = ""
+
+    @classmethod
+    def json(cls, value: Any, **kwargs: Any) -> Reply:
+        return cls(content=json.dumps(value), **kwargs)
+
+    @classmethod
+    def tools(cls, *calls: tuple[str, dict[str, Any]], content: str = "") -> Reply:
+        return cls(content=content, tool_calls=[{"name": n, "args": a} for n, a in calls])
+
+
+Responder = Callable[[Request], Reply]
+
+
+class FakeOpenAIServer:
+    """``with FakeOpenAIServer(responder) as server:`` -> ``server.base_url`` (``.../v1``)."""
+
+    def __init__(self, responder: Responder, port: int = 0) -> None:
+        self.responder = responder
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with owner._lock:
+                    owner.requests.append(body)
+                    number = len(owner.requests)
+                try:
+                    reply = owner.responder(Request(body, number))
+                except Exception as exc:  # a responder bug: say so in a 500
+                    reply = Reply(status=500, error=f"responder failed: {exc!r}")
+                if reply.stall:
+                    time.sleep(reply.stall)
+                if reply.status != 200:
+                    payload = {"error": {"message": reply.error or "error", "type": "error",
+                                         "code": reply.status}}  # fmt: skip
+                else:
+                    payload = completion(body, reply)
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def requests_for(self, schema: str) -> list[dict[str, Any]]:
+        return [r for r in self.requests if Request(r, 0).schema_name == schema]
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """An OpenAI ``chat.completion`` object for `reply` (usage: characters / 4, like
+    `ScriptedChatModel`, unless ``reply.usage`` is False)."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{i}_{abs(hash(json.dumps(c['args'], sort_keys=True))) % 10**8}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["args"])},
+            }
+            for i, c in enumerate(reply.tool_calls)
+        ]
+    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    out: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
+    if reply.usage:
+        prompt = len(json.dumps(body.get("messages") or [])) // 4
+        done = len(reply.content or "") // 4 + len(json.dumps(reply.tool_calls)) // 4
+        out["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": done,
+            "total_tokens": prompt + done,
+        }
+    return out
+
+
+# -- the tiny world: every role, for the question of the test corpus -------------------------
+
+
+def _about_death(text: str) -> bool:
+    return bool(re.search(r"\bdie|\bdied|\bdeath", text, re.IGNORECASE))
+
+
+def _about_father(text: str) -> bool:
+    return "father" in text.lower()
+
+
+class TinyWorld:
+    """Plays every role for "Where did Ada Lovelace's father die?" (see the module docstring).
+
+    Tool-calling requests (``tools`` offered) are answered by `tool_turn`: search for the first
+    hop, then the second, then ``finish`` with the answer, judged by the tool results seen so far.
+    """
+
+    def __call__(self, request: Request) -> Reply:
+        if request.tool_names:
+            return self.tool_turn(request)
+        handler = getattr(self, f"reply_{request.schema_name}", None)
+        if handler is None:
+            return Reply(status=400, error=f"TinyWorld has no reply for {request.schema_name!r}")
+        return Reply.json(handler(request))
+
+    # -- tool calling -------------------------------------------------------------------------
+
+    def tool_turn(self, request: Request) -> Reply:
+        """Search for the question once (the configured retrieval when offered), then finish
+        with its answer and passage ids."""
+        names = set(request.tool_names)
+        question = request.line("Question") or QUESTION
+        if request.text("tool") and "finish" in names:
+            answer = self._answer(question)
+            return Reply.tools(
+                (
+                    "finish",
+                    {
+                        "answer": answer["answer"],
+                        "passage_ids": answer["passage_ids"],
+                        "reason": answer["reasoning"],
+                    },
+                )  # fmt: skip
+            )
+        search = next((n for n in ("context_search", "search_passages") if n in names), None)
+        return Reply.tools((search or sorted(names)[0], {"query": question}))
+
+    # -- structured replies, by schema --------------------------------------------------------
+
+    def reply_ClarifiedQuestion(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"reason": "already a question", "question": r.line("Question") or QUESTION}
+
+    def reply_Decomposition(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {
+            "reason": "two hops",
+            "question_subject": "Ada Lovelace",
+            "sub_questions": [
+                {"id": 1, "question": HOP1, "depends_on": []},
+                {"id": 2, "question": "Where did #1 die?", "depends_on": [1]},
+            ],
+        }
+
+    def _answer(self, question: str) -> dict[str, Any]:
+        if _about_death(question):
+            ids = ["byron", "ada"] if _about_father(question) else ["byron"]
+            return {"reasoning": "Byron died at Missolonghi.", "answer": "Missolonghi",
+                    "candidates": [], "evidence": [BYRON_QUOTE], "passage_ids": ids,
+                    "confidence": 0.9}  # fmt: skip
+        return {"reasoning": "Ada's father was Byron.", "answer": "Lord Byron",
+                "candidates": [], "evidence": [ADA_QUOTE], "passage_ids": ["ada"],
+                "confidence": 0.9}  # fmt: skip
+
+    def reply_LibrarianReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return self._answer(r.line("Question") or QUESTION)
+
+    def reply_SeekerAction(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        history = r.first_user.split("Librarian history:", 1)[-1]
+        if "Missolonghi" in history:
+            return {"reason": "both hops answered", "action": "answer", "answer": "Missolonghi",
+                    "evidence": ["byron", "ada"], "questions": [], "step_ids": []}  # fmt: skip
+        if "Lord Byron" in history:
+            return {"reason": "second hop", "action": "ask_librarian", "questions": [HOP2],
+                    "step_ids": [2]}  # fmt: skip
+        return {"reason": "first hop", "action": "ask_librarian", "questions": [HOP1],
+                "step_ids": [1]}  # fmt: skip
+
+    def reply_Thought(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        step = int(re.search(r"Step (\d+) of", r.first_user).group(1))  # type: ignore[union-attr]
+        if step == 1:
+            return {"reason": "first hop", "decision": "RETRIEVE", "query": HOP1}
+        if step == 2:
+            return {"reason": "second hop", "decision": "RETRIEVE", "query": HOP2}
+        return {"reason": "done", "decision": "FINISH", "query": QUESTION,
+                "answer": "Missolonghi", "sufficient": True}  # fmt: skip
+
+    # knowledge_aware
+    def reply_InitialRequired(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"reasoning": "two gaps", "gaps": [HOP1, "Where did #1 die?"]}
+
+    def reply_QueryProposal(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        known = r.first_user.split("What is Known:", 1)[-1].split("What is Required:", 1)[0]
+        if "Lord Byron" in known:
+            return {"reasoning": "gap 2", "target_gap_ids": ["2"], "query": HOP2}
+        return {"reasoning": "gap 1", "target_gap_ids": ["1"], "query": HOP1}
+
+    def reply_KnowledgeUpdateReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        query = r.line("Search just made")
+        if _about_death(query):
+            fact = {"statement": "Lord Byron died at Missolonghi.", "quote": BYRON_QUOTE,
+                    "passage_ids": ["byron"], "gap_id": "2", "answer": "Missolonghi"}  # fmt: skip
+        else:
+            fact = {"statement": "Ada Lovelace's father was Lord Byron.", "quote": ADA_QUOTE,
+                    "passage_ids": ["ada"], "gap_id": "1", "answer": "Lord Byron"}  # fmt: skip
+        return {"reasoning": "found it", "facts": [fact], "new_gaps": []}
+
+    def reply_ContextSelection(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        text = r.first_user
+        segments = [
+            {"passage_id": pid, "text": quote}
+            for pid, quote in (("ada", ADA_QUOTE), ("byron", BYRON_QUOTE))
+            if quote in text
+        ]
+        return {"reasoning": "the two facts", "segments": segments}
+
+    def reply_AnswerReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"reasoning": "Known answers it", "action": "answer", "answer": "Missolonghi",
+                "passage_ids": ["byron", "ada"], "confidence": 0.9}  # fmt: skip
+
+    # adaptive
+    def reply_CoverageVerdict(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"reason": "the corpus covers Ada Lovelace", "coverage": 0.9, "in_scope": True}
+
+    def reply_SufficiencyVerdict(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"reason": "enough", "missing": [], "sufficient": True}
+
+    def reply_TripleCheckReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"relevant": True, "grounded": True, "adequate": True}
+
+    def reply_RewriteReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"reason": "rephrase", "query": HOP2}
+
+    # deep_search
+    def reply_GroundedQuery(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        query = r.line("Query")
+        return {"reason": "resolved", "query": HOP2 if "#1" in query else query}
+
+    def reply_RefinerReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        ids = [pid for pid in ("ada", "byron") if f"[{pid}]" in r.first_user]
+        return {"reason": "relevant", "passage_ids": ids, "triples": []}
+
+    def reply_LogicReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"chain": ["Ada's father was Lord Byron.", "Byron died at Missolonghi."],
+                "gaps": [], "answer": "Missolonghi", "evidence": ["byron", "ada"],
+                "confidence": 0.9}  # fmt: skip
+
+    def reply_EvidenceVerdict(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"reason": "grounded", "missing": [], "verdict": "accept"}
+
+    def reply_ExpansionReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        return {"reason": "more", "queries": [HOP2]}
+
+
+class Faults:
+    """Wraps a responder: requests for which ``when(request)`` holds get ``fault`` instead."""
+
+    def __init__(
+        self, inner: Responder, fault: Reply, when: Callable[[Request], bool] = lambda r: True
+    ) -> None:
+        self.inner, self.fault, self.when = inner, fault, when
+
+    def __call__(self, request: Request) -> Reply:
+        if self.when(request):
+            return self.fault
+        return self.inner(request)
+
+
+if __name__ == "__main__":  # pragma: no cover - a manual helper for benchmarks
+    import sys
+
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
+    with FakeOpenAIServer(TinyWorld(), port=port) as server:
+        print(f"serving TinyWorld at {server.base_url}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
