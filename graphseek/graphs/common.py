@@ -86,7 +86,8 @@ def answer_or_abstain(
 def finalize_answer(state: State) -> dict[str, Any]:
     """Write the output fields: the answer with its grounding, or an explicit abstention."""
     if state.get("next_action") == "answer" and state.get("answer"):
-        return {"abstained": False, "trace": ["finalize_answer"]}
+        # an earlier rejection that a later round overcame is no reason to show with an answer
+        return {"abstained": False, "abstain_reason": "", "trace": ["finalize_answer"]}
     reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
     return {
         "answer": "",
