@@ -83,6 +83,7 @@ class DenseIndex:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2:
             raise ValueError(f"expected a 2-D array of vectors, got shape {vectors.shape}")
+        index: Any
         if len(vectors) > hnsw_threshold:
             index = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
