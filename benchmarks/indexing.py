@@ -137,7 +137,8 @@ def child(args: argparse.Namespace) -> None:
 def run_child(extra: list[str], base: argparse.Namespace) -> dict[str, Any]:
     command = [
         sys.executable,
-        str(Path(__file__).resolve()),
+        "-m",
+        "benchmarks.indexing",
         "--child",
         "--data-dir",
         str(base.data_dir),
@@ -149,6 +150,7 @@ def run_child(extra: list[str], base: argparse.Namespace) -> dict[str, Any]:
         command.append("--no-graph")
     if base.progress:
         command.append("--progress")
+    # run from the repository root, so the child imports this checkout's graphseek
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     if result.returncode != 0:
         raise SystemExit(f"child failed ({' '.join(extra)}):\n{result.stderr[-3000:]}")

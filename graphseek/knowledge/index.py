@@ -107,8 +107,12 @@ class Index:
         `graphseek.knowledge.graph.build_graph`), inside the same atomic swap."""
         source = ""
         if isinstance(passages, str | Path):
+            from graphseek.knowledge.progress import bar as progress_bar
+
             source = str(passages)
-            items = load_corpus(passages)
+            with progress_bar("reading", None, show_progress) as bar:
+                items = load_corpus(passages)
+                bar.update(len(items))
         else:
             items = list(passages)
         _check_passages(items)
