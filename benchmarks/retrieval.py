@@ -134,6 +134,10 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--no-reference", action="store_true", help="skip the reference run")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--torch-threads", type=int, default=0, help="torch threads (torch backend only)"
+    )
+    parser.add_argument("--methods", default="", help="comma-separated subset of the methods")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     print(f"load average (1/5/15 min): {load_avg()}; cores: {os.cpu_count()}")
@@ -182,6 +186,10 @@ def main() -> None:
             "dense": lambda q: index.search(q, k=args.k, method="dense"),
             "hybrid": lambda q: index.search(q, k=args.k, method="hybrid"),
         }
+        if args.torch_threads > 0:
+            import torch
+
+            torch.set_num_threads(args.torch_threads)
         if index.has_graph:
             from graphseek.tools.higra import HiGraConfig, HiGraRetriever
             from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
@@ -190,6 +198,10 @@ def main() -> None:
             prog = ProgressiveRetriever.from_index(index, ProgressiveConfig())
             methods["higra"] = lambda q: higra.hits(higra.retrieve(q), args.k)
             methods["progressive"] = lambda q: prog.retrieve(q, args.k).hits
+
+        if args.methods:
+            keep = set(args.methods.split(","))
+            methods = {name: fn for name, fn in methods.items() if name in keep}
 
         def recall_of(results: list[Any]) -> float | None:
             values = []

@@ -41,6 +41,10 @@ EXPORT_VERSION = 1
 """Bump when the exported graph changes, so cached exports are redone."""
 SMALL_BATCH = 8
 """At most this many texts are encoded in the calling thread, in one run (queries)."""
+BATCH_CHARS = 16_384
+"""A bulk batch holds at most this many characters, counted at its longest text's length
+(~4K tokens): memory per run stays bounded whatever the text lengths (a batch of 64 texts of
+256 tokens needs ~1 GB for attention), while short strings still go 64 at a time."""
 
 
 def model_dir() -> Path:
@@ -176,6 +180,7 @@ class _OnnxBackend:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        options.enable_cpu_mem_arena = False  # return each batch's memory; RSS stays bounded
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         tokenizer.enable_truncation(_max_seq_length(directory))
@@ -276,7 +281,14 @@ class Embedder:
             return backend.run(texts)
         # longest first, so each batch pads to similar lengths; rows are put back in order
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+        batches: list[list[int]] = []
+        for i in order:  # longest first: a batch's first text is its longest
+            if batches and len(batches[-1]) < batch_size:
+                longest = len(texts[batches[-1][0]])
+                if (len(batches[-1]) + 1) * max(longest, 1) <= BATCH_CHARS:
+                    batches[-1].append(i)
+                    continue
+            batches.append([i])
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
 
         def run(batch: list[int]) -> None:
