@@ -85,6 +85,9 @@ def test_random_record_lists_skip_exactly_the_bad_records(items: list[Any]) -> N
     by_line = _load("corpus.jsonl", lines, on_bad_file="skip")
     if strict is not None:  # nothing was bad: skipping changes nothing
         assert lenient is not None and lenient.skipped == []
-        assert lenient.passages == strict.passages
+        # each load writes its own temporary file: compare what was read, not where from
+        assert [(p.id, p.title, p.text) for p in lenient.passages] == [
+            (p.id, p.title, p.text) for p in strict.passages
+        ]
     if lenient is not None and by_line is not None:
         assert [p.text for p in by_line.passages] == [p.text for p in lenient.passages]

@@ -1,4 +1,8 @@
-"""Dense passage search: MiniLM embeddings in an exact FAISS inner-product index.
+"""Dense passage search: MiniLM embeddings in a FAISS inner-product index.
+
+Up to `HNSW_THRESHOLD` vectors the index is exact (`IndexFlatIP`: a query over 100K vectors is
+a few ms); above, an HNSW graph (`IndexHNSWFlat`, M=32, efSearch=128) keeps queries in
+milliseconds at the cost of a slower build and approximate results.
 
 Vectors are L2-normalised, so inner product = cosine similarity. Both the raw embeddings
 (`embeddings.npy`, float32, one row per passage in corpus order) and the FAISS index
@@ -18,6 +22,10 @@ logger = logging.getLogger(__name__)
 
 EMBEDDINGS_FILE = "embeddings.npy"
 FAISS_FILE = "faiss.index"
+HNSW_THRESHOLD = 100_000
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128
 
 
 class TextEncoder(Protocol):
@@ -37,19 +45,21 @@ def encode_texts(
     *,
     batch_size: int = 64,
     show_progress: bool = False,
-    desc: str = "Embedding",
+    desc: str = "embedding passages",
+    unit: str = "passage",
 ) -> np.ndarray:
-    """Encode `texts` in blocks under one progress bar; rows follow the order of `texts`.
+    """Encode `texts` in blocks under one labelled progress bar; rows follow the order of `texts`.
 
-    Texts are encoded longest first (less padding per batch) and put back in order.
+    Texts are encoded longest first (less padding per batch) and put back in order. Memory
+    beyond the output is one block of texts.
     """
-    from tqdm.auto import tqdm
+    from graphseek.knowledge.progress import bar as progress_bar
 
     n = len(texts)
     out = np.zeros((n, encoder.dim), dtype=np.float32)
     order = sorted(range(n), key=lambda i: -len(texts[i]))
-    block = max(batch_size * 8, 1)
-    with tqdm(total=n, desc=desc, unit="passage", disable=not show_progress) as bar:
+    block = max(batch_size * 16, 1)
+    with progress_bar(desc, n, show_progress, unit=unit) as bar:
         for start in range(0, n, block):
             idx = order[start : start + block]
             out[idx] = encoder.encode([texts[i] for i in idx], batch_size=batch_size)
@@ -66,13 +76,20 @@ class DenseIndex:
         self._embeddings: np.ndarray | None = None
 
     @classmethod
-    def build(cls, vectors: np.ndarray) -> DenseIndex:
+    def build(cls, vectors: np.ndarray, *, hnsw_threshold: int = HNSW_THRESHOLD) -> DenseIndex:
+        """Exact `IndexFlatIP` up to `hnsw_threshold` vectors, `IndexHNSWFlat` above."""
         import faiss
 
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2:
             raise ValueError(f"expected a 2-D array of vectors, got shape {vectors.shape}")
-        index = faiss.IndexFlatIP(vectors.shape[1])
+        index: Any
+        if len(vectors) > hnsw_threshold:
+            index = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+            index.hnsw.efSearch = HNSW_EF_SEARCH
+        else:
+            index = faiss.IndexFlatIP(vectors.shape[1])
         index.add(vectors)
         dense = cls(index)
         dense._embeddings = vectors
@@ -91,7 +108,15 @@ class DenseIndex:
         import faiss
 
         directory = Path(directory)
-        return cls(faiss.read_index(str(directory / FAISS_FILE)), directory / EMBEDDINGS_FILE)
+        index = faiss.read_index(str(directory / FAISS_FILE))
+        if hasattr(index, "hnsw"):
+            index.hnsw.efSearch = max(index.hnsw.efSearch, HNSW_EF_SEARCH)
+        return cls(index, directory / EMBEDDINGS_FILE)
+
+    @property
+    def kind(self) -> str:
+        """The FAISS index class: ``IndexFlatIP`` (exact) or ``IndexHNSWFlat``."""
+        return type(self._faiss).__name__
 
     @property
     def dim(self) -> int:

@@ -38,7 +38,7 @@ import numpy as np
 from graphseek.errors import CorpusError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge import embedder as embedder_module
 from graphseek.knowledge.atomic import atomic_directory, hold, recover
-from graphseek.knowledge.dense import DenseIndex, TextEncoder, encode_texts
+from graphseek.knowledge.dense import HNSW_THRESHOLD, DenseIndex, TextEncoder, encode_texts
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.loaders import load_corpus
 from graphseek.knowledge.passages import Hit, Passage
@@ -110,8 +110,12 @@ class Index:
         `graphseek.knowledge.graph.build_graph`), inside the same atomic swap."""
         source = ""
         if isinstance(passages, str | Path):
+            from graphseek.knowledge.progress import bar as progress_bar
+
             source = str(passages)
-            items = load_corpus(passages)
+            with progress_bar("reading", None, show_progress) as bar:
+                items = load_corpus(passages)
+                bar.update(len(items))
         else:
             items = list(passages)
         _check_passages(items)
@@ -269,7 +273,7 @@ class Index:
             [p.content for p in new],
             batch_size=batch_size,
             show_progress=show_progress,
-            desc="Embedding",
+            desc="embedding passages",
         )
         all_vectors = np.vstack([np.asarray(self.embeddings), vectors]).astype(np.float32)
         options = dict(graph_options or {})
@@ -501,7 +505,11 @@ def _write_stores(
     encoder = encoder or embedder_module.get_embedder()
     if vectors is None:
         vectors = encode_texts(
-            encoder, texts, batch_size=batch_size, show_progress=show_progress, desc="Embedding"
+            encoder,
+            texts,
+            batch_size=batch_size,
+            show_progress=show_progress,
+            desc="embedding passages",
         )
     dense = DenseIndex.build(vectors)
     dense.save(directory / DENSE_DIR)
@@ -547,7 +555,7 @@ def _manifest(
         "dense": {
             "implementation": "faiss",
             "version": faiss.__version__,
-            "index": "IndexFlatIP",
+            "index": "IndexHNSWFlat" if len(items) > HNSW_THRESHOLD else "IndexFlatIP",
             "metric": "inner_product",
         },
         "fusion": {"method": "rrf", "k": RRF_K, "depth": "max(4k, 20)"},

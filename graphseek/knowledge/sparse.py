@@ -108,18 +108,19 @@ class BM25Index:
         show_progress: bool = False,
     ) -> BM25Index:
         """Tokenize and index `texts`."""
-        from tqdm.auto import tqdm
+        from graphseek.knowledge.progress import bar as progress_bar
 
         bm25s = _import_bm25s()
 
         if method not in cls.METHODS:
             raise ValueError(f"Unknown BM25 method {method!r}; choose one of {cls.METHODS}")
-        tokens = [
-            tokenize(t)
-            for t in tqdm(texts, desc="BM25 tokenize", unit="passage", disable=not show_progress)
-        ]
+        tokens = []
+        with progress_bar("BM25 index", len(texts), show_progress) as bar:
+            for t in texts:
+                tokens.append(tokenize(t))
+                bar.update(1)
         retriever = bm25s.BM25(k1=k1, b=b, method=method)
-        retriever.index(tokens, show_progress=show_progress)
+        retriever.index(tokens, show_progress=False)
         return cls(retriever)
 
     def save(self, directory: str | Path) -> None:

@@ -57,7 +57,6 @@ from graphseek.tools.graph_access import (
     name_tokens,
     passage_search_for,
     single_threaded_blas,
-    stem_match,
 )
 from graphseek.tools.higra import offline_seeds
 from graphseek.tools.ppr import PageRank, top_nodes
@@ -171,19 +170,53 @@ def relation_seeds(view: GraphView, query: str, mention_tokens: set[int]) -> lis
     ]
     if not words:
         return []
-    found = []
-    for label in _labels(view):
-        tokens = [t for t in name_tokens(label) if t not in STOPWORDS]
-        if any(stem_match(w, t) for w in words for t in tokens):
-            found.append(label)
-    return found
+    labels, index = _label_index(view)
+    hits: set[int] = set()
+    for w in words:
+        for token in index.matching(w):
+            hits.update(index.labels[token])
+    return [labels[i] for i in sorted(hits)]
 
 
-def _labels(view: GraphView) -> list[str]:
-    cached = view.__dict__.get("_distinct_labels")
+class _TokenIndex:
+    """The label tokens, indexed so that every token `stem_match`-ing a word is found without
+    scanning them all: equal, a prefix of the word (>= 3 letters), the word a prefix of it
+    (word >= 3 letters), or both >= 5 letters with the same first 5."""
+
+    def __init__(self, labels: Sequence[str]) -> None:
+        self.labels: dict[str, list[int]] = {}
+        for i, label in enumerate(labels):
+            for t in dict.fromkeys(t for t in name_tokens(label) if t not in STOPWORDS):
+                self.labels.setdefault(t, []).append(i)
+        self.sorted = sorted(self.labels)
+        self.by_five: dict[str, list[str]] = {}
+        for t in self.sorted:
+            if len(t) >= 5:
+                self.by_five.setdefault(t[:5], []).append(t)
+
+    def matching(self, word: str) -> set[str]:
+        from bisect import bisect_left
+
+        found = {word} if word in self.labels else set()
+        for n in range(3, len(word)):  # tokens that are a prefix of the word
+            if word[:n] in self.labels:
+                found.add(word[:n])
+        if len(word) >= 3:  # tokens the word is a prefix of
+            for k in range(bisect_left(self.sorted, word), len(self.sorted)):
+                if not self.sorted[k].startswith(word):
+                    break
+                found.add(self.sorted[k])
+        if len(word) >= 5:
+            found.update(self.by_five.get(word[:5], ()))
+        return found
+
+
+def _label_index(view: GraphView) -> tuple[list[str], _TokenIndex]:
+    cached = view.__dict__.get("_label_token_index")
     if cached is None:
-        cached = sorted(set(view.rel_labels))
-        view.__dict__["_distinct_labels"] = cached
+        labels = sorted(set(view.rel_labels))
+        cached = (labels, _TokenIndex(labels))
+        view.__dict__["_label_token_index"] = cached
     return cached  # type: ignore[no-any-return]
 
 

@@ -59,6 +59,7 @@ from graphseek.knowledge.graph.store import (
     write_store,
 )
 from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.progress import bar as progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -108,17 +109,38 @@ def hyperedge_text(edge: HyperEdge) -> str:
     return edge.relation
 
 
-def default_embed(show_progress: bool = False) -> Embed:
-    from graphseek.knowledge.embedder import get_embedder
+class _StageEmbed:
+    """The process embedder; a call over many texts shows a bar named after the current
+    stage (`label`, set by `assemble`: "aligning entities", "topics", ...)."""
 
-    embedder = get_embedder()
+    def __init__(self, show_progress: bool) -> None:
+        from graphseek.knowledge.embedder import get_embedder
 
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        return embedder.encode(
-            list(texts), batch_size=64, show_progress=show_progress and len(texts) >= 2000
+        self.embedder = get_embedder()
+        self.show_progress = show_progress
+        self.label = "embedding"
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        from graphseek.knowledge.dense import encode_texts
+
+        return encode_texts(
+            self.embedder,
+            list(texts),
+            batch_size=64,
+            show_progress=self.show_progress and len(texts) >= 256,
+            desc=self.label,
+            unit="text",
         )
 
-    return embed
+
+def default_embed(show_progress: bool = False) -> Embed:
+    return _StageEmbed(show_progress)
+
+
+def _stage(embed: Embed, label: str) -> None:
+    """Name the progress bar of `embed`'s next calls (only for the default embedder)."""
+    if isinstance(embed, _StageEmbed):
+        embed.label = label
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -251,6 +273,7 @@ def assemble(
 
     # Phase 2: alignment
     clock = _Clock()
+    _stage(embed, "aligning entities")
     mentions = [m for x in extractions for m in x.mentions]
     aligner = Aligner(
         embed=embed,
@@ -270,6 +293,8 @@ def assemble(
 
     # Phase 3: entity-entity linking
     clock = _Clock()
+    _stage(embed, "linking")
+    linking = progress_bar("linking", 2, show_progress, unit="step")
     support: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
     for x in extractions:
         for r in x.relations:
@@ -319,6 +344,7 @@ def assemble(
         llm_usage["link"] = meter.usage.model_dump()
     relations.sort(key=lambda r: r.id)
     clock.record(timings, "link_entities", n_passages)
+    linking.update(1)
 
     # Phase 4: entity-passage linking
     clock = _Clock()
@@ -333,9 +359,12 @@ def assemble(
         for pid in pids:
             links[eid].setdefault(pid, "match")
     clock.record(timings, "link_passages", n_passages)
+    linking.update(1)
+    linking.close()
 
     # hyperedges and topics
     clock = _Clock()
+    _stage(embed, "topics")
     hyperedges = build_hyperedges(
         extractions, mention_entity, min_entities=settings.min_hyperedge_entities
     )
@@ -347,6 +376,7 @@ def assemble(
 
     # embeddings of entities and relations
     clock = _Clock()
+    _stage(embed, "embedding graph")
     entity_vectors = cached_encode([entity_text(e) for e in entities], embed, cache.vectors)
     names = {e.id: e.name for e in entities}
     embedded = (
@@ -455,6 +485,7 @@ def _finish(
     extractor_name: str,
     timings: dict[str, Any],
     started: float,
+    show_progress: bool = False,
 ) -> SQLiteGraphStore:
     data.manifest["extractor"] = extractor_name
     total = time.perf_counter() - started
@@ -463,7 +494,9 @@ def _finish(
         "passages_per_s": _rate(len(data.passages), total),
     }
     data.manifest["timings"] = timings
-    path = write_store(data, out_dir)
+    with progress_bar("writing", 1, show_progress, unit="store") as bar:
+        path = write_store(data, out_dir)
+        bar.update(1)
     return SQLiteGraphStore.open(path)
 
 
@@ -516,7 +549,7 @@ def build_graph(
         show_progress=show_progress,
         timings=timings,
     )
-    return _finish(data, out_dir, type(chosen).__name__, timings, started)
+    return _finish(data, out_dir, type(chosen).__name__, timings, started, show_progress)
 
 
 def _settings_of(store: SQLiteGraphStore) -> GraphSettings:
@@ -559,7 +592,7 @@ def _update(
         show_progress=show_progress,
         timings=timings,
     )
-    return _finish(data, Path(store_dir), name, timings, started)
+    return _finish(data, Path(store_dir), name, timings, started, show_progress)
 
 
 def add_passages(

@@ -185,11 +185,9 @@ def parallel_map(
     if not items:
         return []
     workers = max(1, min(max_concurrency, len(items)))
-    bar: Any = None
-    if show_progress:
-        from tqdm.auto import tqdm
+    from graphseek.knowledge.progress import bar as progress_bar
 
-        bar = tqdm(total=len(items), desc=desc, unit="call")
+    bar: Any = progress_bar(desc, len(items), show_progress, unit="call")
 
     def run(item: T) -> R:
         try:

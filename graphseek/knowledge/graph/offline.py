@@ -238,11 +238,12 @@ class OfflineExtractor:
         docs: Iterable[Any] = self.nlp.pipe(
             (p.text for p in passages), batch_size=self.batch_size, n_process=self.n_process
         )
-        if self.show_progress:
-            from tqdm.auto import tqdm
+        from graphseek.knowledge.progress import bar as progress_bar
 
-            docs = tqdm(docs, total=len(passages), desc="extract (spaCy)", unit="passage")
-        yield from docs
+        with progress_bar("extracting", len(passages), self.show_progress) as bar:
+            for doc in docs:
+                yield doc
+                bar.update(1)
 
     def extract(self, passages: Sequence[Passage]) -> list[Extraction]:
         return [

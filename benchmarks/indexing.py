@@ -1,0 +1,219 @@
+"""Indexing benchmark: whole-index time against the raw encoder time, passages/s, peak RSS.
+
+For each size N (default 1000 and 10000) it makes N synthetic passages from the 2Wiki corpus
+(the corpus repeated, each copy with new titles, so every passage is a distinct string) and, in
+a fresh child process (so peak RSS is per size):
+
+1. **raw encoder**: `Embedder.encode` over the passages' contents, nothing else (the baseline
+   measured in the same run);
+2. **index**: `Index.build(..., graph=True)`: passages, BM25, embeddings, and the offline graph
+   (extraction, alignment, linking, hyperedges and topics, store), with its stage times.
+
+It prints passages/s, the ratio index / raw encoder (target <= 2x), the offline extraction rate
+(target >= 100 passages/s) and peak RSS, then how each stage grows from one size to the next.
+``--text-mb X`` also indexes one plain-text file of X MB (default chunking) the same way.
+
+    .venv/bin/python benchmarks/indexing.py [--sizes 1000,10000] [--text-mb 5] [--no-graph]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = "2wikimultihopqa/2wikimultihopqa_corpus.json"
+
+
+def synthetic(data_dir: Path, n: int) -> list[Any]:
+    """N passages: the 2Wiki corpus in order, copy c > 0 retitled ``"<title> [c]"``."""
+    from graphseek.knowledge.passages import Passage
+
+    corpus = json.loads((data_dir / CORPUS).read_text())
+    out = []
+    for i in range(n):
+        record = corpus[i % len(corpus)]
+        copy = i // len(corpus)
+        title = record["title"] if copy == 0 else f"{record['title']} [{copy}]"
+        out.append(Passage.from_title_text(title, record["text"], source="synthetic"))
+    return out
+
+
+def text_file(data_dir: Path, megabytes: float, path: Path) -> Path:
+    """A plain-text file of about `megabytes` MB: 2Wiki paragraphs, repeated as needed."""
+    corpus = json.loads((data_dir / CORPUS).read_text())
+    target = int(megabytes * 1_000_000)
+    written = 0
+    with open(path, "w", encoding="utf-8") as f:
+        i = 0
+        while written < target:
+            record = corpus[i % len(corpus)]
+            block = f"{record['title']} ({i // len(corpus)})\n{record['text']}\n\n"
+            f.write(block)
+            written += len(block.encode())
+            i += 1
+    return path
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def child(args: argparse.Namespace) -> None:
+    """One measurement in this process; prints one JSON line."""
+    from graphseek.knowledge.dense import encode_texts
+    from graphseek.knowledge.embedder import get_embedder
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.loaders import load_corpus
+
+    work = Path(tempfile.mkdtemp(prefix="graphseek-indexing-"))
+    try:
+        t = time.perf_counter()
+        if args.text_mb:
+            source: Any = text_file(args.data_dir, args.text_mb, work / "big.txt")
+            passages = load_corpus(source)
+        else:
+            passages = synthetic(args.data_dir, args.size)
+        reading = time.perf_counter() - t
+        embedder = get_embedder()  # loaded (and exported once) outside both timings
+        embedder.encode(["warm up"])
+        rss_before = peak_rss_mb()
+        t = time.perf_counter()
+        encode_texts(embedder, [p.content for p in passages], batch_size=args.batch_size)
+        raw = time.perf_counter() - t
+        t = time.perf_counter()
+        index = Index.build(
+            passages,
+            work / "index",
+            show_progress=args.progress,
+            graph=not args.no_graph,
+            batch_size=args.batch_size,
+        )
+        total = time.perf_counter() - t
+        stages: dict[str, float] = {}
+        extract_rate = None
+        if index.has_graph:
+            timings = index.graph.manifest.get("timings", {})
+            for name, row in timings.items():
+                if name != "total_before_write":
+                    stages[name] = float(row["seconds"])
+            if "extract" in timings:
+                extract_rate = float(timings["extract"]["passages_per_s"])
+        graph_total = sum(stages.values())
+        stages = {"passages+bm25+dense+write": max(0.0, total - graph_total), **stages}
+        print(
+            json.dumps(
+                {
+                    "n": len(passages),
+                    "reading_s": reading,
+                    "raw_encoder_s": raw,
+                    "index_s": total,
+                    "stages": stages,
+                    "extract_rate": extract_rate,
+                    "peak_rss_mb": peak_rss_mb(),
+                    "rss_before_index_mb": rss_before,
+                    "backend": getattr(embedder, "backend", "?"),
+                }
+            ),
+            flush=True,
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_child(extra: list[str], base: argparse.Namespace) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.indexing",
+        "--child",
+        "--data-dir",
+        str(base.data_dir),
+        "--batch-size",
+        str(base.batch_size),
+        *extra,
+    ]
+    if base.no_graph:
+        command.append("--no-graph")
+    if base.progress:
+        command.append("--progress")
+    # run from the repository root, so the child imports this checkout's graphseek
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    if result.returncode != 0:
+        raise SystemExit(f"child failed ({' '.join(extra)}):\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def show(label: str, row: dict[str, Any]) -> None:
+    ratio = row["index_s"] / row["raw_encoder_s"] if row["raw_encoder_s"] else float("inf")
+    rate = row["extract_rate"]
+    print(
+        f"{label:>10} {row['n']:>8} {row['raw_encoder_s']:>9.1f} {row['index_s']:>9.1f} "
+        f"{row['n'] / row['index_s']:>9.1f} {ratio:>7.2f}x "
+        f"{(f'{rate:.0f}' if rate else '-'):>9} {row['peak_rss_mb']:>9.0f}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--sizes", default="1000,10000", help="comma-separated passage counts")
+    parser.add_argument("--text-mb", type=float, default=0.0, help="also index a text file")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--no-graph", action="store_true")
+    parser.add_argument("--progress", action="store_true", help="show the stage bars")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+
+    print(f"load average (1/5/15 min): {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"graph: {'no' if args.no_graph else 'yes (offline)'}; cores: {os.cpu_count()}")
+    print(
+        f"{'input':>10} {'passages':>8} {'raw enc s':>9} {'index s':>9} {'pass/s':>9} "
+        f"{'idx/raw':>8} {'extract/s':>9} {'peak MB':>9}"
+    )
+    rows = []
+    for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
+        row = run_child(["--size", str(size)], args)
+        rows.append(row)
+        show(f"{size}", row)
+    if args.text_mb:
+        row = run_child(["--text-mb", str(args.text_mb)], args)
+        show(f"{args.text_mb:g} MB txt", row)
+        print(
+            f"  {args.text_mb:g} MB text file: {row['n']} chunks read in {row['reading_s']:.1f} s"
+        )
+    print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print("targets: index <= 2x raw encoder time; offline extraction >= 100 passages/s")
+
+    if len(rows) > 1:
+        print("\nstage seconds per 1,000 passages (growth with size):")
+        names = list(rows[-1]["stages"])
+        print(f"{'stage':<28}" + "".join(f"{r['n']:>10}" for r in rows))
+        for name in ["raw encoder", *names]:
+            cells = []
+            for r in rows:
+                seconds = r["raw_encoder_s"] if name == "raw encoder" else r["stages"].get(name)
+                cells.append("-" if seconds is None else f"{seconds * 1000 / r['n']:.2f}")
+            print(f"{name:<28}" + "".join(f"{c:>10}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()

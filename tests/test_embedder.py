@@ -1,0 +1,90 @@
+"""The embedder's ONNX Runtime backend against the sentence-transformers (torch) reference:
+same vectors (cosine >= 0.99 per text; in practice > 0.9999), rows in input order whatever the
+batching and threads, the export cached and reused, bad backend names refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphseek.knowledge import embedder as embedder_module
+from graphseek.knowledge.embedder import Embedder, get_embedder
+
+TEXTS = [
+    "Where did Ada Lovelace's father die?",
+    "Lord Byron",
+    "Lord Byron; George Gordon Byron; PERSON",
+    "Ada Lovelace was an English mathematician and writer, chiefly known for her work on "
+    "Charles Babbage's Analytical Engine. She was the only legitimate child of the poet Lord "
+    "Byron and Annabella Milbanke.",
+    "",
+    "x",
+    "In which country was the woman who won the Nobel Prize twice born?",
+    "Missolonghi",
+    "Warsaw is the capital of Poland. " * 60,  # longer than the 256-token window
+    "Ünïcödé — names: Pelé, São Paulo, Kraków",
+    "The Analytical Engine was a proposed mechanical general-purpose computer.",
+    "1824",
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder() -> Embedder:
+    embedder = get_embedder()
+    if embedder.backend != "onnx":
+        pytest.fail("onnxruntime is a dependency; the default embedder must use it")
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> Embedder:
+    return Embedder(backend="torch")
+
+
+@pytest.mark.slow
+def test_onnx_vectors_match_sentence_transformers(
+    onnx_embedder: Embedder, torch_embedder: Embedder
+) -> None:
+    got = onnx_embedder.encode(TEXTS)
+    want = torch_embedder.encode(TEXTS)
+    assert got.shape == want.shape == (len(TEXTS), 384)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
+    cosines = (got * want).sum(axis=1)
+    assert cosines.min() >= 0.99, cosines
+
+
+@pytest.mark.slow
+def test_onnx_rows_follow_input_order_across_batches_and_threads(onnx_embedder: Embedder) -> None:
+    single = np.vstack([onnx_embedder.encode([t]) for t in TEXTS])
+    parallel = Embedder(backend="onnx", workers=2)
+    batched = parallel.encode(TEXTS * 3, batch_size=4)  # > SMALL_BATCH: sorted, threaded
+    for copy in range(3):
+        rows = batched[copy * len(TEXTS) : (copy + 1) * len(TEXTS)]
+        assert ((rows * single).sum(axis=1) >= 0.9999).all()
+
+
+@pytest.mark.slow
+def test_onnx_export_is_cached_and_reused(
+    onnx_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = embedder_module.onnx_path()
+    assert path.is_file()
+    before = path.stat().st_mtime_ns
+
+    def no_export(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the cached export must be reused")
+
+    monkeypatch.setattr(embedder_module, "export_onnx", no_export)
+    again = Embedder(backend="onnx")
+    assert again.backend == "onnx"
+    assert path.stat().st_mtime_ns == before
+
+
+def test_unknown_backend_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown embedder backend"):
+        Embedder(backend="tensorflow")
+
+
+def test_encode_empty_list_gives_an_empty_matrix(onnx_embedder: Embedder) -> None:
+    assert onnx_embedder.encode([]).shape == (0, 384)
