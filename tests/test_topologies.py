@@ -631,7 +631,9 @@ def test_react_without_tool_calling_takes_the_json_path_with_the_same_tool_calls
 def test_react_offline_emits_the_same_tool_calls(graph_index):
     graph = build_workflow("react").compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "offline"}}
-    out = graph.invoke({"question": QUESTION}, config, context=Context(index=graph_index))
+    out = graph.invoke(
+        {"question": QUESTION}, config, context=Context(index=graph_index, profile="wikipedia")
+    )
     messages = graph.get_state(config).values["messages"]
     calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
     assert calls and calls[-1]["name"] == "finish"
