@@ -114,6 +114,9 @@ def server(tiny_index: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                 proc.wait()
 
 
+WIKI = {"profile": "wikipedia"}
+
+
 def _run(server: Server, graph: str, context: dict[str, Any]) -> tuple[str, list[Any]]:
     """Stream one run on a new thread with updates + messages; the thread id and the events."""
     thread = server.client.threads.create()
@@ -156,7 +159,8 @@ def test_every_graph_has_a_question_form_and_a_described_context(server: Server)
 
 
 def test_dual_agent_run_streams_progress_and_stores_its_thread(server: Server) -> None:
-    thread_id, events = _run(server, "dual_agent", {"index_path": server.index_name})
+    # the tiny corpus is encyclopedia articles: its kinship question needs the wikipedia profile
+    thread_id, events = _run(server, "dual_agent", {"index_path": server.index_name, **WIKI})
     kinds = [e.event for e in events]
     assert "error" not in kinds, [e.data for e in events if e.event == "error"]
     nodes = [node for e in events if e.event == "updates" for node in e.data]
@@ -171,7 +175,7 @@ def test_dual_agent_run_streams_progress_and_stores_its_thread(server: Server) -
 
 
 def test_knowledge_aware_competitive_run_with_two_agents(server: Server) -> None:
-    context = {"index_path": server.index_name, "agents": 2, "mode": "competitive"}
+    context = {"index_path": server.index_name, "agents": 2, "mode": "competitive", **WIKI}
     thread_id, events = _run(server, "knowledge_aware", context)
     assert "error" not in [e.event for e in events], [e.data for e in events]
     nodes = [node for e in events if e.event == "updates" for node in e.data]
@@ -197,7 +201,7 @@ def test_a_thread_steps_through_the_seeker_with_interrupts(server: Server) -> No
     """What Studio does with an interrupt before `decide_action`: the run pauses there, and each
     continuation of the thread (input None) runs to the next Seeker decision."""
     thread_id = server.client.threads.create()["thread_id"]
-    context = {"index_path": server.index_name}
+    context = {"index_path": server.index_name, **WIKI}
     server.client.runs.wait(
         thread_id,
         "dual_agent",
