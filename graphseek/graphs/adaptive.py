@@ -189,6 +189,18 @@ def triple_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             {"role": "triple_check", "query": query, "answer": answer, **verdict.model_dump()}
         ],  # fmt: skip
     }
+    drafts = state.get("drafts", [])
+    threshold = get_roles(ctx).threshold
+    confidence = drafts[-1].confidence if drafts else 0.0
+    if verdict.passed and confidence < threshold:
+        # the checks found the answer in its evidence, but the reader's own support is too weak
+        # to tell the user: an adequacy failure, which the rewrite loop may still overcome
+        return update | {
+            "next_action": "abstain",
+            "abstain_reason": f"the answer {answer!r} is too weakly supported (confidence "
+            f"{confidence:.2f} < {threshold:.2f})",
+            "diagnostics": {"failures": ["adequacy"]},
+        }
     if verdict.passed:
         return update | {"next_action": "answer"}
     return update | {
