@@ -105,16 +105,23 @@ def _checked_question(args: argparse.Namespace, question: str) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from graphseek.api import ask
 
     _, questions_file = demo_files()
     questions = json.loads(questions_file.read_text())
     if args.profile is None:
         args.profile = "wikipedia"  # the bundled demo corpus is a set of encyclopedia articles
+    question = args.question or questions[0]["question"]
+    return _answer(args, question, lambda: demo_index(rebuild=args.rebuild, quiet=args.json))
+
+
+def _answer(args: argparse.Namespace, question: str, load_index: Any) -> int:
+    """Check the arguments, open the index, ask, print. With --json exactly one object is printed
+    whatever happens (an error also goes to stderr, exit 2)."""
+    from graphseek.api import ask
+
     try:
-        question = _checked_question(args, args.question or questions[0]["question"])
-        index = demo_index(rebuild=args.rebuild, quiet=args.json)
-        result = ask(index, question, **_ask_kwargs(args))
+        text = _checked_question(args, question)
+        result = ask(load_index(), text, **_ask_kwargs(args))
     except Exception as exc:
         if not args.json:
             raise
@@ -184,22 +191,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from graphseek.api import ask
     from graphseek.knowledge.index import Index
 
-    try:
-        question = _checked_question(args, args.question)
-        index = Index.open(args.index_dir)
-        result = ask(index, question, **_ask_kwargs(args))
-    except Exception as exc:
-        if not args.json:
-            raise
-        # --json prints exactly one object, whatever happened (the error also goes to stderr)
-        _print_error_json(exc)
-        print(f"graphseek: error: {_error_line(exc)}", file=sys.stderr)
-        return 2
-    _print_result(result, args.json)
-    return 0
+    return _answer(args, args.question, lambda: Index.open(args.index_dir))
 
 
 def _error_line(exc: BaseException) -> str:

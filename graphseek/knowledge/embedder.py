@@ -300,8 +300,16 @@ class Embedder:
         else:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed")
-            for future in [self._pool.submit(run, b) for b in batches]:
-                future.result()
+            futures = [self._pool.submit(run, b) for b in batches]
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:
+                # Ctrl-C or a failed batch: drop the queued batches, so the process can end now
+                # instead of encoding the rest of the corpus at exit
+                for future in futures:
+                    future.cancel()
+                raise
         return out
 
 
