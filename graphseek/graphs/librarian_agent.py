@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
@@ -31,6 +31,7 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, ToolRuntime
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from graphseek.agents.graph_librarian import LLMGraphLibrarian
 from graphseek.agents.librarian import LibrarianReply, ground_reply
@@ -121,35 +122,27 @@ def librarian_tools() -> list[BaseTool]:
     ]
 
 
-class LibrarianState(LibrarianTask):
-    """One Librarian run: its sub-question, its messages, what it found, and the updates it
-    returns to the parent (same keys and reducers as `graphseek.state.State`)."""
+class LibrarianOutput(TypedDict):
+    """What a Librarian run gives back to the parent graph (same keys and reducers as
+    `graphseek.state.State`)."""
 
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+    drafts: NotRequired[Annotated[list[Draft], operator.add]]
+    usage: NotRequired[Annotated[Usage, add_usage]]
+    trace: NotRequired[Annotated[list[str], operator.add]]
+    query_history: NotRequired[Annotated[list[str], append_unique]]
+    retrieved_ids: NotRequired[Annotated[list[str], append_unique]]
+    step_answers: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    graph_context: NotRequired[Annotated[list[str], append_unique]]
+    diagnostics: NotRequired[Annotated[Diagnostics, merge_dicts]]
+
+
+class LibrarianState(LibrarianTask, LibrarianOutput):
+    """One Librarian run: its sub-question, the updates it returns to the parent, and what its
+    searches found."""
+
     found: NotRequired[Annotated[list[EvidenceItem], dedupe_evidence]]
     searches: NotRequired[int]
-    drafts: NotRequired[Annotated[list[Draft], operator.add]]
-    usage: NotRequired[Annotated[Usage, add_usage]]
-    trace: NotRequired[Annotated[list[str], operator.add]]
-    query_history: NotRequired[Annotated[list[str], append_unique]]
-    retrieved_ids: NotRequired[Annotated[list[str], append_unique]]
-    step_answers: NotRequired[Annotated[dict[str, Any], merge_dicts]]
-    graph_context: NotRequired[Annotated[list[str], append_unique]]
-    diagnostics: NotRequired[Annotated[Diagnostics, merge_dicts]]
-
-
-class LibrarianOutput(TypedDict):
-    """What a Librarian run gives back to the parent graph."""
-
-    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
-    drafts: NotRequired[Annotated[list[Draft], operator.add]]
-    usage: NotRequired[Annotated[Usage, add_usage]]
-    trace: NotRequired[Annotated[list[str], operator.add]]
-    query_history: NotRequired[Annotated[list[str], append_unique]]
-    retrieved_ids: NotRequired[Annotated[list[str], append_unique]]
-    step_answers: NotRequired[Annotated[dict[str, Any], merge_dicts]]
-    graph_context: NotRequired[Annotated[list[str], append_unique]]
-    diagnostics: NotRequired[Annotated[Diagnostics, merge_dicts]]
 
 
 def _last_ai(messages: list[AnyMessage]) -> AIMessage | None:
