@@ -7,7 +7,9 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -321,10 +323,35 @@ def build_parser() -> argparse.ArgumentParser:
 EXIT_INTERRUPTED = 130
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, raised by the CLI's own SIGINT handler.
+
+    A subclass on purpose: CPython marks a *bare* `KeyboardInterrupt` that escapes any nested
+    `exec()` of a string (scipy's lazy numpy clone does one while bm25s imports) as unhandled and
+    then kills the process with SIGINT at exit, even after `main` caught it and returned 130.
+    The flag tests the exact type, so a subclass keeps the exit status ours; every
+    `except KeyboardInterrupt` / `except BaseException` cleanup still sees it."""
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; bad input is one line on stderr and exit 2, Ctrl-C one line and 130."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, _raise_interrupted)
+    try:
+        return _run(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         logging.basicConfig(

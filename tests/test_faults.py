@@ -271,6 +271,41 @@ def test_ctrl_c_mid_build_is_one_line_exit_130_and_leaves_nothing(
     assert digest(index_copy) == before and leftovers(index_copy) == []
 
 
+_CTRL_C_INSIDE_EXEC = """
+import sys
+import graphseek.cli as cli
+
+def interrupted_inside_exec(args):
+    # a library doing exec() of a string when Ctrl-C lands (scipy's lazy numpy clone does)
+    exec("import os, signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(30)")
+
+cli.cmd_index = interrupted_inside_exec
+sys.exit(cli.main(["index", "missing.json", "--out", "unused"]))
+"""
+
+
+def test_ctrl_c_inside_a_librarys_exec_still_exits_130(tmp_path: Path) -> None:
+    """Under `python -m`, CPython kills with SIGINT at exit when a bare KeyboardInterrupt left an
+    exec'd string, even if it was caught later; the CLI's own handler raises a subclass, so the
+    status stays 130."""
+    (tmp_path / "ctrl_c_probe.py").write_text(_CTRL_C_INSIDE_EXEC)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]),
+        "HF_HUB_OFFLINE": "1",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctrl_c_probe"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.strip() == "graphseek: interrupted; nothing was left half-written."
+
+
 def test_two_builders_of_one_index_cannot_collide(
     tmp_path: Path, index_copy: Path, tiny_passages: list[Passage], capsys
 ) -> None:
