@@ -148,8 +148,8 @@ def build_roles(context: Context) -> Roles:
         return llm_cls(model, max_retries=retries)
 
     clarifier = pick("clarifier", LLMClarifier, OfflineClarifier)
-    decomposer = pick("decomposer", LLMDecomposer, OfflineDecomposer)
     profile = context.profile
+    decomposer = pick("decomposer", LLMDecomposer, lambda: OfflineDecomposer(profile))
     # the offline Librarian holds the reader's caches: one per process and profile
     librarian = pick(
         "librarian",

@@ -30,6 +30,7 @@ from graphseek.agents.offline.answer_types import (
     Comparison,
     parse_comparison,
 )
+from graphseek.agents.reading.decompose import plan_steps
 from graphseek.agents.roles import Step
 from graphseek.state.models import SubQuestion
 
@@ -60,13 +61,20 @@ _MAX_STEPS = 8
 
 
 class OfflineDecomposer:
-    """Decomposer role, offline policy: grammar features and rules, no model call."""
+    """Decomposer role, offline policy: grammar features and rules, no model call.
+
+    Under the `general` profile a question is split where it describes its bridge entity
+    (`graphseek.agents.reading.decompose`); the `wikipedia` profile adds the relation-noun
+    chains of encyclopedia questions ("the director of film X", kinship terms)."""
+
+    def __init__(self, profile: str = "general") -> None:
+        self.profile = profile
 
     def decompose(self, question: str) -> Step[list[SubQuestion]]:
-        return Step(decompose_question(question))
+        return Step(decompose_question(question, self.profile))
 
 
-def decompose_question(question: str) -> list[SubQuestion]:
+def decompose_question(question: str, profile: str = "wikipedia") -> list[SubQuestion]:
     """An ordered plan of sub-questions with `#N` placeholders and dependencies."""
     q = " ".join(question.replace("’", "'").split()).strip()
     if not q:
@@ -75,7 +83,7 @@ def decompose_question(question: str) -> list[SubQuestion]:
         q += "?"
     comparison = parse_comparison(q)
     if comparison is None:
-        texts = _chain_steps(q)
+        texts = plan_steps(q) if profile == "general" else _chain_steps(q)
         return [
             SubQuestion(id=i + 1, question=text, depends_on=_refs(text, i + 1))
             for i, text in enumerate(texts)

@@ -44,7 +44,8 @@ ORG_NOUNS = frozenset(
 PLACE_NOUNS = frozenset(
     "city town country state region place location village county province continent island "
     "river mountain capital area district site street nation territory municipality "
-    "neighbourhood neighborhood suburb lake sea ocean valley".split()
+    "neighbourhood neighborhood suburb lake sea ocean valley birthplace hometown headquarters "
+    "residence".split()
 )
 DATE_NOUNS = frozenset("year date day month decade century time era period season".split())
 NUMBER_NOUNS = frozenset(
