@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from graphseek.errors import InvalidRequestError, LLMError, UnknownTopologyError
 from graphseek.graphs import TOPOLOGIES, get_workflow
-from graphseek.llm.budget import BudgetGuard
+from graphseek.llm.budget import BudgetGuard, guard_for
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
 
@@ -187,8 +187,9 @@ def ask(
     check_settings(topology, llm, retriever=retriever, agents=agents, mode=mode, **settings)
     workflow = get_workflow(topology)
     context = make_context(index, llm, retriever=retriever, agents=agents, mode=mode, **settings)
-    # every model call of the run reports to the guard, which refuses calls past the budgets
-    guard = BudgetGuard(context.max_llm_calls, context.max_tokens)
+    # every model call of the run reports to the run's guard, which refuses calls past the
+    # budgets (the nodes find the same guard through the runtime context)
+    guard = guard_for(context) or BudgetGuard(context.max_llm_calls, context.max_tokens)
     start = time.perf_counter()
     try:
         out = workflow.invoke(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphseek.agents.kair import (
@@ -21,7 +22,11 @@ from graphseek.agents.kair import (
 from graphseek.agents.prompts.answerer import ANSWERER_SYSTEM
 from graphseek.agents.prompts.context_filter import CONTEXT_FILTER_SYSTEM
 from graphseek.agents.prompts.knowledge_updater import KNOWLEDGE_UPDATER_SYSTEM
-from graphseek.agents.prompts.planner import PLANNER_INIT_SYSTEM, PLANNER_SYSTEM
+from graphseek.agents.prompts.planner import (
+    PLANNER_INIT_SYSTEM,
+    PLANNER_SYSTEM,
+    PLANNER_TOOLS_SYSTEM,
+)
 from graphseek.agents.roles import (
     FactProposal,
     KnowledgeDelta,
@@ -80,15 +85,19 @@ def scripted(
     keep: Callable[[str], list[dict[str, str]]] | None = None,
     answer: dict[str, Any] | None = None,
 ) -> ScriptedChatModel:
-    """A model that routes by role prompt: `plan(human)` for the planner, `update[query]` the
-    facts for a search, `keep(human)` the filter's segments, `answer` the answerer's reply."""
+    """A model that routes by role prompt: `plan(human)` for the planner (a suggester's tool
+    call: its query as `search_gap`, then `stop_searching` once a search was refused),
+    `update[query]` the facts for a search, `keep(human)` the filter's segments, `answer` the
+    answerer's reply."""
 
-    def respond(messages: list[Any]) -> dict[str, Any]:
+    def respond(messages: list[Any]) -> dict[str, Any] | AIMessage:
         system, human = messages[0].content, messages[1].content
         if system == PLANNER_INIT_SYSTEM:
             return {"reasoning": "father first, then his place of death", "gaps": GAPS}
         if system == PLANNER_SYSTEM:
             return plan(human)
+        if system == PLANNER_TOOLS_SYSTEM:
+            return suggester_call(plan, human, messages)
         if system == KNOWLEDGE_UPDATER_SYSTEM:
             query = _field(human, "Search just made:")
             return {"reasoning": "read the passages", "facts": update.get(query, [])}
@@ -99,6 +108,26 @@ def scripted(
         raise AssertionError(f"unexpected prompt: {system[:60]}")
 
     return ScriptedChatModel(responses=respond)
+
+
+def suggester_call(
+    plan: Callable[[str], dict[str, Any]], human: str, messages: list[Any]
+) -> AIMessage:
+    """A tool-calling suggester's reply: its planned query as a `search_gap` call; after a tool
+    error, `stop_searching`."""
+    agent = _suggester(human)
+    if any(isinstance(m, ToolMessage) for m in messages):
+        call = {"name": "stop_searching", "args": {"reason": "refused"}, "id": f"stop{agent}"}
+        return AIMessage(content="", tool_calls=[call])
+    reply = plan(human)
+    args = {"query": reply["query"], "gap_ids": reply["target_gap_ids"]}
+    call = {"name": "search_gap", "args": args, "id": f"s{agent}-{len(model_turns(human))}"}
+    return AIMessage(content=reply["reasoning"], tool_calls=[call])
+
+
+def model_turns(human: str) -> list[str]:
+    """The queries of the history a suggester's prompt lists."""
+    return [q for q in human.split("Query history:", 1)[-1].split("\n") if q.startswith("- ")]
 
 
 def query_reply(query: str, gap: str = "1") -> dict[str, Any]:
@@ -130,7 +159,8 @@ def run(graph: Any, context: Context) -> tuple[list[str], dict[str, Any]]:
 
 
 def planner_prompts(model: ScriptedChatModel) -> list[str]:
-    return [m[1].content for m in model.calls if m[0].content == PLANNER_SYSTEM]
+    planners = (PLANNER_SYSTEM, PLANNER_TOOLS_SYSTEM)
+    return [m[1].content for m in model.calls if m[0].content in planners]
 
 
 # -- single agent -----------------------------------------------------------------------------

@@ -15,8 +15,9 @@ from graphseek.llm import invoke_message
 from graphseek.state.models import Usage
 
 NO_TOOL_CALL_PROMPT = (
-    "Your reply called no tool. Call exactly one of the tools: a retrieval tool to gather "
-    "evidence, or finish(answer, passage_ids) to answer."
+    "Your reply called no tool. Call exactly one of the tools offered: a retrieval tool to "
+    "gather evidence, or the tool that ends the search (finish(answer, passage_ids) where it "
+    "is offered)."
 )
 """Sent after a tool-calling reply without a tool call (no placeholders)."""
 

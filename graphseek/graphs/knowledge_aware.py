@@ -15,8 +15,13 @@ passages).
   (only supported, relevant facts enter Known, eq. 5; resolved gaps leave Required) →
   `filter_context` (D ∪ new passages re-filtered against Known, eq. 3).
 - A round with suggesters (`mode="competitive" | "collaborative"`, `agents=N`, §3.3): `suggest`
-  runs plan → retrieve → update for each suggester in parallel (`Send`), each with its own
-  retriever (the context's first, then bm25 / dense / hybrid, round-robin); `select_proposal`
+  runs each suggester in parallel (`Send`) as a tool-calling agent
+  (`graphseek.graphs.suggester_agent`): its planner calls the graph tools (`search_gap` with its
+  own retriever: the context's first, then bm25 / dense / hybrid, round-robin; entity search,
+  neighbours, PPR, passage search; `stop_searching` to finish early), a `ToolNode` runs them,
+  and the knowledge update turns what they found into its Known and Required; the offline
+  planner emits the same `search_gap` calls. The tool calls and results join `messages`, so
+  they show in the trace and in Studio. `select_proposal`
   then either picks the proposal with the fewest open gaps (competitive, eq. 6; ties: more Known
   facts, then the lower suggester index) whose caches become the shared ones, or (collaborative:
   suggesters read and write one shared Known and Required, merged by the reducers) pools the
@@ -33,7 +38,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
@@ -41,28 +45,28 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from graphseek.agents.kair import (
-    AcceptedUpdate,
-    accept_update,
     enforce_exact_match,
     fill_gap,
-    is_repeat,
     open_gaps,
     segments_to_context,
 )
-from graphseek.agents.registry import Roles, get_roles
-from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan, Segment
-from graphseek.errors import BudgetExceededError, LLMError
+from graphseek.agents.registry import get_roles
+from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment
+from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.kair_steps import plan_new_query, update_from_hits
 from graphseek.graphs.routing import budget_exhausted, route_knowledge, route_unless_failed
-from graphseek.knowledge.passages import Hit
+from graphseek.graphs.suggester_agent import (
+    SUGGESTER_RETRIEVERS,
+    suggester_agent,
+    suggester_retriever,
+)
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
-from graphseek.state.reducers import append_unique, merge_facts, merge_gaps
 from graphseek.state.schema import (
     InputState,
     OutputState,
     PlannedQuery,
-    Proposal,
     State,
     SuggesterCache,
     SuggesterTask,
@@ -71,18 +75,18 @@ from graphseek.tools.retrievers import resolve_index, retrieve
 
 log = logging.getLogger(__name__)
 
-#: the retrievers suggesters take turns with after the context's own (round-robin by index)
-SUGGESTER_RETRIEVERS = ("bm25", "dense", "hybrid")
 MODES = ("single", "competitive", "collaborative")
+__all__ = [
+    "MODES",
+    "SUGGESTER_RETRIEVERS",
+    "build_knowledge_aware",
+    "graph",
+    "plan_new_query",
+    "suggester_retriever",
+]
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def suggester_retriever(index: int, context: Context) -> str:
-    """Suggester `index`'s retriever: the context's for suggester 0, then the others in turn."""
-    pool = [context.retriever, *(r for r in SUGGESTER_RETRIEVERS if r != context.retriever)]
-    return pool[index % len(pool)]
 
 
 _error_usage = error_usage
@@ -99,66 +103,6 @@ def _shared_view(state: State, context: Context) -> KnowledgeView:
         turn=state.get("turn", 0),
         max_turns=context.max_turns,
     )
-
-
-def plan_new_query(
-    planner: Planner,
-    view: KnowledgeView,
-    attempts: int,
-    spent: Usage | None = None,
-    context: Context | None = None,
-) -> tuple[QueryPlan, Usage, list[str]]:
-    """Ask the planner for a query not in the history; a repeat is rejected and the planner asked
-    again with the rejected queries listed, `attempts` times at most. Returns the plan (an empty
-    query when none is new), the usage, and the rejected queries.
-
-    With `context`, the budgets are checked before every planner call against `spent` (the
-    run's usage before this round) plus what the calls here cost; a spent budget raises
-    `BudgetExceededError`. A failed call raises its `LLMError` carrying the usage of every call
-    made here."""
-    usage = Usage()
-    rejected: list[str] = []
-    for _ in range(max(1, attempts)):
-        if context is not None:
-            why = budget_exhausted((spent or Usage()) + usage, 0, context)
-            if why:
-                raise BudgetExceededError(f"budget: {why}", cause=why, usage=usage)
-        try:
-            step = planner.plan(view, tuple(rejected))
-        except LLMError as exc:
-            exc.usage = usage + error_usage(exc)
-            raise
-        usage = usage + step.usage
-        query = " ".join(step.value.query.split())
-        if not query:
-            return step.value, usage, rejected
-        if is_repeat(query, [*view.query_history, *rejected]):
-            rejected.append(query)
-            continue
-        return replace(step.value, query=query), usage, rejected
-    reason = f"every proposed query was already searched ({'; '.join(rejected)})"
-    return QueryPlan(query="", reason=reason), usage, rejected
-
-
-def _shown_passages(hits: Sequence[Hit], context: Sequence[EvidenceItem]) -> dict[str, str]:
-    """Passage id -> whole text of what a knowledge update sees: new hits and the context."""
-    shown = {h.passage.id: h.passage.text for h in hits}
-    for item in context:
-        shown.setdefault(item.passage_id, item.text)
-    return shown
-
-
-def _update(
-    roles: Roles, view: KnowledgeView, plan: QueryPlan, hits: Sequence[Hit]
-) -> tuple[AcceptedUpdate, Usage, str | None]:
-    """Run the knowledge updater and keep what KAIR eq. 5 lets in."""
-    try:
-        step = roles.knowledge_updater.update(view, plan, hits)
-    except LLMError as exc:
-        log.warning("knowledge updater failed on %r: %s", plan.query, exc)
-        return AcceptedUpdate(), _error_usage(exc), f"knowledge updater: {exc}"
-    shown = _shown_passages(hits, view.refined_context)
-    return accept_update(view.required, step.value, shown), step.usage, None
 
 
 def _candidates(
@@ -307,7 +251,9 @@ def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     planned = state["planned_query"]
     plan = QueryPlan(planned["query"], tuple(planned["gap_ids"]), planned["reason"])
     view = _shared_view(state, ctx)
-    accepted, usage, error = _update(get_roles(ctx), view, plan, to_hits(state.get("passages", [])))
+    accepted, usage, error = update_from_hits(
+        get_roles(ctx), view, plan, to_hits(state.get("passages", []))
+    )
     update: dict[str, Any] = {
         "known": accepted.facts,
         "required": accepted.gaps,
@@ -356,100 +302,6 @@ def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "usage": usage,
         "trace": ["filter_context"],
         "diagnostics": diagnostics,
-    }
-
-
-def suggest(state: SuggesterTask, runtime: Runtime[Context]) -> dict[str, Any]:
-    """One suggester's round (§3.3): plan a query against its caches, retrieve with its own
-    retriever, update its Known and Required. Competitive: a proposal only; collaborative: the
-    update also goes straight into the shared caches."""
-    ctx = runtime.context
-    index = state["suggester"]
-    cache = state["suggester_cache"]
-    retriever = suggester_retriever(index, ctx)
-    view = KnowledgeView(
-        question=state["question"],
-        known=cache["known"],
-        required=cache["required"],
-        answers=cache["answers"],
-        query_history=cache["queries"],
-        refined_context=state["shared_context"],
-        agent=index,
-        agents=max(1, ctx.agents),
-        assigned_gaps=state["assigned_gaps"],
-        turn=state["round"],
-        max_turns=ctx.max_turns,
-    )
-    roles = get_roles(ctx)
-    errors: list[str] = []
-    try:
-        plan, usage, rejected = plan_new_query(
-            roles.planner, view, attempts=1 + ctx.max_retries, context=ctx
-        )
-    except LLMError as exc:
-        plan, usage, rejected = QueryPlan(query="", reason="planner failed"), _error_usage(exc), []
-        errors.append(f"suggester {index} planner: {exc}")
-    proposal = Proposal(
-        suggester=index,
-        query=plan.query,
-        retriever=retriever,
-        passages=[],
-        cache=cache,
-        open_gaps=len(open_gaps(cache["required"])),
-        known_facts=len(cache["known"]),
-    )
-    update: dict[str, Any] = {"trace": ["suggest"]}
-    entry: dict[str, Any] = {
-        "turn": view.turn + 1,
-        "role": f"suggester {index}",
-        "retriever": retriever,
-        "query": plan.query,
-        "reason": plan.reason,
-        "rejected": rejected,
-    }
-    if plan.query:
-        hits = retrieve(resolve_index(ctx), plan.query, ctx.top_k, retriever)
-        accepted, update_usage, error = _update(roles, view, plan, hits)
-        usage = usage + update_usage
-        if error:
-            errors.append(f"suggester {index} {error}")
-        new_cache = SuggesterCache(
-            known=merge_facts(cache["known"], accepted.facts),
-            required=merge_gaps(cache["required"], accepted.gaps),
-            answers={**cache["answers"], **accepted.answers},
-            queries=append_unique(cache["queries"], [plan.query]),
-        )
-        proposal = Proposal(
-            suggester=index,
-            query=plan.query,
-            retriever=retriever,
-            passages=[to_evidence(h) for h in hits],
-            cache=new_cache,
-            open_gaps=len(open_gaps(new_cache["required"])),
-            known_facts=len(new_cache["known"]),
-        )
-        update |= {
-            "query_history": [plan.query],
-            "retrieved_ids": [h.passage.id for h in hits],
-        }
-        if ctx.mode == "collaborative":
-            update |= {
-                "known": accepted.facts,
-                "required": accepted.gaps,
-                "step_answers": accepted.answers,
-            }
-        entry |= {"facts": [f.text for f in accepted.facts], "resolved": accepted.resolved}
-    entry["open_gaps"] = proposal["open_gaps"]
-    diagnostics: dict[str, Any] = {}
-    if rejected:
-        diagnostics["rejected_queries"] = rejected
-    if errors:
-        diagnostics["errors"] = errors
-    return update | {
-        "proposals": [proposal],
-        "usage": usage,
-        "history": [entry],
-        **({"diagnostics": diagnostics} if diagnostics else {}),
     }
 
 
@@ -555,7 +407,7 @@ def build_knowledge_aware() -> StateGraph[State, Context, InputState, OutputStat
     builder.add_node(plan_query)
     builder.add_node(retrieve_documents)
     builder.add_node(update_knowledge)
-    builder.add_node(suggest, input_schema=SuggesterTask)
+    builder.add_node("suggest", suggester_agent, input_schema=SuggesterTask)
     builder.add_node(select_proposal)
     builder.add_node(filter_context)
     builder.add_node(compose_answer)
