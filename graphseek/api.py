@@ -148,6 +148,11 @@ def check_settings(topology: str = "dual_agent", llm: Any = None, **settings: An
             raise InvalidRequestError(f"{name} must be a whole number, got {value!r}.")
         if value is not None and value < 1:
             raise InvalidRequestError(f"{name} must be at least 1, got {value}.")
+    timeout = given.get("llm_timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
+    ):
+        raise InvalidRequestError(f"llm_timeout must be a number of seconds >= 0, got {timeout!r}.")
     if given.get("max_retries") is not None and given["max_retries"] < 0:
         raise InvalidRequestError(f"max_retries must be 0 or more, got {given['max_retries']}.")
     if llm is not None or os.environ.get("GRAPHSEEK_LLM", "").strip():

@@ -237,8 +237,15 @@ class TinyWorld:
 
     def tool_turn(self, request: Request) -> Reply:
         """Search for the question once (the configured retrieval when offered), then finish
-        with its answer and passage ids."""
+        with its answer and passage ids. A knowledge_aware suggester (offered ``search_gap``)
+        searches its next gap, and stops once a search of its was refused."""
         names = set(request.tool_names)
+        if "search_gap" in names:
+            if request.text("tool"):
+                return Reply.tools(("stop_searching", {"reason": "the search was refused"}))
+            plan = self.reply_QueryProposal(request)
+            args = {"query": plan["query"], "gap_ids": plan["target_gap_ids"]}
+            return Reply.tools(("search_gap", args), content=plan["reasoning"])
         question = request.line("Question") or QUESTION
         if request.text("tool") and "finish" in names:
             answer = self._answer(question)
