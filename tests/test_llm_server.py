@@ -44,7 +44,7 @@ ALL_TOPOLOGIES = [
 FAULT_TOPOLOGIES = ALL_TOPOLOGIES
 #: the topologies whose agents call tools (react's thinker, dual_agent's Librarians,
 #: knowledge_aware's suggesters)
-TOOL_TOPOLOGIES = ["react", "dual_agent", "knowledge_aware:competitive"]
+TOOL_TOPOLOGIES = ["react", "dual_agent", "knowledge_aware", "knowledge_aware:competitive"]
 #: the settings of a topology variant
 VARIANTS: dict[str, dict[str, Any]] = {
     "knowledge_aware:competitive": {"agents": 2, "mode": "competitive"},
@@ -114,14 +114,14 @@ EXPECTED_TRACE = {
         "decide_action",
         "finalize_answer",
     ],
+    # the ToolNode (retrieve_documents) runs the planner's search_gap calls; the trace lists
+    # the workflow's own nodes
     "knowledge_aware": [
         "initialize_caches",
         "plan_query",
-        "retrieve_documents",
         "update_knowledge",
         "filter_context",
         "plan_query",
-        "retrieve_documents",
         "update_knowledge",
         "filter_context",
         "compose_answer",
@@ -331,12 +331,18 @@ def test_the_budget_is_checked_before_every_call(monkeypatch, tiny_index):
 TOOL_CALLS = {
     "react": ["search_passages", "finish"],
     "dual_agent": ["context_search", "finish", "context_search", "finish"],
-    # two suggesters a round, two rounds; `search_gap` runs with each suggester's retriever
+    # one search a round, two rounds; with two suggesters, each searches with its retriever
+    "knowledge_aware": ["search_gap"] * 2,
     "knowledge_aware:competitive": ["search_gap"] * 4,
 }
 #: model calls with tools per failing step: react's thinker, dual_agent's first Librarian, both
 #: suggesters of knowledge_aware's first round
-FAILING_TOOL_STEPS = {"react": 1, "dual_agent": 1, "knowledge_aware:competitive": 2}
+FAILING_TOOL_STEPS = {
+    "react": 1,
+    "dual_agent": 1,
+    "knowledge_aware": 1,
+    "knowledge_aware:competitive": 2,
+}
 
 
 def tool_calls(messages: list[Any]) -> list[str]:
@@ -400,7 +406,12 @@ def test_runaway_lists_in_tool_arguments_are_bounded(monkeypatch, tiny_index, to
 
 
 #: topology -> the LLM-call budget that stops it before its answer
-TIGHT_BUDGETS = {"react": 1, "dual_agent": 2, "knowledge_aware:competitive": 2}
+TIGHT_BUDGETS = {
+    "react": 1,
+    "dual_agent": 2,
+    "knowledge_aware": 2,
+    "knowledge_aware:competitive": 2,
+}
 
 
 @pytest.mark.parametrize("topology", TOOL_TOPOLOGIES)

@@ -9,19 +9,23 @@ passages).
 
 - `initialize_caches`: the planner sets up Required from the question (Algorithm 1 line 1; the
   first round's query then plays the part of the initial retrieval, lines 4-8).
+- Every agent searches by calling tools (`graphseek.graphs.kair_steps`): its planner, with the
+  actions bound (`search_gap(query, gap_ids)` with the agent's retriever; entity search,
+  neighbours, PPR expansion, passage search; `stop_searching` to finish early), replies with tool
+  calls, and a `ToolNode` runs them. `search_gap` refuses a query already searched with an error
+  `ToolMessage`; a round whose calls all failed goes back to the planner, which reacts (at most
+  `MAX_SEARCHES` calls a round). The offline planner, and a model that cannot call tools (noted
+  in `diagnostics.notes`; the planner is asked again with the rejected queries listed), emit the
+  same `search_gap` call. The tool calls and results are in `messages`, so Studio shows them.
 - A round with one agent (`mode="single"`, Algorithm 1 lines 11-14): `plan_query` (the next
-  query from Known, Required and the history; a query already searched is rejected and the
-  planner asked again) → `retrieve_documents` (the context's retriever) → `update_knowledge`
+  query from Known, Required and the history, as tool calls) → `retrieve_documents` (the
+  `ToolNode`; the single agent searches with the context's retriever) → `update_knowledge`
   (only supported, relevant facts enter Known, eq. 5; resolved gaps leave Required) →
   `filter_context` (D ∪ new passages re-filtered against Known, eq. 3).
 - A round with suggesters (`mode="competitive" | "collaborative"`, `agents=N`, §3.3): `suggest`
-  runs each suggester in parallel (`Send`) as a tool-calling agent
-  (`graphseek.graphs.suggester_agent`): its planner calls the graph tools (`search_gap` with its
-  own retriever: the context's first, then bm25 / dense / hybrid, round-robin; entity search,
-  neighbours, PPR, passage search; `stop_searching` to finish early), a `ToolNode` runs them,
-  and the knowledge update turns what they found into its Known and Required; the offline
-  planner emits the same `search_gap` calls. The tool calls and results join `messages`, so
-  they show in the trace and in Studio. `select_proposal`
+  runs each suggester in parallel (`Send`) as the same tool-calling agent in a subgraph
+  (`graphseek.graphs.suggester_agent`: plan_search → act → update_caches), each with its own
+  retriever (the context's first, then bm25 / dense / hybrid, round-robin). `select_proposal`
   then either picks the proposal with the fewest open gaps (competitive, eq. 6; ties: more Known
   facts, then the lower suggester index) whose caches become the shared ones, or (collaborative:
   suggesters read and write one shared Known and Required, merged by the reducers) pools the
@@ -38,9 +42,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
@@ -53,8 +58,19 @@ from graphseek.agents.kair import (
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment
 from graphseek.errors import LLMError
-from graphseek.graphs.common import error_usage, finalize_answer, to_evidence, to_hits
-from graphseek.graphs.kair_steps import plan_new_query, update_from_hits
+from graphseek.graphs.common import error_usage, finalize_answer, to_evidence
+from graphseek.graphs.kair_steps import (
+    MAX_SEARCHES,
+    STOP,
+    kair_tools,
+    next_search,
+    plan_new_query,
+    read_results,
+    round_messages,
+    searches_failed,
+    searches_made,
+    update_from_hits,
+)
 from graphseek.graphs.routing import budget_exhausted, route_knowledge, route_unless_failed
 from graphseek.graphs.suggester_agent import (
     SUGGESTER_RETRIEVERS,
@@ -71,7 +87,7 @@ from graphseek.state.schema import (
     SuggesterCache,
     SuggesterTask,
 )
-from graphseek.tools.retrievers import resolve_index, retrieve
+from graphseek.tools.retrievers import resolve_index
 
 log = logging.getLogger(__name__)
 
@@ -193,68 +209,93 @@ def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]
 
 
 def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """The next query from Known, Required and the query history (eq. 2); never a repeat."""
+    """The next search from Known, Required and the query history (eq. 2), as tool calls;
+    never a repeat (the tool refuses one, the JSON planner is asked again)."""
     ctx = runtime.context
     view = _shared_view(state, ctx)
-    try:
-        plan, usage, rejected = plan_new_query(
-            get_roles(ctx).planner,
-            view,
-            attempts=1 + ctx.max_retries,
-            spent=state.get("usage"),
-            context=ctx,
-        )
-    except LLMError as exc:
-        return _abstain("plan_query", f"planner failed: {exc}", usage=_error_usage(exc))
+    messages = list(state.get("messages", []))
+    step = next_search(
+        get_roles(ctx).planner,
+        view,
+        round_messages(messages),
+        attempts=1 + ctx.max_retries,
+        call_id=f"agent-round{view.turn + 1}",
+    )
+    if step.error is not None:
+        return _abstain("plan_query", f"planner failed: {step.error}", usage=step.usage)
+    calls = step.message.tool_calls if step.message is not None else []
+    search = next((c for c in calls if c["name"] != STOP), None)
+    args = dict(search.get("args") or {}) if search else {}
+    query = " ".join(str(args.get("query") or args.get("entity") or "").split())
+    gap_ids = [str(g) for g in args.get("gap_ids") or []]
     update: dict[str, Any] = {
-        "usage": usage,
+        "usage": step.usage,
         "trace": ["plan_query"],
         "history": [
             {
                 "turn": view.turn + 1,
                 "role": "planner",
-                "query": plan.query,
-                "gap_ids": list(plan.gap_ids),
-                "reason": plan.reason,
-                "rejected": rejected,
+                "query": query,
+                "tool": search["name"] if search else "",
+                "gap_ids": gap_ids,
+                "reason": step.reason,
+                "rejected": step.rejected,
             }
         ],
     }
-    if rejected:
-        update["diagnostics"] = {"rejected_queries": rejected}
-    if not plan.query:
+    if step.message is not None:
+        update["messages"] = [step.message]
+    diagnostics: dict[str, Any] = {}
+    if step.notes:
+        diagnostics["notes"] = step.notes
+    if step.rejected:
+        diagnostics["rejected_queries"] = step.rejected
+    if diagnostics:
+        update["diagnostics"] = diagnostics
+    if search is None:
         gaps = len(open_gaps(view.required))
+        why = step.reason or "the planner made no search"
         return update | {
             "next_action": "abstain",
-            "abstain_reason": f"no new query for the {gaps} open gap(s): {plan.reason}",
+            "abstain_reason": f"no new query for the {gaps} open gap(s): {why}",
         }
-    planned = PlannedQuery(query=plan.query, gap_ids=list(plan.gap_ids), reason=plan.reason)
+    planned = PlannedQuery(query=query, gap_ids=gap_ids, reason=step.reason)
     return update | {"next_action": "retrieve", "planned_query": planned}
 
 
-def retrieve_documents(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Search the planned query with the context's retriever (D_add)."""
-    ctx = runtime.context
-    query = state["planned_query"]["query"]
-    hits = retrieve(resolve_index(ctx), query, ctx.top_k, ctx.retriever)
-    return {
-        "passages": [to_evidence(h) for h in hits],
-        "retrieved_ids": [h.passage.id for h in hits],
-        "query_history": [query],
-        "trace": ["retrieve_documents"],
-    }
+def route_search(state: State) -> Literal["plan_query", "update_knowledge"]:
+    """After the tools (`retrieve_documents`): every call failed (a refused repeat, a failing
+    graph tool) → the planner again, while the round has searches left; else the update."""
+    messages = list(state.get("messages", []))
+    if searches_failed(messages) and searches_made(messages) < MAX_SEARCHES:
+        return "plan_query"
+    return "update_knowledge"
 
 
 def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Known and Required from the new passages and the refined context (eq. 5)."""
+    """Known and Required from the passages the tools found (D_add) and the refined context
+    (eq. 5)."""
     ctx = runtime.context
-    planned = state["planned_query"]
-    plan = QueryPlan(planned["query"], tuple(planned["gap_ids"]), planned["reason"])
     view = _shared_view(state, ctx)
-    accepted, usage, error = update_from_hits(
-        get_roles(ctx), view, plan, to_hits(state.get("passages", []))
-    )
+    found = read_results(list(state.get("messages", [])), ctx)
+    planned = state.get("planned_query") or PlannedQuery(query="", gap_ids=[], reason="")
+    query = found.queries[0] if found.queries else ""
+    diagnostics: dict[str, Any] = {}
+    if found.notes:
+        diagnostics["notes"] = found.notes
+    if found.rejected:
+        diagnostics["rejected_queries"] = found.rejected
+    if not query:  # every search of the round failed
+        why = "; ".join(found.notes or [f"refused: {q}" for q in found.rejected]) or "no result"
+        failure = _abstain("update_knowledge", f"no search succeeded this round ({why})")
+        return failure | ({"diagnostics": diagnostics} if diagnostics else {})
+    gap_ids = tuple(found.gap_ids or planned["gap_ids"])
+    plan = QueryPlan(query, gap_ids, planned["reason"])
+    accepted, usage, error = update_from_hits(get_roles(ctx), view, plan, found.hits)
     update: dict[str, Any] = {
+        "passages": [to_evidence(h) for h in found.hits],
+        "retrieved_ids": [h.passage.id for h in found.hits],
+        "query_history": found.queries,
         "known": accepted.facts,
         "required": accepted.gaps,
         "step_answers": accepted.answers,
@@ -264,6 +305,8 @@ def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             {
                 "turn": view.turn + 1,
                 "role": "knowledge_updater",
+                "query": query,
+                "passages": [h.passage.id for h in found.hits],
                 "facts": [f.text for f in accepted.facts],
                 "resolved": accepted.resolved,
                 "rejected": accepted.rejected,
@@ -271,7 +314,9 @@ def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ],
     }
     if error:
-        update["diagnostics"] = {"errors": [error]}
+        diagnostics["errors"] = [error]
+    if diagnostics:
+        update["diagnostics"] = diagnostics
     return update
 
 
@@ -405,7 +450,8 @@ def build_knowledge_aware() -> StateGraph[State, Context, InputState, OutputStat
     )
     builder.add_node(initialize_caches)
     builder.add_node(plan_query)
-    builder.add_node(retrieve_documents)
+    # the single agent's actions: the same tools as the suggesters' (`kair_tools`)
+    builder.add_node("retrieve_documents", ToolNode(kair_tools(), handle_tool_errors=True))
     builder.add_node(update_knowledge)
     builder.add_node("suggest", suggester_agent, input_schema=SuggesterTask)
     builder.add_node(select_proposal)
@@ -420,8 +466,14 @@ def build_knowledge_aware() -> StateGraph[State, Context, InputState, OutputStat
         route_unless_failed("retrieve_documents"),
         ["retrieve_documents", "finalize_answer"],
     )
-    builder.add_edge("retrieve_documents", "update_knowledge")
-    builder.add_edge("update_knowledge", "filter_context")
+    builder.add_conditional_edges(
+        "retrieve_documents", route_search, ["plan_query", "update_knowledge"]
+    )
+    builder.add_conditional_edges(
+        "update_knowledge",
+        route_unless_failed("filter_context"),
+        ["filter_context", "finalize_answer"],
+    )
     builder.add_edge("suggest", "select_proposal")
     builder.add_conditional_edges(
         "select_proposal",
