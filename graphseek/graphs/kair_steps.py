@@ -32,9 +32,8 @@ from graphseek.agents.planner import LLMPlanner
 from graphseek.agents.registry import Roles
 from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan
 from graphseek.agents.tool_calling import ToolsUnsupportedError
-from graphseek.errors import BudgetExceededError, LLMError
+from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage
-from graphseek.graphs.routing import budget_exhausted
 from graphseek.knowledge.passages import Hit
 from graphseek.state.bounds import Names, Reasoning, Sentence
 from graphseek.state.context import Context
@@ -289,27 +288,18 @@ def read_results(messages: Sequence[AnyMessage], context: Context) -> SearchResu
 
 
 def plan_new_query(
-    planner: Planner,
-    view: KnowledgeView,
-    attempts: int,
-    spent: Usage | None = None,
-    context: Context | None = None,
+    planner: Planner, view: KnowledgeView, attempts: int
 ) -> tuple[QueryPlan, Usage, list[str]]:
     """Ask the planner for a query not in the history; a repeat is rejected and the planner asked
     again with the rejected queries listed, `attempts` times at most. Returns the plan (an empty
     query when none is new), the usage, and the rejected queries.
 
-    With `context`, the budgets are checked before every planner call against `spent` (the
-    run's usage before this round) plus what the calls here cost; a spent budget raises
-    `BudgetExceededError`. A failed call raises its `LLMError` carrying the usage of every call
+    The run's budget guard checks every planner call before it is sent (a spent budget raises
+    `BudgetExceededError`); a failed call raises its `LLMError` carrying the usage of every call
     made here."""
     usage = Usage()
     rejected: list[str] = []
     for _ in range(max(1, attempts)):
-        if context is not None:
-            why = budget_exhausted((spent or Usage()) + usage, 0, context)
-            if why:
-                raise BudgetExceededError(f"budget: {why}", cause=why, usage=usage)
         try:
             step = planner.plan(view, tuple(rejected))
         except LLMError as exc:

@@ -105,9 +105,6 @@ __all__ = [
 # -- helpers ----------------------------------------------------------------------------------
 
 
-_error_usage = error_usage
-
-
 def _shared_view(state: State, context: Context) -> KnowledgeView:
     return KnowledgeView(
         question=state["question"],
@@ -182,7 +179,7 @@ def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     try:
         step = get_roles(ctx).planner.initial_gaps(question)
     except LLMError as exc:
-        return _abstain("initialize_caches", f"planner failed: {exc}", usage=_error_usage(exc))
+        return _abstain("initialize_caches", f"planner failed: {exc}", usage=error_usage(exc))
     gaps = step.value
     update: dict[str, Any] = {
         "known": Overwrite([]),
@@ -335,7 +332,7 @@ def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     except LLMError as exc:
         # keep what was refined before and the new passages whole
         log.warning("context filter failed: %s", exc)
-        usage = _error_usage(exc)
+        usage = error_usage(exc)
         diagnostics["errors"] = [f"context filter: {exc}"]
         segments = [Segment(passage_id=c.passage_id, text=c.sentence or c.text) for c in candidates]
     kept, dropped = enforce_exact_match(segments, texts)
@@ -412,7 +409,7 @@ def compose_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     try:
         step = get_roles(ctx).answerer.answer(_shared_view(state, ctx))
     except LLMError as exc:
-        return _abstain("compose_answer", f"answerer failed: {exc}", usage=_error_usage(exc))
+        return _abstain("compose_answer", f"answerer failed: {exc}", usage=error_usage(exc))
     final = step.value
     if not final.answer.strip():
         return _abstain(
