@@ -405,6 +405,39 @@ def test_runaway_lists_in_tool_arguments_are_bounded(monkeypatch, tiny_index, to
     assert len(result.evidence) == len({e.passage_id for e in result.evidence}) <= 3
 
 
+#: servers that cannot take tools: Ollama with a model without tool support (400), a llama.cpp
+#: server started without --jinja (500, retried as a server error)
+NO_TOOLS = {
+    "ollama": (
+        Reply(status=400, error="registry.ollama.ai/library/tiny does not support tools"),
+        1,
+    ),
+    "llama.cpp": (Reply(status=500, error="tools param requires --jinja flag"), 2),
+}
+
+
+@pytest.mark.parametrize("server_kind", list(NO_TOOLS))
+@pytest.mark.parametrize("topology", TOOL_TOPOLOGIES)
+def test_a_server_refusing_tools_falls_back_to_the_json_path(
+    monkeypatch, tiny_index, topology, server_kind
+):
+    reply, per_call = NO_TOOLS[server_kind]
+    responder = Faults(TinyWorld(), reply, when=lambda r: r.kind == "tools")
+    with serve(monkeypatch, responder) as server:
+        result = run(tiny_index, topology)
+    assert result.answer == "Missolonghi", result.abstain_reason
+    notes = result.diagnostics["notes"]
+    assert any("refused tool calling" in n and "JSON" in n for n in notes), notes
+    # the model is remembered: later steps take the JSON path without asking again (parallel
+    # suggesters may each have asked once before the first refusal came back)
+    refused = [Request(b, 0).kind for b in server.requests].count("tools")
+    agents = VARIANTS.get(topology, {}).get("agents", 1)
+    assert per_call <= refused <= per_call * agents
+    # the refused requests are charged with the others
+    assert result.usage.llm_calls == len(server.requests)
+    assert result.usage.failed_calls == refused
+
+
 #: topology -> the LLM-call budget that stops it before its answer
 TIGHT_BUDGETS = {
     "react": 1,

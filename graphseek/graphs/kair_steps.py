@@ -167,6 +167,7 @@ def next_search(
             reply = planner.call_tools(view, messages, kair_tools())
         except ToolsUnsupportedError as exc:
             step.notes.append(f"{label}: {exc}; the JSON path is used instead")
+            step.usage = exc.usage  # a request the server refused for its tools is charged
         except LLMError as exc:
             return SearchStep(usage=error_usage(exc), reason=f"{label}: {exc}", error=exc)
         else:
@@ -177,9 +178,10 @@ def next_search(
     try:
         plan, usage, rejected = plan_new_query(planner, view, attempts)
     except LLMError as exc:
-        step.usage, step.reason, step.error = error_usage(exc), f"{label}: {exc}", exc
+        step.usage = step.usage + error_usage(exc)
+        step.reason, step.error = f"{label}: {exc}", exc
         return step
-    step.usage, step.rejected, step.reason = usage, rejected, plan.reason
+    step.usage, step.rejected, step.reason = step.usage + usage, rejected, plan.reason
     if not plan.query:
         step.message = AIMessage(content=plan.reason or "no new query")
         return step

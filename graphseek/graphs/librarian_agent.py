@@ -211,6 +211,8 @@ def search_evidence(state: LibrarianState, runtime: Runtime[Context]) -> dict[st
         except ToolsUnsupportedError as exc:
             note = f"librarian: {exc}; the JSON path is used instead"
             update.setdefault("diagnostics", {}).setdefault("notes", []).append(note)
+            if exc.usage.llm_calls:  # the refused request is charged
+                update["usage"] = update.get("usage", Usage()) + exc.usage
         except LLMError as exc:
             errors = [f"librarian: {exc}"]
             return update | {"usage": error_usage(exc), "diagnostics": {"errors": errors}}
