@@ -150,6 +150,23 @@ def test_offline_suggesters_emit_the_same_tool_calls(tiny_index):
     assert [c["id"] for c in tool_calls(again)] == [c["id"] for c in calls]
 
 
+def test_a_search_that_finds_nothing_is_still_a_search(tiny_index):
+    """An empty result is recorded (the query joins the history, the planner reformulates the
+    next round), as a retrieval with no hits always was."""
+    from graphseek.graphs.kair_steps import read_results
+
+    call = {"name": "search_gap", "args": {"query": "zzz", "gap_ids": ["1"]}, "id": "c1",
+            "type": "tool_call"}  # fmt: skip
+    empty = ToolMessage(
+        "(nothing found)",
+        tool_call_id="c1",
+        name="search_gap",
+        artifact={"passage_ids": [], "scores": [], "query": "zzz", "gap_ids": ["1"]},
+    )
+    found = read_results([AIMessage("", tool_calls=[call]), empty], Context(index=tiny_index))
+    assert found.queries == ["zzz"] and found.gap_ids == ["1"] and found.hits == []
+
+
 def test_routers_follow_the_tool_calls():
     call = {"name": "search_gap", "args": {"query": "q"}, "id": "1", "type": "tool_call"}
     stop = {"name": "stop_searching", "args": {}, "id": "2", "type": "tool_call"}

@@ -269,8 +269,9 @@ def read_results(messages: Sequence[AnyMessage], context: Context) -> SearchResu
             else:
                 out.notes.append(f"{message.name}: {content[:200]}")
             continue
-        if not artifact.get("passage_ids"):
+        if not artifact:  # no retrieval result (e.g. stop_searching's echo)
             continue
+        # a search that found nothing still counts as searched: the planner reformulates
         query = str(artifact.get("query") or args.get("query") or args.get("entity") or "")
         if not query and args.get("entities"):
             query = ", ".join(str(e) for e in args["entities"])
@@ -278,7 +279,7 @@ def read_results(messages: Sequence[AnyMessage], context: Context) -> SearchResu
             out.queries.append(" ".join(query.split()))
         out.gap_ids.extend(str(g) for g in artifact.get("gap_ids") or args.get("gap_ids") or [])
         scores = list(artifact.get("scores") or [])
-        for i, pid in enumerate(artifact["passage_ids"]):
+        for i, pid in enumerate(artifact.get("passage_ids") or []):
             if pid in seen or pid not in index:
                 continue
             seen.add(pid)
