@@ -13,7 +13,8 @@ The endpoint comes from the environment, as for every graphseek run:
         .venv/bin/python benchmarks/llm_path.py --llm openai:qwen2.5-1.5b-instruct
     # corpus and questions: the bundled demo corpus (default), or
     #   --corpus docs/ --question "..." --question "..."   (an index is built in a temp dir)
-    # options: --topology T (repeatable), --timeout S, --max-reply-tokens N, --json out.json
+    # options: --topology T (repeatable; knowledge_aware:competitive / :collaborative run two
+    #   tool-calling suggesters), --timeout S, --max-reply-tokens N, --json out.json
 
 ``--fake`` serves the tests' fake OpenAI-compatible server (``tests/fake_openai.py``, which plays
 every role for the tests' tiny corpus) on 127.0.0.1 and runs against it: the figures then count
@@ -44,7 +45,13 @@ TOPOLOGIES = [
     "deep_search",
     "react",
     "knowledge_aware",
+    "knowledge_aware:competitive",
 ]
+#: settings of the topology variants ("name:variant")
+VARIANTS: dict[str, dict[str, Any]] = {
+    "knowledge_aware:competitive": {"agents": 2, "mode": "competitive"},
+    "knowledge_aware:collaborative": {"agents": 2, "mode": "collaborative"},
+}
 ANCHORS = [
     "A2RAG (Table III): 2.0-2.3 LLM calls and 16-18K tokens per multi-hop question",
     "HiGraAgent: about 25K tokens per multi-hop question",
@@ -82,8 +89,10 @@ def measure(index: Any, questions: list[str], topology: str, llm: str, **setting
     from graphseek.api import ask
 
     rows = []
+    name = topology.split(":", 1)[0]
+    settings = {**VARIANTS.get(topology, {}), **settings}
     for question in questions:
-        result = ask(index, question, topology=topology, llm=llm, **settings)
+        result = ask(index, question, topology=name, llm=llm, **settings)
         u = result.usage
         rows.append(
             {

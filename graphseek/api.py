@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from graphseek.errors import InvalidRequestError, LLMError, UnknownTopologyError
 from graphseek.graphs import TOPOLOGIES, get_workflow
-from graphseek.llm.budget import BudgetGuard
+from graphseek.llm.budget import BudgetGuard, guard_for
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
 
@@ -148,6 +148,11 @@ def check_settings(topology: str = "dual_agent", llm: Any = None, **settings: An
             raise InvalidRequestError(f"{name} must be a whole number, got {value!r}.")
         if value is not None and value < 1:
             raise InvalidRequestError(f"{name} must be at least 1, got {value}.")
+    timeout = given.get("llm_timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
+    ):
+        raise InvalidRequestError(f"llm_timeout must be a number of seconds >= 0, got {timeout!r}.")
     if given.get("max_retries") is not None and given["max_retries"] < 0:
         raise InvalidRequestError(f"max_retries must be 0 or more, got {given['max_retries']}.")
     if llm is not None or os.environ.get("GRAPHSEEK_LLM", "").strip():
@@ -187,8 +192,9 @@ def ask(
     check_settings(topology, llm, retriever=retriever, agents=agents, mode=mode, **settings)
     workflow = get_workflow(topology)
     context = make_context(index, llm, retriever=retriever, agents=agents, mode=mode, **settings)
-    # every model call of the run reports to the guard, which refuses calls past the budgets
-    guard = BudgetGuard(context.max_llm_calls, context.max_tokens)
+    # every model call of the run reports to the run's guard, which refuses calls past the
+    # budgets (the nodes find the same guard through the runtime context)
+    guard = guard_for(context) or BudgetGuard(context.max_llm_calls, context.max_tokens)
     start = time.perf_counter()
     try:
         out = workflow.invoke(

@@ -90,6 +90,9 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "mode": args.mode,
         "top_k": args.top_k,
         "max_turns": args.max_turns,
+        "max_llm_calls": args.max_llm_calls,
+        "max_tokens": args.max_tokens,
+        "llm_timeout": args.llm_timeout,
         "profile": args.profile,
         "max_question_chars": args.max_question_chars,
     }
@@ -244,6 +247,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retriever", default=None, help="bm25, dense, hybrid (default), higra, …")
     p.add_argument("--top-k", type=int, default=None, help="passages per retrieval")
     p.add_argument("--max-turns", type=int, default=None, help="Seeker turn budget")
+    p.add_argument("--max-llm-calls", type=int, default=None, help="LLM-call budget (default 60)")
+    p.add_argument("--max-tokens", type=int, default=None, help="token budget (default 400000)")
+    p.add_argument(
+        "--llm-timeout",
+        type=float,
+        default=None,
+        help="seconds per model request (default $GRAPHSEEK_LLM_TIMEOUT, else 300)",
+    )
     p.add_argument("--agents", type=int, default=None, help="suggesters (knowledge_aware)")
     p.add_argument("--mode", default=None, help="single, competitive or collaborative")
     p.add_argument(

@@ -176,8 +176,9 @@ class FakeOpenAIServer:
 
 
 def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    """An OpenAI ``chat.completion`` object for `reply` (usage: characters / 4, like
-    `ScriptedChatModel`, unless ``reply.usage`` is False)."""
+    """An OpenAI ``chat.completion`` object for `reply` (usage: characters / 4 of what the
+    request sends, messages, tool definitions and reply schema, like `ScriptedChatModel`, unless
+    ``reply.usage`` is False)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -197,7 +198,9 @@ def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
     }
     if reply.usage:
-        prompt = len(json.dumps(body.get("messages") or [])) // 4
+        # a real server reads the tool definitions and the reply schema too
+        read = [body.get(k) for k in ("messages", "tools", "response_format") if body.get(k)]
+        prompt = len(json.dumps(read)) // 4
         done = len(reply.content or "") // 4 + len(json.dumps(reply.tool_calls)) // 4
         out["usage"] = {
             "prompt_tokens": prompt,
@@ -237,8 +240,15 @@ class TinyWorld:
 
     def tool_turn(self, request: Request) -> Reply:
         """Search for the question once (the configured retrieval when offered), then finish
-        with its answer and passage ids."""
+        with its answer and passage ids. A knowledge_aware suggester (offered ``search_gap``)
+        searches its next gap, and stops once a search of its was refused."""
         names = set(request.tool_names)
+        if "search_gap" in names:
+            if request.text("tool"):
+                return Reply.tools(("stop_searching", {"reason": "the search was refused"}))
+            plan = self.reply_QueryProposal(request)
+            args = {"query": plan["query"], "gap_ids": plan["target_gap_ids"]}
+            return Reply.tools(("search_gap", args), content=plan["reasoning"])
         question = request.line("Question") or QUESTION
         if request.text("tool") and "finish" in names:
             answer = self._answer(question)

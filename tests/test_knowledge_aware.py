@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphseek.agents.kair import (
@@ -21,7 +22,11 @@ from graphseek.agents.kair import (
 from graphseek.agents.prompts.answerer import ANSWERER_SYSTEM
 from graphseek.agents.prompts.context_filter import CONTEXT_FILTER_SYSTEM
 from graphseek.agents.prompts.knowledge_updater import KNOWLEDGE_UPDATER_SYSTEM
-from graphseek.agents.prompts.planner import PLANNER_INIT_SYSTEM, PLANNER_SYSTEM
+from graphseek.agents.prompts.planner import (
+    PLANNER_INIT_SYSTEM,
+    PLANNER_SYSTEM,
+    PLANNER_TOOLS_SYSTEM,
+)
 from graphseek.agents.roles import (
     FactProposal,
     KnowledgeDelta,
@@ -80,15 +85,19 @@ def scripted(
     keep: Callable[[str], list[dict[str, str]]] | None = None,
     answer: dict[str, Any] | None = None,
 ) -> ScriptedChatModel:
-    """A model that routes by role prompt: `plan(human)` for the planner, `update[query]` the
-    facts for a search, `keep(human)` the filter's segments, `answer` the answerer's reply."""
+    """A model that routes by role prompt: `plan(human)` for the planner (a suggester's tool
+    call: its query as `search_gap`, then `stop_searching` once a search was refused),
+    `update[query]` the facts for a search, `keep(human)` the filter's segments, `answer` the
+    answerer's reply."""
 
-    def respond(messages: list[Any]) -> dict[str, Any]:
+    def respond(messages: list[Any]) -> dict[str, Any] | AIMessage:
         system, human = messages[0].content, messages[1].content
         if system == PLANNER_INIT_SYSTEM:
             return {"reasoning": "father first, then his place of death", "gaps": GAPS}
         if system == PLANNER_SYSTEM:
             return plan(human)
+        if system == PLANNER_TOOLS_SYSTEM:
+            return suggester_call(plan, human, messages)
         if system == KNOWLEDGE_UPDATER_SYSTEM:
             query = _field(human, "Search just made:")
             return {"reasoning": "read the passages", "facts": update.get(query, [])}
@@ -99,6 +108,29 @@ def scripted(
         raise AssertionError(f"unexpected prompt: {system[:60]}")
 
     return ScriptedChatModel(responses=respond)
+
+
+def suggester_call(
+    plan: Callable[[str], dict[str, Any]], human: str, messages: list[Any]
+) -> AIMessage:
+    """A tool-calling agent's reply: its planned query as a `search_gap` call; after a refused
+    search, the next plan, or `stop_searching` when the plan repeats the refused query."""
+    agent = _suggester(human)
+    tries = sum(isinstance(m, AIMessage) for m in messages)
+    reply = plan(human)
+    refused = [m for m in messages if isinstance(m, AIMessage) and m.tool_calls]
+    if refused and is_repeat(reply["query"], [refused[-1].tool_calls[0]["args"]["query"]]):
+        call = {"name": "stop_searching", "args": {"reason": "refused"}, "id": f"stop{agent}"}
+        return AIMessage(content="", tool_calls=[call])
+    args = {"query": reply["query"], "gap_ids": reply["target_gap_ids"]}
+    call_id = f"s{agent}-{len(model_turns(human))}-{tries}"
+    return AIMessage(content=reply["reasoning"], tool_calls=[{"name": "search_gap", "args": args,
+                                                              "id": call_id}])  # fmt: skip
+
+
+def model_turns(human: str) -> list[str]:
+    """The queries of the history a suggester's prompt lists."""
+    return [q for q in human.split("Query history:", 1)[-1].split("\n") if q.startswith("- ")]
 
 
 def query_reply(query: str, gap: str = "1") -> dict[str, Any]:
@@ -129,8 +161,16 @@ def run(graph: Any, context: Context) -> tuple[list[str], dict[str, Any]]:
     return nodes, final
 
 
+class NoToolsModel(ScriptedChatModel):
+    """A chat model without tool calling (the JSON path)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
 def planner_prompts(model: ScriptedChatModel) -> list[str]:
-    return [m[1].content for m in model.calls if m[0].content == PLANNER_SYSTEM]
+    planners = (PLANNER_SYSTEM, PLANNER_TOOLS_SYSTEM)
+    return [m[1].content for m in model.calls if m[0].content in planners]
 
 
 # -- single agent -----------------------------------------------------------------------------
@@ -159,7 +199,16 @@ def test_single_agent_scripted_run(tiny_index):
         "compose_answer",
         "finalize_answer",
     ]
-    assert final["trace"] == nodes
+    # the trace lists the workflow's own nodes; the ToolNode (retrieve_documents) shows in
+    # the stream and in `messages`: one search_gap call and its result per round
+    assert final["trace"] == [n for n in nodes if n != "retrieve_documents"]
+    calls = [c for m in final["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert [(c["name"], c["args"]["query"]) for c in calls] == [
+        ("search_gap", Q_FATHER),
+        ("search_gap", Q_DEATH),
+    ]
+    results = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert [r.artifact["retriever"] for r in results] == ["bm25", "bm25"]
     assert final["answer"] == "Missolonghi" and final["abstained"] is False
     assert [e.passage_id for e in final["evidence"]] == ["byron", "ada"]
     # Known: two facts with their passage ids; ids name the gap each fact addresses
@@ -185,7 +234,7 @@ def test_single_agent_scripted_run(tiny_index):
     assert final["usage"].prompt_tokens > 0
 
 
-def test_planner_repeating_a_query_is_rejected_and_asked_again(tiny_index):
+def test_planner_repeating_a_query_is_refused_by_the_tool_and_asked_again(tiny_index):
     replies = iter(
         [
             query_reply(Q_FATHER),
@@ -200,12 +249,48 @@ def test_planner_repeating_a_query_is_rejected_and_asked_again(tiny_index):
     assert final["answer"] == "Missolonghi"
     assert final["query_history"] == [Q_FATHER, Q_DEATH]
     assert final["diagnostics"]["rejected_queries"] == ["who is the FATHER of Ada Lovelace"]
+    # the refusal is a ToolMessage; the planner, called again, saw it and searched anew
+    refused = [m for m in final["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    assert len(refused) == 1 and "already searched" in refused[0].text
+    third = [m for m in model.calls if m[0].content == PLANNER_TOOLS_SYSTEM][2]
+    assert any(isinstance(m, ToolMessage) and "already searched" in m.text for m in third)
+    assert len(planner_prompts(model)) == 3
+    # plan -> tools (refused) -> plan again -> tools, inside the second round
+    assert nodes[5:10] == [
+        "plan_query",
+        "retrieve_documents",
+        "plan_query",
+        "retrieve_documents",
+        "update_knowledge",
+    ]
+
+
+def test_json_planner_repeating_a_query_is_rejected_and_asked_again(tiny_index):
+    replies = iter(
+        [
+            query_reply(Q_FATHER),
+            query_reply("who is the FATHER of Ada Lovelace"),
+            query_reply(Q_DEATH, "2"),
+        ]
+    )
+    base = scripted(lambda human: next(replies), {Q_FATHER: [FATHER_FACT], Q_DEATH: [DEATH_FACT]})
+    model = NoToolsModel(responses=base.responses)
+    nodes, final = run(
+        get_workflow("knowledge_aware"), Context(index=tiny_index, llm=model, retriever="bm25")
+    )
+    assert final["answer"] == "Missolonghi"
+    assert final["query_history"] == [Q_FATHER, Q_DEATH]
+    assert final["diagnostics"]["rejected_queries"] == ["who is the FATHER of Ada Lovelace"]
+    assert any("JSON path" in n for n in final["diagnostics"]["notes"])
     prompts = planner_prompts(model)
     assert len(prompts) == 3
     assert _field(prompts[2], "Rejected this turn (already searched):") == (
         "who is the FATHER of Ada Lovelace"
     )
     assert nodes.count("plan_query") == 2  # the re-ask happens inside the planning step
+    # the JSON plans are emitted as the same tool calls
+    calls = [c for m in final["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert [c["args"]["query"] for c in calls] == [Q_FATHER, Q_DEATH]
 
 
 def test_plan_new_query_gives_up_when_every_proposal_repeats():
@@ -238,7 +323,7 @@ def test_budget_exhausted_with_open_gaps_abstains(tiny_index):
     assert "2 Required gap(s) still open" in out["abstain_reason"]
     assert out["trace"] == [
         "initialize_caches",
-        *["plan_query", "retrieve_documents", "update_knowledge", "filter_context"] * 6,
+        *["plan_query", "update_knowledge", "filter_context"] * 6,
         "compose_answer",
         "finalize_answer",
     ]
@@ -468,7 +553,7 @@ def test_offline_reasoner_answers_two_hop_question(tiny_index):
     assert result.answer == "Missolonghi" and not result.abstained
     assert "byron" in [e.passage_id for e in result.evidence]
     assert result.usage.llm_calls == 0
-    assert result.trace[:3] == ["initialize_caches", "plan_query", "retrieve_documents"]
+    assert result.trace[:3] == ["initialize_caches", "plan_query", "update_knowledge"]
 
 
 def test_offline_competitive_run_through_the_api(tiny_index):

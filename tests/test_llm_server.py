@@ -19,13 +19,17 @@ from fake_openai import (
     Request,
     TinyWorld,
 )
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
-from graphseek.api import ask
+from graphseek.api import ask, make_context
+from graphseek.graphs import build_workflow, get_workflow
 from graphseek.llm import clear_model_cache
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 MODEL = "openai:tiny"
+#: a topology name, or "name:mode" for knowledge_aware's suggester modes
 ALL_TOPOLOGIES = [
     "naive",
     "higra_retriever",
@@ -34,9 +38,17 @@ ALL_TOPOLOGIES = [
     "deep_search",
     "react",
     "knowledge_aware",
+    "knowledge_aware:competitive",
 ]
-#: the topologies run through every fault
-FAULT_TOPOLOGIES = ["naive", "dual_agent", "react", "knowledge_aware"]
+#: the topologies run through every fault (all of them)
+FAULT_TOPOLOGIES = ALL_TOPOLOGIES
+#: the topologies whose agents call tools (react's thinker, dual_agent's Librarians,
+#: knowledge_aware's suggesters)
+TOOL_TOPOLOGIES = ["react", "dual_agent", "knowledge_aware", "knowledge_aware:competitive"]
+#: the settings of a topology variant
+VARIANTS: dict[str, dict[str, Any]] = {
+    "knowledge_aware:competitive": {"agents": 2, "mode": "competitive"},
+}
 
 
 @pytest.fixture(autouse=True)
@@ -60,7 +72,19 @@ def serve(monkeypatch: pytest.MonkeyPatch, responder: Any) -> FakeOpenAIServer:
 
 
 def run(tiny_index: Any, topology: str, **settings: Any) -> Any:
-    return ask(tiny_index, QUESTION, topology=topology, llm=MODEL, **settings)
+    name = topology.split(":", 1)[0]
+    settings = {**VARIANTS.get(topology, {}), **settings}
+    return ask(tiny_index, QUESTION, topology=name, llm=MODEL, **settings)
+
+
+def studio_state(tiny_index: Any, topology: str, **settings: Any) -> dict[str, Any]:
+    """Invoke the compiled graph directly (as Studio does, no `ask`) on a thread; its state."""
+    name = topology.split(":", 1)[0]
+    graph = build_workflow(name).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "studio"}, "recursion_limit": 200}
+    context = make_context(tiny_index, MODEL, **{**VARIANTS.get(topology, {}), **settings})
+    graph.invoke({"question": QUESTION}, config=config, context=context)
+    return dict(graph.get_state(config).values)
 
 
 def served_tokens(server: FakeOpenAIServer, world: Any) -> tuple[int, int]:
@@ -90,16 +114,23 @@ EXPECTED_TRACE = {
         "decide_action",
         "finalize_answer",
     ],
+    # the ToolNode (retrieve_documents) runs the planner's search_gap calls; the trace lists
+    # the workflow's own nodes
     "knowledge_aware": [
         "initialize_caches",
         "plan_query",
-        "retrieve_documents",
         "update_knowledge",
         "filter_context",
         "plan_query",
-        "retrieve_documents",
         "update_knowledge",
         "filter_context",
+        "compose_answer",
+        "finalize_answer",
+    ],
+    # two suggesters per round, both search the same gap (private caches): a tie, the lower wins
+    "knowledge_aware:competitive": [
+        "initialize_caches",
+        *["suggest", "suggest", "select_proposal", "filter_context"] * 2,
         "compose_answer",
         "finalize_answer",
     ],
@@ -182,9 +213,13 @@ FAULTS: dict[str, tuple[Reply, str, int]] = {
 def first_call_of_the_run(topology: str) -> str:
     return {
         "naive": "LibrarianReply",
+        "higra_retriever": "LibrarianReply",
         "dual_agent": "Decomposition",
+        "adaptive": "CoverageVerdict",
+        "deep_search": "Decomposition",
         "react": "tools",
         "knowledge_aware": "InitialRequired",
+        "knowledge_aware:competitive": "InitialRequired",
     }[topology]
 
 
@@ -290,6 +325,158 @@ def test_the_budget_is_checked_before_every_call(monkeypatch, tiny_index):
     assert len(server.requests) == 3 and result.usage.llm_calls == 3
 
 
+# -- tool-calling agents through the server ------------------------------------------------------
+
+#: the tool calls each topology's agents make against TinyWorld, in order
+TOOL_CALLS = {
+    "react": ["search_passages", "finish"],
+    "dual_agent": ["context_search", "finish", "context_search", "finish"],
+    # one search a round, two rounds; with two suggesters, each searches with its retriever
+    "knowledge_aware": ["search_gap"] * 2,
+    "knowledge_aware:competitive": ["search_gap"] * 4,
+}
+#: model calls with tools per failing step: react's thinker, dual_agent's first Librarian, both
+#: suggesters of knowledge_aware's first round
+FAILING_TOOL_STEPS = {
+    "react": 1,
+    "dual_agent": 1,
+    "knowledge_aware": 1,
+    "knowledge_aware:competitive": 2,
+}
+
+
+def tool_calls(messages: list[Any]) -> list[str]:
+    return [c["name"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+
+
+@pytest.mark.parametrize("topology", TOOL_TOPOLOGIES)
+def test_tool_calls_show_in_the_state_studio_reads(monkeypatch, tiny_index, topology):
+    with serve(monkeypatch, TinyWorld()) as server:
+        state = studio_state(tiny_index, topology)
+    assert state["answer"] == "Missolonghi", state.get("abstain_reason")
+    messages = state["messages"]
+    assert tool_calls(messages) == TOOL_CALLS[topology]
+    results = [m for m in messages if isinstance(m, ToolMessage)]
+    assert len(results) == sum(name != "finish" for name in TOOL_CALLS[topology])
+    assert all(r.status == "success" and r.artifact["passage_ids"] for r in results)
+    # each model message with tool calls is one request with the tools bound
+    asked = [m for m in messages if isinstance(m, AIMessage) and m.tool_calls]
+    assert len(asked) == [Request(b, 0).kind for b in server.requests].count("tools")
+    if topology == "knowledge_aware:competitive":  # each suggester its own retriever
+        assert sorted({r.artifact["retriever"] for r in results}) == ["bm25", "hybrid"]
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize("topology", TOOL_TOPOLOGIES)
+def test_a_failing_tool_call_ends_in_an_abstention_naming_the_cause(
+    monkeypatch, tiny_index, topology, fault
+):
+    reply, cause, per_call = FAULTS[fault]
+    responder = Faults(TinyWorld(), reply, when=lambda r: r.kind == "tools")
+    with serve(monkeypatch, responder) as server:
+        result = run(tiny_index, topology, llm_timeout=0.5)
+    assert result.abstained and result.answer == ""
+    assert cause in result.abstain_reason, result.abstain_reason
+    failing = [Request(b, 0).kind for b in server.requests].count("tools")
+    assert failing == per_call * FAILING_TOOL_STEPS[topology]
+    # every request, failed or not, is charged
+    assert result.usage.llm_calls == len(server.requests)
+    if fault != "prose":
+        assert result.usage.failed_calls == failing and result.usage.tokens_estimated
+    assert result.trace[-1] == "finalize_answer"
+
+
+@pytest.mark.parametrize("topology", TOOL_TOPOLOGIES)
+def test_runaway_lists_in_tool_arguments_are_bounded(monkeypatch, tiny_index, topology):
+    world = TinyWorld()
+
+    def runaway(request: Request) -> Reply:
+        reply = world(request)
+        for call in reply.tool_calls:
+            for key, value in call["args"].items():
+                if isinstance(value, list) and value:
+                    call["args"][key] = value * 200  # one item repeated, as small models do
+        return reply
+
+    with serve(monkeypatch, runaway) as server:
+        result = run(tiny_index, topology)
+    assert result.answer == "Missolonghi", result.abstain_reason
+    assert result.usage.llm_calls == len(server.requests)
+    assert len(result.evidence) == len({e.passage_id for e in result.evidence}) <= 3
+
+
+#: servers that cannot take tools: Ollama with a model without tool support (400), a llama.cpp
+#: server started without --jinja (500, retried as a server error)
+NO_TOOLS = {
+    "ollama": (
+        Reply(status=400, error="registry.ollama.ai/library/tiny does not support tools"),
+        1,
+    ),
+    "llama.cpp": (Reply(status=500, error="tools param requires --jinja flag"), 2),
+}
+
+
+@pytest.mark.parametrize("server_kind", list(NO_TOOLS))
+@pytest.mark.parametrize("topology", TOOL_TOPOLOGIES)
+def test_a_server_refusing_tools_falls_back_to_the_json_path(
+    monkeypatch, tiny_index, topology, server_kind
+):
+    reply, per_call = NO_TOOLS[server_kind]
+    responder = Faults(TinyWorld(), reply, when=lambda r: r.kind == "tools")
+    with serve(monkeypatch, responder) as server:
+        result = run(tiny_index, topology)
+    assert result.answer == "Missolonghi", result.abstain_reason
+    notes = result.diagnostics["notes"]
+    assert any("refused tool calling" in n and "JSON" in n for n in notes), notes
+    # the model is remembered: later steps take the JSON path without asking again (parallel
+    # suggesters may each have asked once before the first refusal came back)
+    refused = [Request(b, 0).kind for b in server.requests].count("tools")
+    agents = VARIANTS.get(topology, {}).get("agents", 1)
+    assert per_call <= refused <= per_call * agents
+    # the refused requests are charged with the others
+    assert result.usage.llm_calls == len(server.requests)
+    assert result.usage.failed_calls == refused
+
+
+#: topology -> the LLM-call budget that stops it before its answer
+TIGHT_BUDGETS = {
+    "react": 1,
+    "dual_agent": 2,
+    "knowledge_aware": 2,
+    "knowledge_aware:competitive": 2,
+}
+
+
+@pytest.mark.parametrize("topology", TOOL_TOPOLOGIES)
+def test_the_budget_holds_when_the_graph_is_invoked_directly(monkeypatch, tiny_index, topology):
+    """No `ask`, no callbacks: the run's guard comes from the runtime context, and is checked
+    before every request, inside tool loops and parallel suggesters too."""
+    calls = TIGHT_BUDGETS[topology]
+    with serve(monkeypatch, TinyWorld()) as server:
+        state = studio_state(tiny_index, topology, max_llm_calls=calls)
+    assert state["abstained"], state.get("answer")
+    assert f"LLM-call budget exhausted ({calls}/{calls} calls)" in state["abstain_reason"]
+    assert len(server.requests) == calls and state["usage"].llm_calls == calls
+
+
+def test_the_token_budget_holds_inside_a_suggester_round(monkeypatch, tiny_index):
+    with serve(monkeypatch, TinyWorld()) as server:
+        result = run(tiny_index, "knowledge_aware:competitive", max_tokens=1200)
+    assert result.abstained and "token budget exhausted" in result.abstain_reason
+    assert result.usage.llm_calls == len(server.requests) < 12  # the whole run takes 12
+    assert result.diagnostics["budget_refusals"] >= 1
+
+
+def test_direct_invocation_of_the_module_graph_is_guarded(monkeypatch, tiny_index):
+    """The module-level graph Studio loads, invoked with a fresh context per run."""
+    with serve(monkeypatch, TinyWorld()) as server:
+        for _ in range(2):  # a second run with its own context has its own budget
+            context = make_context(tiny_index, MODEL, max_llm_calls=1)
+            out = get_workflow("react").invoke({"question": QUESTION}, context=context)
+            assert out["abstained"] and "LLM-call budget" in out["abstain_reason"]
+    assert len(server.requests) == 2
+
+
 # -- the command line ----------------------------------------------------------------------------
 
 
@@ -323,3 +510,97 @@ def test_cli_json_prints_one_object_when_the_server_is_down(monkeypatch, capsys,
     obj = json.loads(lines[0])
     assert obj["abstained"] and "connection error" in obj["abstain_reason"]
     assert obj["usage"]["llm_calls"] == 2 and obj["usage"]["failed_calls"] == 2
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_cli_json_prints_one_object_when_a_suggesters_tool_call_fails(
+    monkeypatch, capsys, tiny_index, fault
+):
+    from graphseek.cli import main
+
+    reply, cause, per_call = FAULTS[fault]
+    responder = Faults(TinyWorld(), reply, when=lambda r: r.kind == "tools")
+    args = ["ask", str(tiny_index.path), QUESTION, "--llm", "openai:tiny", "--json",
+            "-t", "knowledge_aware", "--mode", "competitive", "--agents", "2",
+            "--llm-timeout", "0.5"]  # fmt: skip
+    with serve(monkeypatch, responder):
+        code = main(args)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert code == 0 and len(lines) == 1
+    obj = json.loads(lines[0])
+    assert obj["abstained"] is True and cause in obj["abstain_reason"]
+    assert obj["usage"]["llm_calls"] == 1 + 2 * per_call  # Required, then both suggesters
+    assert any(cause in e for e in obj["diagnostics"]["errors"])
+
+
+def test_cli_json_names_the_budget(monkeypatch, capsys, tiny_index):
+    from graphseek.cli import main
+
+    args = ["ask", str(tiny_index.path), QUESTION, "--llm", "openai:tiny", "--json",
+            "-t", "knowledge_aware", "--mode", "competitive", "--agents", "2",
+            "--max-llm-calls", "2"]  # fmt: skip
+    with serve(monkeypatch, TinyWorld()) as server:
+        code = main(args)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert code == 0 and len(lines) == 1
+    obj = json.loads(lines[0])
+    assert obj["abstained"] and "LLM-call budget exhausted (2/2 calls)" in obj["abstain_reason"]
+    assert obj["usage"]["llm_calls"] == len(server.requests) == 2
+    assert obj["diagnostics"]["budget_refusals"] >= 1
+
+
+@pytest.mark.parametrize("case", ["no_usage", "runaway"])
+def test_cli_json_answers_through_replies_without_usage_or_with_runaway_lists(
+    monkeypatch, capsys, tiny_index, case
+):
+    from graphseek.cli import main
+
+    world = TinyWorld()
+
+    def responder(request: Request) -> Reply:
+        reply = world(request)
+        if case == "no_usage":
+            reply.usage = False
+        elif reply.content and not request.tool_names:
+            data = json.loads(reply.content)
+            data = {k: v * 200 if isinstance(v, list) and v else v for k, v in data.items()}
+            reply = Reply.json(data)
+        return reply
+
+    with serve(monkeypatch, responder) as server:
+        code = main(["ask", str(tiny_index.path), QUESTION, "--llm", "openai:tiny", "--json"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert code == 0 and len(lines) == 1
+    obj = json.loads(lines[0])
+    assert obj["answer"] == "Missolonghi" and obj["abstain_reason"] == ""
+    assert obj["usage"]["llm_calls"] == len(server.requests)
+    assert obj["usage"]["tokens_estimated"] is (case == "no_usage")
+
+
+def test_the_cli_process_prints_one_json_object_for_a_stalled_server(tiny_index):
+    """The real command (`python -m graphseek.cli`) in a child process: logs and warnings go
+    to stderr, stdout is exactly one JSON object."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    responder = Faults(TinyWorld(), Reply(stall=3.0), when=lambda r: r.kind == "tools")
+    with FakeOpenAIServer(responder) as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
+               "GRAPHSEEK_LLM_BACKOFF": "0", "GRAPHSEEK_LLM_MAX_RETRIES": "1",
+               "HF_HUB_OFFLINE": "1"}  # fmt: skip
+        env.pop("GRAPHSEEK_LLM_CACHE", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "graphseek.cli", "ask", str(tiny_index.path), QUESTION,
+             "--llm", "openai:tiny", "--json", "-t", "react", "--llm-timeout", "0.5"],
+            cwd=root, env=env, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stdout
+    obj = json.loads(lines[0])
+    assert obj["abstained"] and "timeout" in obj["abstain_reason"]
+    assert obj["usage"]["llm_calls"] == obj["usage"]["failed_calls"] == 2
+    assert "diagnostics" in obj

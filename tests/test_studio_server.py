@@ -169,6 +169,11 @@ def test_dual_agent_run_streams_progress_and_stores_its_thread(server: Server) -
     state = server.client.threads.get_state(thread_id)
     assert state["values"]["answer"] == "Missolonghi" and not state["values"]["abstained"]
     assert "byron" in [e["passage_id"] for e in state["values"]["evidence"]]
+    # each Librarian's tool call (the configured retrieval) and its result, as Studio shows
+    messages = state["values"]["messages"]
+    calls = [c["name"] for m in messages if m["type"] == "ai" for c in m.get("tool_calls", [])]
+    assert calls and set(calls) == {"context_search"}
+    assert sum(m["type"] == "tool" for m in messages) == len(calls)
     history = server.client.threads.get_history(thread_id, limit=100)
     assert len(history) >= len(nodes)
     assert history[-1]["next"] == ["__start__"] and history[0]["next"] == []
@@ -184,6 +189,11 @@ def test_knowledge_aware_competitive_run_with_two_agents(server: Server) -> None
     assert values["answer"] == "Missolonghi" and not values["abstained"]
     assert values["diagnostics"]["suggester_winners"]
     assert len(server.client.threads.get_history(thread_id, limit=200)) >= len(nodes)
+    # the suggesters' tool calls and their results are in the state Studio shows
+    calls = [c for m in values["messages"] if m["type"] == "ai" for c in m.get("tool_calls", [])]
+    results = [m for m in values["messages"] if m["type"] == "tool"]
+    assert calls and {c["name"] for c in calls} == {"search_gap"}
+    assert len(results) == len(calls) == nodes.count("suggest")
 
 
 def test_a_bad_index_path_ends_the_run_with_a_readable_error(server: Server) -> None:

@@ -8,7 +8,9 @@ asks again with the rejected queries listed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from graphseek.agents.kair import format_gaps, format_known, format_queries, open_gaps
@@ -16,10 +18,12 @@ from graphseek.agents.prompts.planner import (
     PLANNER_INIT_SYSTEM,
     PLANNER_INIT_USER,
     PLANNER_SYSTEM,
+    PLANNER_TOOLS_SYSTEM,
     PLANNER_USER,
     STRATEGIES,
 )
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Step
+from graphseek.agents.tool_calling import call_tools
 from graphseek.llm import invoke_structured
 from graphseek.state.bounds import Names, Reasoning, Sentence, Sentences
 from graphseek.state.models import Gap
@@ -53,23 +57,7 @@ class LLMPlanner:
         return Step([Gap(id=str(i), description=t) for i, t in enumerate(texts, 1)], usage)
 
     def plan(self, view: KnowledgeView, rejected: Sequence[str] = ()) -> Step[QueryPlan]:
-        messages = [
-            ("system", PLANNER_SYSTEM),
-            (
-                "human",
-                PLANNER_USER.format(
-                    question=view.question,
-                    known=format_known(view.known),
-                    required=format_gaps(view.required, view.answers),
-                    queries=format_queries(view.query_history),
-                    rejected="; ".join(rejected) if rejected else "(none)",
-                    agent=view.agent + 1,
-                    agents=view.agents,
-                    strategy=STRATEGIES[view.agent % len(STRATEGIES)],
-                    assigned=", ".join(view.assigned_gaps) if view.assigned_gaps else "any",
-                ),
-            ),
-        ]
+        messages = [("system", PLANNER_SYSTEM), ("human", _plan_user(view, rejected))]
         out, usage = invoke_structured(
             self.model, QueryProposal, messages, max_retries=self.max_retries
         )
@@ -77,3 +65,32 @@ class LLMPlanner:
         targets = tuple(g for g in out.target_gap_ids if g in open_ids)
         query = " ".join(out.query.replace("#", " ").split())
         return Step(QueryPlan(query=query, gap_ids=targets, reason=out.reasoning), usage)
+
+    def call_tools(
+        self, view: KnowledgeView, messages: Sequence[BaseMessage], tools: Sequence[Any]
+    ) -> Step[AIMessage]:
+        """One step of a suggester's search (KAIR §3.3) as tool calls: the model, with the
+        search tools bound, reads its caches and the conversation so far (its calls and their
+        results, errors included) and calls a tool. Raises `ToolsUnsupportedError` for a model
+        that cannot call tools, and the taxonomy's `LLMError`s."""
+        prompt = [
+            SystemMessage(PLANNER_TOOLS_SYSTEM),
+            HumanMessage(_plan_user(view, ())),
+            *messages,
+        ]
+        reply, usage = call_tools(self.model, tools, prompt, self.max_retries)
+        return Step(reply, usage)
+
+
+def _plan_user(view: KnowledgeView, rejected: Sequence[str]) -> str:
+    return PLANNER_USER.format(
+        question=view.question,
+        known=format_known(view.known),
+        required=format_gaps(view.required, view.answers),
+        queries=format_queries(view.query_history),
+        rejected="; ".join(rejected) if rejected else "(none)",
+        agent=view.agent + 1,
+        agents=view.agents,
+        strategy=STRATEGIES[view.agent % len(STRATEGIES)],
+        assigned=", ".join(view.assigned_gaps) if view.assigned_gaps else "any",
+    )

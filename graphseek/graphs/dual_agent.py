@@ -3,7 +3,8 @@
 clarify_question → decompose_question → ask_librarian (independent steps in parallel, `Send`;
 each a tool-calling Librarian subgraph, `graphseek.graphs.librarian_agent`)
 → decide_action (the Seeker) → ask_librarian … until the Seeker answers or abstains, or a budget
-(`max_turns`, `max_llm_calls`, `max_tokens`) runs out → finalize_answer.
+(`max_turns`, `max_llm_calls`, `max_tokens`) runs out, or a Librarian's model call fails after
+its retries (the Seeker abstains with the cause) → finalize_answer.
 The Librarian's retriever is a context setting (`retriever="hybrid"`, `"higra"`, …); with
 `"higra"` the HiGraRetriever's relations reach the Librarian as extra context.
 Branching paths and multiple answers (App. G): the Seeker may ask a step again on each of an
@@ -73,6 +74,16 @@ def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     exhausted = budget_exhausted(state.get("usage"), turn, ctx)
     if exhausted:
         return {"next_action": "abstain", "abstain_reason": exhausted, "trace": ["decide_action"]}
+    # a Librarian whose model call failed after its retries (server down, context overflow,
+    # malformed replies, a spent budget): asking again would fail the same way, so the run
+    # abstains with the cause (the first failure ends the run, so any failed draft is new)
+    failures = [d.error for d in drafts if d.error]
+    if failures:
+        return {
+            "next_action": "abstain",
+            "abstain_reason": f"librarian failed: {failures[-1]}",
+            "trace": ["decide_action"],
+        }
     view = SeekerView(
         question=state.get("clarified_question") or state["question"],
         plan=state.get("plan", []),

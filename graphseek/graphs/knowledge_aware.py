@@ -9,14 +9,23 @@ passages).
 
 - `initialize_caches`: the planner sets up Required from the question (Algorithm 1 line 1; the
   first round's query then plays the part of the initial retrieval, lines 4-8).
+- Every agent searches by calling tools (`graphseek.graphs.kair_steps`): its planner, with the
+  actions bound (`search_gap(query, gap_ids)` with the agent's retriever; entity search,
+  neighbours, PPR expansion, passage search; `stop_searching` to finish early), replies with tool
+  calls, and a `ToolNode` runs them. `search_gap` refuses a query already searched with an error
+  `ToolMessage`; a round whose calls all failed goes back to the planner, which reacts (at most
+  `MAX_SEARCHES` calls a round). The offline planner, and a model that cannot call tools (noted
+  in `diagnostics.notes`; the planner is asked again with the rejected queries listed), emit the
+  same `search_gap` call. The tool calls and results are in `messages`, so Studio shows them.
 - A round with one agent (`mode="single"`, Algorithm 1 lines 11-14): `plan_query` (the next
-  query from Known, Required and the history; a query already searched is rejected and the
-  planner asked again) → `retrieve_documents` (the context's retriever) → `update_knowledge`
+  query from Known, Required and the history, as tool calls) → `retrieve_documents` (the
+  `ToolNode`; the single agent searches with the context's retriever) → `update_knowledge`
   (only supported, relevant facts enter Known, eq. 5; resolved gaps leave Required) →
   `filter_context` (D ∪ new passages re-filtered against Known, eq. 3).
 - A round with suggesters (`mode="competitive" | "collaborative"`, `agents=N`, §3.3): `suggest`
-  runs plan → retrieve → update for each suggester in parallel (`Send`), each with its own
-  retriever (the context's first, then bm25 / dense / hybrid, round-robin); `select_proposal`
+  runs each suggester in parallel (`Send`) as the same tool-calling agent in a subgraph
+  (`graphseek.graphs.suggester_agent`: plan_search → act → update_caches), each with its own
+  retriever (the context's first, then bm25 / dense / hybrid, round-robin). `select_proposal`
   then either picks the proposal with the fewest open gaps (competitive, eq. 6; ties: more Known
   facts, then the lower suggester index) whose caches become the shared ones, or (collaborative:
   suggesters read and write one shared Known and Required, merged by the reducers) pools the
@@ -33,59 +42,67 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from graphseek.agents.kair import (
-    AcceptedUpdate,
-    accept_update,
     enforce_exact_match,
     fill_gap,
-    is_repeat,
     open_gaps,
     segments_to_context,
 )
-from graphseek.agents.registry import Roles, get_roles
-from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan, Segment
-from graphseek.errors import BudgetExceededError, LLMError
-from graphseek.graphs.common import error_usage, finalize_answer, to_evidence, to_hits
+from graphseek.agents.registry import get_roles
+from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment
+from graphseek.errors import LLMError
+from graphseek.graphs.common import error_usage, finalize_answer, to_evidence
+from graphseek.graphs.kair_steps import (
+    MAX_SEARCHES,
+    STOP,
+    kair_tools,
+    next_search,
+    plan_new_query,
+    read_results,
+    round_messages,
+    searches_failed,
+    searches_made,
+    update_from_hits,
+)
 from graphseek.graphs.routing import budget_exhausted, route_knowledge, route_unless_failed
-from graphseek.knowledge.passages import Hit
+from graphseek.graphs.suggester_agent import (
+    SUGGESTER_RETRIEVERS,
+    suggester_agent,
+    suggester_retriever,
+)
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
-from graphseek.state.reducers import append_unique, merge_facts, merge_gaps
 from graphseek.state.schema import (
     InputState,
     OutputState,
     PlannedQuery,
-    Proposal,
     State,
     SuggesterCache,
     SuggesterTask,
 )
-from graphseek.tools.retrievers import resolve_index, retrieve
+from graphseek.tools.retrievers import resolve_index
 
 log = logging.getLogger(__name__)
 
-#: the retrievers suggesters take turns with after the context's own (round-robin by index)
-SUGGESTER_RETRIEVERS = ("bm25", "dense", "hybrid")
 MODES = ("single", "competitive", "collaborative")
+__all__ = [
+    "MODES",
+    "SUGGESTER_RETRIEVERS",
+    "build_knowledge_aware",
+    "graph",
+    "plan_new_query",
+    "suggester_retriever",
+]
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def suggester_retriever(index: int, context: Context) -> str:
-    """Suggester `index`'s retriever: the context's for suggester 0, then the others in turn."""
-    pool = [context.retriever, *(r for r in SUGGESTER_RETRIEVERS if r != context.retriever)]
-    return pool[index % len(pool)]
-
-
-_error_usage = error_usage
 
 
 def _shared_view(state: State, context: Context) -> KnowledgeView:
@@ -99,66 +116,6 @@ def _shared_view(state: State, context: Context) -> KnowledgeView:
         turn=state.get("turn", 0),
         max_turns=context.max_turns,
     )
-
-
-def plan_new_query(
-    planner: Planner,
-    view: KnowledgeView,
-    attempts: int,
-    spent: Usage | None = None,
-    context: Context | None = None,
-) -> tuple[QueryPlan, Usage, list[str]]:
-    """Ask the planner for a query not in the history; a repeat is rejected and the planner asked
-    again with the rejected queries listed, `attempts` times at most. Returns the plan (an empty
-    query when none is new), the usage, and the rejected queries.
-
-    With `context`, the budgets are checked before every planner call against `spent` (the
-    run's usage before this round) plus what the calls here cost; a spent budget raises
-    `BudgetExceededError`. A failed call raises its `LLMError` carrying the usage of every call
-    made here."""
-    usage = Usage()
-    rejected: list[str] = []
-    for _ in range(max(1, attempts)):
-        if context is not None:
-            why = budget_exhausted((spent or Usage()) + usage, 0, context)
-            if why:
-                raise BudgetExceededError(f"budget: {why}", cause=why, usage=usage)
-        try:
-            step = planner.plan(view, tuple(rejected))
-        except LLMError as exc:
-            exc.usage = usage + error_usage(exc)
-            raise
-        usage = usage + step.usage
-        query = " ".join(step.value.query.split())
-        if not query:
-            return step.value, usage, rejected
-        if is_repeat(query, [*view.query_history, *rejected]):
-            rejected.append(query)
-            continue
-        return replace(step.value, query=query), usage, rejected
-    reason = f"every proposed query was already searched ({'; '.join(rejected)})"
-    return QueryPlan(query="", reason=reason), usage, rejected
-
-
-def _shown_passages(hits: Sequence[Hit], context: Sequence[EvidenceItem]) -> dict[str, str]:
-    """Passage id -> whole text of what a knowledge update sees: new hits and the context."""
-    shown = {h.passage.id: h.passage.text for h in hits}
-    for item in context:
-        shown.setdefault(item.passage_id, item.text)
-    return shown
-
-
-def _update(
-    roles: Roles, view: KnowledgeView, plan: QueryPlan, hits: Sequence[Hit]
-) -> tuple[AcceptedUpdate, Usage, str | None]:
-    """Run the knowledge updater and keep what KAIR eq. 5 lets in."""
-    try:
-        step = roles.knowledge_updater.update(view, plan, hits)
-    except LLMError as exc:
-        log.warning("knowledge updater failed on %r: %s", plan.query, exc)
-        return AcceptedUpdate(), _error_usage(exc), f"knowledge updater: {exc}"
-    shown = _shown_passages(hits, view.refined_context)
-    return accept_update(view.required, step.value, shown), step.usage, None
 
 
 def _candidates(
@@ -222,7 +179,7 @@ def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     try:
         step = get_roles(ctx).planner.initial_gaps(question)
     except LLMError as exc:
-        return _abstain("initialize_caches", f"planner failed: {exc}", usage=_error_usage(exc))
+        return _abstain("initialize_caches", f"planner failed: {exc}", usage=error_usage(exc))
     gaps = step.value
     update: dict[str, Any] = {
         "known": Overwrite([]),
@@ -249,66 +206,93 @@ def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]
 
 
 def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """The next query from Known, Required and the query history (eq. 2); never a repeat."""
+    """The next search from Known, Required and the query history (eq. 2), as tool calls;
+    never a repeat (the tool refuses one, the JSON planner is asked again)."""
     ctx = runtime.context
     view = _shared_view(state, ctx)
-    try:
-        plan, usage, rejected = plan_new_query(
-            get_roles(ctx).planner,
-            view,
-            attempts=1 + ctx.max_retries,
-            spent=state.get("usage"),
-            context=ctx,
-        )
-    except LLMError as exc:
-        return _abstain("plan_query", f"planner failed: {exc}", usage=_error_usage(exc))
+    messages = list(state.get("messages", []))
+    step = next_search(
+        get_roles(ctx).planner,
+        view,
+        round_messages(messages),
+        attempts=1 + ctx.max_retries,
+        call_id=f"agent-round{view.turn + 1}",
+    )
+    if step.error is not None:
+        return _abstain("plan_query", f"planner failed: {step.error}", usage=step.usage)
+    calls = step.message.tool_calls if step.message is not None else []
+    search = next((c for c in calls if c["name"] != STOP), None)
+    args = dict(search.get("args") or {}) if search else {}
+    query = " ".join(str(args.get("query") or args.get("entity") or "").split())
+    gap_ids = [str(g) for g in args.get("gap_ids") or []]
     update: dict[str, Any] = {
-        "usage": usage,
+        "usage": step.usage,
         "trace": ["plan_query"],
         "history": [
             {
                 "turn": view.turn + 1,
                 "role": "planner",
-                "query": plan.query,
-                "gap_ids": list(plan.gap_ids),
-                "reason": plan.reason,
-                "rejected": rejected,
+                "query": query,
+                "tool": search["name"] if search else "",
+                "gap_ids": gap_ids,
+                "reason": step.reason,
+                "rejected": step.rejected,
             }
         ],
     }
-    if rejected:
-        update["diagnostics"] = {"rejected_queries": rejected}
-    if not plan.query:
+    if step.message is not None:
+        update["messages"] = [step.message]
+    diagnostics: dict[str, Any] = {}
+    if step.notes:
+        diagnostics["notes"] = step.notes
+    if step.rejected:
+        diagnostics["rejected_queries"] = step.rejected
+    if diagnostics:
+        update["diagnostics"] = diagnostics
+    if search is None:
         gaps = len(open_gaps(view.required))
+        why = step.reason or "the planner made no search"
         return update | {
             "next_action": "abstain",
-            "abstain_reason": f"no new query for the {gaps} open gap(s): {plan.reason}",
+            "abstain_reason": f"no new query for the {gaps} open gap(s): {why}",
         }
-    planned = PlannedQuery(query=plan.query, gap_ids=list(plan.gap_ids), reason=plan.reason)
+    planned = PlannedQuery(query=query, gap_ids=gap_ids, reason=step.reason)
     return update | {"next_action": "retrieve", "planned_query": planned}
 
 
-def retrieve_documents(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Search the planned query with the context's retriever (D_add)."""
-    ctx = runtime.context
-    query = state["planned_query"]["query"]
-    hits = retrieve(resolve_index(ctx), query, ctx.top_k, ctx.retriever)
-    return {
-        "passages": [to_evidence(h) for h in hits],
-        "retrieved_ids": [h.passage.id for h in hits],
-        "query_history": [query],
-        "trace": ["retrieve_documents"],
-    }
+def route_search(state: State) -> Literal["plan_query", "update_knowledge"]:
+    """After the tools (`retrieve_documents`): every call failed (a refused repeat, a failing
+    graph tool) → the planner again, while the round has searches left; else the update."""
+    messages = list(state.get("messages", []))
+    if searches_failed(messages) and searches_made(messages) < MAX_SEARCHES:
+        return "plan_query"
+    return "update_knowledge"
 
 
 def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Known and Required from the new passages and the refined context (eq. 5)."""
+    """Known and Required from the passages the tools found (D_add) and the refined context
+    (eq. 5)."""
     ctx = runtime.context
-    planned = state["planned_query"]
-    plan = QueryPlan(planned["query"], tuple(planned["gap_ids"]), planned["reason"])
     view = _shared_view(state, ctx)
-    accepted, usage, error = _update(get_roles(ctx), view, plan, to_hits(state.get("passages", [])))
+    found = read_results(list(state.get("messages", [])), ctx)
+    planned = state.get("planned_query") or PlannedQuery(query="", gap_ids=[], reason="")
+    query = found.queries[0] if found.queries else ""
+    diagnostics: dict[str, Any] = {}
+    if found.notes:
+        diagnostics["notes"] = found.notes
+    if found.rejected:
+        diagnostics["rejected_queries"] = found.rejected
+    if not query:  # every search of the round failed
+        why = "; ".join(found.notes or [f"refused: {q}" for q in found.rejected]) or "no result"
+        failure = _abstain("update_knowledge", f"no search succeeded this round ({why})")
+        return failure | ({"diagnostics": diagnostics} if diagnostics else {})
+    gap_ids = tuple(found.gap_ids or planned["gap_ids"])
+    plan = QueryPlan(query, gap_ids, planned["reason"])
+    accepted, usage, error = update_from_hits(get_roles(ctx), view, plan, found.hits)
     update: dict[str, Any] = {
+        "passages": [to_evidence(h) for h in found.hits],
+        "retrieved_ids": [h.passage.id for h in found.hits],
+        "query_history": found.queries,
         "known": accepted.facts,
         "required": accepted.gaps,
         "step_answers": accepted.answers,
@@ -318,6 +302,8 @@ def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             {
                 "turn": view.turn + 1,
                 "role": "knowledge_updater",
+                "query": query,
+                "passages": [h.passage.id for h in found.hits],
                 "facts": [f.text for f in accepted.facts],
                 "resolved": accepted.resolved,
                 "rejected": accepted.rejected,
@@ -325,7 +311,9 @@ def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ],
     }
     if error:
-        update["diagnostics"] = {"errors": [error]}
+        diagnostics["errors"] = [error]
+    if diagnostics:
+        update["diagnostics"] = diagnostics
     return update
 
 
@@ -344,7 +332,7 @@ def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     except LLMError as exc:
         # keep what was refined before and the new passages whole
         log.warning("context filter failed: %s", exc)
-        usage = _error_usage(exc)
+        usage = error_usage(exc)
         diagnostics["errors"] = [f"context filter: {exc}"]
         segments = [Segment(passage_id=c.passage_id, text=c.sentence or c.text) for c in candidates]
     kept, dropped = enforce_exact_match(segments, texts)
@@ -356,100 +344,6 @@ def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "usage": usage,
         "trace": ["filter_context"],
         "diagnostics": diagnostics,
-    }
-
-
-def suggest(state: SuggesterTask, runtime: Runtime[Context]) -> dict[str, Any]:
-    """One suggester's round (§3.3): plan a query against its caches, retrieve with its own
-    retriever, update its Known and Required. Competitive: a proposal only; collaborative: the
-    update also goes straight into the shared caches."""
-    ctx = runtime.context
-    index = state["suggester"]
-    cache = state["suggester_cache"]
-    retriever = suggester_retriever(index, ctx)
-    view = KnowledgeView(
-        question=state["question"],
-        known=cache["known"],
-        required=cache["required"],
-        answers=cache["answers"],
-        query_history=cache["queries"],
-        refined_context=state["shared_context"],
-        agent=index,
-        agents=max(1, ctx.agents),
-        assigned_gaps=state["assigned_gaps"],
-        turn=state["round"],
-        max_turns=ctx.max_turns,
-    )
-    roles = get_roles(ctx)
-    errors: list[str] = []
-    try:
-        plan, usage, rejected = plan_new_query(
-            roles.planner, view, attempts=1 + ctx.max_retries, context=ctx
-        )
-    except LLMError as exc:
-        plan, usage, rejected = QueryPlan(query="", reason="planner failed"), _error_usage(exc), []
-        errors.append(f"suggester {index} planner: {exc}")
-    proposal = Proposal(
-        suggester=index,
-        query=plan.query,
-        retriever=retriever,
-        passages=[],
-        cache=cache,
-        open_gaps=len(open_gaps(cache["required"])),
-        known_facts=len(cache["known"]),
-    )
-    update: dict[str, Any] = {"trace": ["suggest"]}
-    entry: dict[str, Any] = {
-        "turn": view.turn + 1,
-        "role": f"suggester {index}",
-        "retriever": retriever,
-        "query": plan.query,
-        "reason": plan.reason,
-        "rejected": rejected,
-    }
-    if plan.query:
-        hits = retrieve(resolve_index(ctx), plan.query, ctx.top_k, retriever)
-        accepted, update_usage, error = _update(roles, view, plan, hits)
-        usage = usage + update_usage
-        if error:
-            errors.append(f"suggester {index} {error}")
-        new_cache = SuggesterCache(
-            known=merge_facts(cache["known"], accepted.facts),
-            required=merge_gaps(cache["required"], accepted.gaps),
-            answers={**cache["answers"], **accepted.answers},
-            queries=append_unique(cache["queries"], [plan.query]),
-        )
-        proposal = Proposal(
-            suggester=index,
-            query=plan.query,
-            retriever=retriever,
-            passages=[to_evidence(h) for h in hits],
-            cache=new_cache,
-            open_gaps=len(open_gaps(new_cache["required"])),
-            known_facts=len(new_cache["known"]),
-        )
-        update |= {
-            "query_history": [plan.query],
-            "retrieved_ids": [h.passage.id for h in hits],
-        }
-        if ctx.mode == "collaborative":
-            update |= {
-                "known": accepted.facts,
-                "required": accepted.gaps,
-                "step_answers": accepted.answers,
-            }
-        entry |= {"facts": [f.text for f in accepted.facts], "resolved": accepted.resolved}
-    entry["open_gaps"] = proposal["open_gaps"]
-    diagnostics: dict[str, Any] = {}
-    if rejected:
-        diagnostics["rejected_queries"] = rejected
-    if errors:
-        diagnostics["errors"] = errors
-    return update | {
-        "proposals": [proposal],
-        "usage": usage,
-        "history": [entry],
-        **({"diagnostics": diagnostics} if diagnostics else {}),
     }
 
 
@@ -515,7 +409,7 @@ def compose_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     try:
         step = get_roles(ctx).answerer.answer(_shared_view(state, ctx))
     except LLMError as exc:
-        return _abstain("compose_answer", f"answerer failed: {exc}", usage=_error_usage(exc))
+        return _abstain("compose_answer", f"answerer failed: {exc}", usage=error_usage(exc))
     final = step.value
     if not final.answer.strip():
         return _abstain(
@@ -553,9 +447,10 @@ def build_knowledge_aware() -> StateGraph[State, Context, InputState, OutputStat
     )
     builder.add_node(initialize_caches)
     builder.add_node(plan_query)
-    builder.add_node(retrieve_documents)
+    # the single agent's actions: the same tools as the suggesters' (`kair_tools`)
+    builder.add_node("retrieve_documents", ToolNode(kair_tools(), handle_tool_errors=True))
     builder.add_node(update_knowledge)
-    builder.add_node(suggest, input_schema=SuggesterTask)
+    builder.add_node("suggest", suggester_agent, input_schema=SuggesterTask)
     builder.add_node(select_proposal)
     builder.add_node(filter_context)
     builder.add_node(compose_answer)
@@ -568,8 +463,14 @@ def build_knowledge_aware() -> StateGraph[State, Context, InputState, OutputStat
         route_unless_failed("retrieve_documents"),
         ["retrieve_documents", "finalize_answer"],
     )
-    builder.add_edge("retrieve_documents", "update_knowledge")
-    builder.add_edge("update_knowledge", "filter_context")
+    builder.add_conditional_edges(
+        "retrieve_documents", route_search, ["plan_query", "update_knowledge"]
+    )
+    builder.add_conditional_edges(
+        "update_knowledge",
+        route_unless_failed("filter_context"),
+        ["filter_context", "finalize_answer"],
+    )
     builder.add_edge("suggest", "select_proposal")
     builder.add_conditional_edges(
         "select_proposal",

@@ -211,6 +211,8 @@ def search_evidence(state: LibrarianState, runtime: Runtime[Context]) -> dict[st
         except ToolsUnsupportedError as exc:
             note = f"librarian: {exc}; the JSON path is used instead"
             update.setdefault("diagnostics", {}).setdefault("notes", []).append(note)
+            if exc.usage.llm_calls:  # the refused request is charged
+                update["usage"] = update.get("usage", Usage()) + exc.usage
         except LLMError as exc:
             errors = [f"librarian: {exc}"]
             return update | {"usage": error_usage(exc), "diagnostics": {"errors": errors}}
@@ -269,7 +271,8 @@ def draft_answer(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, 
     errors = state.get("diagnostics", {}).get("errors") or []
     update: dict[str, Any] = {"trace": ["ask_librarian"]}
     if errors:
-        draft = Draft(question=question, answer="", step_id=step_id)
+        cause = str(errors[-1]).removeprefix("librarian: ")
+        draft = Draft(question=question, answer="", step_id=step_id, error=cause)
     elif finish_call is not None:
         draft = _finish_draft(question, finish_call, hits).model_copy(
             update={"step_id": step_id, "question": question}
@@ -279,6 +282,7 @@ def draft_answer(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, 
         draft, usage, error = graph_draft(question, hits, lines, runtime, step_id)
         update["usage"] = usage
         if error:
+            draft = draft.model_copy(update={"error": error})
             update["diagnostics"] = {"errors": [f"librarian: {error}"]}
     update["drafts"] = [draft]
     if step_id is not None and draft.answer:

@@ -42,7 +42,7 @@ from graphseek.graphs.graph_context import NO_GRAPH, topic_labels
 from graphseek.graphs.routing import budget_exhausted, route_thought
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
-from graphseek.state.models import EvidenceItem
+from graphseek.state.models import EvidenceItem, Usage
 from graphseek.state.schema import InputState, OutputState, State
 from graphseek.state.verdicts import Thought
 from graphseek.tools.lc_tools import react_tools
@@ -72,17 +72,24 @@ def _decide(
     model that cannot call tools decide a `Thought`, emitted as the same tool calls."""
     thinker = get_roles(runtime.context).thinker
     notes: list[str] = []
+    refused = Usage()  # a request the server refused for its tools
     if isinstance(thinker, LLMThinker):
         try:
             reply = thinker.call_tools(view, messages)
         except ToolsUnsupportedError as exc:
             notes.append(f"thinker: {exc}; the JSON thought path is used instead")
+            refused = exc.usage
         else:
             message = reply.value
             return message, thought_from_message(message, view.question), reply.usage, notes
-    result = thinker.think(view)
+    try:
+        result = thinker.think(view)
+    except LLMError as exc:
+        exc.usage = refused + error_usage(exc)
+        raise
     thought = result.value
-    return thought_message(thought, view.step + 1, view.question), thought, result.usage, notes
+    message = thought_message(thought, view.step + 1, view.question)
+    return message, thought, refused + result.usage, notes
 
 
 def think(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

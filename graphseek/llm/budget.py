@@ -1,20 +1,28 @@
 """The run's LLM budget, checked before every model call.
 
-`BudgetGuard` is a callback handler attached to a whole workflow run
-(``graph.invoke(..., config={"callbacks": [guard]})``; `graphseek.ask` does it). LangGraph hands
-a run's callbacks down to every node and every model call inside them, parallel branches
-included, so the guard sees each request: it counts them like `UsageCallback` (failed requests
-and estimated tokens included) and, before a request is sent, raises `BudgetExceededError` when
-the run has already spent ``max_llm_calls`` calls or ``max_tokens`` tokens. The error belongs to
-the `LLMError` taxonomy, so the node that made the call abstains with the budget as its reason.
+`BudgetGuard` is a callback handler that counts model requests like `UsageCallback` (failed
+requests and estimated tokens included) and, before a request is sent, raises
+`BudgetExceededError` when the run has already spent ``max_llm_calls`` calls or ``max_tokens``
+tokens. The error belongs to the `LLMError` taxonomy, so the node that made the call abstains
+with the budget as its reason. Checking and counting a request is one atomic step, so parallel
+branches (``Send``) cannot overshoot the call budget together.
 
-Without a guard (a graph invoked directly, e.g. from Studio), the nodes' own checks of the
-state's usage (`graphseek.graphs.routing.budget_exhausted`) still bound the run, once per node.
+Every run has one guard, found from the run's runtime context: `run_guard()` (called by
+`graphseek.llm.structured` for every request) looks up the `Context` of the LangGraph run the call
+is made in and returns `guard_for(context)`, built from the context's ``max_llm_calls`` and
+``max_tokens`` on first use. So the budget holds whoever invokes the compiled graph (`ask`, the
+CLI, Studio, a Python caller), inside tool loops, parallel branches and subgraphs alike. As with
+the roles (`graphseek.agents.registry.get_roles`), a `Context` object stands for one run: the
+guard is kept while the object lives, so give each run its own `Context`.
+
+A guard can also be attached to any run by hand (``config={"callbacks": [guard]}``).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from typing import Any
 from uuid import UUID
 
@@ -34,23 +42,34 @@ class BudgetGuard(UsageCallback):
         self.max_llm_calls = max_llm_calls
         self.max_tokens = max_tokens
         self.refused = 0
+        self._in_flight: set[UUID] = set()
+
+    def _why(self) -> str | None:
+        """The spent budget, in words (the lock held): requests in flight count as calls."""
+        calls = self._calls + len(self._in_flight)
+        tokens = self._prompt_tokens + self._completion_tokens
+        if self.max_llm_calls is not None and calls >= self.max_llm_calls:
+            return f"LLM-call budget exhausted ({calls}/{self.max_llm_calls} calls)"
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            return f"token budget exhausted ({tokens}/{self.max_tokens} tokens)"
+        return None
 
     def exhausted(self) -> str | None:
         """Which budget is spent, in words, or None."""
-        usage = self.usage
-        if self.max_llm_calls is not None and usage.llm_calls >= self.max_llm_calls:
-            return f"LLM-call budget exhausted ({usage.llm_calls}/{self.max_llm_calls} calls)"
-        if self.max_tokens is not None and usage.total_tokens >= self.max_tokens:
-            return f"token budget exhausted ({usage.total_tokens}/{self.max_tokens} tokens)"
-        return None
+        with self._lock:
+            return self._why()
 
-    def check(self) -> None:
-        """Raise `BudgetExceededError` when a budget is spent."""
-        why = self.exhausted()
-        if why is not None:
-            with self._lock:
-                self.refused += 1
-            raise BudgetExceededError(f"budget: {why}", cause=why)
+    def check(self, run_id: UUID | None = None) -> None:
+        """Raise `BudgetExceededError` when a budget is spent; otherwise reserve a call for
+        `run_id` (a request about to be sent), in the same step."""
+        with self._lock:
+            why = self._why()
+            if why is None:
+                if run_id is not None:
+                    self._in_flight.add(run_id)
+                return
+            self.refused += 1
+        raise BudgetExceededError(f"budget: {why}", cause=why)
 
     def on_chat_model_start(
         self,
@@ -60,17 +79,65 @@ class BudgetGuard(UsageCallback):
         run_id: UUID,
         **kwargs: Any,
     ) -> None:
-        self.check()
+        self.check(run_id)
         super().on_chat_model_start(serialized, messages, run_id=run_id, **kwargs)
 
     def on_llm_start(
         self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        self.check()
+        self.check(run_id)
         super().on_llm_start(serialized, prompts, run_id=run_id, **kwargs)
 
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        super().on_llm_end(response, run_id=run_id, **kwargs)
+        with self._lock:
+            self._in_flight.discard(run_id)
 
-__all__ = ["BudgetGuard"]
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        super().on_llm_error(error, run_id=run_id, **kwargs)
+        with self._lock:
+            self._in_flight.discard(run_id)
+
+
+_GUARDS: dict[int, BudgetGuard] = {}
+_GUARDS_LOCK = threading.Lock()
+
+
+def guard_for(context: Any) -> BudgetGuard | None:
+    """The guard of the run whose settings are `context` (built on first use from its
+    ``max_llm_calls`` and ``max_tokens``; kept while the object lives), or None when `context`
+    sets no budget."""
+    if context is None:
+        return None
+    calls = getattr(context, "max_llm_calls", None)
+    tokens = getattr(context, "max_tokens", None)
+    if calls is None and tokens is None:
+        return None
+    key = id(context)
+    with _GUARDS_LOCK:
+        guard = _GUARDS.get(key)
+        if guard is None:
+            guard = _GUARDS[key] = BudgetGuard(calls, tokens)
+            try:
+                weakref.finalize(context, _GUARDS.pop, key, None)
+            except TypeError:  # an object without weak references: keep no entry for it
+                del _GUARDS[key]
+        return guard
+
+
+def run_guard() -> BudgetGuard | None:
+    """The guard of the LangGraph run the caller is in (from its runtime context), or None
+    outside a run."""
+    try:
+        from langgraph.runtime import get_runtime
+
+        runtime = get_runtime()
+    except (RuntimeError, KeyError, ImportError):
+        return None
+    return guard_for(getattr(runtime, "context", None))
+
+
+__all__ = ["BudgetGuard", "guard_for", "run_guard"]
 
 
 class _QuietRefusals(logging.Filter):

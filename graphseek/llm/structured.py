@@ -56,6 +56,7 @@ from tenacity import (
 )
 
 from graphseek.errors import LLMError, LLMOutputError
+from graphseek.llm.budget import run_guard
 from graphseek.llm.errors import acall_with_retries, call_with_retries
 from graphseek.llm.usage import UsageCallback
 from graphseek.state.models import Usage
@@ -180,8 +181,23 @@ def call_config(
 
     Passing ``config={"callbacks": [...]}`` alone would replace the parent's callback manager and
     cut the call off from tracing and from LangGraph's message streaming; merging keeps both.
+    Inside a LangGraph run, the run's `BudgetGuard` (`run_guard`) is added too, unless the run
+    already carries it, so every request is checked against the run's budget before it is sent.
     """
-    return merge_configs(ensure_config(), {"callbacks": [usage, *(callbacks or [])]})
+    config = ensure_config()
+    extra: list[BaseCallbackHandler] = [usage, *(callbacks or [])]
+    guard = run_guard()
+    if guard is not None and guard not in extra and not _carries(config, guard):
+        extra.append(guard)
+    return merge_configs(config, {"callbacks": extra})
+
+
+def _carries(config: RunnableConfig, handler: BaseCallbackHandler) -> bool:
+    """Whether `config`'s callbacks already include `handler` (a guard passed by the caller)."""
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, list):
+        return handler in callbacks
+    return handler in (getattr(callbacks, "handlers", None) or [])
 
 
 def invoke_text(

@@ -45,6 +45,11 @@ class Draft(BaseModel):
         description="Names in the evidence that may link the question to its answer, best first: "
         "a follow-up query adds one to reach the next hop.",
     )
+    error: str = Field(
+        default="",
+        description="Why no draft could be written: a model call that failed after its retries "
+        "(empty otherwise).",
+    )
 
 
 class Fact(BaseModel):

@@ -1,0 +1,341 @@
+"""What every KAIR agent of `knowledge_aware` shares, the single agent and the suggesters alike:
+its search as tool calls, and the knowledge update.
+
+- The actions (`kair_tools()`): `search_gap(query, gap_ids)` searches with the agent's retriever
+  (`suggester_retriever`) and refuses a query already in the agent's history (a `ToolException`,
+  so the `ToolNode` returns it as an error `ToolMessage` the planner can react to); the graph
+  tools (entity search, neighbours, PPR expansion, passage search); `stop_searching`.
+- `next_search`: the agent's next tool calls. A tool-calling planner model is called with the
+  tools bound (`LLMPlanner.call_tools`); the offline planner, and a model that cannot call tools
+  (noted), plan a query that is not a repeat (`plan_new_query`) and emit it as the same
+  `search_gap` call, with a deterministic id.
+- `read_results`: the passages, queries and gap ids of the tool results (D_add), the notes of
+  failed tools and the refused repeats.
+- `update_from_hits`: the knowledge updater, keeping only what KAIR eq. 5 lets in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool, ToolException, tool
+from langgraph.prebuilt import ToolRuntime
+from pydantic import BaseModel, Field
+
+from graphseek.agents.kair import AcceptedUpdate, accept_update, is_repeat
+from graphseek.agents.planner import LLMPlanner
+from graphseek.agents.registry import Roles
+from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan
+from graphseek.agents.tool_calling import ToolsUnsupportedError
+from graphseek.errors import LLMError
+from graphseek.graphs.common import error_usage
+from graphseek.knowledge.passages import Hit
+from graphseek.state.bounds import Names, Reasoning, Sentence
+from graphseek.state.context import Context
+from graphseek.state.models import EvidenceItem, Usage
+from graphseek.tools.lc_tools import (
+    char_budget,
+    format_passages,
+    neighbors,
+    ppr_search,
+    search_entities,
+    search_passages,
+)
+from graphseek.tools.retrievers import resolve_index, retrieve
+
+log = logging.getLogger(__name__)
+
+#: the retrievers suggesters take turns with after the context's own (round-robin by index)
+SUGGESTER_RETRIEVERS = ("bm25", "dense", "hybrid")
+#: tool calls an agent makes at most in one round (a failed call may be followed by another)
+MAX_SEARCHES = 3
+SEARCH_GAP = "search_gap"
+STOP = "stop_searching"
+
+
+def suggester_retriever(index: int, context: Context) -> str:
+    """Suggester `index`'s retriever: the context's for suggester 0 (and the single agent),
+    then the others in turn."""
+    pool = [context.retriever, *(r for r in SUGGESTER_RETRIEVERS if r != context.retriever)]
+    return pool[index % len(pool)]
+
+
+# -- the actions --------------------------------------------------------------------------------
+
+
+class SearchGapArgs(BaseModel):
+    query: Sentence = Field(
+        description="The search query for the gap: never one from the query history."
+    )
+    gap_ids: Names = Field(
+        default_factory=list, description="Ids of the open Required gaps the query serves."
+    )
+
+
+def _agent_of(state: Any) -> tuple[int, list[str]]:
+    """The agent a tool runs for: (suggester index, its query history); the single agent is
+    suggester 0 with the shared history."""
+    state = state if isinstance(state, dict) else {}
+    cache = state.get("suggester_cache")
+    if cache:
+        return int(state.get("suggester") or 0), list(cache.get("queries") or [])
+    return 0, list(state.get("query_history") or [])
+
+
+@tool(SEARCH_GAP, args_schema=SearchGapArgs, response_format="content_and_artifact")
+def search_gap(
+    query: str, runtime: ToolRuntime[Context], gap_ids: list[str] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """Search the documents for the information an open Required gap asks for, with this
+    agent's retriever. Returns passages as [passage id] Title: text."""
+    context = runtime.context
+    agent, history = _agent_of(runtime.state)
+    query = " ".join(str(query).split())
+    if not query:
+        raise ToolException("the query is empty: give the words to search for")
+    if is_repeat(query, history):
+        raise ToolException(f"{query!r} was already searched: reformulate the query")
+    retriever = suggester_retriever(agent, context)
+    hits = retrieve(resolve_index(context), query, context.top_k, retriever)
+    scores = [h.score for h in hits]
+    text = format_passages([h.passage for h in hits], char_budget(context), scores)
+    return text or "(nothing found)", {
+        "passage_ids": [h.passage.id for h in hits],
+        "scores": scores,
+        "query": query,
+        "gap_ids": [str(g) for g in gap_ids or []],
+        "retriever": retriever,
+    }
+
+
+class StopArgs(BaseModel):
+    reason: Reasoning = Field(default="", description="Why no search is left to make.")
+
+
+@tool(STOP, args_schema=StopArgs)
+def stop_searching(reason: str = "") -> str:
+    """End this round without a search: nothing is left that a search could find."""
+    return f"stopped: {reason or 'no search left'}"
+
+
+def kair_tools() -> list[BaseTool]:
+    """A KAIR agent's actions: its gap search, passage and graph search, and stopping."""
+    return [search_gap, search_passages, search_entities, neighbors, ppr_search, stop_searching]
+
+
+# -- deciding and reading a search ------------------------------------------------------------
+
+
+@dataclass
+class SearchStep:
+    """An agent's decision: the message with its tool calls (a plain message: no search), what
+    it cost, notes (the JSON path taken), repeats the JSON planner was turned away from, the
+    plan's reason, and the failure that stopped it (None when it decided)."""
+
+    message: AIMessage | None = None
+    usage: Usage = field(default_factory=Usage)
+    notes: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    reason: str = ""
+    error: LLMError | None = None
+
+    @property
+    def searches(self) -> bool:
+        """Whether the message calls a tool other than `stop_searching`."""
+        calls = self.message.tool_calls if self.message is not None else []
+        return any(c["name"] != STOP for c in calls)
+
+
+def next_search(
+    planner: Planner,
+    view: KnowledgeView,
+    messages: Sequence[BaseMessage],
+    attempts: int,
+    call_id: str,
+    label: str = "planner",
+) -> SearchStep:
+    """The agent's next tool calls (see the module docstring). `messages` are the agent's
+    calls and results so far this round; `call_id` prefixes the id of an emitted call."""
+    step = SearchStep()
+    if isinstance(planner, LLMPlanner):
+        try:
+            reply = planner.call_tools(view, messages, kair_tools())
+        except ToolsUnsupportedError as exc:
+            step.notes.append(f"{label}: {exc}; the JSON path is used instead")
+            step.usage = exc.usage  # a request the server refused for its tools is charged
+        except LLMError as exc:
+            return SearchStep(usage=error_usage(exc), reason=f"{label}: {exc}", error=exc)
+        else:
+            stop = [c for c in reply.value.tool_calls if c["name"] == STOP]
+            reason = str((stop[0].get("args") or {}).get("reason") or "") if stop else ""
+            text = reason or str(reply.value.text or "")[:300]
+            return SearchStep(message=reply.value, usage=reply.usage, reason=text)
+    try:
+        plan, usage, rejected = plan_new_query(planner, view, attempts)
+    except LLMError as exc:
+        step.usage = step.usage + error_usage(exc)
+        step.reason, step.error = f"{label}: {exc}", exc
+        return step
+    step.usage, step.rejected, step.reason = step.usage + usage, rejected, plan.reason
+    if not plan.query:
+        step.message = AIMessage(content=plan.reason or "no new query")
+        return step
+    digest = hashlib.sha1(plan.query.encode()).hexdigest()[:8]  # deterministic, distinct
+    args = {"query": plan.query, "gap_ids": list(plan.gap_ids)}
+    call = {"name": SEARCH_GAP, "args": args, "id": f"{call_id}-{digest}", "type": "tool_call"}
+    step.message = AIMessage(content=plan.reason, tool_calls=[call])  # type: ignore[list-item]
+    return step
+
+
+def round_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages of the current round: those after the last successful tool result (a
+    round's search ends with one; the calls refused before it are part of the round)."""
+    out: list[AnyMessage] = []
+    for message in reversed(list(messages)):
+        if isinstance(message, ToolMessage) and message.status != "error":
+            break
+        out.append(message)
+    return out[::-1]
+
+
+def current_round(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The current round's messages once its last tool calls have run: the calls refused
+    before them, the last model message and its results."""
+    msgs = list(messages)
+    last = max((i for i, m in enumerate(msgs) if isinstance(m, AIMessage)), default=None)
+    if last is None:
+        return round_messages(msgs)
+    return [*round_messages(msgs[:last]), *msgs[last:]]
+
+
+def last_results(messages: Sequence[AnyMessage]) -> tuple[AIMessage | None, list[ToolMessage]]:
+    """The last model message and the tool results after it."""
+    results: list[ToolMessage] = []
+    for message in reversed(list(messages)):
+        if isinstance(message, ToolMessage):
+            results.append(message)
+        elif isinstance(message, AIMessage):
+            return message, results[::-1]
+    return None, results[::-1]
+
+
+def searches_failed(messages: Sequence[AnyMessage]) -> bool:
+    """Whether every result of the last tool calls is an error."""
+    _, results = last_results(messages)
+    return bool(results) and all(r.status == "error" for r in results)
+
+
+def searches_made(messages: Sequence[AnyMessage]) -> int:
+    """Model messages with tool calls in the current round."""
+    return sum(1 for m in round_messages(messages) if isinstance(m, AIMessage) and m.tool_calls)
+
+
+@dataclass
+class SearchResults:
+    """What the last tool calls found: passages (best first, once each), the queries searched,
+    the gap ids they served, notes (tool errors), and repeated queries the tools refused."""
+
+    hits: list[Hit] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    gap_ids: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+def read_results(messages: Sequence[AnyMessage], context: Context) -> SearchResults:
+    """The `SearchResults` of the current round's tool calls."""
+    index = resolve_index(context)
+    out = SearchResults()
+    calls: dict[str, Any] = {}
+    seen: set[str] = set()
+    for message in current_round(messages):
+        if isinstance(message, AIMessage):
+            calls.update({str(c["id"]): c for c in message.tool_calls})
+            continue
+        if not isinstance(message, ToolMessage):
+            continue
+        call = calls.get(message.tool_call_id)
+        args = dict(call.get("args") or {}) if call else {}
+        artifact = message.artifact if isinstance(message.artifact, dict) else {}
+        if message.status == "error":
+            content = str(message.content)
+            if message.name == SEARCH_GAP and "already searched" in content:
+                out.rejected.append(" ".join(str(args.get("query") or "").split()))
+            else:
+                out.notes.append(f"{message.name}: {content[:200]}")
+            continue
+        if not artifact:  # no retrieval result (e.g. stop_searching's echo)
+            continue
+        # a search that found nothing still counts as searched: the planner reformulates
+        query = str(artifact.get("query") or args.get("query") or args.get("entity") or "")
+        if not query and args.get("entities"):
+            query = ", ".join(str(e) for e in args["entities"])
+        if query.strip():
+            out.queries.append(" ".join(query.split()))
+        out.gap_ids.extend(str(g) for g in artifact.get("gap_ids") or args.get("gap_ids") or [])
+        scores = list(artifact.get("scores") or [])
+        for i, pid in enumerate(artifact.get("passage_ids") or []):
+            if pid in seen or pid not in index:
+                continue
+            seen.add(pid)
+            score = float(scores[i]) if i < len(scores) else 0.0
+            out.hits.append(Hit(passage=index.get(pid), score=score, rank=len(out.hits) + 1))
+    out.queries = list(dict.fromkeys(out.queries))
+    out.gap_ids = list(dict.fromkeys(out.gap_ids))
+    return out
+
+
+def plan_new_query(
+    planner: Planner, view: KnowledgeView, attempts: int
+) -> tuple[QueryPlan, Usage, list[str]]:
+    """Ask the planner for a query not in the history; a repeat is rejected and the planner asked
+    again with the rejected queries listed, `attempts` times at most. Returns the plan (an empty
+    query when none is new), the usage, and the rejected queries.
+
+    The run's budget guard checks every planner call before it is sent (a spent budget raises
+    `BudgetExceededError`); a failed call raises its `LLMError` carrying the usage of every call
+    made here."""
+    usage = Usage()
+    rejected: list[str] = []
+    for _ in range(max(1, attempts)):
+        try:
+            step = planner.plan(view, tuple(rejected))
+        except LLMError as exc:
+            exc.usage = usage + error_usage(exc)
+            raise
+        usage = usage + step.usage
+        query = " ".join(step.value.query.split())
+        if not query:
+            return step.value, usage, rejected
+        if is_repeat(query, [*view.query_history, *rejected]):
+            rejected.append(query)
+            continue
+        return replace(step.value, query=query), usage, rejected
+    reason = f"every proposed query was already searched ({'; '.join(rejected)})"
+    return QueryPlan(query="", reason=reason), usage, rejected
+
+
+def _shown_passages(hits: Sequence[Hit], context: Sequence[EvidenceItem]) -> dict[str, str]:
+    """Passage id -> whole text of what a knowledge update sees: new hits and the context."""
+    shown = {h.passage.id: h.passage.text for h in hits}
+    for item in context:
+        shown.setdefault(item.passage_id, item.text)
+    return shown
+
+
+def update_from_hits(
+    roles: Roles, view: KnowledgeView, plan: QueryPlan, hits: Sequence[Hit]
+) -> tuple[AcceptedUpdate, Usage, str | None]:
+    """Run the knowledge updater and keep what KAIR eq. 5 lets in."""
+    try:
+        step = roles.knowledge_updater.update(view, plan, hits)
+    except LLMError as exc:
+        log.warning("knowledge updater failed on %r: %s", plan.query, exc)
+        return AcceptedUpdate(), error_usage(exc), f"knowledge updater: {exc}"
+    shown = _shown_passages(hits, view.refined_context)
+    return accept_update(view.required, step.value, shown), step.usage, None
