@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 from pydantic import BaseModel, Field
 
 from graphseek.errors import InvalidRequestError, LLMError, UnknownTopologyError
-from graphseek.graphs import TOPOLOGIES, get_workflow
+from graphseek.graphs import TOPOLOGIES, build_workflow, checkpointer_for, get_workflow
 from graphseek.llm.budget import BudgetGuard
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
@@ -172,6 +173,8 @@ def ask(
     agents: int | None = None,
     mode: str | None = None,
     max_question_chars: int | None = None,
+    thread_id: str | None = None,
+    checkpointer: Any = None,
     **settings: Any,
 ) -> Result:
     """Answer `question` over `index` (an `Index` or its directory) with a named topology.
@@ -182,11 +185,22 @@ def ask(
     Every argument is checked before anything loads (`check_question`, `check_settings`); a
     question longer than `max_question_chars` (default `MAX_QUESTION_CHARS`, or
     $GRAPHSEEK_MAX_QUESTION_CHARS) is refused.
+
+    Checkpoints: over an index stored in PostgreSQL the run checkpoints to the same database
+    with LangGraph's `PostgresSaver` (`graphseek.graphs.checkpointer_for`); elsewhere only when a
+    `checkpointer` is given. `thread_id` (default: a new one) names the thread; it is returned
+    in `diagnostics["thread_id"]`.
     """
     text = check_question(question, max_question_chars)
     check_settings(topology, llm, retriever=retriever, agents=agents, mode=mode, **settings)
     workflow = get_workflow(topology)
     context = make_context(index, llm, retriever=retriever, agents=agents, mode=mode, **settings)
+    config: dict[str, Any] = {"recursion_limit": 200}
+    saver = checkpointer if checkpointer is not None else checkpointer_for(context.index)
+    if saver is not None:
+        workflow = build_workflow(topology).compile(checkpointer=saver)
+        thread_id = thread_id or uuid.uuid4().hex
+        config["configurable"] = {"thread_id": thread_id}
     # every model call of the run reports to the guard, which refuses calls past the budgets
     guard = BudgetGuard(context.max_llm_calls, context.max_tokens)
     start = time.perf_counter()
@@ -194,7 +208,7 @@ def ask(
         out = workflow.invoke(
             {"question": text},
             context=context,
-            config={"recursion_limit": 200, "callbacks": [guard]},
+            config={**config, "callbacks": [guard]},
         )
     except LLMError as exc:  # a model failure no node turned into an abstention
         out = {
@@ -209,6 +223,8 @@ def ask(
     diagnostics = dict(out.get("diagnostics", {}))
     if guard.refused:
         diagnostics["budget_refusals"] = guard.refused
+    if saver is not None:
+        diagnostics["thread_id"] = thread_id
     return Result(
         question=question,
         topology=topology,

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from graphseek.errors import IndexFormatError
+from graphseek.errors import IndexBusyError, IndexFormatError
 from graphseek.knowledge.graph.store import (
     DATABASE,
     FORMAT,
@@ -49,9 +49,13 @@ def as_array(value: Any) -> np.ndarray:
 class PostgresGraphStore(SQLiteGraphStore):
     """A graph read from the tables of a Postgres index through one connection.
 
-    Opened by `PostgresIndex.graph` on a connection of its own inside a read-only REPEATABLE READ
-    transaction (one snapshot for the life of the store), or on a writer's connection for an
-    update. Results are cached in memory like `SQLiteGraphStore`'s."""
+    Opened by `PostgresIndex.open_graph_store` on an autocommit connection of its own with the
+    index revision it must read (`revision`): every query runs in a short transaction that first
+    checks that revision is still the stored one (`IndexBusyError` if a writer has committed
+    since), so reads never mix two revisions and no transaction stays open (one would hold back
+    vacuum and ``CREATE INDEX CONCURRENTLY``). On a writer's connection (`revision` None) the
+    queries run inside the writer's transaction. Results are cached in memory like
+    `SQLiteGraphStore`'s."""
 
     def __init__(
         self,
@@ -61,6 +65,7 @@ class PostgresGraphStore(SQLiteGraphStore):
         dim: int,
         source: str = "",
         owns_connection: bool = False,
+        revision: str | None = None,
     ) -> None:
         # SQLiteGraphStore.__init__ opens a SQLite file; this store has none
         self.dir = Path(source or "postgres")
@@ -71,6 +76,7 @@ class PostgresGraphStore(SQLiteGraphStore):
         self._dim = int(dim)
         self._owns = owns_connection
         self._source = source
+        self._revision = revision
 
     def close(self) -> None:
         with self._lock:
@@ -81,8 +87,18 @@ class PostgresGraphStore(SQLiteGraphStore):
         return f"PostgresGraphStore({self._source!r}, {self._manifest.get('counts', {})})"
 
     def _rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        sql = sql.replace("?", "%s")
         with self._lock:
-            return self._con.execute(sql.replace("?", "%s"), tuple(params)).fetchall()  # type: ignore[no-any-return]
+            if self._revision is None:
+                return self._con.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
+            with self._con.transaction():
+                row = self._con.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+                if row is None or row[0] != self._revision:
+                    raise IndexBusyError(
+                        f"The index at {self._source} was rewritten while its graph was being "
+                        "read; open it again (or call sync()) and retry."
+                    )
+                return self._con.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
 
     def _nodes(self) -> dict[str, list[str]]:
         def load() -> dict[str, list[str]]:

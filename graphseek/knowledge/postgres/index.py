@@ -560,7 +560,7 @@ class PostgresIndex(Index):
         return bool(self._manifest.get("graph"))
 
     def open_graph_store(self) -> Any:
-        """A `PostgresGraphStore` on its own connection, in one snapshot of this revision."""
+        """A `PostgresGraphStore` on its own connection, reading this object's revision."""
         from graphseek.knowledge.postgres.graph import PostgresGraphStore
 
         if not self.has_graph:
@@ -571,7 +571,6 @@ class PostgresIndex(Index):
         conn = connect(self._location, autocommit=True)
         try:
             _configure(conn)
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             if _meta(conn, "revision") != self.revision:
                 raise IndexBusyError(
                     f"The index at {self._location.display} was rewritten after it was opened; "
@@ -587,6 +586,7 @@ class PostgresIndex(Index):
             dim=int(self._manifest["embedder"]["dim"]),
             source=self._location.display,
             owns_connection=True,
+            revision=self.revision,
         )
 
     @cached_property
@@ -708,9 +708,8 @@ class PostgresIndex(Index):
             )
             start = (self._ords[-1] + 1) if self._ords else 0
             new_ords = list(range(start, start + len(new)))
-            _insert_passages(conn, new_ords, new, vectors)
             all_items = self._passages + new
-            if self.has_graph:
+            if self.has_graph:  # first: the graph export must not hold the new passages yet
                 options = dict(graph_options or {})
 
                 def change(graph_dir: Path) -> None:
@@ -719,6 +718,7 @@ class PostgresIndex(Index):
                     add_passages(graph_dir, new, show_progress=show_progress, **options)
 
                 self._update_graph(conn, change, [p.id for p in all_items])
+            _insert_passages(conn, new_ords, new, vectors)
             ords = self._ords + new_ords
             old = self._embeddings
             manifest = self._commit_state(conn, all_items, ords, time.perf_counter() - started)
@@ -746,8 +746,7 @@ class PostgresIndex(Index):
                 raise CorpusError("Deleting these passages would leave the index empty.")
             items = [self._passages[i] for i in keep]
             ords = [self._ords[i] for i in keep]
-            conn.execute("DELETE FROM passages WHERE id = ANY(%s)", (sorted(drop),))
-            if self.has_graph:
+            if self.has_graph:  # first: the graph export must still hold the deleted passages
 
                 def change(graph_dir: Path) -> None:
                     from graphseek.knowledge.graph import delete_passages
@@ -755,6 +754,7 @@ class PostgresIndex(Index):
                     delete_passages(graph_dir, drop, show_progress=show_progress)
 
                 self._update_graph(conn, change, [p.id for p in items])
+            conn.execute("DELETE FROM passages WHERE id = ANY(%s)", (sorted(drop),))
             old = self._embeddings
             manifest = self._commit_state(conn, items, ords, time.perf_counter() - started)
         kept = None if old is None else np.ascontiguousarray(old[keep])
