@@ -68,8 +68,10 @@ def pg_server() -> Any:
         shutil.rmtree(parent, ignore_errors=True)
         pytest.skip(f"embedded PostgreSQL could not start: {type(exc).__name__}: {exc}")
     yield server
+    from graphseek.graphs import close_checkpointers
     from graphseek.knowledge.postgres.index import close_pools
 
+    close_checkpointers()
     close_pools()
     server.cleanup()
     shutil.rmtree(parent, ignore_errors=True)

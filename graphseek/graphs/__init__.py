@@ -180,8 +180,18 @@ def checkpointer_for(index: Any) -> Any:
         return _savers[location]
 
 
+def close_checkpointers() -> None:
+    """Close the connection pools of the savers `checkpointer_for` opened."""
+    with _savers_lock:
+        savers = list(_savers.values())
+        _savers.clear()
+    for saver in savers:
+        saver.conn.close()
+
+
 __all__ = [
     "TOPOLOGIES",
+    "close_checkpointers",
     "checkpointer_for",
     "postgres_saver",
     "Topology",

@@ -543,6 +543,8 @@ class PostgresIndex(Index):
     ) -> list[list[Hit]]:
         """`Index.search_many`, against one revision of the stored index (reloaded first when
         another writer has committed)."""
+        if method == "bm25":  # no pgvector query (which checks the revision): check it here
+            self.sync()
         for _ in range(_RETRIES):
             try:
                 return super().search_many(queries, k=k, method=method)
