@@ -392,3 +392,43 @@ def test_cli_index_and_ask_with_a_uri(
     assert obj["answer"] == "Missolonghi"
     assert main(["ask", uri_for(pg_server, "absent"), QUESTION]) != 0
     assert "No index at" in capsys.readouterr().err
+
+
+def test_context_index_path_may_be_a_uri(pg_server: Any, dir_graph_index: Any) -> None:
+    """What the LangGraph server does with `{"index_path": "postgresql://…"}`: one open index per
+    URI, brought up to date with another process's writes at the start of each run."""
+    from graphseek.errors import ContextError
+    from graphseek.knowledge.index import Index
+    from graphseek.state.context import Context
+    from graphseek.tools.retrievers import resolve_index
+
+    copy = _copy(pg_server, dir_graph_index, "served")
+    first = resolve_index(Context(index_path=copy.uri))
+    assert type(first).__name__ == "PostgresIndex" and len(first) == 8
+    Index.open(copy.uri).add_documents([NEW])  # another writer
+    again = resolve_index(Context(index_path=copy.uri))
+    assert again is first and NEW.id in again and len(again) == 9
+    assert again.search("Portuguese cartographer Lisbon", k=1, method="bm25")[0].passage.id == (
+        NEW.id
+    )
+    with pytest.raises(ContextError, match="No index at"):
+        resolve_index(Context(index_path=uri_for(pg_server, "never_built")))
+
+
+def test_ensure_graph_adds_the_graph_in_one_write(
+    pg_server: Any, tiny_index: Any, dir_graph_index: Any
+) -> None:
+    from graphseek.knowledge.postgres import PostgresIndex
+    from graphseek.tools.graph_access import GraphNotFoundError
+    from graphseek.tools.retrievers import retrieve
+
+    index = PostgresIndex.from_directory(tiny_index.path, uri_for(pg_server, "no_graph"))
+    assert not index.has_graph
+    with pytest.raises(GraphNotFoundError, match="no knowledge graph"):
+        retrieve(index, QUESTION, 5, "higra")
+    index.ensure_graph()
+    reopened = PostgresIndex.open(index.uri)
+    assert reopened.has_graph
+    assert [h.passage.id for h in retrieve(reopened, QUESTION, 5, "higra")] == [
+        h.passage.id for h in retrieve(dir_graph_index, QUESTION, 5, "higra")
+    ]

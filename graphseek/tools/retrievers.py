@@ -112,8 +112,8 @@ def resolve_index(context: Any) -> Any:
     if raw and str(raw).split("://", 1)[0] in ("postgresql", "postgres"):
         try:  # one open index per URI, brought up to the stored revision for each run
             return _open_postgres(str(raw)).sync()
-        except (GraphseekError, OSError, ValueError) as exc:
-            raise ContextError(f"index_path {raw!r}: {str(exc).rstrip('.')}.") from exc
+        except (GraphseekError, OSError, ValueError) as exc:  # the message names no password
+            raise ContextError(f"index_path: {str(exc).rstrip('.')}.") from exc
     if raw:
         path = str(resolve_index_path(raw))
         try:

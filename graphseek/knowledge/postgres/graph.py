@@ -91,7 +91,7 @@ class PostgresGraphStore(SQLiteGraphStore):
         with self._lock:
             if self._revision is None:
                 return self._con.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
-            with self._con.transaction():
+            with self._con.transaction():  # type: ignore[attr-defined]  # psycopg, not sqlite3
                 row = self._con.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
                 if row is None or row[0] != self._revision:
                     raise IndexBusyError(

@@ -82,7 +82,15 @@ def _connect_kwargs(location: PostgresLocation) -> dict[str, Any]:
 
 def connect(location: PostgresLocation, **kwargs: Any) -> Any:
     """A psycopg connection to the index's database, `search_path` = its schema then public."""
-    import psycopg
+    try:
+        import pgvector.psycopg  # noqa: F401
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise IndexNotFoundError(
+            f"PostgreSQL indexes need the postgres extra ({exc.name} is missing): "
+            "pip install 'graphseek[postgres]'."
+        ) from exc
 
     try:
         return psycopg.connect(location.conninfo, **_connect_kwargs(location), **kwargs)
