@@ -10,6 +10,7 @@ write times exclude embedding (printed once, separately). PostgreSQL is the embe
 
     .venv/bin/python benchmarks/postgres_store.py [--data-dir ../shared/data] [--questions 0:200]
         [--limit N] [--graph] [--synthetic 100000] [--uri postgresql://...] [--clients 1,4,8]
+        [--vectors-cache /tmp/2wiki-vectors.npy]
 
 Run `uptime` beside it: on a shared host wall times mostly measure waiting for a core.
 """
@@ -221,6 +222,7 @@ def main() -> None:
     ap.add_argument("--uri", default="", help="a PostgreSQL to use instead of the embedded one")
     ap.add_argument("--clients", default="1,4,8")
     ap.add_argument("-k", type=int, default=5)
+    ap.add_argument("--vectors-cache", default="", help="a .npy file to reuse the 2Wiki vectors")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     clients = [int(c) for c in args.clients.split(",")]
@@ -250,8 +252,15 @@ def main() -> None:
         from graphseek.knowledge.dense import encode_texts
 
         encoder = embedder_module.get_embedder()
-        t_embed, vectors = timed(lambda: encode_texts(encoder, [p.content for p in items]))
-        print(f"\n2Wiki: {len(items)} passages embedded once in {t_embed:.1f} s (both backends)")
+        cache = Path(args.vectors_cache) if args.vectors_cache else None
+        if cache is not None and cache.is_file() and len(np.load(cache)) >= len(items):
+            vectors = np.load(cache)[: len(items)]
+            print(f"\n2Wiki: {len(items)} passages, vectors from {cache}")
+        else:
+            t_embed, vectors = timed(lambda: encode_texts(encoder, [p.content for p in items]))
+            print(f"\n2Wiki: {len(items)} passages embedded once in {t_embed:.1f} s (both)")
+            if cache is not None:
+                np.save(cache, vectors)
         if args.graph:
             t_dir, directory = timed(
                 lambda: Index.build(items, work / "dir", show_progress=False, graph=True)
