@@ -390,6 +390,8 @@ def test_cli_index_and_ask_with_a_uri(
     assert main(args) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["answer"] == "Missolonghi"
+    assert main(["stats", uri]) == 2
+    assert "has no knowledge graph" in capsys.readouterr().err
     assert main(["ask", uri_for(pg_server, "absent"), QUESTION]) != 0
     assert "No index at" in capsys.readouterr().err
 

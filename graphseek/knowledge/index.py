@@ -112,9 +112,7 @@ class Index:
         A ``postgresql://…?schema=NAME`` URI as `path` builds into PostgreSQL instead
         (`graphseek.knowledge.postgres.PostgresIndex`)."""
         if _is_postgres_uri(path):
-            from graphseek.knowledge.postgres.index import PostgresIndex
-
-            return PostgresIndex.build(
+            return _backend(path).build(
                 passages,
                 path,
                 show_progress=show_progress,
@@ -161,9 +159,7 @@ class Index:
         """Open the index at `path`: reads the manifest and passages; nothing is re-embedded.
         A ``postgresql://…`` URI opens a `PostgresIndex`."""
         if _is_postgres_uri(path):
-            from graphseek.knowledge.postgres.index import PostgresIndex
-
-            return PostgresIndex.open(path)
+            return _backend(path).open(path)  # type: ignore[no-any-return]
         target = Path(path).expanduser().absolute()
         recover(target)
         hint = "run `graphseek index` to build one"
@@ -478,10 +474,26 @@ class Index:
 # ---------------------------------------------------------------------------------- helpers
 
 
+#: index backends other than a directory, by URI scheme -> (module, class); imported on first use
+#: (like `graphseek.tools.retrievers.LAZY_RETRIEVERS`), so this module does not import them and
+#: they can subclass `Index`
+URI_BACKENDS: dict[str, tuple[str, str]] = {
+    "postgresql": ("graphseek.knowledge.postgres.index", "PostgresIndex"),
+    "postgres": ("graphseek.knowledge.postgres.index", "PostgresIndex"),
+}
+
+
 def _is_postgres_uri(path: object) -> bool:
     from graphseek.knowledge.postgres.uri import is_postgres_uri
 
     return is_postgres_uri(path)
+
+
+def _backend(uri: str | Path) -> Any:
+    import importlib
+
+    module, name = URI_BACKENDS[str(uri).split("://", 1)[0].lower()]
+    return getattr(importlib.import_module(module), name)
 
 
 def _check_passages(items: list[Any]) -> None:
