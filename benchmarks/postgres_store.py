@@ -222,6 +222,7 @@ def main() -> None:
     ap.add_argument("--uri", default="", help="a PostgreSQL to use instead of the embedded one")
     ap.add_argument("--clients", default="1,4,8")
     ap.add_argument("-k", type=int, default=5)
+    ap.add_argument("--no-corpus", action="store_true", help="only the synthetic set")
     ap.add_argument("--vectors-cache", default="", help="a .npy file to reuse the 2Wiki vectors")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -240,47 +241,11 @@ def main() -> None:
             print(f"embedded PostgreSQL started in {time.perf_counter() - started:.1f} s")
             base = server.get_uri() + "&"
 
-        data = Path(args.data_dir) / "2wikimultihopqa"
-        items = load_corpus(data / "2wikimultihopqa_corpus.json")
-        if args.limit:
-            items = items[: args.limit]
-        lo, hi = (int(x) for x in args.questions.split(":"))
-        questions = json.loads((data / "questions.json").read_text(encoding="utf-8"))[lo:hi]
-        queries = [q["question"] for q in questions]
-
         from graphseek.knowledge import embedder as embedder_module
-        from graphseek.knowledge.dense import encode_texts
 
         encoder = embedder_module.get_embedder()
-        cache = Path(args.vectors_cache) if args.vectors_cache else None
-        if cache is not None and cache.is_file() and len(np.load(cache)) >= len(items):
-            vectors = np.load(cache)[: len(items)]
-            print(f"\n2Wiki: {len(items)} passages, vectors from {cache}")
-        else:
-            t_embed, vectors = timed(lambda: encode_texts(encoder, [p.content for p in items]))
-            print(f"\n2Wiki: {len(items)} passages embedded once in {t_embed:.1f} s (both)")
-            if cache is not None:
-                np.save(cache, vectors)
-        if args.graph:
-            t_dir, directory = timed(
-                lambda: Index.build(items, work / "dir", show_progress=False, graph=True)
-            )
-            t_pg, postgres = timed(
-                lambda: Index.build(items, base + "schema=wiki", show_progress=False, graph=True)
-            )
-            print(f"full build with graph: directory {t_dir:.1f} s, postgres {t_pg:.1f} s")
-        else:
-            t_dir, directory = timed(lambda: write_directory(items, vectors, work / "dir"))
-            t_pg, postgres = timed(lambda: write_postgres(items, vectors, base + "schema=wiki"))
-        print(f"store write: directory {t_dir:.2f} s, postgres {t_pg:.2f} s")
-        t_od, _ = timed(lambda: Index.open(work / "dir"))
-        t_op, _ = timed(lambda: Index.open(base + "schema=wiki"))
-        print(f"open (manifest + passages): directory {t_od * 1000:.0f} ms, "
-              f"postgres {t_op * 1000:.0f} ms")  # fmt: skip
-        retrievers = ["bm25", "dense", "hybrid"] + (["higra", "progressive"] if args.graph else [])
-        compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k)
-        full_text(postgres, directory, queries, args.k)
-
+        if not args.no_corpus:
+            run_corpus(args, base, work, clients)
         if args.synthetic:
             items, vectors, squeries = synthetic(args.synthetic, encoder.dim)
             t_dir, sdir = timed(lambda: write_directory(items, vectors, work / "syn"))
@@ -295,6 +260,50 @@ def main() -> None:
         if server is not None:
             server.cleanup()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_corpus(args: argparse.Namespace, base: str, work: Path, clients: list[int]) -> None:
+    """The 2Wiki part: both stores from the same vectors, then `compare` and `full_text`."""
+    data = Path(args.data_dir) / "2wikimultihopqa"
+    items = load_corpus(data / "2wikimultihopqa_corpus.json")
+    if args.limit:
+        items = items[: args.limit]
+    lo, hi = (int(x) for x in args.questions.split(":"))
+    questions = json.loads((data / "questions.json").read_text(encoding="utf-8"))[lo:hi]
+    queries = [q["question"] for q in questions]
+
+    from graphseek.knowledge import embedder as embedder_module
+    from graphseek.knowledge.dense import encode_texts
+
+    encoder = embedder_module.get_embedder()
+    cache = Path(args.vectors_cache) if args.vectors_cache else None
+    if cache is not None and cache.is_file() and len(np.load(cache)) >= len(items):
+        vectors = np.load(cache)[: len(items)]
+        print(f"\n2Wiki: {len(items)} passages, vectors from {cache}")
+    else:
+        t_embed, vectors = timed(lambda: encode_texts(encoder, [p.content for p in items]))
+        print(f"\n2Wiki: {len(items)} passages embedded once in {t_embed:.1f} s (both)")
+        if cache is not None:
+            np.save(cache, vectors)
+    if args.graph:
+        t_dir, directory = timed(
+            lambda: Index.build(items, work / "dir", show_progress=False, graph=True)
+        )
+        t_pg, postgres = timed(
+            lambda: Index.build(items, base + "schema=wiki", show_progress=False, graph=True)
+        )
+        print(f"full build with graph: directory {t_dir:.1f} s, postgres {t_pg:.1f} s")
+    else:
+        t_dir, directory = timed(lambda: write_directory(items, vectors, work / "dir"))
+        t_pg, postgres = timed(lambda: write_postgres(items, vectors, base + "schema=wiki"))
+    print(f"store write: directory {t_dir:.2f} s, postgres {t_pg:.2f} s")
+    t_od, _ = timed(lambda: Index.open(work / "dir"))
+    t_op, _ = timed(lambda: Index.open(base + "schema=wiki"))
+    print(f"open (manifest + passages): directory {t_od * 1000:.0f} ms, "
+          f"postgres {t_op * 1000:.0f} ms")  # fmt: skip
+    retrievers = ["bm25", "dense", "hybrid"] + (["higra", "progressive"] if args.graph else [])
+    compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k)
+    full_text(postgres, directory, queries, args.k)
 
 
 if __name__ == "__main__":
