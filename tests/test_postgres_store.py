@@ -434,3 +434,37 @@ def test_ensure_graph_adds_the_graph_in_one_write(
     assert [h.passage.id for h in retrieve(reopened, QUESTION, 5, "higra")] == [
         h.passage.id for h in retrieve(dir_graph_index, QUESTION, 5, "higra")
     ]
+
+
+def test_dense_search_uses_hnsw_above_the_threshold(
+    pg_index: Any, dir_graph_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to `HNSW_THRESHOLD` passages dense search is exact (as FAISS `IndexFlatIP`); above it
+    the query goes through the HNSW index. Here the threshold is lowered to reach that path."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from graphseek.knowledge.postgres import index as pg_module
+
+    monkeypatch.setattr(pg_module, "HNSW_THRESHOLD", 2)
+    assert pg_index._dense.kind == "pgvector-hnsw"
+    for query in QUERIES:
+        got = pg_index.search(query, k=3, method="dense")
+        expected = dir_graph_index.search(query, k=3, method="dense")
+        assert got[0].passage.id == expected[0].passage.id  # approximate, but not on 8 rows
+    loc = pg_index.location
+    with psycopg.connect(loc.conninfo, options=f"-c search_path={loc.schema},public") as conn:
+        register_vector(conn)
+        plan = conn.execute(
+            "EXPLAIN SELECT ord FROM passages ORDER BY embedding <=> %s LIMIT 3",
+            (np.asarray(pg_index.embeddings[0]),),
+        ).fetchall()
+    # the planner may prefer a scan on 8 rows; the index must be usable for the operator
+    with psycopg.connect(loc.conninfo, options=f"-c search_path={loc.schema},public") as conn:
+        register_vector(conn)
+        conn.execute("SET enable_seqscan = off")
+        forced = conn.execute(
+            "EXPLAIN SELECT ord FROM passages ORDER BY embedding <=> %s LIMIT 3",
+            (np.asarray(pg_index.embeddings[0]),),
+        ).fetchall()
+    assert plan and "passages_embedding_hnsw" in " ".join(r[0] for r in forced)
