@@ -11,9 +11,10 @@ corpus order with their embeddings, a BM25 ranking over them, dense search, the 
   (``hnsw.ef_search`` = `HNSW_EF_SEARCH`) above, the same policy as the directory backend's FAISS
   index, so both return the same top-k.
 - BM25: bm25s built in the process from the stored passages on first use (the same tokenizer
-  and parameters as a directory build, so the same scores); `benchmarks/postgres_store.py`
-  measures that against Postgres full-text ranking, which is faster to start but ranks
-  differently.
+  and parameters as a directory build, so the same scores). `benchmarks/postgres_store.py`
+  measures it against Postgres full text (tsvector + GIN, ``ts_rank_cd``): on 2Wiki that is
+  two orders of magnitude slower per query and shares about a third of bm25s's top-5, so the
+  lexical channel stays bm25s; its cost is the build when a process first searches.
 - the knowledge graph in tables (`graphseek.knowledge.postgres.graph`); graph retrievers load
   it into a `GraphView` once per revision, as they do from a directory.
 
