@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 from pydantic import BaseModel, Field
 
 from graphseek.errors import InvalidRequestError, LLMError, UnknownTopologyError
-from graphseek.graphs import TOPOLOGIES, get_workflow
+from graphseek.graphs import TOPOLOGIES, build_workflow, checkpointer_for, get_workflow
 from graphseek.llm.budget import BudgetGuard, guard_for
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
@@ -177,6 +178,8 @@ def ask(
     agents: int | None = None,
     mode: str | None = None,
     max_question_chars: int | None = None,
+    thread_id: str | None = None,
+    checkpointer: Any = None,
     **settings: Any,
 ) -> Result:
     """Answer `question` over `index` (an `Index` or its directory) with a named topology.
@@ -187,11 +190,22 @@ def ask(
     Every argument is checked before anything loads (`check_question`, `check_settings`); a
     question longer than `max_question_chars` (default `MAX_QUESTION_CHARS`, or
     $GRAPHSEEK_MAX_QUESTION_CHARS) is refused.
+
+    Checkpoints: over an index stored in PostgreSQL the run checkpoints to the same database
+    with LangGraph's `PostgresSaver` (`graphseek.graphs.checkpointer_for`); elsewhere only when a
+    `checkpointer` is given. `thread_id` (default: a new one) names the thread; it is returned
+    in `diagnostics["thread_id"]`.
     """
     text = check_question(question, max_question_chars)
     check_settings(topology, llm, retriever=retriever, agents=agents, mode=mode, **settings)
     workflow = get_workflow(topology)
     context = make_context(index, llm, retriever=retriever, agents=agents, mode=mode, **settings)
+    config: dict[str, Any] = {"recursion_limit": 200}
+    saver = checkpointer if checkpointer is not None else checkpointer_for(context.index)
+    if saver is not None:
+        workflow = build_workflow(topology).compile(checkpointer=saver)
+        thread_id = thread_id or uuid.uuid4().hex
+        config["configurable"] = {"thread_id": thread_id}
     # every model call of the run reports to the run's guard, which refuses calls past the
     # budgets (the nodes find the same guard through the runtime context)
     guard = guard_for(context) or BudgetGuard(context.max_llm_calls, context.max_tokens)
@@ -200,7 +214,7 @@ def ask(
         out = workflow.invoke(
             {"question": text},
             context=context,
-            config={"recursion_limit": 200, "callbacks": [guard]},
+            config={**config, "callbacks": [guard]},
         )
     except LLMError as exc:  # a model failure no node turned into an abstention
         out = {
@@ -215,6 +229,8 @@ def ask(
     diagnostics = dict(out.get("diagnostics", {}))
     if guard.refused:
         diagnostics["budget_refusals"] = guard.refused
+    if saver is not None:
+        diagnostics["thread_id"] = thread_id
     return Result(
         question=question,
         topology=topology,

@@ -287,7 +287,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="index a corpus (JSON, JSONL, .txt/.md file or folder)")
     p.add_argument("corpus", help="corpus file or folder")
-    p.add_argument("--out", "-o", required=True, help="index directory to write")
+    p.add_argument(
+        "--out",
+        "-o",
+        required=True,
+        help="index directory to write, or a postgresql://…?schema=NAME URI",
+    )
     p.add_argument("--chunk-size", type=int, default=1200, help="max characters per passage")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument(
@@ -305,7 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("ask", help="answer a question over an index")
-    p.add_argument("index_dir", help="index directory (from `graphseek index`)")
+    p.add_argument(
+        "index_dir", help="index directory or postgresql:// URI (from `graphseek index`)"
+    )
     p.add_argument("question", help="the question")
     _add_run_options(p)
     p.set_defaults(func=cmd_ask)

@@ -107,7 +107,19 @@ class Index:
 
         `graph=True` also builds the HiGra knowledge graph into `path/graph` (offline extractor
         unless `graph_options` names an `llm` or `extractor`; other options go to
-        `graphseek.knowledge.graph.build_graph`), inside the same atomic swap."""
+        `graphseek.knowledge.graph.build_graph`), inside the same atomic swap.
+
+        A ``postgresql://…?schema=NAME`` URI as `path` builds into PostgreSQL instead
+        (`graphseek.knowledge.postgres.PostgresIndex`)."""
+        if _is_postgres_uri(path):
+            return _backend(path).build(
+                passages,
+                path,
+                show_progress=show_progress,
+                batch_size=batch_size,
+                graph=graph,
+                graph_options=graph_options,
+            )
         source = ""
         if isinstance(passages, str | Path):
             from graphseek.knowledge.progress import bar as progress_bar
@@ -144,7 +156,10 @@ class Index:
 
     @classmethod
     def open(cls, path: str | Path) -> Index:
-        """Open the index at `path`: reads the manifest and passages; nothing is re-embedded."""
+        """Open the index at `path`: reads the manifest and passages; nothing is re-embedded.
+        A ``postgresql://…`` URI opens a `PostgresIndex`."""
+        if _is_postgres_uri(path):
+            return _backend(path).open(path)  # type: ignore[no-any-return]
         target = Path(path).expanduser().absolute()
         recover(target)
         hint = "run `graphseek index` to build one"
@@ -457,6 +472,28 @@ class Index:
 
 
 # ---------------------------------------------------------------------------------- helpers
+
+
+#: index backends other than a directory, by URI scheme -> (module, class); imported on first use
+#: (like `graphseek.tools.retrievers.LAZY_RETRIEVERS`), so this module does not import them and
+#: they can subclass `Index`
+URI_BACKENDS: dict[str, tuple[str, str]] = {
+    "postgresql": ("graphseek.knowledge.postgres.index", "PostgresIndex"),
+    "postgres": ("graphseek.knowledge.postgres.index", "PostgresIndex"),
+}
+
+
+def _is_postgres_uri(path: object) -> bool:
+    from graphseek.knowledge.postgres.uri import is_postgres_uri
+
+    return is_postgres_uri(path)
+
+
+def _backend(uri: str | Path) -> Any:
+    import importlib
+
+    module, name = URI_BACKENDS[str(uri).split("://", 1)[0].lower()]
+    return getattr(importlib.import_module(module), name)
 
 
 def _check_passages(items: list[Any]) -> None:

@@ -54,7 +54,8 @@ class Context:
         metadata=_describe(
             "Directory of an index built by `graphseek index CORPUS --out DIR`. A relative path "
             f"resolves against ${INDEX_DIR_ENV} when set, else the server's working directory "
-            "(the directory `langgraph dev` was started from)."
+            "(the directory `langgraph dev` was started from). Or a PostgreSQL index: "
+            "postgresql://user@host:5432/db?schema=NAME."
         ),
     )
     retriever: RetrieverName = field(
@@ -174,7 +175,8 @@ class Context:
         if problems:
             raise ContextError("Invalid run context: " + "; ".join(problems) + ".")
         # fail at the start of a run, not at its first retrieval, when the index path is wrong
-        if self.index is None and self.index_path:
+        # (a postgresql:// URI names a database, checked when the index opens)
+        if self.index is None and self.index_path and not _is_uri(self.index_path):
             path = resolve_index_path(self.index_path)
             if not path.is_dir():
                 raise ContextError(index_path_problem(self.index_path, "no such directory"))
@@ -189,6 +191,10 @@ class Context:
     def resolved_index_path(self) -> Path | None:
         """`index_path` as an absolute path (None when not set); see `resolve_index_path`."""
         return resolve_index_path(self.index_path) if self.index_path else None
+
+
+def _is_uri(path: str) -> bool:
+    return path.split("://", 1)[0].lower() in ("postgresql", "postgres") and "://" in path
 
 
 def index_base_dir() -> Path:

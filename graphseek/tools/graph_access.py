@@ -134,7 +134,18 @@ def set_graph_view(index: Any, view: GraphView) -> None:
 
 
 def load_graph_view(index: Any) -> GraphView:
-    """Read the graph store under ``index.dir_for("graph")`` into a `GraphView`."""
+    """Read the graph store under ``index.dir_for("graph")`` (or the one `open_graph_store()`
+    returns, for an index stored elsewhere, e.g. PostgreSQL) into a `GraphView`."""
+    opener = getattr(index, "open_graph_store", None)
+    if opener is not None:
+        try:
+            store = opener()
+        except IndexNotFoundError as exc:
+            raise GraphNotFoundError(str(exc)) from exc
+        try:
+            return view_of_store(store, source=str(index.path))
+        finally:
+            store.close()
     directory = index.dir_for("graph")
     if not directory.exists():
         raise GraphNotFoundError(

@@ -82,6 +82,13 @@ def _open_index(path: str, stamp: tuple[int, int]) -> Any:
     return Index.open(path)
 
 
+@lru_cache(maxsize=8)
+def _open_postgres(uri: str) -> Any:
+    from graphseek.knowledge.postgres.index import PostgresIndex
+
+    return PostgresIndex.open(uri)
+
+
 def _manifest_stamp(path: str) -> tuple[int, int]:
     """Identity of the index written at `path` now (its manifest's inode and mtime): a rebuilt or
     updated index is opened again, not served from the cache."""
@@ -102,6 +109,11 @@ def resolve_index(context: Any) -> Any:
     if context.index is not None:
         return context.index
     raw = getattr(context, "index_path", "")
+    if raw and str(raw).split("://", 1)[0] in ("postgresql", "postgres"):
+        try:  # one open index per URI, brought up to the stored revision for each run
+            return _open_postgres(str(raw)).sync()
+        except (GraphseekError, OSError, ValueError) as exc:  # the message names no password
+            raise ContextError(f"index_path: {str(exc).rstrip('.')}.") from exc
     if raw:
         path = str(resolve_index_path(raw))
         try:

@@ -1,0 +1,40 @@
+"""The PostgreSQL backend of the index: passages with pgvector embeddings (HNSW, cosine), the
+knowledge graph in tables, and the index metadata, all in one schema of one database, chosen by a
+URI such as ``postgresql://user@host:5432/db?schema=myindex``.
+
+`graphseek.knowledge.index.Index.build` / `Index.open` dispatch here when given such a URI; the
+directory backend stays the default. See `graphseek.knowledge.postgres.index` for the storage
+protocol both backends implement and for how reads and writes stay consistent.
+
+psycopg, psycopg-pool and pgvector are imported only when a Postgres URI is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from graphseek.knowledge.postgres.uri import (
+    DEFAULT_SCHEMA,
+    PostgresLocation,
+    is_postgres_uri,
+    parse_postgres_uri,
+)
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.postgres.index import PostgresIndex
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "PostgresIndex",
+    "PostgresLocation",
+    "is_postgres_uri",
+    "parse_postgres_uri",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresIndex":
+        from graphseek.knowledge.postgres.index import PostgresIndex
+
+        return PostgresIndex
+    raise AttributeError(name)

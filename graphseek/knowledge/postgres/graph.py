@@ -1,0 +1,290 @@
+"""The knowledge graph of a Postgres index: `PostgresGraphStore` reads it (the `GraphStore`
+protocol, same results as `SQLiteGraphStore`), `import_graph` / `export_graph` move it between
+the tables and a directory store.
+
+The graph tables have the names and columns of the directory store's ``graph.sqlite`` plus a
+``rowid`` (the insertion order its readers sort by), so `PostgresGraphStore` runs
+`SQLiteGraphStore`'s own queries against them: one reading code path, identical graphs. The
+CSR matrices are not stored: they are built from the relation and link tables with the same
+`build_matrices` the directory writer uses. The graph's passages are the index's ``passages``
+table.
+
+Graph builds and updates (`build_graph`, `add_passages`, `delete_passages`) run on a directory
+store in a temporary folder and the result is imported in the writer's transaction, together with
+the passages and their vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from graphseek.errors import IndexBusyError, IndexFormatError
+from graphseek.knowledge.graph.store import (
+    DATABASE,
+    FORMAT,
+    MANIFEST,
+    VERSION,
+    SQLiteGraphStore,
+    build_matrices,
+)
+from graphseek.knowledge.postgres.schema import GRAPH_TABLES, VECTOR_KINDS
+
+
+def as_array(value: Any) -> np.ndarray:
+    """A pgvector value (numpy array, `pgvector.Vector` or text) as a float32 array."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    elif isinstance(value, str):
+        value = json.loads(value)
+    return np.asarray(value, dtype=np.float32)
+
+
+class PostgresGraphStore(SQLiteGraphStore):
+    """A graph read from the tables of a Postgres index through one connection.
+
+    Opened by `PostgresIndex.open_graph_store` on an autocommit connection of its own with the
+    index revision it must read (`revision`): every query runs in a short transaction that first
+    checks that revision is still the stored one (`IndexBusyError` if a writer has committed
+    since), so reads never mix two revisions and no transaction stays open (one would hold back
+    vacuum and ``CREATE INDEX CONCURRENTLY``). On a writer's connection (`revision` None) the
+    queries run inside the writer's transaction. Results are cached in memory like
+    `SQLiteGraphStore`'s."""
+
+    def __init__(
+        self,
+        conn: Any,
+        manifest: dict[str, Any],
+        *,
+        dim: int,
+        source: str = "",
+        owns_connection: bool = False,
+        revision: str | None = None,
+    ) -> None:
+        # SQLiteGraphStore.__init__ opens a SQLite file; this store has none
+        self.dir = Path(source or "postgres")
+        self._manifest = manifest
+        self._lock = threading.RLock()
+        self._con = conn
+        self._cache: dict[str, Any] = {}
+        self._dim = int(dim)
+        self._owns = owns_connection
+        self._source = source
+        self._revision = revision
+
+    def close(self) -> None:
+        with self._lock:
+            if self._owns and not getattr(self._con, "closed", True):
+                self._con.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresGraphStore({self._source!r}, {self._manifest.get('counts', {})})"
+
+    def _rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        sql = sql.replace("?", "%s")
+        with self._lock:
+            if self._revision is None:
+                return self._con.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
+            with self._con.transaction():  # type: ignore[attr-defined]  # psycopg, not sqlite3
+                row = self._con.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+                if row is None or row[0] != self._revision:
+                    raise IndexBusyError(
+                        f"The index at {self._source} was rewritten while its graph was being "
+                        "read; open it again (or call sync()) and retry."
+                    )
+                return self._con.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
+
+    def _nodes(self) -> dict[str, list[str]]:
+        def load() -> dict[str, list[str]]:
+            return {
+                "entities": [r[0] for r in self._rows("SELECT id FROM entities ORDER BY ord")],
+                "passages": [r[0] for r in self._rows("SELECT id FROM passages ORDER BY ord")],
+                "relations_embedded": [
+                    r[0]
+                    for r in self._rows(
+                        "SELECT item_id FROM graph_vectors WHERE kind = ? ORDER BY row",
+                        ("relation_vectors",),
+                    )
+                ],
+                "hyperedges": [r[0] for r in self._rows("SELECT id FROM hyperedges ORDER BY ord")],
+            }
+
+        return self._cached("nodes", load)  # type: ignore[no-any-return]
+
+    def _matrices(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix, sparse.csr_matrix]:
+        def load() -> tuple[sparse.csr_matrix, sparse.csr_matrix, sparse.csr_matrix]:
+            nodes = self._nodes()
+            return build_matrices(
+                nodes["entities"], nodes["passages"], self._relation_list(), self._links()[0]
+            )
+
+        return self._cached("matrices", load)  # type: ignore[no-any-return]
+
+    def adjacency(self, include_passages: bool = False) -> tuple[sparse.csr_matrix, list[str]]:
+        nodes = self._nodes()
+        entity, full, _ = self._matrices()
+        if include_passages:
+            return full, nodes["entities"] + nodes["passages"]
+        return entity, list(nodes["entities"])
+
+    def entity_passage_matrix(self) -> tuple[sparse.csr_matrix, list[str], list[str]]:
+        nodes = self._nodes()
+        return self._matrices()[2], list(nodes["entities"]), list(nodes["passages"])
+
+    def _vectors(self, name: str) -> np.ndarray:
+        def load() -> np.ndarray:
+            rows = self._rows(
+                "SELECT embedding FROM graph_vectors WHERE kind = ? ORDER BY row", (name,)
+            )
+            if not rows:
+                return np.zeros((0, self._dim), dtype=np.float32)
+            return np.vstack([as_array(r[0]) for r in rows])
+
+        return self._cached(name, load)  # type: ignore[no-any-return]
+
+    # indexed lookups: one entity's neighbourhood without loading the graph
+
+    def relations_of(self, entity_id: str, kind: Any = None) -> list[Any]:
+        if "relations" in self._cache:
+            return super().relations_of(entity_id, kind)
+        from graphseek.knowledge.graph.models import Relation
+
+        rows = self._rows(
+            "SELECT r.id, r.source, r.label, r.target, r.weight, r.kind, "
+            "coalesce((SELECT array_agg(rp.passage_id ORDER BY rp.rowid) FROM relation_passages rp "
+            "WHERE rp.relation_id = r.id), '{}') FROM relations r "
+            "WHERE r.source = ? OR r.target = ? ORDER BY r.ord",
+            (entity_id, entity_id),
+        )
+        kinds = {kind} if isinstance(kind, str) else (set(kind) if kind is not None else None)
+        return [
+            Relation(
+                id=rid, source=s, label=label, target=t, passage_ids=list(pids), weight=w, kind=k
+            )
+            for rid, s, label, t, w, k, pids in rows
+            if kinds is None or k in kinds
+        ]
+
+    def passages_of(self, entity_id: str, kind: str | None = None) -> list[str]:
+        if "links" in self._cache:
+            return super().passages_of(entity_id, kind)
+        rows = self._rows(
+            "SELECT passage_id, kind FROM entity_passages WHERE entity_id = ? ORDER BY rowid",
+            (entity_id,),
+        )
+        return [pid for pid, k in rows if kind is None or k == kind]
+
+
+# -- moving a graph between a directory store and the tables ----------------------------------
+
+
+def _copy_rows(cur: Any, table: str, columns: tuple[str, ...], rows: Any) -> int:
+    n = 0
+    with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+            n += 1
+    return n
+
+
+def delete_graph(cur: Any) -> None:
+    """Remove every graph row (inside the writer's transaction)."""
+    for table in (*GRAPH_TABLES, "graph_vectors"):
+        cur.execute(f"DELETE FROM {table}")
+    cur.execute("DELETE FROM meta WHERE key = 'graph_manifest'")
+
+
+def import_graph(cur: Any, directory: Path, passage_ids: list[str]) -> dict[str, Any]:
+    """Copy the directory store at `directory` into the (emptied) graph tables; its passages
+    must be `passage_ids`, in order. Returns the store's manifest."""
+    from psycopg.types.json import Jsonb
+
+    manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    nodes = json.loads((directory / "nodes.json").read_text(encoding="utf-8"))
+    con = sqlite3.connect(f"file:{(directory / DATABASE).as_posix()}?mode=ro", uri=True)
+    try:
+        stored = [r[0] for r in con.execute("SELECT id FROM passages ORDER BY ord")]
+        if stored != list(passage_ids):
+            raise IndexFormatError(
+                "the knowledge graph's passages are not the index's passages; rebuild the index"
+            )
+        for table, columns in GRAPH_TABLES.items():
+            have = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+            if tuple(have) != columns:
+                raise IndexFormatError(
+                    f"graph table {table} has columns {have}, the Postgres schema expects "
+                    f"{list(columns)}; this graphseek's graph store and Postgres schema disagree"
+                )
+            rows = con.execute(f"SELECT rowid, {', '.join(columns)} FROM {table} ORDER BY rowid")
+            _copy_rows(cur, table, ("rowid", *columns), rows)
+        base_ids = [r[0] for r in con.execute("SELECT id FROM base_entities ORDER BY ord")]
+    finally:
+        con.close()
+    item_ids = {
+        "entity_vectors": nodes["entities"],
+        "relation_vectors": nodes["relations_embedded"],
+        "hyperedge_vectors": nodes["hyperedges"],
+        "base_vectors": base_ids,
+    }
+    for kind in VECTOR_KINDS:
+        vectors = np.load(directory / f"{kind}.npy")
+        ids = item_ids[kind]
+        if len(vectors) != len(ids):
+            raise IndexFormatError(f"graph store {directory}: {kind} rows do not match its ids")
+        _copy_rows(
+            cur,
+            "graph_vectors",
+            ("kind", "row", "item_id", "embedding"),
+            ((kind, i, ids[i], vectors[i]) for i in range(len(vectors))),
+        )
+    cur.execute(
+        "INSERT INTO meta (key, value) VALUES ('graph_manifest', %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (Jsonb(manifest),),
+    )
+    return manifest  # type: ignore[no-any-return]
+
+
+def export_graph(store: PostgresGraphStore, directory: Path) -> Path:
+    """Write the graph of `store` as a directory store at `directory` (a new folder), the layout
+    `SQLiteGraphStore` reads and `add_passages` / `delete_passages` update."""
+    from graphseek.knowledge.graph.store_writer import _INDEXES, _SCHEMA
+
+    directory.mkdir(parents=True)
+    con = sqlite3.connect(directory / DATABASE)
+    try:
+        con.executescript(_SCHEMA)
+        with con:
+            con.executemany(
+                "INSERT INTO meta VALUES (?, ?)", [("format", FORMAT), ("version", str(VERSION))]
+            )
+            con.executemany(
+                "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
+                ((n, p.id, p.title, p.text, p.source) for n, p in enumerate(store.passages())),
+            )
+            for table, columns in GRAPH_TABLES.items():
+                # `ord INTEGER PRIMARY KEY` is SQLite's rowid itself
+                names = columns if "ord" in columns else ("rowid", *columns)
+                listed = ", ".join(names)
+                rows = store._rows(f"SELECT {listed} FROM {table} ORDER BY rowid")
+                marks = ", ".join("?" * len(names))
+                con.executemany(f"INSERT INTO {table} ({listed}) VALUES ({marks})", rows)
+        con.executescript(_INDEXES)
+        con.commit()
+    finally:
+        con.close()
+    for kind in VECTOR_KINDS:
+        np.save(directory / f"{kind}.npy", np.ascontiguousarray(store._vectors(kind)))
+    adjacency, full, incidence = store._matrices()
+    sparse.save_npz(directory / "adjacency_entity.npz", adjacency)
+    sparse.save_npz(directory / "adjacency_full.npz", full)
+    sparse.save_npz(directory / "entity_passage.npz", incidence)
+    (directory / "nodes.json").write_text(json.dumps(store._nodes()), encoding="utf-8")
+    (directory / MANIFEST).write_text(json.dumps(store.manifest, default=str), encoding="utf-8")
+    return directory

