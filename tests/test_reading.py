@@ -120,3 +120,40 @@ def test_never_answers_with_a_file_name_or_its_own_title(hits: list[Hit]) -> Non
 def test_unsupported_question_gets_low_confidence(hits: list[Hit]) -> None:
     draft = get_reader().read("Where did the Roman emperor Hadrian die?", hits)
     assert draft.confidence < 0.3
+
+
+# -- the reader's model: fitted weights, the "no answer" option and the confidence scale ----------
+
+
+def test_the_shipped_model_is_fitted_and_falls_back_to_hand_weights(tmp_path) -> None:
+    from graphseek.agents.reading.reader import FEATURES, HAND_MODEL, load_model
+
+    shipped = load_model()
+    assert len(shipped.weights) == len(FEATURES)
+    assert shipped.null is not None and "benchmarks/fit_reader.py" in shipped.source
+    broken = tmp_path / "model.json"
+    broken.write_text('{"weights": {"similarity": 1.0}}')  # a feature missing
+    assert load_model(broken) is HAND_MODEL
+    assert load_model(tmp_path / "missing.json") is HAND_MODEL
+
+
+def test_calibrated_confidence_is_monotone_and_maps_the_operating_point_to_one_half() -> None:
+    from graphseek.agents.reading.reader import ReaderModel
+
+    model = ReaderModel(weights=(0.0,), null=0.0, operating_point=0.2)
+    values = [model.calibrated(p / 20) for p in range(21)]
+    assert values == sorted(values) and values[0] == 0.0 and values[-1] == 1.0
+    assert model.calibrated(0.2) == 0.5
+
+
+def test_no_answer_takes_probability_from_every_candidate(hits: list[Hit]) -> None:
+    from graphseek.agents.reading.reader import ExtractiveReader, ReaderModel, load_model
+
+    fitted = load_model()
+    assert fitted.null is not None
+    question = "What is the primary filter of the .zp format?"
+    sure = ExtractiveReader(model=fitted)
+    doubtful = ExtractiveReader(model=ReaderModel(**{**fitted.__dict__, "null": fitted.null + 5}))
+    ranked = sure.rank(question, hits)
+    assert ranked and ranked[0].text == "LZQ5"
+    assert 0.0 < doubtful.confidence(ranked) < sure.confidence(ranked) <= 1.0

@@ -54,6 +54,80 @@ _FILE_NAME = re.compile(
 )
 
 
+#: what the score of a candidate span is made of, in the order of `Candidate.features`
+FEATURES = (
+    "similarity",  # cosine of the sentence to the question (MiniLM)
+    "relation_words",  # share of the question's relation words in the sentence
+    "sentence_coverage",  # rarity-weighted share of the question's words near the span
+    "passage_coverage",  # ... in its passage
+    "retrieval_rank",  # 1 / (1 + 0.3 (rank - 1))
+    "tree_anchor",  # closeness to the relation words in the dependency tree
+    "char_anchor",  # ... in characters
+    "kind_weight",  # how well the span's kind fits the question's expected answer
+    "in_question",  # how much of the span the question already holds
+    "question_verb",  # the span hangs off the question's own verb
+    "head_noun",  # the span stands next to the question's head noun ("the Notify library")
+    "extra_words",  # words beyond six
+    "bare_noun",  # a one-word common noun
+    "named_entity",  # spaCy's NER proposed it
+)
+
+
+@dataclass(frozen=True)
+class ReaderModel:
+    """A linear score over `FEATURES`; `null`, when set, is the score of "no answer" and makes
+    the confidence the softmax probability of the best answer against every other candidate and
+    against answering nothing (a fitted model: `benchmarks/fit_reader.py`), reported on the
+    common confidence scale by `calibrated`."""
+
+    weights: tuple[float, ...]
+    bias: float = 0.0
+    support: float = 0.03  # per further sentence that proposes the same answer (up to three)
+    null: float | None = None
+    operating_point: float = 0.5  # the probability reported as confidence 0.5
+    source: str = "hand-set weights"
+
+    def calibrated(self, probability: float) -> float:
+        """The probability on the confidence scale every offline policy reads, where 0.5 is the
+        general profile's abstention point: piecewise linear, `operating_point` -> 0.5."""
+        p, t = min(1.0, max(0.0, probability)), min(0.99, max(0.01, self.operating_point))
+        return round(0.5 * p / t if p <= t else 0.5 + 0.5 * (p - t) / (1.0 - t), 4)
+
+    def score(self, features: Sequence[float]) -> float:
+        return self.bias + float(np.dot(self.weights, features))
+
+
+#: the hand-set weights the reader was first written with (the fallback)
+HAND_MODEL = ReaderModel(
+    weights=(0.20, 0.15, 0.25, 0.15, 0.05, 0.30, 0.10, 0.25, -0.4, 0.12, 0.08, -0.04, -0.08, 0.0)
+)
+MODEL_FILE = "reader_model.json"
+
+
+def load_model(path: Any = None) -> ReaderModel:
+    """The fitted model shipped with the package (`reader_model.json`), else `HAND_MODEL`."""
+    import json
+    from importlib import resources
+
+    try:
+        if path is None:
+            text = resources.files("graphseek.agents.reading").joinpath(MODEL_FILE).read_text()
+        else:
+            text = open(path, encoding="utf-8").read()  # noqa: SIM115
+        data = json.loads(text)
+        weights = tuple(float(data["weights"][name]) for name in FEATURES)
+        return ReaderModel(
+            weights=weights,
+            bias=float(data.get("bias", 0.0)),
+            support=float(data.get("support", 0.0)),
+            null=float(data["null"]),
+            operating_point=float(data.get("operating_point", 0.5)),
+            source=str(data.get("fitted_on", "fitted")),
+        )
+    except (OSError, KeyError, ValueError, TypeError):
+        return HAND_MODEL
+
+
 _BRIDGE_KINDS = (("name", 1.0), ("org", 0.9), ("person", 0.7), ("place", 0.5), ("thing", 0.3))
 
 
@@ -90,6 +164,7 @@ class Candidate:
     passage: Passage
     sentence_score: float  # rarity-weighted coverage of the question by the sentence
     support: int = 1
+    features: tuple[float, ...] = ()  # `FEATURES`, the inputs of the score (fitting reads them)
 
 
 def _stem(word: str) -> str:
@@ -204,7 +279,14 @@ def confidence(best: float, second: float, coverage: float = 1.0) -> float:
 class ExtractiveReader:
     """Reads retrieved passages and drafts the best-supported answer span (thread-safe)."""
 
-    def __init__(self, embedder: Any = None, cache_size: int = 4096, max_alternatives: int = 5):
+    def __init__(
+        self,
+        embedder: Any = None,
+        cache_size: int = 4096,
+        max_alternatives: int = 5,
+        model: ReaderModel | None = None,
+    ):
+        self.model = model or load_model()
         self._embedder = embedder
         self._cache: OrderedDict[str, _Parsed] = OrderedDict()
         self._cache_size = cache_size
@@ -283,6 +365,7 @@ class ExtractiveReader:
             weights[_key(w)] = max(weights.get(_key(w), 0.0), term_weight(w))
         total = sum(weights.values()) or 1.0
         head = _keys(spec.head_words)
+        model = self.model
         pool: dict[str, Candidate] = {}
         for position, (hit, doc) in enumerate(zip(hits, docs, strict=True)):
             rank = hit.rank or position + 1
@@ -322,29 +405,39 @@ class ExtractiveReader:
                     ):
                         continue
                     tree, chars = _anchor(sent, span, rel)
-                    score = s_score + 0.30 * tree + 0.10 * chars + 0.25 * weight - 0.4 * inq
                     verb = _governing_verb(sent, span, rel)
-                    if verb and verb in rel:
-                        score += 0.12  # the span hangs off the question's own verb
-                    if head and _anchor(sent, span, head)[0] >= 0.6:
-                        score += 0.08  # "the Notify rust library" for "Which Rust library ...?"
                     n_words = len(span.text.split())
-                    if n_words > 6:
-                        score -= 0.04 * (n_words - 6)
-                    if span.source == "chunk" and span.kind == "thing" and n_words == 1:
-                        score -= 0.08  # a bare common noun ("version", "library") says little
+                    features = (
+                        float(sim),
+                        lex,
+                        in_sentence,
+                        in_passage,
+                        rank_score,
+                        tree,
+                        chars,
+                        weight,
+                        inq,
+                        1.0 if verb and verb in rel else 0.0,  # hangs off the question's verb
+                        1.0 if head and _anchor(sent, span, head)[0] >= 0.6 else 0.0,
+                        max(0.0, n_words - 6.0),
+                        1.0 if span.source == "chunk" and span.kind == "thing" and n_words == 1
+                        else 0.0,  # a bare common noun ("version", "library") says little
+                        1.0 if span.source == "ent" else 0.0,
+                    )  # fmt: skip
+                    score = model.score(features)
                     prev = pool.get(key)
                     if prev is None or score > prev.score:
                         support = prev.support + 1 if prev else 1
                         pool[key] = Candidate(
-                            span.text, span.kind, score, sent.text, doc.passage, s_score, support
-                        )
+                            span.text, span.kind, score, sent.text, doc.passage, s_score, support,
+                            features,
+                        )  # fmt: skip
                     else:
-                        pool[key] = Candidate(prev.text, prev.kind, prev.score, prev.sentence, prev.passage,
-                                              prev.sentence_score, prev.support + 1)  # fmt: skip
-        return sorted(
-            pool.values(), key=lambda c: (-(c.score + 0.03 * min(c.support - 1, 3)), c.text)
-        )
+                        pool[key] = replace(prev, support=prev.support + 1)
+        ranked = [
+            replace(c, score=c.score + model.support * min(c.support - 1, 3)) for c in pool.values()
+        ]
+        return sorted(ranked, key=lambda c: (-c.score, c.text))
 
     def read(self, question: str, hits: Sequence[Hit]) -> Draft:
         """A `Draft`: the best candidate with its sentence as evidence, or an empty answer."""
@@ -353,7 +446,6 @@ class ExtractiveReader:
         if not ranked:
             return Draft(question=question, answer="", confidence=0.0)
         best = ranked[0]
-        second = next((c.score for c in ranked[1:] if not _same_answer(c.text, best.text)), 0.0)
         evidence = [
             EvidenceItem(
                 passage_id=best.passage.id,
@@ -372,10 +464,22 @@ class ExtractiveReader:
             question=question,
             answer=best.text,
             evidence=evidence,
-            confidence=confidence(best.score, second, best.sentence_score),
+            confidence=self.confidence(ranked),
             candidates=alternatives,
             bridges=self.bridges(question, hits, exclude=[best.text, *alternatives]),
         )
+
+    def confidence(self, ranked: Sequence[Candidate]) -> float:
+        """How sure the reader is of `ranked[0]` (`ranked` best first, non-empty)."""
+        best = ranked[0]
+        null = self.model.null
+        if null is None:
+            second = next((c.score for c in ranked[1:] if not _same_answer(c.text, best.text)), 0.0)
+            return confidence(best.score, second, best.sentence_score)
+        top = max(best.score, null)
+        mass = [math.exp(c.score - top) for c in ranked]
+        same = sum(m for c, m in zip(ranked, mass, strict=True) if _same_answer(c.text, best.text))
+        return self.model.calibrated(same / (sum(mass) + math.exp(null - top)))
 
     def bridges(
         self, question: str, hits: Sequence[Hit], exclude: Sequence[str] = (), n: int = 3
