@@ -574,7 +574,7 @@ def test_offline_competitive_run_through_the_api(tiny_index):
 def test_offline_planner_reformulates_a_searched_gap():
     from graphseek.agents.offline.kair import OfflinePlanner
 
-    planner = OfflinePlanner()
+    planner = OfflinePlanner("wikipedia")  # a kinship question: relation chains
     gaps = planner.initial_gaps(QUESTION).value
     assert [g.description for g in gaps] == GAPS
     view = KnowledgeView(question=QUESTION, required=gaps, query_history=[Q_FATHER])

@@ -172,7 +172,7 @@ def build_roles(context: Context) -> Roles:
     shared_librarian = _offline(
         f"librarian:{profile_key}", lambda: OfflineLibrarian(profile=profile)
     )
-    planner = pick("planner", LLMPlanner, OfflinePlanner)
+    planner = pick("planner", LLMPlanner, lambda: OfflinePlanner(profile))
     knowledge_updater = pick(
         "knowledge_updater",
         LLMKnowledgeUpdater,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from graphseek.agents.offline.answer_types import expected_answer
 from graphseek.agents.offline.decomposer import decompose_question
@@ -54,12 +55,17 @@ class Chain:
         return fill_placeholders(last.question, self.answers)
 
 
-def plan_for(question: str) -> tuple[list[SubQuestion], bool]:
+def profile_of(librarian: Any) -> str:
+    """The reading profile of an offline Librarian (`general` or `wikipedia`)."""
+    return str(getattr(librarian, "profile", "general"))
+
+
+def plan_for(question: str, profile: str = "general") -> tuple[list[SubQuestion], bool]:
     """The offline plan of a question, and whether it is drafted whole."""
     qa = expected_answer(question)
     if qa.comparison is not None or qa.kind in ("yesno", "choice"):
         return [SubQuestion(id=1, question=question)], True
-    plan = decompose_question(question) or [SubQuestion(id=1, question=question)]
+    plan = decompose_question(question, profile) or [SubQuestion(id=1, question=question)]
     return plan, False
 
 
@@ -67,7 +73,7 @@ def resolve_chain(
     librarian: Librarian, question: str, hits: Sequence[Hit], threshold: float = ANSWERED
 ) -> Chain:
     """Answer the plan of `question` in order over `hits`, stopping at the first weak step."""
-    plan, whole = plan_for(question)
+    plan, whole = plan_for(question, profile_of(librarian))
     chain = Chain(plan=plan, whole=whole)
     if not hits:
         chain.missing.append(plan[0].question)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.chain import plan_for, resolve_chain
+from graphseek.agents.offline.chain import plan_for, profile_of, resolve_chain
 from graphseek.agents.roles import Librarian, Step
 from graphseek.knowledge.passages import Hit
 from graphseek.state.models import Draft, EvidenceItem
@@ -26,7 +26,7 @@ class OfflineGraphLibrarian:
     def draft(
         self, question: str, hits: Sequence[Hit], relations: Sequence[str] = ()
     ) -> Step[Draft]:
-        plan, whole = plan_for(question)
+        plan, whole = plan_for(question, profile_of(self.librarian))
         if whole or len(plan) < 2 or not hits:
             return self.librarian.draft(question, hits)
         chain = resolve_chain(self.librarian, question, hits, threshold=0.0)

@@ -35,6 +35,7 @@ from graphseek.agents.kair import (
     split_segments,
 )
 from graphseek.agents.offline.answer_types import expected_answer, parse_comparison
+from graphseek.agents.offline.chain import profile_of
 from graphseek.agents.offline.decomposer import decompose_question
 from graphseek.agents.offline.seeker import OfflineSeeker, rephrase
 from graphseek.agents.roles import (
@@ -66,10 +67,10 @@ _STOP = set(
 # -- planner ----------------------------------------------------------------------------------
 
 
-def initial_plan(question: str) -> tuple[list[SubQuestion], set[int]]:
+def initial_plan(question: str, profile: str = "general") -> tuple[list[SubQuestion], set[int]]:
     """The offline decomposer's plan and the ids of the steps that restate a comparison (the
     answerer compares; they are not searched)."""
-    plan = decompose_question(question) or [SubQuestion(id=1, question=question)]
+    plan = decompose_question(question, profile) or [SubQuestion(id=1, question=question)]
     comparison = parse_comparison(question)
     virtual: set[int] = set()
     if comparison is not None:
@@ -113,8 +114,11 @@ def formulations(question: str) -> list[str]:
 class OfflinePlanner:
     """Planner role, offline policy: the decomposer's plan as Required, gaps searched in order."""
 
+    def __init__(self, profile: str = "general") -> None:
+        self.profile = profile
+
     def initial_gaps(self, question: str) -> Step[list[Gap]]:
-        plan, virtual = initial_plan(question)
+        plan, virtual = initial_plan(question, self.profile)
         gaps = [Gap(id=str(s.id), description=s.question) for s in plan if s.id not in virtual]
         return Step(gaps or [Gap(id="1", description=question)])
 
@@ -290,7 +294,7 @@ class OfflineAnswerer:
         return Step(self._read(view))
 
     def _compare(self, view: KnowledgeView) -> FinalAnswer:
-        plan, _ = initial_plan(view.question)
+        plan, _ = initial_plan(view.question, profile_of(self.librarian))
         drafts = []
         for step in plan:
             answer = view.answers.get(str(step.id))

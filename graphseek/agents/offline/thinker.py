@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.chain import ANSWERED, plan_for, resolve_chain
+from graphseek.agents.offline.chain import ANSWERED, plan_for, profile_of, resolve_chain
 from graphseek.agents.roles import Librarian, Step
 from graphseek.agents.text import content_words, fill_placeholders, normalize
 from graphseek.agents.thinker import ThinkerView
@@ -47,7 +47,7 @@ class OfflineThinker:
         return Step(self._think(view))
 
     def _think(self, view: ThinkerView) -> Thought:
-        plan, whole = plan_for(view.question)
+        plan, whole = plan_for(view.question, profile_of(self.librarian))
         answers = {k: v for k, v in view.step_answers.items() if v}
         hits = list(view.hits)
         if hits and (whole or len(plan) > 1):
