@@ -88,3 +88,31 @@ def test_unknown_backend_is_refused() -> None:
 
 def test_encode_empty_list_gives_an_empty_matrix(onnx_embedder: Embedder) -> None:
     assert onnx_embedder.encode([]).shape == (0, 384)
+
+
+def test_query_vectors_are_cached_and_bounded(
+    onnx_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = Embedder(backend="onnx", workers=1)
+    monkeypatch.setattr(embedder_module, "QUERY_CACHE", 3)
+    calls: list[list[str]] = []
+    real = embedder._encode
+
+    def counting(texts: list[str], batch_size: int) -> np.ndarray:
+        calls.append(list(texts))
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(embedder, "_encode", counting)
+    first = embedder.encode(["Lord Byron", "Missolonghi"])
+    first[:] = 0.0  # a caller may write into its result: the cache keeps its own copy
+    again = embedder.encode(["Missolonghi", "Lord Byron", "1824"])
+    assert calls == [["Lord Byron", "Missolonghi"], ["1824"]]
+    want = onnx_embedder.encode(["Lord Byron", "Missolonghi"])
+    np.testing.assert_allclose(again[[1, 0]], want, atol=1e-5)
+    embedder.encode(["x", "Warsaw"])  # 5 distinct texts seen, at most 3 kept
+    assert len(embedder._recent) == 3 and "Lord Byron" not in embedder._recent
+    embedder.clear_query_cache()
+    embedder.encode(["1824"])
+    assert calls[-1] == ["1824"]
+    bulk = embedder.encode(TEXTS)  # more than SMALL_BATCH texts: not through the cache
+    assert calls[-1] == TEXTS and bulk.shape == (len(TEXTS), 384)

@@ -8,6 +8,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 _PUNCT_DROP = re.compile(r"[.'\u2019\u2018`\"\u201c\u201d]")
 _PUNCT_SPACE = re.compile(r"[^\w\s&+#-]")
@@ -26,12 +27,14 @@ def fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+@lru_cache(maxsize=1 << 17)
 def normalize_name(name: str) -> str:
     """The key two names must share to count as the same surface form.
 
     Lower case, accents folded, dots and quotes dropped (``"U.S."`` -> ``"us"``), other
     punctuation turned into spaces, a leading article and a trailing possessive removed,
     whitespace collapsed. ``"The Golden State Warriors'"`` -> ``"golden state warriors"``.
+    Cached: a build asks for the same few names hundreds of thousands of times.
     """
     text = fold(name).lower().strip()
     text = re.sub(r"(?:'s|\u2019s|')$", "", text)
