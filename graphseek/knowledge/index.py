@@ -120,17 +120,7 @@ class Index:
                 graph=graph,
                 graph_options=graph_options,
             )
-        source = ""
-        if isinstance(passages, str | Path):
-            from graphseek.knowledge.progress import bar as progress_bar
-
-            source = str(passages)
-            with progress_bar("reading", None, show_progress) as bar:
-                items = load_corpus(passages)
-                bar.update(len(items))
-        else:
-            items = list(passages)
-        _check_passages(items)
+        items, source = read_passages(passages, show_progress)
         target = Path(path).expanduser().absolute()
         _check_target(target)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -494,6 +484,26 @@ def _backend(uri: str | Path) -> Any:
 
     module, name = URI_BACKENDS[str(uri).split("://", 1)[0].lower()]
     return getattr(importlib.import_module(module), name)
+
+
+def read_passages(
+    passages: Iterable[Passage] | str | Path, show_progress: bool = True
+) -> tuple[list[Passage], str]:
+    """The passages to index (a corpus file or folder is loaded behind a `reading` bar), checked,
+    and the corpus path they came from ("" for passages given in memory). Every backend's build
+    starts here."""
+    source = ""
+    if isinstance(passages, str | Path):
+        from graphseek.knowledge.progress import bar as progress_bar
+
+        source = str(passages)
+        with progress_bar("reading", None, show_progress) as bar:
+            items = load_corpus(passages)
+            bar.update(len(items))
+    else:
+        items = list(passages)
+    _check_passages(items)
+    return items, source
 
 
 def _check_passages(items: list[Any]) -> None:

@@ -57,6 +57,7 @@ from graphseek.knowledge.index import (
     SearchMethod,
     _build_graph,
     _check_passages,
+    read_passages,
 )
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.postgres.graph import as_array
@@ -438,18 +439,7 @@ class PostgresIndex(Index):
         replacing an index already there in one transaction (readers see the old one until it
         commits). Refuses a schema that holds tables but no graphseek index."""
         location = parse_postgres_uri(str(path))
-        source = ""
-        if isinstance(passages, str | Path):
-            from graphseek.knowledge.loaders import load_corpus
-            from graphseek.knowledge.progress import bar as progress_bar
-
-            source = str(passages)
-            with progress_bar("reading", None, show_progress) as bar:
-                items = load_corpus(passages)
-                bar.update(len(items))
-        else:
-            items = list(passages)
-        _check_passages(items)
+        items, source = read_passages(passages, show_progress)
         # connect before the long work: a wrong URI fails at once
         ensure_vector_extension(location)
         started = time.perf_counter()

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphseek.knowledge.graph.store_writer import _INDEXES as _GRAPH_INDEXES
+
 SCHEMA_VERSION_TABLE = "schema_version"
 
 # table -> columns, in the order of the directory backend's graph.sqlite (without rowid)
@@ -57,7 +59,8 @@ GRAPH_TABLES: dict[str, tuple[str, ...]] = {
 
 VECTOR_KINDS = ("entity_vectors", "relation_vectors", "hyperedge_vectors", "base_vectors")
 
-_V1 = """
+_V1 = (
+    """
 CREATE TABLE meta (key text PRIMARY KEY, value jsonb NOT NULL);
 CREATE TABLE passages (ord bigint PRIMARY KEY, id text UNIQUE NOT NULL, title text NOT NULL,
     text text NOT NULL, source text NOT NULL, embedding vector({dim}) NOT NULL);
@@ -101,26 +104,11 @@ CREATE TABLE merge_pairs (rowid bigint NOT NULL, a text NOT NULL, b text NOT NUL
 CREATE TABLE graph_vectors (kind text NOT NULL, row bigint NOT NULL, item_id text,
     embedding vector NOT NULL, PRIMARY KEY (kind, row));
 
-CREATE INDEX ix_mentions_passage ON mentions (passage_id);
-CREATE INDEX ix_mentions_entity ON mentions (entity_id);
-CREATE INDEX ix_raw_relations_passage ON raw_relations (passage_id);
-CREATE INDEX ix_raw_facts_passage ON raw_facts (passage_id);
-CREATE INDEX ix_entities_norm ON entities (norm);
-CREATE INDEX ix_entities_name ON entities (name);
-CREATE INDEX ix_aliases_entity ON entity_aliases (entity_id);
-CREATE INDEX ix_aliases_norm ON entity_aliases (norm);
-CREATE INDEX ix_aliases_alias ON entity_aliases (alias);
-CREATE INDEX ix_types_entity ON entity_types (entity_id);
-CREATE INDEX ix_provenance_entity ON provenance (entity_id);
-CREATE INDEX ix_entity_passages_passage ON entity_passages (passage_id);
-CREATE INDEX ix_relations_source ON relations (source);
-CREATE INDEX ix_relations_target ON relations (target);
-CREATE INDEX ix_relation_passages ON relation_passages (relation_id);
-CREATE INDEX ix_members_hyperedge ON hyperedge_members (hyperedge_id);
-CREATE INDEX ix_members_entity ON hyperedge_members (entity_id);
-CREATE INDEX ix_hyperedge_passages ON hyperedge_passages (hyperedge_id);
-CREATE INDEX ix_hyperedges_topic ON hyperedges (topic_id);
 """
+    + _GRAPH_INDEXES
+    + """CREATE INDEX ix_mentions_entity ON mentions (entity_id);
+"""
+)  # the graph's tables, with the indexes of the directory store's graph.sqlite and one more
 
 #: (version, description, SQL); applied in order, each in the writer's transaction
 MIGRATIONS: list[tuple[int, str, str]] = [
