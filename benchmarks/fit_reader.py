@@ -46,6 +46,8 @@ from graphseek.agents.reading.reader import (  # noqa: E402
     HAND_MODEL,
     MODEL_FILE,
     ExtractiveReader,
+    confidence,
+    sentence_score,
 )
 from graphseek.agents.text import normalize  # noqa: E402
 from graphseek.knowledge.passages import Hit, Passage  # noqa: E402
@@ -208,12 +210,9 @@ def decide(theta: np.ndarray, ex: Example, fitted: bool) -> tuple[str, float]:
     s = ex.X[:-1] @ np.nan_to_num(theta, neginf=0.0)
     best = int(np.argmax(s))
     if not fitted:
-        from graphseek.agents.reading.reader import confidence
-
         order = np.argsort(-s)
         second = float(s[order[1]]) if len(order) > 1 else 0.0
-        # the sentence score, as the reader computes it, from its parts
-        coverage = float(ex.X[best, :5] @ np.asarray([0.20, 0.15, 0.25, 0.15, 0.05]))
+        coverage = sentence_score(ex.X[best])  # as the reader computes it
         return ex.texts[best], confidence(float(s[best]), second, coverage)
     full = ex.X @ theta
     top = full.max()

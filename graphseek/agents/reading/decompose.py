@@ -39,9 +39,6 @@ _COMPLEMENT_NOUNS = frozenset(
     "fact idea claim belief notion possibility news evidence assumption hope view sense "
     "statement argument proof rule condition requirement guarantee chance".split()
 )
-_NP_INNER_DEPS = frozenset(
-    {"amod", "compound", "nmod", "nummod", "poss", "case", "punct", "quantmod"}
-)
 _NP_INNER_TAGS = frozenset(
     {"JJ", "JJR", "JJS", "NN", "NNS", "NNP", "NNPS", "HYPH", "CD", "VBN", "VBG", "POS"}
 )
@@ -84,7 +81,8 @@ def _plan(question: str) -> tuple[str, ...]:
 def _reduce(question: str, steps: list[str], depth: int) -> str:
     q = question
     while len(steps) < _MAX_STEPS and depth < 3:
-        split = _context_sentence(q) or _relative_clause(q) or _possessive(q)
+        doc = get_nlp()(q)  # one parse serves the three structures
+        split = _context_sentence(doc) or _relative_clause(doc) or _possessive(doc)
         if split is None:
             break
         inner = _reduce(split.step, steps, depth + 1)
@@ -100,18 +98,13 @@ def _trivial(text: str, last: int) -> bool:
     return bool(re.fullmatch(rf"(?:who|what|which \w+) (?:is|was|are|were) #{last}\?", text, re.I))
 
 
-def _parse(text: str) -> Any:
-    return get_nlp()(text)
-
-
 # -- relative clauses -------------------------------------------------------------------------
 
 
-def _relative_clause(q: str) -> _Split | None:
-    doc = _parse(q)
+def _relative_clause(doc: Any) -> _Split | None:
+    q = doc.text
     found: list[tuple[int, _Split]] = []
     for noun_i, marker, first, prep in _clause_openings(doc):
-        noun = doc[noun_i]
         start = _np_start(doc, noun_i)
         if start is None:
             continue
@@ -121,7 +114,7 @@ def _relative_clause(q: str) -> _Split | None:
         if marker == "" and not _contact_clause(doc, first, end):
             continue
         clause = doc[first:end].text
-        np_words = doc[start + 1 : noun.i + 1].text
+        np_words = doc[start + 1 : noun_i + 1].text
         if marker == "who" and _starts_with_verb(doc, first):
             step = f"Who {clause}?"
         elif marker == "whose":
@@ -249,8 +242,7 @@ _ANAPHOR = re.compile(
 )
 
 
-def _context_sentence(q: str) -> _Split | None:
-    doc = _parse(q)
+def _context_sentence(doc: Any) -> _Split | None:
     sents = list(doc.sents)
     if len(sents) < 2:
         return None
@@ -289,8 +281,8 @@ def _introduced(context: Any, noun: str) -> tuple[int, int] | None:
 # -- possessives -------------------------------------------------------------------------------
 
 
-def _possessive(q: str) -> _Split | None:
-    doc = _parse(q)
+def _possessive(doc: Any) -> _Split | None:
+    q = doc.text
     copular = len(doc) > 2 and doc[0].lower_ in {"what", "who"} and doc[1].lemma_ == "be"
     for tok in doc:
         if tok.tag_ != "POS" or tok.i == 0:

@@ -102,6 +102,19 @@ HAND_MODEL = ReaderModel(
     weights=(0.20, 0.15, 0.25, 0.15, 0.05, 0.30, 0.10, 0.25, -0.4, 0.12, 0.08, -0.04, -0.08, 0.0)
 )
 MODEL_FILE = "reader_model.json"
+#: the first five `FEATURES` describe the sentence, the rest the span in it
+SENTENCE_FEATURES = 5
+
+
+def sentence_score(features: Sequence[float]) -> float:
+    """How well a sentence covers the question: the hand-set weights of its five features (the
+    `sentence_score` of a candidate; `confidence` reads it as coverage)."""
+    return sum(
+        w * x
+        for w, x in zip(
+            HAND_MODEL.weights[:SENTENCE_FEATURES], features[:SENTENCE_FEATURES], strict=True
+        )
+    )
 
 
 def load_model(path: Any = None) -> ReaderModel:
@@ -383,13 +396,8 @@ class ExtractiveReader:
                 lex = len(rel & stems) / len(rel) if rel else 0.0
                 near = stems | title_words
                 in_sentence = sum(w for t, w in weights.items() if t in near) / total
-                s_score = (
-                    0.20 * float(sim)
-                    + 0.15 * lex
-                    + 0.25 * in_sentence
-                    + 0.15 * in_passage
-                    + 0.05 * rank_score
-                )
+                sentence_features = (float(sim), lex, in_sentence, in_passage, rank_score)
+                s_score = sentence_score(sentence_features)
                 for span in sent.spans:
                     weight = spec.weight(span.kind)
                     if weight <= 0.0:
@@ -408,11 +416,7 @@ class ExtractiveReader:
                     verb = _governing_verb(sent, span, rel)
                     n_words = len(span.text.split())
                     features = (
-                        float(sim),
-                        lex,
-                        in_sentence,
-                        in_passage,
-                        rank_score,
+                        *sentence_features,
                         tree,
                         chars,
                         weight,
