@@ -164,7 +164,9 @@ def build_roles(context: Context) -> Roles:
     seeker_model = model_for_context(context, "seeker")
     if seeker_model is None:
         offline.add("seeker")
-        seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=threshold))
+        seeker: Seeker = BranchingSeeker(
+            OfflineSeeker(abstain_threshold=threshold, profile=profile)
+        )
     else:
         seeker = LLMSeeker(seeker_model, max_retries=retries)
     # KAIR: the offline updater and answerer take the run's thresholds, so they are built per run
@@ -224,20 +226,26 @@ def _search_roles(
             "sufficiency", LLMSufficiencyChecker, lambda: OfflineSufficiencyChecker(librarian)
         ),
         "triple_checker": pick_as(
-            "verifier", "triple_checker", LLMTripleChecker, OfflineTripleChecker
+            "verifier",
+            "triple_checker",
+            LLMTripleChecker,
+            lambda: OfflineTripleChecker(context.profile),
         ),
         "evidence_verifier": pick_as(
-            "verifier", "evidence_verifier", LLMEvidenceVerifier, OfflineEvidenceVerifier
+            "verifier",
+            "evidence_verifier",
+            LLMEvidenceVerifier,
+            lambda: OfflineEvidenceVerifier(profile=context.profile),
         ),
         "rewriter": pick("rewriter", LLMQueryRewriter, lambda: OfflineQueryRewriter(librarian)),
         "thinker": pick("thinker", LLMThinker, lambda: OfflineThinker(librarian)),
         "drafter": pick(
             "drafter",
             LLMDrafter,
-            lambda: OfflineDrafter(threshold),
+            lambda: OfflineDrafter(threshold, profile=context.profile),
             cache=False,
         ),
-        "expander": pick("expander", LLMExpander, OfflineExpander),
+        "expander": pick("expander", LLMExpander, lambda: OfflineExpander(profile=context.profile)),
         "refiner": pick("refiner", LLMContextRefiner, OfflineContextRefiner),
         "grounder": pick("grounder", LLMQueryGrounder, OfflineQueryGrounder),
         "graph_librarian": pick_as(
