@@ -88,3 +88,15 @@ def test_wikipedia_tables_live_only_in_the_wikipedia_profile() -> None:
             continue
         leaked = (_TABLES | {"clean_text"}) & _assigned_names(path)
         assert not leaked, f"{path.relative_to(AGENTS)} defines {sorted(leaked)}"
+
+
+def test_graph_nodes_import_no_offline_policy_internals() -> None:
+    graphs = AGENTS.parent / "graphs"
+    for path in sorted(graphs.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("graphseek.agents.offline"), path.name
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not alias.name.startswith("graphseek.agents.offline"), path.name
