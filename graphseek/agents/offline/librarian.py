@@ -391,6 +391,11 @@ def _parse_doc(title: str, text: str, doc: Any, profile: Profile) -> _Parsed:
         for etext, label, start, end in ents:
             if label in {"PERSON", "ORG", "FAC", "WORK_OF_ART"}:
                 etext, end = _expand_name(stext, start, end)
+            titled = profile.name_title_re
+            if label == "PERSON" and titled is not None:
+                m = titled.match(stext, end)
+                if m:  # "Carlos, Duke of Madrid": the title is part of the name
+                    etext, end = stext[start : m.end()], m.end()
             expanded.append((etext, label, start, end))
         ents = expanded
         for m in _DATE_RE.finditer(stext):
