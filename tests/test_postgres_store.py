@@ -97,6 +97,40 @@ def pg_index(pg_server: Any, tiny_passages: list[Passage]) -> Any:
     return Index.build(tiny_passages, uri_for(pg_server, "tiny"), show_progress=False, graph=True)
 
 
+def filler_passages(n: int) -> list[Passage]:
+    """`n` passages about made-up people, places and firms, none shared with another passage
+    or with the tiny corpus: graph components no query of `QUERIES` reaches."""
+    syllables = ["bra", "vel", "tor", "quin", "dal", "mor", "zen", "fap", "lix", "gor", "hum"]
+
+    def name(i: int, j: int) -> str:
+        a, b, c = syllables[i % 11], syllables[(i // 11 + j) % 11], syllables[(i * 7 + j) % 11]
+        return f"{a.title()}{b}{c}"
+
+    return [
+        Passage(
+            id=f"filler{i}",
+            title=f"{name(i, 0)} Oskvar{i}",
+            text=(
+                f"{name(i, 0)} Oskvar{i} was a glassmaker from Tresk{i}. In {1700 + i} "
+                f"{name(i, 0)} Oskvar{i} founded the Ulmo{i} Works, later run by "
+                f"{name(i, 1)} Pellan{i}."
+            ),
+            source="filler",
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="session")
+def big_dir_index(tmp_path_factory: pytest.TempPathFactory, tiny_passages: list[Passage]) -> Any:
+    """The tiny corpus and 40 unrelated filler passages, with the graph, in a directory."""
+    from graphseek.knowledge.index import Index
+
+    path = tmp_path_factory.mktemp("pg-big") / "index"
+    passages = tiny_passages + filler_passages(40)
+    return Index.build(passages, path, show_progress=False, graph=True)
+
+
 def _copy(pg_server: Any, dir_graph_index: Any, schema: str) -> Any:
     """A fresh Postgres copy of the directory index (no re-embedding) for tests that write."""
     from graphseek.knowledge.postgres import PostgresIndex
@@ -153,6 +187,41 @@ def test_every_retriever_same_top_k(pg_index: Any, dir_graph_index: Any, name: s
         got = retrieve(reopened, query, 5, name)
         assert [h.passage.id for h in got] == [h.passage.id for h in expected], (name, query)
         assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-5)
+
+
+def test_a_query_reads_its_neighbourhood_not_the_graph(
+    pg_server: Any, pg_index: Any, big_dir_index: Any
+) -> None:
+    """Graph retrievers over Postgres read the catalogue once, then per query only the rows
+    around the seeds, in a few batched queries: the same rows whether or not the graph also
+    holds 40 unrelated passages, and the same top-k as the directory backend."""
+    import psycopg
+
+    from graphseek.knowledge.postgres import PostgresIndex
+    from graphseek.tools.graph_retrievers import higra_retriever, progressive_retriever
+    from graphseek.tools.retrievers import retrieve
+
+    big = PostgresIndex.from_directory(big_dir_index.path, uri_for(pg_server, "big"))
+    with psycopg.connect(big.location.conninfo) as conn:
+        graph_rows = sum(
+            conn.execute(f"SELECT count(*) FROM big.{table}").fetchone()[0]
+            for table in ("relations", "relation_passages", "entity_passages")
+        )
+    stages = []
+    for name, make in (("higra", higra_retriever), ("progressive", progressive_retriever)):
+        small_reads, big_reads = make(pg_index).remote.reads, make(big).remote.reads
+        for query in QUERIES:
+            expected = [h.passage.id for h in retrieve(big_dir_index, query, 5, name)]
+            small_reads.reset()
+            big_reads.reset()
+            assert [h.passage.id for h in retrieve(big, query, 5, name)] == expected, query
+            retrieve(pg_index, query, 5, name)
+            queries, rows = big_reads.reset()
+            assert (queries, rows) == small_reads.reset(), (name, query)
+            assert 0 < queries <= 7 and rows < graph_rows / 3, (name, query, queries, rows)
+        if name == "progressive":
+            stages = [make(big).retrieve(q, 5).ended_at for q in QUERIES]
+    assert "ppr" in stages and "local" in stages  # push PPR and the one-hop stage both ran
 
 
 def test_graph_tables_read_like_the_directory_store(pg_index: Any, dir_graph_index: Any) -> None:

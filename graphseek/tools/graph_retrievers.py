@@ -37,18 +37,37 @@ def _cached(cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: Any, 
     return retriever
 
 
+def _reads_neighbourhoods(index: Any) -> bool:
+    """Whether the index serves its graph one neighbourhood at a time (PostgreSQL): then the
+    retrievers read what each query touches instead of loading the graph
+    (`graphseek.tools.neighbourhood`)."""
+    return callable(getattr(index, "graph_neighbourhood", None))
+
+
 def higra_retriever(index: Any) -> HiGraRetriever:
     """The `HiGraRetriever` of an index (default `HiGraConfig`), built once per index revision."""
-    return _cached(  # type: ignore[no-any-return]
-        _higra, index, lambda: HiGraRetriever.from_index(index, HiGraConfig())
-    )
+
+    def make() -> HiGraRetriever:
+        if _reads_neighbourhoods(index):
+            from graphseek.tools.neighbourhood import HiGraNeighbourhood
+
+            return HiGraNeighbourhood.from_index(index, HiGraConfig())
+        return HiGraRetriever.from_index(index, HiGraConfig())
+
+    return _cached(_higra, index, make)  # type: ignore[no-any-return]
 
 
 def progressive_retriever(index: Any) -> ProgressiveRetriever:
     """The `ProgressiveRetriever` of an index, built once per index revision."""
-    return _cached(  # type: ignore[no-any-return]
-        _progressive, index, lambda: ProgressiveRetriever.from_index(index, ProgressiveConfig())
-    )
+
+    def make() -> ProgressiveRetriever:
+        if _reads_neighbourhoods(index):
+            from graphseek.tools.neighbourhood import ProgressiveNeighbourhood
+
+            return ProgressiveNeighbourhood.from_index(index, ProgressiveConfig())
+        return ProgressiveRetriever.from_index(index, ProgressiveConfig())
+
+    return _cached(_progressive, index, make)  # type: ignore[no-any-return]
 
 
 def higra(index: Any, query: str, k: int) -> list[Hit]:

@@ -590,6 +590,18 @@ class PostgresIndex(Index):
             revision=self.revision,
         )
 
+    def graph_neighbourhood(self) -> Any:
+        """The graph read one neighbourhood at a time (`PostgresNeighbourhood`, this object's
+        revision): what the graph retrievers use instead of loading the graph."""
+        from graphseek.knowledge.postgres.neighbourhood import PostgresNeighbourhood
+
+        if not self.has_graph:
+            raise IndexNotFoundError(
+                f"The index at {self._location.display} has no knowledge graph; rebuild it with "
+                "`graphseek index CORPUS --out URI` (graphs are built unless --no-graph)."
+            )
+        return PostgresNeighbourhood(self)
+
     @cached_property
     def graph(self) -> Any:
         """The knowledge-graph store (`PostgresGraphStore`), opened on first use."""
