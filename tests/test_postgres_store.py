@@ -256,7 +256,7 @@ def test_hnsw_index_exists_and_schema_is_versioned(pg_index: Any) -> None:
         ).fetchone()
         versions = conn.execute(f"SELECT version FROM {loc.schema}.schema_version").fetchall()
     assert "hnsw" in indexdef and "vector_cosine_ops" in indexdef
-    assert versions == [(1,)]
+    assert versions == [(1,), (2,)]
 
 
 def test_newer_schema_version_and_foreign_schema_are_refused(
@@ -271,10 +271,63 @@ def test_newer_schema_version_and_foreign_schema_are_refused(
         conn.execute("INSERT INTO future.schema_version (version, description) VALUES (99, 'x')")
         conn.execute("CREATE SCHEMA IF NOT EXISTS foreign_app")
         conn.execute("CREATE TABLE IF NOT EXISTS foreign_app.users (id int)")
-    with pytest.raises(IndexFormatError, match="schema version 99"):
+    with pytest.raises(IndexFormatError, match="schema version 99") as refused:
         Index.open(index.uri)
+    assert "\n" not in str(refused.value) and "Upgrade graphseek" in str(refused.value)
     with pytest.raises(IndexFormatError, match="no graphseek index"):
         Index.build(tiny_passages[:2], uri_for(pg_server, "foreign_app"), show_progress=False)
+
+
+def test_a_version_1_index_is_migrated_when_opened(
+    pg_server: Any, dir_graph_index: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An index written by a graphseek with schema v1 (no v2 indexes, one version row) is
+    brought to the latest version by the first `Index.open`, in one transaction; concurrent
+    openers wait on the advisory lock and find nothing left to do."""
+    import psycopg
+
+    from graphseek.cli import main
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+    from graphseek.tools.retrievers import retrieve
+
+    assert [m[0] for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
+    index = _copy(pg_server, dir_graph_index, "old")
+    v2_indexes = ("ix_graph_vectors_item", "ix_relations_label")
+
+    def state() -> tuple[list[int], set[str]]:
+        with psycopg.connect(index.location.conninfo) as conn:
+            versions = [r[0] for r in conn.execute("SELECT version FROM old.schema_version")]
+            names = {
+                r[0]
+                for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'old'")
+            }
+        return sorted(versions), names & set(v2_indexes)
+
+    assert state() == ([1, 2], set(v2_indexes))
+    with psycopg.connect(index.location.conninfo, autocommit=True) as conn:  # back to v1
+        for name in v2_indexes:
+            conn.execute(f"DROP INDEX old.{name}")
+        conn.execute("DELETE FROM old.schema_version WHERE version > 1")
+    assert state() == ([1], set())
+    opened: list[Any] = []
+    threads = [threading.Thread(target=lambda: opened.append(Index.open(index.uri))) for _ in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(opened) == 2 and state() == ([1, 2], set(v2_indexes))
+    reopened = opened[0]
+    assert reopened.manifest["schema_version"] == SCHEMA_VERSION
+    assert [h.passage.id for h in retrieve(reopened, QUESTION, 5, "progressive")] == [
+        h.passage.id for h in retrieve(dir_graph_index, QUESTION, 5, "progressive")
+    ]
+    # a store newer than this code: one line from the CLI, no traceback
+    with psycopg.connect(index.location.conninfo, autocommit=True) as conn:
+        conn.execute("INSERT INTO old.schema_version (version, description) VALUES (7, 'x')")
+    assert main(["stats", index.uri]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "schema version 7" in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
 # -- writes ---------------------------------------------------------------------------------------

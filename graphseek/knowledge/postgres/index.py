@@ -61,7 +61,12 @@ from graphseek.knowledge.index import (
 )
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.postgres.graph import as_array
-from graphseek.knowledge.postgres.schema import SCHEMA_VERSION, current_version, migrate
+from graphseek.knowledge.postgres.schema import (
+    SCHEMA_VERSION,
+    current_version,
+    migrate,
+    newer_than_code,
+)
 from graphseek.knowledge.postgres.uri import PostgresLocation, parse_postgres_uri
 from graphseek.knowledge.sparse import BM25Index
 
@@ -215,10 +220,12 @@ def _state_of(
     hint = "build one with `graphseek index CORPUS --out URI`"
     if version is None:
         raise IndexNotFoundError(f"No index at {location.display}: {hint}.")
+    if version > SCHEMA_VERSION:
+        raise IndexFormatError(newer_than_code(location.schema, version))
     if version != SCHEMA_VERSION:
         raise IndexFormatError(
             f"The index at {location.display} has schema version {version}, this graphseek "
-            f"reads version {SCHEMA_VERSION}; rebuild it (or upgrade graphseek)."
+            f"reads version {SCHEMA_VERSION}; open it with `Index.open` to migrate it."
         )
     manifest = _meta(conn, "manifest")
     if not isinstance(manifest, dict):
@@ -382,8 +389,12 @@ class PostgresIndex(Index):
         """Open the index at the URI `path`: reads the manifest and passages in one snapshot."""
         location = parse_postgres_uri(str(path))
         # fail fast with one clear line when the server is not there (the pool would retry)
-        with connect(location, autocommit=True) as conn, _snapshot(conn):
-            _state_of(conn, location)
+        with connect(location, autocommit=True) as conn:
+            version = current_version(conn.cursor(), location.schema)
+            if version is not None and version < SCHEMA_VERSION:
+                upgrade(location)
+            with _snapshot(conn):
+                _state_of(conn, location)
         pool = shared_pool(location)
         with pool.connection() as conn, _snapshot(conn):
             manifest, ords, passages = _state_of(conn, location)
@@ -547,6 +558,19 @@ class PostgresIndex(Index):
         for _ in range(_RETRIES):
             try:
                 return super().search_many(queries, k=k, method=method)
+            except _Stale:
+                self.sync()
+        raise IndexBusyError(
+            f"The index at {self._location.display} changed during {_RETRIES} searches in a row; "
+            "retry."
+        )
+
+    def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The (position, cosine) pairs of the `k` passages nearest to one query vector, from
+        pgvector (the graph retrievers' passage similarity, without loading the embeddings)."""
+        for _ in range(_RETRIES):
+            try:
+                return self._dense.search(np.asarray(query_vector)[None, :], k)[0]
             except _Stale:
                 self.sync()
         raise IndexBusyError(
@@ -786,6 +810,38 @@ class _EmbedderName:
         self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
         raise NotImplementedError("only the recorded name and dim of an embedder")
+
+
+def upgrade(location: PostgresLocation) -> list[int]:
+    """Apply the schema migrations the index at `location` lacks, in one transaction under
+    its advisory lock (a concurrent opener waits, then finds nothing to do). Returns the
+    versions applied."""
+    import psycopg
+
+    with connect(location) as conn:  # one transaction: committed at the end of the block
+        _lock(conn, location)
+        row = conn.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'passages'::regclass "
+            "AND attname = 'embedding'"
+        ).fetchone()
+        if row is None:
+            raise IndexFormatError(
+                f"The index at {location.display} has no passages table; rebuild it."
+            )
+        try:
+            applied = migrate(conn.cursor(), location.schema, int(row[0]))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise IndexFormatError(
+                f"The index at {location.display} needs its schema migrated to version "
+                f"{SCHEMA_VERSION} and this database user may not ({str(exc).strip()}); open "
+                "it once as the schema's owner."
+            ) from exc
+        manifest = _meta(conn, "manifest")
+        if applied and isinstance(manifest, dict):
+            _set_meta(conn, "manifest", {**manifest, "schema_version": SCHEMA_VERSION})
+    if applied:
+        logger.info("Migrated %s to schema version %s", location.display, applied[-1])
+    return applied
 
 
 def _schema_query(location: PostgresLocation) -> str:

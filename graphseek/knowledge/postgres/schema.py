@@ -15,8 +15,19 @@ Every index lives in its own PostgreSQL schema (the URI's ``schema=``). Tables:
 - ``graph_vectors``: the graph's entity / relation / hyperedge / base-entity vectors, by kind and
   row.
 
-A migration is (version, description, SQL); `{dim}` in the SQL is the embedding dimension.
-Never edit a released migration: append a new one.
+Versions. ``schema_version`` records every migration applied. `migrate` applies, in order and
+inside the caller's transaction (which holds the index's advisory lock), the steps a schema
+lacks: a build creates a new schema at the latest version, `PostgresIndex.open` upgrades an older
+one in one transaction (readers of the old version keep reading until it commits), and a schema
+newer than this code is refused with one line (`IndexFormatError`). A migration is (version,
+description, SQL); `{dim}` in the SQL is the embedding dimension. Never edit a released
+migration: append a new one.
+
+- v1: passages with pgvector HNSW, the graph tables with the directory store's indexes, graph
+  vectors, meta.
+- v2: the indexes the per-query neighbourhood reads use (`graphseek.knowledge.postgres.
+  neighbourhood`): graph vectors by (kind, item id) (relation vectors of a subgraph), relation
+  labels (the catalogue's distinct labels, an index-only scan).
 """
 
 from __future__ import annotations
@@ -110,11 +121,25 @@ CREATE TABLE graph_vectors (kind text NOT NULL, row bigint NOT NULL, item_id tex
 """
 )  # the graph's tables, with the indexes of the directory store's graph.sqlite and one more
 
+_V2 = """
+CREATE INDEX ix_graph_vectors_item ON graph_vectors (kind, item_id);
+CREATE INDEX ix_relations_label ON relations (label);
+"""
+
 #: (version, description, SQL); applied in order, each in the writer's transaction
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "passages with pgvector HNSW, graph tables, graph vectors, meta", _V1),
+    (2, "indexes for the per-query neighbourhood reads", _V2),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def newer_than_code(schema: str, version: int) -> str:
+    """The one-line refusal for a schema written by a newer graphseek."""
+    return (
+        f"The index in schema {schema!r} has schema version {version}; this graphseek knows up "
+        f"to version {SCHEMA_VERSION}. Upgrade graphseek to read it."
+    )
 
 
 def current_version(cur: Any, schema: str) -> int | None:
@@ -143,10 +168,7 @@ def migrate(cur: Any, schema: str, dim: int) -> list[int]:
     if version > SCHEMA_VERSION:
         from graphseek.errors import IndexFormatError
 
-        raise IndexFormatError(
-            f"The index in schema {schema!r} has schema version {version}; this graphseek "
-            f"knows up to {SCHEMA_VERSION}. Upgrade graphseek."
-        )
+        raise IndexFormatError(newer_than_code(schema, version))
     applied = []
     for number, description, sql in MIGRATIONS:
         if number <= version:
