@@ -256,7 +256,7 @@ def test_hnsw_index_exists_and_schema_is_versioned(pg_index: Any) -> None:
         ).fetchone()
         versions = conn.execute(f"SELECT version FROM {loc.schema}.schema_version").fetchall()
     assert "hnsw" in indexdef and "vector_cosine_ops" in indexdef
-    assert versions == [(1,), (2,)]
+    assert versions == [(1,), (2,), (3,)]
 
 
 def test_newer_schema_version_and_foreign_schema_are_refused(
@@ -294,6 +294,7 @@ def test_a_version_1_index_is_migrated_when_opened(
     assert [m[0] for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
     index = _copy(pg_server, dir_graph_index, "old")
     v2_indexes = ("ix_graph_vectors_item", "ix_relations_label")
+    latest = list(range(1, SCHEMA_VERSION + 1))
 
     def state() -> tuple[list[int], set[str]]:
         with psycopg.connect(index.location.conninfo) as conn:
@@ -304,10 +305,11 @@ def test_a_version_1_index_is_migrated_when_opened(
             }
         return sorted(versions), names & set(v2_indexes)
 
-    assert state() == ([1, 2], set(v2_indexes))
+    assert state() == (latest, set(v2_indexes))
     with psycopg.connect(index.location.conninfo, autocommit=True) as conn:  # back to v1
         for name in v2_indexes:
             conn.execute(f"DROP INDEX old.{name}")
+        conn.execute("DROP TABLE old.bm25_files")
         conn.execute("DELETE FROM old.schema_version WHERE version > 1")
     assert state() == ([1], set())
     opened: list[Any] = []
@@ -316,12 +318,13 @@ def test_a_version_1_index_is_migrated_when_opened(
         t.start()
     for t in threads:
         t.join()
-    assert len(opened) == 2 and state() == ([1, 2], set(v2_indexes))
+    assert len(opened) == 2 and state() == (latest, set(v2_indexes))
     reopened = opened[0]
     assert reopened.manifest["schema_version"] == SCHEMA_VERSION
-    assert [h.passage.id for h in retrieve(reopened, QUESTION, 5, "progressive")] == [
-        h.passage.id for h in retrieve(dir_graph_index, QUESTION, 5, "progressive")
-    ]
+    for name in ("bm25", "progressive"):  # bm25s built in process: no postings stored before v3
+        assert [h.passage.id for h in retrieve(reopened, QUESTION, 5, name)] == [
+            h.passage.id for h in retrieve(dir_graph_index, QUESTION, 5, name)
+        ]
     # a store newer than this code: one line from the CLI, no traceback
     with psycopg.connect(index.location.conninfo, autocommit=True) as conn:
         conn.execute("INSERT INTO old.schema_version (version, description) VALUES (7, 'x')")
@@ -360,6 +363,27 @@ def test_add_then_delete_updates_passages_vectors_and_graph(
     )
     hits = fresh.search("Warsaw Poland capital", k=7, method="bm25")
     assert "warsaw" not in {h.passage.id for h in hits}
+
+
+def test_bm25_postings_are_stored_by_each_write_and_loaded_by_readers(
+    pg_server: Any, dir_graph_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.sparse import BM25Index
+
+    index = _copy(pg_server, dir_graph_index, "postings")
+    index.add_documents([NEW])
+
+    def no_build(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a reader built bm25s instead of loading the stored postings")
+
+    monkeypatch.setattr(BM25Index, "build", no_build)
+    reader = Index.open(index.uri)
+    hits = reader.search("Portuguese cartographer Lisbon", k=3, method="bm25")
+    assert hits[0].passage.id == NEW.id
+    expected = dir_graph_index.search(QUESTION, k=5, method="bm25")
+    got = reader.search(QUESTION, k=5, method="bm25")
+    assert [h.passage.id for h in got][:3] == [h.passage.id for h in expected][:3]
 
 
 WRITER = textwrap.dedent(

@@ -10,11 +10,12 @@ corpus order with their embeddings, a BM25 ranking over them, dense search, the 
   search is a pgvector query, exact (sequential scan) up to `HNSW_THRESHOLD` passages and HNSW
   (``hnsw.ef_search`` = `HNSW_EF_SEARCH`) above, the same policy as the directory backend's FAISS
   index, so both return the same top-k.
-- BM25: bm25s built in the process from the stored passages on first use (the same tokenizer
-  and parameters as a directory build, so the same scores). `benchmarks/postgres_store.py`
-  measures it against Postgres full text (tsvector + GIN, ``ts_rank_cd``): on 2Wiki that is
-  two orders of magnitude slower per query and shares about a third of bm25s's top-5, so the
-  lexical channel stays bm25s; its cost is the build when a process first searches.
+- BM25: bm25s in the process, loaded on first use from the postings every write stores
+  (``bm25_files``: the saved bm25s index, same tokenizer and parameters as a directory build,
+  so the same scores), or built from the passages when there are none. `benchmarks/
+  postgres_store.py` measures it against Postgres full text (tsvector + GIN, ``ts_rank_cd``):
+  slower per query and a lower Recall@5 on 2Wiki (see the README), so the lexical channel
+  stays bm25s.
 - the knowledge graph in tables (`graphseek.knowledge.postgres.graph`); graph retrievers load
   it into a `GraphView` once per revision, as they do from a directory.
 
@@ -273,7 +274,7 @@ def _manifest(
         },
         "embedder": {"name": encoder.name, "dim": int(encoder.dim)},
         "bm25": {
-            "implementation": "bm25s (built in process from the stored passages)",
+            "implementation": "bm25s (postings stored in bm25_files, loaded in process)",
             **BM25_PARAMS,
         },
         "dense": {
@@ -542,6 +543,15 @@ class PostgresIndex(Index):
 
     @cached_property
     def _bm25(self) -> BM25Index:
+        """bm25s over the passages: loaded from the stored postings (``bm25_files``) of this
+        object's revision, or built from the passages when the index has none (migrated from
+        schema v2 and not written since)."""
+        with self._pool.connection() as conn, _snapshot(conn):
+            if _meta(conn, "revision") != self.revision:
+                raise _Stale
+            files = conn.execute("SELECT name, data FROM bm25_files").fetchall()
+        if files:
+            return load_bm25(files)
         return BM25Index.build([p.content for p in self._passages], **BM25_PARAMS)
 
     @cached_property
@@ -686,6 +696,7 @@ class PostgresIndex(Index):
     def _commit_state(
         self, conn: Any, items: list[Passage], ords: list[int], seconds: float
     ) -> dict[str, Any]:
+        self.__dict__["_pending_bm25"] = store_bm25(conn, items)
         manifest = _manifest(
             items,
             self._encoder,
@@ -717,6 +728,9 @@ class PostgresIndex(Index):
             if vectors is not None:
                 vectors.setflags(write=False)
             self.__dict__.pop("_bm25", None)
+            bm25 = self.__dict__.pop("_pending_bm25", None)
+            if bm25 is not None:
+                self.__dict__["_bm25"] = bm25
 
     def add_documents(
         self,
@@ -812,6 +826,27 @@ class _EmbedderName:
         raise NotImplementedError("only the recorded name and dim of an embedder")
 
 
+def store_bm25(conn: Any, items: Sequence[Passage]) -> BM25Index:
+    """Build bm25s over `items` and store its files in ``bm25_files`` (the caller's
+    transaction), replacing what was there. Returns the index built."""
+    bm25 = BM25Index.build([p.content for p in items], **BM25_PARAMS)
+    conn.execute("DELETE FROM bm25_files")
+    with tempfile.TemporaryDirectory(prefix="graphseek-bm25-") as tmp:
+        bm25.save(tmp)
+        with conn.cursor().copy("COPY bm25_files (name, data) FROM STDIN") as copy:
+            for path in sorted(Path(tmp).iterdir()):
+                copy.write_row((path.name, path.read_bytes()))
+    return bm25
+
+
+def load_bm25(files: Iterable[tuple[str, bytes]]) -> BM25Index:
+    """A bm25s index from its stored files."""
+    with tempfile.TemporaryDirectory(prefix="graphseek-bm25-") as tmp:
+        for name, data in files:
+            (Path(tmp) / Path(name).name).write_bytes(bytes(data))
+        return BM25Index.load(tmp)
+
+
 def upgrade(location: PostgresLocation) -> list[int]:
     """Apply the schema migrations the index at `location` lacks, in one transaction under
     its advisory lock (a concurrent opener waits, then finds nothing to do). Returns the
@@ -900,5 +935,6 @@ def _write_all(
         )
         if graph_dir is not None:
             import_graph(conn.cursor(), graph_dir, [p.id for p in items])
+        store_bm25(conn, items)
         _set_meta(conn, "manifest", manifest)
         _set_meta(conn, "revision", manifest["revision"])

@@ -7,6 +7,7 @@ Every index lives in its own PostgreSQL schema (the URI's ``schema=``). Tables:
   ``manifest.json``), ``revision`` (changes on every committed write), ``graph_manifest``.
 - ``passages``: ord (corpus order), id, title, text, source, embedding ``vector(dim)`` with an
   HNSW index (``vector_cosine_ops``).
+- ``bm25_files`` (v3): the bm25s index of the passages, as its saved files.
 - the knowledge graph, one table per table of the directory backend's ``graph.sqlite`` (same
   names and columns, plus ``rowid``, the insertion order the readers sort by), with indexes for the
   neighbours of an entity (``relations`` by source and by target), the passages of an entity
@@ -28,6 +29,9 @@ migration: append a new one.
 - v2: the indexes the per-query neighbourhood reads use (`graphseek.knowledge.postgres.
   neighbourhood`): graph vectors by (kind, item id) (relation vectors of a subgraph), relation
   labels (the catalogue's distinct labels, an index-only scan).
+- v3: ``bm25_files``, the saved bm25s index (file name -> bytes), written by every write with
+  the passages it ranks, so a worker loads the lexical index instead of building it. An index
+  migrated from v2 has none until its next write; its workers build bm25s from the passages.
 """
 
 from __future__ import annotations
@@ -126,10 +130,15 @@ CREATE INDEX ix_graph_vectors_item ON graph_vectors (kind, item_id);
 CREATE INDEX ix_relations_label ON relations (label);
 """
 
+_V3 = """
+CREATE TABLE bm25_files (name text PRIMARY KEY, data bytea NOT NULL);
+"""
+
 #: (version, description, SQL); applied in order, each in the writer's transaction
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "passages with pgvector HNSW, graph tables, graph vectors, meta", _V1),
     (2, "indexes for the per-query neighbourhood reads", _V2),
+    (3, "bm25s postings stored with the index", _V3),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
