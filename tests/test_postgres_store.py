@@ -342,9 +342,15 @@ def test_add_then_delete_updates_passages_vectors_and_graph(
     from graphseek.knowledge.index import Index
 
     index = _copy(pg_server, dir_graph_index, "updates")
+    from graphseek.tools.retrievers import retrieve
+
     reader = Index.open(index.uri)
     before = reader.revision
+    retrieve(reader, QUESTION, 5, "higra")  # the reader's graph retriever, of this revision
     index.add_documents([NEW])
+    # a graph retriever of the old revision is replaced on the reader's next query
+    hits = retrieve(reader, "Xavier Quill, the Portuguese cartographer", 5, "higra")
+    assert NEW.id in [h.passage.id for h in hits] and reader.revision != before
     assert NEW.id in index and len(index) == 9
     assert index.search("Portuguese cartographer Lisbon", k=1, method="hybrid")[0].passage.id == (
         NEW.id
