@@ -128,7 +128,11 @@ def compare(
         for index in (directory, postgres):
             t, _ = timed(lambda index=index, name=name: retrieve(index, queries[0], k, name))
             if name == "bm25":
-                kind = "directory (bm25s load)" if index is directory else "postgres (bm25s build)"
+                kind = (
+                    "directory (bm25s load from files)"
+                    if index is directory
+                    else ("postgres (bm25s load from bm25_files)")
+                )
                 print(f"first bm25 query, {kind}: {t * 1000:.0f} ms")
     print(
         f"\n| retriever | dir p50 ms | dir p95 ms | pg p50 ms | pg p95 ms | same top-{k} "
@@ -305,7 +309,7 @@ def main() -> None:
             t_dir, sdir = timed(lambda: write_directory(items, vectors, work / "syn"))
             t_pg, spg = timed(lambda: write_postgres(items, vectors, base + "schema=syn"))
             print(f"\nsynthetic store write: directory {t_dir:.1f} s, postgres {t_pg:.1f} s "
-                  "(postgres: COPY + HNSW build)")  # fmt: skip
+                  "(postgres: COPY + HNSW build + bm25s postings)")  # fmt: skip
             compare("synthetic", sdir, spg, squeries, ["bm25", "dense", "hybrid"], clients, args.k)
     finally:
         from graphseek.knowledge.postgres.index import close_pools
