@@ -224,6 +224,42 @@ def test_a_query_reads_its_neighbourhood_not_the_graph(
     assert "ppr" in stages and "local" in stages  # push PPR and the one-hop stage both ran
 
 
+def test_eval_against_either_backend_gives_the_same_recall(
+    pg_index: Any, dir_graph_index: Any, tiny_passages: list[Passage], tmp_path: Path
+) -> None:
+    """`graphseek eval --retrieval-only --index URI|PATH`: the same scores from both backends."""
+    from graphseek.evaluation.cli import _given_index, run_eval
+    from graphseek.evaluation.datasets import Dataset, EvalQuestion
+
+    questions = [
+        EvalQuestion(id="q1", question=QUESTION, answers=["Missolonghi"], gold_passage_ids=["ada", "byron"]),
+        EvalQuestion(id="q2", question=QUERIES[1], answers=["Poland"], gold_passage_ids=["curie", "warsaw"]),
+    ]  # fmt: skip
+    dataset = Dataset(name="tiny", questions=questions, corpus=tiny_passages)
+    scores = []
+    for target in (str(dir_graph_index.path), pg_index.uri):
+        outcome = run_eval(
+            [dataset],
+            retrieval_only=True,
+            retrievers=RETRIEVERS,
+            k_values=(2, 5),
+            out=tmp_path / str(len(scores)),
+            progress=False,
+            index_factory=_given_index(target),
+        )
+        scores.append(
+            [
+                s.model_dump(exclude={"seconds_per_query"})
+                for r in outcome["retrieval"]
+                for s in r.scores
+            ]
+        )
+    assert scores[0] == scores[1] and len(scores[0]) == len(RETRIEVERS)
+    other = dataset.model_copy(update={"corpus": tiny_passages[:3]})
+    with pytest.raises(ValueError, match="does not hold the corpus"):
+        _given_index(pg_index.uri)(other)
+
+
 def test_graph_tables_read_like_the_directory_store(pg_index: Any, dir_graph_index: Any) -> None:
     pg, ref = pg_index.graph, dir_graph_index.graph
     assert pg.entity_ids() == ref.entity_ids()
