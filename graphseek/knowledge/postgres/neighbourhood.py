@@ -95,10 +95,10 @@ class PostgresNeighbourhood:
         self.reads = ReadCounter()
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        from graphseek.knowledge.postgres.index import _meta, _snapshot
-
-        with self._pool.connection() as conn, _snapshot(conn):
-            if _meta(conn, "revision") != self.revision:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+            if stored is None or stored[0] != self.revision:
                 raise IndexBusyError(
                     f"The index at {self.source} was rewritten while its graph was being read; "
                     "retry."
