@@ -119,6 +119,7 @@ def compare(
     retrievers: list[str],
     clients: list[int],
     k: int,
+    concurrent: tuple[str, ...] = ("hybrid", "higra", "progressive"),
 ) -> None:
     from graphseek.tools.retrievers import retrieve
 
@@ -158,7 +159,7 @@ def compare(
             f"| {name} | {pct(d, 50):.2f} | {pct(d, 95):.2f} | {pct(p, 50):.2f} | "
             f"{pct(p, 95):.2f} | {same}/{len(queries)} | {per_query} |"
         )
-    concurrent = [r for r in ("hybrid", "higra", "progressive") if r in retrievers]
+    concurrent = tuple(r for r in concurrent if r in retrievers)
     head = " | ".join(f"dir {r} q/s | pg {r} q/s" for r in concurrent)
     print(f"\n| clients | {head} |")
     print("|---|" + "---|" * (2 * len(concurrent)))
@@ -276,6 +277,12 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=5)
     ap.add_argument("--no-corpus", action="store_true", help="only the synthetic set")
     ap.add_argument("--vectors-cache", default="", help="a .npy file to reuse the 2Wiki vectors")
+    ap.add_argument("--retrievers", default="", help="retrievers to time (default: all)")
+    ap.add_argument(
+        "--qps-retrievers",
+        default="hybrid,higra,progressive",
+        help="retrievers timed with concurrent clients",
+    )
     ap.add_argument(
         "--dir-index",
         default="",
@@ -348,7 +355,10 @@ def run_corpus(args: argparse.Namespace, base: str, work: Path, clients: list[in
         retrievers = ["bm25", "dense", "hybrid"]
         if directory.has_graph:
             retrievers += ["higra", "progressive"]
-        compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k)
+        if args.retrievers:
+            retrievers = [r for r in args.retrievers.split(",") if r]
+        concurrent = tuple(args.qps_retrievers.split(","))
+        compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k, concurrent)
         full_text(postgres, directory, queries, args.k, gold)
         return
 
