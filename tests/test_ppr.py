@@ -11,6 +11,7 @@ from graphseek.tools.ppr import (
     PageRank,
     PageRankConvergenceError,
     personalized_pagerank,
+    push_pagerank,
     top_nodes,
 )
 
@@ -120,3 +121,60 @@ def test_top_nodes() -> None:
     assert top_nodes(scores, 10) == [1, 3, 4, 0]
     assert top_nodes(scores, 2, exclude=[1]) == [3, 4]
     assert top_nodes(scores, 0) == []
+
+
+# -- local push ----------------------------------------------------------------------------------
+
+
+def _reader(a: sp.csr_matrix, calls: list[list[int]]) -> object:
+    def rows(nodes: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        calls.append(list(nodes))
+        return {
+            u: (a.indices[a.indptr[u] : a.indptr[u + 1]], a.data[a.indptr[u] : a.indptr[u + 1]])
+            for u in nodes
+        }
+
+    return rows
+
+
+@pytest.mark.parametrize("degree_normalize", [False, True])
+def test_push_approximates_power_iteration_within_eps(degree_normalize: bool) -> None:
+    rng = np.random.default_rng(11)
+    graph = nx.gnp_random_graph(120, 0.04, seed=2)
+    for a, b in graph.edges:
+        graph[a][b]["weight"] = float(rng.uniform(0.5, 2.0))
+    graph.add_node(120)  # isolated seed: its mass keeps restarting there
+    a = nx.to_scipy_sparse_array(graph, nodelist=range(121), format="csr")
+    a = sp.csr_matrix(a)
+    seeds = {0: 1.0, 7: 1.0, 120: 1.0}
+    exact = PageRank.from_adjacency(a).run(
+        seeds, tol=1e-14, max_iter=10_000, degree_normalize=degree_normalize
+    )
+    calls: list[list[int]] = []
+    eps = 1e-7
+    approx = push_pagerank(
+        _reader(a, calls), seeds, 121, eps=eps, degree_normalize=degree_normalize
+    )
+    assert (approx <= exact + 1e-12).all()  # push scores are lower bounds
+    degree = np.asarray(a.sum(axis=1)).ravel()
+    assert (exact - approx <= eps * np.maximum(degree, 1) * 121).all()
+    assert top_nodes(approx, 10) == top_nodes(exact, 10)
+    # one read per round, each node read once
+    read = [u for call in calls for u in call]
+    assert len(read) == len(set(read))
+
+
+def test_push_reads_only_the_component_of_the_seeds_and_stops_early() -> None:
+    # two components: a path 0-1-...-9 and a clique on 10..29; seeds on the path
+    path = nx.path_graph(10)
+    clique = nx.relabel_nodes(nx.complete_graph(20), {i: i + 10 for i in range(20)})
+    graph = nx.union(path, clique)
+    a = sp.csr_matrix(nx.to_scipy_sparse_array(graph, nodelist=range(30), format="csr"))
+    calls: list[list[int]] = []
+    scores = push_pagerank(_reader(a, calls), {0: 1.0}, 30, eps=1e-9)
+    read = {u for call in calls for u in call}
+    assert read <= set(range(10)) and scores[10:].sum() == 0
+    calls.clear()
+    coarse = push_pagerank(_reader(a, calls), {0: 1.0}, 30, eps=1e-2)
+    assert {u for call in calls for u in call} < read  # a coarser eps reads fewer rows
+    assert coarse.argmax() == scores.argmax()

@@ -126,6 +126,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         "the knowledge graph is built into it when a topology or retriever needs one",
     )
     parser.add_argument(
+        "--index",
+        default=None,
+        metavar="PATH|URI",
+        help="evaluate against this index (a directory or a postgresql://...?schema= URI built "
+        "from the dataset's corpus) instead of the cached one",
+    )
+    parser.add_argument(
         "--llm-cache",
         default=None,
         metavar="PATH",
@@ -252,6 +259,24 @@ def run_eval(
     return {"out": out_dir, "records": records, "summary": summary, "retrieval": reports}
 
 
+def _given_index(target: str) -> Callable[[Dataset], Any]:
+    """An index factory opening `target` (checked to hold the dataset's corpus)."""
+
+    def open_index(ds: Dataset) -> Any:
+        from graphseek.knowledge.index import Index
+
+        index = Index.open(target)
+        corpus = {p.id for p in ds.corpus}
+        if len(index) != len(corpus) or any(p.id not in corpus for p in index.passages):
+            raise ValueError(
+                f"The index at {target} does not hold the corpus of {ds.name} "
+                f"({len(index)} passages, the corpus has {len(corpus)}); build it from that corpus."
+            )
+        return index
+
+    return open_index
+
+
 def _error_line(console: Any, text: str) -> None:
     """One red line whatever the terminal width; brackets in `text` are not rich markup."""
     console.print(text, style="red", markup=False, highlight=False, soft_wrap=True)
@@ -281,6 +306,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
             index_dir=args.index_dir,
             llm_cache=args.llm_cache,
             progress=not args.no_progress,
+            index_factory=_given_index(args.index) if args.index else None,
         )
     except (GraphseekError, ValueError, KeyError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc

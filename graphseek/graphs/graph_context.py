@@ -77,8 +77,11 @@ def _merge(*groups: Sequence[Hit], k: int) -> list[Hit]:
 def higra_context(context: Context, query: str) -> GraphResult:
     """HiGraRetriever's final context for `query`: top relations and the combined passages."""
     index = resolve_index(context)
-    view = knowledge_graph(index)
-    if view is None:
+    if callable(getattr(index, "graph_neighbourhood", None)):  # read per query (PostgreSQL)
+        has_graph = bool(getattr(index, "has_graph", False))
+    else:
+        has_graph = knowledge_graph(index) is not None
+    if not has_graph:
         return GraphResult(hits=retrieve(index, query, context.top_k, "hybrid"), note=NO_GRAPH)
     from graphseek.tools.graph_retrievers import higra_retriever
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
+from graphseek.errors import IndexBusyError
 from graphseek.knowledge.passages import Hit
 from graphseek.tools.graph_access import revision_of
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
@@ -37,28 +39,65 @@ def _cached(cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: Any, 
     return retriever
 
 
+def _reads_neighbourhoods(index: Any) -> bool:
+    """Whether the index serves its graph one neighbourhood at a time (PostgreSQL): then the
+    retrievers read what each query touches instead of loading the graph
+    (`graphseek.tools.neighbourhood`)."""
+    return callable(getattr(index, "graph_neighbourhood", None))
+
+
 def higra_retriever(index: Any) -> HiGraRetriever:
     """The `HiGraRetriever` of an index (default `HiGraConfig`), built once per index revision."""
-    return _cached(  # type: ignore[no-any-return]
-        _higra, index, lambda: HiGraRetriever.from_index(index, HiGraConfig())
-    )
+
+    def make() -> HiGraRetriever:
+        if _reads_neighbourhoods(index):
+            from graphseek.tools.neighbourhood import HiGraNeighbourhood
+
+            return HiGraNeighbourhood.from_index(index, HiGraConfig())
+        return HiGraRetriever.from_index(index, HiGraConfig())
+
+    return _cached(_higra, index, make)  # type: ignore[no-any-return]
 
 
 def progressive_retriever(index: Any) -> ProgressiveRetriever:
     """The `ProgressiveRetriever` of an index, built once per index revision."""
-    return _cached(  # type: ignore[no-any-return]
-        _progressive, index, lambda: ProgressiveRetriever.from_index(index, ProgressiveConfig())
-    )
+
+    def make() -> ProgressiveRetriever:
+        if _reads_neighbourhoods(index):
+            from graphseek.tools.neighbourhood import ProgressiveNeighbourhood
+
+            return ProgressiveNeighbourhood.from_index(index, ProgressiveConfig())
+        return ProgressiveRetriever.from_index(index, ProgressiveConfig())
+
+    return _cached(_progressive, index, make)  # type: ignore[no-any-return]
+
+
+def _retrying(index: Any, run: Callable[[], list[Hit]], attempts: int = 3) -> list[Hit]:
+    """`run()`, again on the index's new revision when another writer committed while a graph
+    kept in its store (PostgreSQL) was being read."""
+    for attempt in range(attempts):
+        try:
+            return run()
+        except IndexBusyError:
+            sync = getattr(index, "sync", None)
+            if attempt == attempts - 1 or sync is None:
+                raise
+            sync()
+    raise AssertionError("unreachable")
 
 
 def higra(index: Any, query: str, k: int) -> list[Hit]:
     """HiGraRetriever's passages: the final context, then the rest of the fused ranking."""
-    retriever = higra_retriever(index)
-    if k > retriever.config.entity_passage_top_k:
-        retriever = retriever.with_config(entity_passage_top_k=k)
-    return retriever.hits(retriever.retrieve(query), k)
+
+    def run() -> list[Hit]:
+        retriever = higra_retriever(index)
+        if k > retriever.config.entity_passage_top_k:
+            retriever = retriever.with_config(entity_passage_top_k=k)
+        return retriever.hits(retriever.retrieve(query), k)
+
+    return _retrying(index, run)
 
 
 def progressive(index: Any, query: str, k: int) -> list[Hit]:
     """A2RAG's progressive retriever: evidence passages, then hybrid search to fill k."""
-    return progressive_retriever(index).retrieve(query, k).hits
+    return _retrying(index, lambda: progressive_retriever(index).retrieve(query, k).hits)

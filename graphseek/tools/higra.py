@@ -29,6 +29,7 @@ documented on each field.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -418,13 +419,9 @@ class HiGraRetriever:
         return cls(view, search, embed=search.embed, lookup=index.get, config=config)
 
     def with_config(self, **changes: Any) -> HiGraRetriever:
-        return HiGraRetriever(
-            self.view,
-            self.passage_search,
-            embed=self.embed,
-            lookup=self.lookup,
-            config=replace(self.config, **changes),
-        )
+        clone = copy.copy(self)  # the same class, graph and search: only the config changes
+        clone.config = replace(self.config, **changes)
+        return clone
 
     def retrieve(
         self,
@@ -486,18 +483,10 @@ class HiGraRetriever:
         seed_pos = list(dict.fromkeys(view.entity_pos[s.entity_id] for s in chosen))
         timings["seeds"] = _ms(t)
 
-        # phase 3: subgraph
+        # phase 3: subgraph (`view` from here on holds it: the whole graph, or, over a graph
+        # read one neighbourhood at a time, what was read of it)
         t = time.perf_counter()
-        priority = self._priority(lexical, qv)
-        entities = extract_subgraph(
-            view,
-            seed_pos,
-            cfg.radius,
-            max_neighbors=cfg.max_neighbors,
-            max_entities=cfg.max_subgraph_entities,
-            priority=priority,
-        )
-        relations = subgraph_relations(view, np.sort(entities))
+        view, entities, relations = self._subgraph(seed_pos, self._priority(lexical, qv))
         timings["subgraph"] = _ms(t)
 
         # phase 4: structural ranks
@@ -506,7 +495,7 @@ class HiGraRetriever:
         passage_ppr: list[str] = []
         if len(seed_pos):
             local = {int(e): i for i, e in enumerate(entities)}
-            sub = self._subgraph_matrix(entities, relations, query)
+            sub = self._subgraph_matrix(view, entities, relations, query)
             restart = {local[s]: 1.0 for s in seed_pos}
             ent_scores = PageRank.from_adjacency(sub).run(
                 restart, alpha=cfg.alpha, tol=cfg.tol, max_iter=cfg.max_iter
@@ -516,7 +505,7 @@ class HiGraRetriever:
             if len(relations):
                 rel_scores = full[view.rel_source[relations]] + full[view.rel_target[relations]]
                 rel_ppr = rank_order(rel_scores / 2.0, relations)
-            block, cols = self._passage_block(entities)
+            block, cols = self._passage_block(view, entities)
             if len(cols):
                 m = len(entities)
                 sub_coo, block_coo = sub.tocoo(), block.tocoo()
@@ -539,7 +528,7 @@ class HiGraRetriever:
 
         # phase 5: fusion
         t = time.perf_counter()
-        rel_sim = self._relation_similarity(query, qv, relations)
+        rel_sim = self._relation_similarity(view, query, qv, relations)
         fused_rel = fuse_ranks(
             rel_ppr, rel_sim, cfg.rrf_ppr_k, cfg.rrf_semantic_k, limit=cfg.prune_top_k
         )
@@ -622,9 +611,27 @@ class HiGraRetriever:
             return lambda nodes: lexical[nodes]
         return lambda nodes: vectors[nodes] @ qv
 
-    def _passage_block(self, entities: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
-        """(subgraph entities x linked passages) link weights, and the passage positions."""
+    def _subgraph(
+        self, seeds: Sequence[int], priority: Callable[[np.ndarray], np.ndarray]
+    ) -> tuple[GraphView, np.ndarray, np.ndarray]:
+        """Phase 3: (a view holding the subgraph, its entities, its relations). Here the view
+        is the whole graph; `graphseek.tools.neighbourhood` reads the neighbourhood instead."""
         view, cfg = self.view, self.config
+        entities = extract_subgraph(
+            view,
+            seeds,
+            cfg.radius,
+            max_neighbors=cfg.max_neighbors,
+            max_entities=cfg.max_subgraph_entities,
+            priority=priority,
+        )
+        return view, entities, subgraph_relations(view, np.sort(entities))
+
+    def _passage_block(
+        self, view: GraphView, entities: np.ndarray
+    ) -> tuple[sp.csr_matrix, np.ndarray]:
+        """(subgraph entities x linked passages) link weights, and the passage positions."""
+        cfg = self.config
         links = view.links[entities]
         cols, local = np.unique(links.indices, return_inverse=True)
         block = sp.csr_matrix(
@@ -644,10 +651,12 @@ class HiGraRetriever:
             block = (block + extra).tocsr()
         return block, cols
 
-    def _subgraph_matrix(self, entities: np.ndarray, relations: np.ndarray, query: str) -> Any:
+    def _subgraph_matrix(
+        self, view: GraphView, entities: np.ndarray, relations: np.ndarray, query: str
+    ) -> Any:
         """Symmetric adjacency of the subgraph (local positions), summed relation weights,
         with the configured kind multipliers and query-relation boost."""
-        view, cfg = self.view, self.config
+        cfg = self.config
         m = len(entities)
         local = np.full(view.n_entities, -1, dtype=np.int64)
         local[entities] = np.arange(m)
@@ -685,9 +694,9 @@ class HiGraRetriever:
         ]
 
     def _relation_similarity(
-        self, query: str, qv: np.ndarray | None, relations: np.ndarray
+        self, view: GraphView, query: str, qv: np.ndarray | None, relations: np.ndarray
     ) -> list[int]:
-        view, cfg = self.view, self.config
+        cfg = self.config
         if not view.n_relations or not query.strip():
             return []
         lexical_all, _ = view.relation_similarity(query)

@@ -122,10 +122,14 @@ def _graph_output(result: GraphText, budget: int) -> ToolOutput:
 
 def _run_graph(runtime: ToolRuntime[Context], fn: Callable[[Any, int], ToolOutput]) -> ToolOutput:
     index = resolve_index(runtime.context)
-    try:
-        graph_view(index)
-    except GraphNotFoundError:
-        return NO_GRAPH, {"passage_ids": []}
+    if callable(getattr(index, "graph_neighbourhood", None)):  # a graph kept in its store
+        if not getattr(index, "has_graph", False):
+            return NO_GRAPH, {"passage_ids": []}
+    else:
+        try:
+            graph_view(index)
+        except GraphNotFoundError:
+            return NO_GRAPH, {"passage_ids": []}
     return fn(index, char_budget(runtime.context))
 
 

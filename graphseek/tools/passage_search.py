@@ -47,9 +47,13 @@ class IndexPassageSearch:
         sparse = [h.passage.id for h in self.index.search(query, k=depth, method="bm25")]
         if query_vector is None:
             query_vector = self.embed(query)
-        scores = np.asarray(self.index.embeddings @ query_vector, dtype=np.float32)
         passages = self.index.passages
-        dense = [passages[i].id for i in top_positions(scores, depth, positive=False)]
+        dense_search = getattr(self.index, "dense_search", None)
+        if dense_search is not None:  # an index whose vectors stay in its store (PostgreSQL)
+            dense = [passages[i].id for i, _ in dense_search(query_vector, depth)]
+        else:
+            scores = np.asarray(self.index.embeddings @ query_vector, dtype=np.float32)
+            dense = [passages[i].id for i in top_positions(scores, depth, positive=False)]
         return rrf([sparse, dense], k=RRF_K)[:k]
 
 

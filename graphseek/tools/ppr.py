@@ -22,11 +22,18 @@ Options used by the papers:
 `PageRank` prepares the transposed transition matrix once, so many queries over one graph pay
 for the sparse algebra only once. `personalized_pagerank` is the one-shot form. Results are
 float64 arrays summing to 1 (up to the tolerance).
+
+`push_pagerank` is the local form (Andersen, Chung and Lang's approximate PPR by push) for a
+graph that is not in memory: it asks for the neighbours of a whole frontier at a time and
+touches only nodes whose residual reaches `eps`, so it reads O(1 / ((1 - alpha) eps)) rows
+whatever the graph's size. It solves the same equation as `PageRank.run` (dangling mass jumps to
+the personalisation); every score is a lower bound of the exact one and the mass still
+unpushed, at most `eps` per node, bounds the difference.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,6 +47,9 @@ DEFAULT_TOL = 1e-8
 DEFAULT_MAX_ITER = 100
 
 Personalization = np.ndarray | Mapping[int, float] | Sequence[int]
+#: neighbours and edge weights of a node, as `push_pagerank`'s `rows` returns them
+Row = tuple[np.ndarray, np.ndarray]
+DEFAULT_PUSH_EPS = 1e-6
 
 
 class PageRankConvergenceError(RuntimeError):
@@ -165,6 +175,75 @@ def personalized_pagerank(
         degree_normalize=degree_normalize,
         strict=strict,
     )
+
+
+def push_pagerank(
+    rows: Callable[[Sequence[int]], Mapping[int, Row]],
+    seeds: Mapping[int, float],
+    n: int,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    eps: float = DEFAULT_PUSH_EPS,
+    degree_normalize: bool = False,
+    max_rounds: int = 1000,
+) -> np.ndarray:
+    """Approximate personalised PageRank of an undirected weighted graph read lazily.
+
+    `rows(nodes)` returns, for each of `nodes`, its neighbours and the weights of the edges to
+    them (one batched read per call; a node without neighbours maps to empty arrays). `seeds`
+    is the personalisation (node -> weight), divided by each seed's number of neighbours when
+    `degree_normalize` (A2RAG eq. 10, as `PageRank.run`). Pushes, round by round, every node
+    whose residual is at least `eps`; returns the scores of all `n` nodes (0 for nodes never
+    reached)."""
+    if not 0.0 <= alpha < 1.0:
+        raise ValueError(f"alpha must be in [0, 1), got {alpha}")
+    if eps <= 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+    known: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
+
+    def fetch(nodes: Sequence[int]) -> None:
+        missing = [u for u in nodes if u not in known]
+        if missing:
+            got = rows(missing)
+            for u in missing:
+                nbrs, weights = got.get(u, (np.zeros(0, np.int64), np.zeros(0)))
+                weights = np.asarray(weights, dtype=np.float64)
+                known[u] = (np.asarray(nbrs, dtype=np.int64), weights, float(weights.sum()))
+
+    fetch(sorted(int(s) for s in seeds))
+    pi: dict[int, float] = {}
+    for s, w in seeds.items():
+        weight = float(w)
+        if degree_normalize:
+            weight /= max(len(known[int(s)][0]), 1)
+        if weight < 0:
+            raise ValueError("personalization weights must be non-negative")
+        pi[int(s)] = pi.get(int(s), 0.0) + weight
+    total = sum(pi.values())
+    if total <= 0:
+        raise ValueError("personalization has no positive weight on any node")
+    pi = {s: w / total for s, w in pi.items()}
+    p = np.zeros(n, dtype=np.float64)
+    residual = dict(pi)
+    for _ in range(max_rounds):
+        active = sorted(u for u, r in residual.items() if r >= eps)
+        if not active:
+            break
+        fetch(active)
+        for u in active:
+            ru = residual.pop(u, 0.0)
+            if ru <= 0.0:
+                continue
+            p[u] += (1.0 - alpha) * ru
+            nbrs, weights, out = known[u]
+            if out > 0:
+                share = alpha * ru / out
+                for v, w in zip(nbrs.tolist(), weights.tolist(), strict=True):
+                    residual[v] = residual.get(v, 0.0) + share * w
+            else:  # dangling: the walk restarts from the personalisation
+                for s, w in pi.items():
+                    residual[s] = residual.get(s, 0.0) + alpha * ru * w
+    return p
 
 
 def top_nodes(scores: np.ndarray, k: int, *, exclude: Sequence[int] = ()) -> list[int]:

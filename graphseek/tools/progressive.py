@@ -389,23 +389,27 @@ def stage_ppr(
     config: ProgressiveConfig | None = None,
     *,
     passage_ranking: Sequence[str] = (),
+    scores: np.ndarray | None = None,
 ) -> ProgressiveState:
     """Stage 3: degree-normalised PPR with inverse edges, top-M nodes mapped back to passages.
 
-    Ties between passages go to the better rank in `passage_ranking` (e.g. hybrid search)."""
+    Ties between passages go to the better rank in `passage_ranking` (e.g. hybrid search).
+    `scores`: the entities' PPR scores when already computed (e.g. by `push_pagerank` over a
+    graph read one neighbourhood at a time; `view.links` must then hold the top-M rows)."""
     cfg = config or ProgressiveConfig()
     t = time.perf_counter()
     seeds = [view.entity_pos[e] for e in state.entity_seeds]
     passages: list[str] = []
     scores_out: list[float] = []
     if seeds and view.n_entities:
-        scores = _pagerank(view).run(
-            dict.fromkeys(seeds, 1.0),
-            alpha=cfg.alpha,
-            tol=cfg.tol,
-            max_iter=cfg.max_iter,
-            degree_normalize=True,
-        )
+        if scores is None:
+            scores = _pagerank(view).run(
+                dict.fromkeys(seeds, 1.0),
+                alpha=cfg.alpha,
+                tol=cfg.tol,
+                max_iter=cfg.max_iter,
+                degree_normalize=True,
+            )
         top = top_nodes(scores, cfg.top_m)
         weights = sp.csr_matrix(
             (scores[top], (np.zeros(len(top), dtype=np.int64), np.arange(len(top)))),
@@ -586,16 +590,10 @@ class ProgressiveRetriever:
         step: StepName = "stage_local"
         while step != "done":
             t = time.perf_counter()
-            if step == "stage_local":
-                state = stage_local(view, state, cfg)
-            elif step == "stage_bridge":
-                state = stage_bridge(view, state, cfg)
-            else:
-                state = stage_ppr(view, state, cfg, passage_ranking=[p for p, _ in sim])
-            state = check(view, state, cfg)
+            view, state = self._step(step, state, [p for p, _ in sim])
             timings[step] = _ms(t)
             step = next_step(state)
-        ranked = self.rank_passages(state, sim)
+        ranked = self.rank_passages(state, sim, view=view)
         timings["total"] = _ms(t0)
         hits = []
         if self.lookup is not None:
@@ -605,13 +603,32 @@ class ProgressiveRetriever:
             ]
         return ProgressiveResult(state=state, passages=ranked, hits=hits, timings=timings)
 
+    def _step(
+        self, step: StepName, state: ProgressiveState, ranking: Sequence[str]
+    ) -> tuple[GraphView, ProgressiveState]:
+        """Run one stage and the sufficiency check; returns the view they ran on (here the
+        whole graph; `graphseek.tools.neighbourhood` reads what the stage needs instead)."""
+        view, cfg = self.view, self.config
+        if step == "stage_local":
+            state = stage_local(view, state, cfg)
+        elif step == "stage_bridge":
+            state = stage_bridge(view, state, cfg)
+        else:
+            state = stage_ppr(view, state, cfg, passage_ranking=ranking)
+        return view, check(view, state, cfg)
+
     def rank_passages(
-        self, state: ProgressiveState, sim: Sequence[tuple[str, float]]
+        self,
+        state: ProgressiveState,
+        sim: Sequence[tuple[str, float]],
+        *,
+        view: GraphView | None = None,
     ) -> list[tuple[str, float]]:
         """Stage 3 passages in PPR order, then the evidence relations' provenance (most supported
-        first, ties by similarity rank), then the rest of the similarity ranking."""
+        first, ties by similarity rank), then the rest of the similarity ranking. `view`: the
+        one the stages ran on (default: the retriever's)."""
         sim_rank = {pid: r for r, (pid, _) in enumerate(sim)}
-        support = _support(self.view, state)
+        support = _support(view if view is not None else self.view, state)
         provenance = sorted(support, key=lambda p: (-support[p], sim_rank.get(p, len(sim_rank)), p))
         evidence = list(dict.fromkeys([*state.passages, *provenance]))
         n = len(evidence)

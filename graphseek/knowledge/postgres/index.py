@@ -10,11 +10,12 @@ corpus order with their embeddings, a BM25 ranking over them, dense search, the 
   search is a pgvector query, exact (sequential scan) up to `HNSW_THRESHOLD` passages and HNSW
   (``hnsw.ef_search`` = `HNSW_EF_SEARCH`) above, the same policy as the directory backend's FAISS
   index, so both return the same top-k.
-- BM25: bm25s built in the process from the stored passages on first use (the same tokenizer
-  and parameters as a directory build, so the same scores). `benchmarks/postgres_store.py`
-  measures it against Postgres full text (tsvector + GIN, ``ts_rank_cd``): on 2Wiki that is
-  two orders of magnitude slower per query and shares about a third of bm25s's top-5, so the
-  lexical channel stays bm25s; its cost is the build when a process first searches.
+- BM25: bm25s in the process, loaded on first use from the postings every write stores
+  (``bm25_files``: the saved bm25s index, same tokenizer and parameters as a directory build,
+  so the same scores), or built from the passages when there are none. `benchmarks/
+  postgres_store.py` measures it against Postgres full text (tsvector + GIN, ``ts_rank_cd``):
+  slower per query and a lower Recall@5 on 2Wiki (see the README), so the lexical channel
+  stays bm25s.
 - the knowledge graph in tables (`graphseek.knowledge.postgres.graph`); graph retrievers load
   it into a `GraphView` once per revision, as they do from a directory.
 
@@ -61,7 +62,12 @@ from graphseek.knowledge.index import (
 )
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.postgres.graph import as_array
-from graphseek.knowledge.postgres.schema import SCHEMA_VERSION, current_version, migrate
+from graphseek.knowledge.postgres.schema import (
+    SCHEMA_VERSION,
+    current_version,
+    migrate,
+    newer_than_code,
+)
 from graphseek.knowledge.postgres.uri import PostgresLocation, parse_postgres_uri
 from graphseek.knowledge.sparse import BM25Index
 
@@ -215,10 +221,12 @@ def _state_of(
     hint = "build one with `graphseek index CORPUS --out URI`"
     if version is None:
         raise IndexNotFoundError(f"No index at {location.display}: {hint}.")
+    if version > SCHEMA_VERSION:
+        raise IndexFormatError(newer_than_code(location.schema, version))
     if version != SCHEMA_VERSION:
         raise IndexFormatError(
             f"The index at {location.display} has schema version {version}, this graphseek "
-            f"reads version {SCHEMA_VERSION}; rebuild it (or upgrade graphseek)."
+            f"reads version {SCHEMA_VERSION}; open it with `Index.open` to migrate it."
         )
     manifest = _meta(conn, "manifest")
     if not isinstance(manifest, dict):
@@ -266,7 +274,7 @@ def _manifest(
         },
         "embedder": {"name": encoder.name, "dim": int(encoder.dim)},
         "bm25": {
-            "implementation": "bm25s (built in process from the stored passages)",
+            "implementation": "bm25s (postings stored in bm25_files, loaded in process)",
             **BM25_PARAMS,
         },
         "dense": {
@@ -382,8 +390,12 @@ class PostgresIndex(Index):
         """Open the index at the URI `path`: reads the manifest and passages in one snapshot."""
         location = parse_postgres_uri(str(path))
         # fail fast with one clear line when the server is not there (the pool would retry)
-        with connect(location, autocommit=True) as conn, _snapshot(conn):
-            _state_of(conn, location)
+        with connect(location, autocommit=True) as conn:
+            version = current_version(conn.cursor(), location.schema)
+            if version is not None and version < SCHEMA_VERSION:
+                upgrade(location)
+            with _snapshot(conn):
+                _state_of(conn, location)
         pool = shared_pool(location)
         with pool.connection() as conn, _snapshot(conn):
             manifest, ords, passages = _state_of(conn, location)
@@ -531,6 +543,15 @@ class PostgresIndex(Index):
 
     @cached_property
     def _bm25(self) -> BM25Index:
+        """bm25s over the passages: loaded from the stored postings (``bm25_files``) of this
+        object's revision, or built from the passages when the index has none (migrated from
+        schema v2 and not written since)."""
+        with self._pool.connection() as conn, _snapshot(conn):
+            if _meta(conn, "revision") != self.revision:
+                raise _Stale
+            files = conn.execute("SELECT name, data FROM bm25_files").fetchall()
+        if files:
+            return load_bm25(files)
         return BM25Index.build([p.content for p in self._passages], **BM25_PARAMS)
 
     @cached_property
@@ -547,6 +568,19 @@ class PostgresIndex(Index):
         for _ in range(_RETRIES):
             try:
                 return super().search_many(queries, k=k, method=method)
+            except _Stale:
+                self.sync()
+        raise IndexBusyError(
+            f"The index at {self._location.display} changed during {_RETRIES} searches in a row; "
+            "retry."
+        )
+
+    def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The (position, cosine) pairs of the `k` passages nearest to one query vector, from
+        pgvector (the graph retrievers' passage similarity, without loading the embeddings)."""
+        for _ in range(_RETRIES):
+            try:
+                return self._dense.search(np.asarray(query_vector)[None, :], k)[0]
             except _Stale:
                 self.sync()
         raise IndexBusyError(
@@ -589,6 +623,18 @@ class PostgresIndex(Index):
             owns_connection=True,
             revision=self.revision,
         )
+
+    def graph_neighbourhood(self) -> Any:
+        """The graph read one neighbourhood at a time (`PostgresNeighbourhood`, this object's
+        revision): what the graph retrievers use instead of loading the graph."""
+        from graphseek.knowledge.postgres.neighbourhood import PostgresNeighbourhood
+
+        if not self.has_graph:
+            raise IndexNotFoundError(
+                f"The index at {self._location.display} has no knowledge graph; rebuild it with "
+                "`graphseek index CORPUS --out URI` (graphs are built unless --no-graph)."
+            )
+        return PostgresNeighbourhood(self)
 
     @cached_property
     def graph(self) -> Any:
@@ -650,6 +696,7 @@ class PostgresIndex(Index):
     def _commit_state(
         self, conn: Any, items: list[Passage], ords: list[int], seconds: float
     ) -> dict[str, Any]:
+        self.__dict__["_pending_bm25"] = store_bm25(conn, items)
         manifest = _manifest(
             items,
             self._encoder,
@@ -681,6 +728,9 @@ class PostgresIndex(Index):
             if vectors is not None:
                 vectors.setflags(write=False)
             self.__dict__.pop("_bm25", None)
+            bm25 = self.__dict__.pop("_pending_bm25", None)
+            if bm25 is not None:
+                self.__dict__["_bm25"] = bm25
 
     def add_documents(
         self,
@@ -776,6 +826,59 @@ class _EmbedderName:
         raise NotImplementedError("only the recorded name and dim of an embedder")
 
 
+def store_bm25(conn: Any, items: Sequence[Passage]) -> BM25Index:
+    """Build bm25s over `items` and store its files in ``bm25_files`` (the caller's
+    transaction), replacing what was there. Returns the index built."""
+    bm25 = BM25Index.build([p.content for p in items], **BM25_PARAMS)
+    conn.execute("DELETE FROM bm25_files")
+    with tempfile.TemporaryDirectory(prefix="graphseek-bm25-") as tmp:
+        bm25.save(tmp)
+        with conn.cursor().copy("COPY bm25_files (name, data) FROM STDIN") as copy:
+            for path in sorted(Path(tmp).iterdir()):
+                copy.write_row((path.name, path.read_bytes()))
+    return bm25
+
+
+def load_bm25(files: Iterable[tuple[str, bytes]]) -> BM25Index:
+    """A bm25s index from its stored files."""
+    with tempfile.TemporaryDirectory(prefix="graphseek-bm25-") as tmp:
+        for name, data in files:
+            (Path(tmp) / Path(name).name).write_bytes(bytes(data))
+        return BM25Index.load(tmp)
+
+
+def upgrade(location: PostgresLocation) -> list[int]:
+    """Apply the schema migrations the index at `location` lacks, in one transaction under
+    its advisory lock (a concurrent opener waits, then finds nothing to do). Returns the
+    versions applied."""
+    import psycopg
+
+    with connect(location) as conn:  # one transaction: committed at the end of the block
+        _lock(conn, location)
+        row = conn.execute(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'passages'::regclass "
+            "AND attname = 'embedding'"
+        ).fetchone()
+        if row is None:
+            raise IndexFormatError(
+                f"The index at {location.display} has no passages table; rebuild it."
+            )
+        try:
+            applied = migrate(conn.cursor(), location.schema, int(row[0]))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise IndexFormatError(
+                f"The index at {location.display} needs its schema migrated to version "
+                f"{SCHEMA_VERSION} and this database user may not ({str(exc).strip()}); open "
+                "it once as the schema's owner."
+            ) from exc
+        manifest = _meta(conn, "manifest")
+        if applied and isinstance(manifest, dict):
+            _set_meta(conn, "manifest", {**manifest, "schema_version": SCHEMA_VERSION})
+    if applied:
+        logger.info("Migrated %s to schema version %s", location.display, applied[-1])
+    return applied
+
+
 def _schema_query(location: PostgresLocation) -> str:
     sep = "&" if "?" in location.conninfo else "?"
     return f"{sep}schema={location.schema}"
@@ -832,5 +935,6 @@ def _write_all(
         )
         if graph_dir is not None:
             import_graph(conn.cursor(), graph_dir, [p.id for p in items])
+        store_bm25(conn, items)
         _set_meta(conn, "manifest", manifest)
         _set_meta(conn, "revision", manifest["revision"])

@@ -7,6 +7,7 @@ Every index lives in its own PostgreSQL schema (the URI's ``schema=``). Tables:
   ``manifest.json``), ``revision`` (changes on every committed write), ``graph_manifest``.
 - ``passages``: ord (corpus order), id, title, text, source, embedding ``vector(dim)`` with an
   HNSW index (``vector_cosine_ops``).
+- ``bm25_files`` (v3): the bm25s index of the passages, as its saved files.
 - the knowledge graph, one table per table of the directory backend's ``graph.sqlite`` (same
   names and columns, plus ``rowid``, the insertion order the readers sort by), with indexes for the
   neighbours of an entity (``relations`` by source and by target), the passages of an entity
@@ -15,8 +16,22 @@ Every index lives in its own PostgreSQL schema (the URI's ``schema=``). Tables:
 - ``graph_vectors``: the graph's entity / relation / hyperedge / base-entity vectors, by kind and
   row.
 
-A migration is (version, description, SQL); `{dim}` in the SQL is the embedding dimension.
-Never edit a released migration: append a new one.
+Versions. ``schema_version`` records every migration applied. `migrate` applies, in order and
+inside the caller's transaction (which holds the index's advisory lock), the steps a schema
+lacks: a build creates a new schema at the latest version, `PostgresIndex.open` upgrades an older
+one in one transaction (readers of the old version keep reading until it commits), and a schema
+newer than this code is refused with one line (`IndexFormatError`). A migration is (version,
+description, SQL); `{dim}` in the SQL is the embedding dimension. Never edit a released
+migration: append a new one.
+
+- v1: passages with pgvector HNSW, the graph tables with the directory store's indexes, graph
+  vectors, meta.
+- v2: the indexes the per-query neighbourhood reads use (`graphseek.knowledge.postgres.
+  neighbourhood`): graph vectors by (kind, item id) (relation vectors of a subgraph), relation
+  labels (the catalogue's distinct labels, an index-only scan).
+- v3: ``bm25_files``, the saved bm25s index (file name -> bytes), written by every write with
+  the passages it ranks, so a worker loads the lexical index instead of building it. An index
+  migrated from v2 has none until its next write; its workers build bm25s from the passages.
 """
 
 from __future__ import annotations
@@ -110,11 +125,30 @@ CREATE TABLE graph_vectors (kind text NOT NULL, row bigint NOT NULL, item_id tex
 """
 )  # the graph's tables, with the indexes of the directory store's graph.sqlite and one more
 
+_V2 = """
+CREATE INDEX ix_graph_vectors_item ON graph_vectors (kind, item_id);
+CREATE INDEX ix_relations_label ON relations (label);
+"""
+
+_V3 = """
+CREATE TABLE bm25_files (name text PRIMARY KEY, data bytea NOT NULL);
+"""
+
 #: (version, description, SQL); applied in order, each in the writer's transaction
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "passages with pgvector HNSW, graph tables, graph vectors, meta", _V1),
+    (2, "indexes for the per-query neighbourhood reads", _V2),
+    (3, "bm25s postings stored with the index", _V3),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def newer_than_code(schema: str, version: int) -> str:
+    """The one-line refusal for a schema written by a newer graphseek."""
+    return (
+        f"The index in schema {schema!r} has schema version {version}; this graphseek knows up "
+        f"to version {SCHEMA_VERSION}. Upgrade graphseek to read it."
+    )
 
 
 def current_version(cur: Any, schema: str) -> int | None:
@@ -143,10 +177,7 @@ def migrate(cur: Any, schema: str, dim: int) -> list[int]:
     if version > SCHEMA_VERSION:
         from graphseek.errors import IndexFormatError
 
-        raise IndexFormatError(
-            f"The index in schema {schema!r} has schema version {version}; this graphseek "
-            f"knows up to {SCHEMA_VERSION}. Upgrade graphseek."
-        )
+        raise IndexFormatError(newer_than_code(schema, version))
     applied = []
     for number, description, sql in MIGRATIONS:
         if number <= version:

@@ -1,0 +1,204 @@
+"""Reading a Postgres index's knowledge graph one neighbourhood at a time.
+
+`PostgresIndex.graph_neighbourhood()` returns a `PostgresNeighbourhood`: the graph retrievers
+(`graphseek.tools.neighbourhood`) use it instead of loading the whole graph. It serves two kinds
+of reads:
+
+- the **catalogue** (`catalogue()`), read once per index revision: entity ids, names, aliases,
+  types and descriptions, the number of passages each entity is linked to, the entity vectors,
+  the distinct relation labels. This is what seed finding needs (names in the query, entity
+  similarity), the graph's counterpart of the passage list and the bm25s index a worker holds.
+- **neighbourhood reads**, per query, each one indexed query for a whole frontier: the relations
+  incident to a set of entities (with their provenance passages), the passages linked to a set
+  of entities, the entities linked to a set of passages, the vectors of a set of relations.
+  Relations, links, mentions, hyperedges and the relation vectors (the bulk of a graph) are
+  never loaded whole.
+
+Every read runs on a pooled connection in a REPEATABLE READ snapshot that first checks the
+index revision (`IndexBusyError` when a writer has committed since the retriever was built), and
+is counted in `reads` (queries and rows), which the tests use to check that a query reads its
+neighbourhood, not the graph.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphseek.errors import IndexBusyError
+from graphseek.knowledge.postgres.graph import as_array
+
+
+@dataclass
+class ReadCounter:
+    """Queries run and rows fetched (thread-safe)."""
+
+    queries: int = 0
+    rows: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, rows: int) -> None:
+        with self._lock:
+            self.queries += 1
+            self.rows += rows
+
+    def reset(self) -> tuple[int, int]:
+        """Zero the counts; returns (queries, rows) before."""
+        with self._lock:
+            before = (self.queries, self.rows)
+            self.queries = self.rows = 0
+            return before
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The entity-level data every query's seed finding needs (see the module docstring)."""
+
+    entity_ids: list[str]
+    names: list[str]
+    aliases: list[list[str]]
+    types: list[list[str]]
+    descriptions: list[str]
+    passage_degree: np.ndarray  # int64, passages linked to each entity
+    entity_vectors: np.ndarray | None
+    relation_labels: list[str]  # distinct, sorted
+
+
+@dataclass(frozen=True)
+class RelationRow:
+    """One relation as the neighbourhood reads return it (`ord` is its global order)."""
+
+    ord: int
+    id: str
+    source: str
+    label: str
+    target: str
+    weight: float
+    kind: str
+    passage_ids: tuple[str, ...]
+
+
+class PostgresNeighbourhood:
+    """Indexed, batched reads of one revision of a Postgres index's graph."""
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+        self._pool = index._pool
+        self.revision: str = index.revision
+        self.source: str = index.uri
+        self.dim = int(index.manifest["embedder"]["dim"])
+        self.reads = ReadCounter()
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+            if stored is None or stored[0] != self.revision:
+                raise IndexBusyError(
+                    f"The index at {self.source} was rewritten while its graph was being read; "
+                    "retry."
+                )
+            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params)).fetchall()
+        self.reads.add(len(rows))
+        return rows
+
+    # -- catalogue (once per revision) ------------------------------------------------------
+
+    def catalogue(self) -> Catalogue:
+        entities = self._rows("SELECT id, name, description FROM entities ORDER BY ord")
+        aliases: dict[str, list[str]] = defaultdict(list)
+        for eid, alias in self._rows(
+            "SELECT entity_id, alias FROM entity_aliases ORDER BY entity_id, position"
+        ):
+            aliases[eid].append(alias)
+        types: dict[str, list[str]] = defaultdict(list)
+        for eid, t in self._rows(
+            "SELECT entity_id, type FROM entity_types ORDER BY entity_id, position"
+        ):
+            types[eid].append(t)
+        degree = dict(
+            self._rows("SELECT entity_id, count(*) FROM entity_passages GROUP BY entity_id")
+        )
+        ids = [r[0] for r in entities]
+        vectors = self._rows(
+            "SELECT item_id, embedding FROM graph_vectors WHERE kind = 'entity_vectors' "
+            "ORDER BY row"
+        )
+        entity_vectors = None
+        if vectors and [r[0] for r in vectors] == ids:
+            entity_vectors = np.ascontiguousarray(
+                np.vstack([as_array(r[1]) for r in vectors]), dtype=np.float32
+            )
+        labels = [r[0] for r in self._rows("SELECT DISTINCT label FROM relations ORDER BY 1")]
+        return Catalogue(
+            entity_ids=ids,
+            names=[r[1] for r in entities],
+            aliases=[aliases.get(e, []) for e in ids],
+            types=[types.get(e, []) for e in ids],
+            descriptions=[r[2] for r in entities],
+            passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
+            entity_vectors=entity_vectors,
+            relation_labels=sorted(set(labels)),
+        )
+
+    # -- neighbourhood reads (per query, one query per frontier) -----------------------------
+
+    def incident_relations(self, entity_ids: Iterable[str]) -> list[RelationRow]:
+        """Relations with a source or target among `entity_ids`, in global order."""
+        ids = sorted(set(entity_ids))
+        if not ids:
+            return []
+        rows = self._rows(
+            "SELECT r.ord, r.id, r.source, r.label, r.target, r.weight, r.kind, "
+            "coalesce((SELECT array_agg(rp.passage_id ORDER BY rp.rowid) FROM relation_passages "
+            "rp WHERE rp.relation_id = r.id), '{}') FROM relations r "
+            "WHERE r.source = ANY(%s) OR r.target = ANY(%s) ORDER BY r.ord",
+            (ids, ids),
+        )
+        return [
+            RelationRow(int(o), rid, s, label, t, float(w), k, tuple(pids))
+            for o, rid, s, label, t, w, k, pids in rows
+        ]
+
+    def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
+        """(entity id, passage id) links of these entities."""
+        ids = sorted(set(entity_ids))
+        if not ids:
+            return []
+        return [
+            (e, p)
+            for e, p in self._rows(
+                "SELECT entity_id, passage_id FROM entity_passages WHERE entity_id = ANY(%s)",
+                (ids,),
+            )
+        ]
+
+    def links_of_passages(self, passage_ids: Iterable[str]) -> list[tuple[str, str]]:
+        """(entity id, passage id) links of these passages."""
+        ids = sorted(set(passage_ids))
+        if not ids:
+            return []
+        return [
+            (e, p)
+            for e, p in self._rows(
+                "SELECT entity_id, passage_id FROM entity_passages WHERE passage_id = ANY(%s)",
+                (ids,),
+            )
+        ]
+
+    def relation_vectors(self, relation_ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these relations (relations without one are absent)."""
+        ids = sorted(set(relation_ids))
+        if not ids:
+            return {}
+        rows = self._rows(
+            "SELECT item_id, embedding FROM graph_vectors "
+            "WHERE kind = 'relation_vectors' AND item_id = ANY(%s)",
+            (ids,),
+        )
+        return {rid: as_array(v) for rid, v in rows}

@@ -1,0 +1,421 @@
+"""Graph retrieval over a graph that stays in its store: each query reads its neighbourhood.
+
+An index that can serve its graph one neighbourhood at a time (`index.graph_neighbourhood()`,
+the PostgreSQL backend: `graphseek.knowledge.postgres.neighbourhood`) is not loaded into a
+`GraphView` by the graph retrievers. Instead:
+
+- the **catalogue** (entities' ids, names, aliases, types, vectors, number of linked passages;
+  the distinct relation labels) is read once per index revision into a `GraphView` with every
+  entity and no relation (`RemoteGraph.base`); it finds the seeds, exactly as over the whole
+  graph (names in the query, hybrid entity similarity, tie-breaks by passage count);
+- per query, a `LocalGraph` reads what the algorithm touches, a frontier per query: the
+  relations incident to the seeds and, where needed, to their neighbours (HiGra's radius-r
+  subgraph; A2RAG's local and bridge stages), the passages linked to the subgraph's entities,
+  and for A2RAG's Stage 3 the rows `push_pagerank` pushes through. Its `view()` is a
+  `GraphView` over the global entity positions holding only those rows, so the algorithms of
+  `higra` and `progressive` run on it unchanged.
+
+Results. HiGra (radius r) and A2RAG's Stages 1 and 2 read every row they use, so their passages
+equal the in-memory run's. Two differences, both documented where they occur: A2RAG's Stage 3
+is approximate PPR by push (`ProgressiveNeighbourhood.push_eps`: every score is a lower bound of
+the exact one, off by at most the mass left unpushed, under `eps` per node; the top nodes agree,
+nodes lower in the top M whose scores are that close can swap, and with them the order of the
+lower Stage-3 passages), and HiGra's relation context ranks by similarity the neighbourhood's
+relations only (the passages do not depend on it).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from graphseek.tools.graph_access import (
+    GraphView,
+    passage_search_for,
+    revision_of,
+)
+from graphseek.tools.higra import (
+    HiGraConfig,
+    HiGraRetriever,
+    extract_subgraph,
+    subgraph_relations,
+)
+from graphseek.tools.ppr import push_pagerank, top_nodes
+from graphseek.tools.progressive import (
+    ProgressiveConfig,
+    ProgressiveRetriever,
+    ProgressiveState,
+    StepName,
+    _TokenIndex,
+    check,
+    stage_bridge,
+    stage_local,
+    stage_ppr,
+)
+
+#: cached properties of the catalogue view that every per-query view shares
+_SHARED = (
+    "entity_pos",
+    "passage_pos",
+    "name_index",
+    "max_name_tokens",
+    "entity_bm25",
+    "passage_degree",
+    "_label_token_index",
+)
+
+
+class RemoteGraph:
+    """An index's graph as a catalogue view plus a source of neighbourhood reads."""
+
+    def __init__(self, source: Any, passage_ids: Sequence[str], titles: Sequence[str]) -> None:
+        self.source = source
+        cat = source.catalogue()
+        n = len(cat.entity_ids)
+        empty = np.zeros(0, dtype=np.int64)
+        base = GraphView(
+            entity_ids=cat.entity_ids,
+            names=cat.names,
+            aliases=cat.aliases,
+            types=cat.types,
+            descriptions=cat.descriptions,
+            relation_ids=[],
+            rel_source=empty,
+            rel_target=empty,
+            rel_labels=[],
+            rel_passages=[],
+            passage_ids=list(passage_ids),
+            passage_titles=list(titles),
+            links=sp.csr_matrix((n, len(passage_ids)), dtype=np.float64),
+            adjacency=sp.csr_matrix((n, n), dtype=np.float64),
+            entity_vectors=cat.entity_vectors,
+            source=str(getattr(source, "source", "")),
+        )
+        # what the whole graph would give: passage counts, and the labels of every relation
+        base.__dict__["passage_degree"] = cat.passage_degree
+        labels = list(cat.relation_labels)
+        base.__dict__["_label_token_index"] = (labels, _TokenIndex(labels))
+        for key in _SHARED:  # compute once (name index, entity BM25, ...)
+            getattr(base, key)
+        self.base = base
+
+    @property
+    def reads(self) -> Any:
+        return self.source.reads
+
+
+class LocalGraph:
+    """The rows of a `RemoteGraph` one query has read, and views over them.
+
+    Entities are "expanded" once all their incident relations are read, "linked" once all
+    their passage links are read; the algorithms use only the rows of such entities."""
+
+    def __init__(self, remote: RemoteGraph) -> None:
+        self.remote = remote
+        self.base = remote.base
+        self._relations: dict[str, Any] = {}
+        self._expanded: set[int] = set()
+        self._linked: set[int] = set()
+        self._linked_passages: set[str] = set()
+        self._links: set[tuple[int, int]] = set()
+        self._adjacency: dict[int, dict[int, float]] = {}
+        self._relation_vectors: dict[str, np.ndarray] = {}
+        self._view: GraphView | None = None
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def expand(self, entities: Iterable[int]) -> None:
+        """Read the relations incident to these entity positions (one query)."""
+        todo = sorted({int(e) for e in entities} - self._expanded)
+        if not todo:
+            return
+        ids = [self.base.entity_ids[e] for e in todo]
+        pos = self.base.entity_pos
+        for row in self.remote.source.incident_relations(ids):
+            if row.id in self._relations or row.source not in pos or row.target not in pos:
+                continue
+            self._relations[row.id] = row
+            a, b = pos[row.source], pos[row.target]
+            if a != b:  # the store's symmetric adjacency: summed weights, no loops
+                for x, y in ((a, b), (b, a)):
+                    nbrs = self._adjacency.setdefault(x, {})
+                    nbrs[y] = float(np.float32(nbrs.get(y, 0.0)) + np.float32(row.weight))
+        self._expanded.update(todo)
+        self._view = None
+
+    def link(self, entities: Iterable[int]) -> None:
+        """Read the passages linked to these entity positions (one query)."""
+        todo = sorted({int(e) for e in entities} - self._linked)
+        if not todo:
+            return
+        self._add_links(self.remote.source.links_of([self.base.entity_ids[e] for e in todo]))
+        self._linked.update(todo)
+
+    def link_passages(self, passage_ids: Iterable[str]) -> None:
+        """Read the entities linked to these passages (one query)."""
+        todo = sorted(set(passage_ids) - self._linked_passages)
+        if not todo:
+            return
+        self._add_links(self.remote.source.links_of_passages(todo))
+        self._linked_passages.update(todo)
+
+    def _add_links(self, pairs: Iterable[tuple[str, str]]) -> None:
+        epos, ppos = self.base.entity_pos, self.base.passage_pos
+        for eid, pid in pairs:
+            e, p = epos.get(eid), ppos.get(pid)
+            if e is not None and p is not None:
+                self._links.add((e, p))
+        self._view = None
+
+    def read_relation_vectors(self, relations: Iterable[str]) -> None:
+        todo = sorted(set(relations) - set(self._relation_vectors))
+        if todo:
+            self._relation_vectors.update(self.remote.source.relation_vectors(todo))
+            self._view = None
+
+    def rows(self, nodes: Sequence[int]) -> Mapping[int, tuple[np.ndarray, np.ndarray]]:
+        """Neighbours and edge weights of `nodes` on the undirected entity graph (expanding
+        those not read yet, in one query): `push_pagerank`'s reader."""
+        self.expand(nodes)
+        out = {}
+        for u in nodes:
+            nbrs = self._adjacency.get(int(u), {})
+            keys = sorted(nbrs)
+            out[int(u)] = (
+                np.asarray(keys, dtype=np.int64),
+                np.asarray([nbrs[k] for k in keys], dtype=np.float64),
+            )
+        return out
+
+    # -- views ------------------------------------------------------------------------------
+
+    def view(self) -> GraphView:
+        """A `GraphView` over every entity (global positions) with the rows read so far."""
+        if self._view is not None:
+            return self._view
+        base = self.base
+        pos = base.entity_pos
+        rels = sorted(self._relations.values(), key=lambda r: r.ord)
+        n, m = base.n_entities, base.n_passages
+        src = np.array([pos[r.source] for r in rels], dtype=np.int64)
+        dst = np.array([pos[r.target] for r in rels], dtype=np.int64)
+        rows, cols, vals = [], [], []
+        for a, nbrs in self._adjacency.items():
+            for b, w in nbrs.items():
+                rows.append(a)
+                cols.append(b)
+                vals.append(w)
+        adjacency = sp.csr_matrix((vals, (rows, cols)), shape=(n, n), dtype=np.float64)
+        links = sorted(self._links)
+        link_matrix = sp.csr_matrix(
+            (np.ones(len(links)), ([e for e, _ in links], [p for _, p in links])),
+            shape=(n, m),
+            dtype=np.float64,
+        )
+        relation_vectors, relation_rows = None, None
+        if self._relation_vectors:
+            ids = sorted(self._relation_vectors)
+            row_of = {rid: i for i, rid in enumerate(ids)}
+            relation_vectors = np.vstack([self._relation_vectors[r] for r in ids]).astype(
+                np.float32
+            )
+            relation_rows = np.array([row_of.get(r.id, -1) for r in rels], dtype=np.int64)
+        view = GraphView(
+            entity_ids=base.entity_ids,
+            names=base.names,
+            aliases=base.aliases,
+            types=base.types,
+            descriptions=base.descriptions,
+            relation_ids=[r.id for r in rels],
+            rel_source=src,
+            rel_target=dst,
+            rel_labels=[r.label for r in rels],
+            rel_passages=[list(r.passage_ids) for r in rels],
+            rel_kinds=[r.kind for r in rels],
+            rel_weights=np.array([r.weight for r in rels], dtype=np.float64),
+            passage_ids=base.passage_ids,
+            passage_titles=base.passage_titles,
+            links=link_matrix,
+            adjacency=adjacency,
+            entity_vectors=base.entity_vectors,
+            relation_vectors=relation_vectors,
+            relation_vector_rows=relation_rows,
+            source=base.source,
+        )
+        for key in _SHARED:
+            view.__dict__[key] = base.__dict__[key]
+        self._view = view
+        return view
+
+
+# -- one remote graph per index object and revision ----------------------------------------------
+
+_remote: weakref.WeakKeyDictionary[Any, tuple[str, RemoteGraph]] = weakref.WeakKeyDictionary()
+_remote_lock = threading.Lock()
+
+
+def remote_graph(index: Any) -> RemoteGraph:
+    """The catalogue and neighbourhood reader of `index` (read once per index revision)."""
+    revision = revision_of(index)
+    with _remote_lock:
+        hit = _remote.get(index)
+        if hit is not None and hit[0] == revision:
+            return hit[1]
+    from graphseek.errors import IndexNotFoundError
+    from graphseek.tools.graph_access import GraphNotFoundError
+
+    try:
+        source = index.graph_neighbourhood()
+    except IndexNotFoundError as exc:
+        raise GraphNotFoundError(str(exc)) from exc
+    passages = index.passages
+    remote = RemoteGraph(source, [p.id for p in passages], [p.title for p in passages])
+    with _remote_lock:
+        _remote[index] = (revision, remote)
+    return remote
+
+
+# -- HiGraRetriever -------------------------------------------------------------------------------
+
+
+class HiGraNeighbourhood(HiGraRetriever):
+    """`HiGraRetriever` whose phase 3 reads the radius-r subgraph of the seeds from the store
+    (r + 1 frontier reads of relations, one of links, one of relation vectors)."""
+
+    def __init__(self, remote: RemoteGraph, passage_search: Any, **kwargs: Any) -> None:
+        super().__init__(remote.base, passage_search, **kwargs)
+        self.remote = remote
+
+    @classmethod
+    def from_index(cls, index: Any, config: HiGraConfig | None = None) -> HiGraNeighbourhood:
+        search = passage_search_for(index)
+        return cls(remote_graph(index), search, embed=search.embed, lookup=index.get, config=config)
+
+    def _subgraph(
+        self, seeds: Sequence[int], priority: Callable[[np.ndarray], np.ndarray]
+    ) -> tuple[GraphView, np.ndarray, np.ndarray]:
+        cfg = self.config
+        local = LocalGraph(self.remote)
+        selected = np.asarray(list(dict.fromkeys(int(s) for s in seeds)), dtype=np.int64)
+        for hop in range(1, cfg.radius + 1):
+            # the rows the next hop walks from; extract_subgraph's hub cap needs full rows
+            local.expand(selected)
+            selected = extract_subgraph(
+                local.view(),
+                seeds,
+                hop,
+                max_neighbors=cfg.max_neighbors,
+                max_entities=cfg.max_subgraph_entities,
+                priority=priority,
+            )
+        local.expand(selected)  # relations between two subgraph entities
+        local.link(selected)
+        view = local.view()
+        relations = subgraph_relations(view, np.sort(selected))
+        local.read_relation_vectors(view.relation_ids[int(r)] for r in relations)
+        view = local.view()
+        return view, selected, subgraph_relations(view, np.sort(selected))
+
+
+# -- A2RAG's progressive retriever ----------------------------------------------------------------
+
+_local_graph: contextvars.ContextVar[LocalGraph | None] = contextvars.ContextVar(
+    "graphseek_local_graph", default=None
+)
+
+
+class ProgressiveNeighbourhood(ProgressiveRetriever):
+    """`ProgressiveRetriever` whose stages read what they need from the store: Stage 1 the
+    seeds' relations, Stage 2 their neighbours' relations (the L = 2 hop ball), Stage 3 the rows
+    `push_pagerank` pushes through (approximate PPR with residual threshold `push_eps`) and the
+    links of the top-M nodes."""
+
+    #: push threshold of Stage 3 (see `graphseek.tools.ppr.push_pagerank`). On the 2Wiki graph
+    #: (56K entities, 206K relations) 1e-3 reads ~23K rows per question, 1e-4 ~70K; the tiny
+    #: test graph needs 1e-4 for the directory backend's exact top-5
+    push_eps: float = 1e-4
+
+    def __init__(self, remote: RemoteGraph, passage_search: Any = None, **kwargs: Any) -> None:
+        super().__init__(remote.base, passage_search, **kwargs)
+        self.remote = remote
+
+    @classmethod
+    def from_index(
+        cls, index: Any, config: ProgressiveConfig | None = None
+    ) -> ProgressiveNeighbourhood:
+        search = passage_search_for(index)
+        return cls(remote_graph(index), search, embed=search.embed, lookup=index.get, config=config)
+
+    def _retrieve(self, query: str, k: int, entity_seeds: Sequence[str] | None) -> Any:
+        token = _local_graph.set(LocalGraph(self.remote))
+        try:
+            return super()._retrieve(query, k, entity_seeds)
+        finally:
+            _local_graph.reset(token)
+
+    def _step(
+        self, step: StepName, state: ProgressiveState, ranking: Sequence[str]
+    ) -> tuple[GraphView, ProgressiveState]:
+        local = _local_graph.get()
+        if local is None:  # called outside `retrieve`
+            local = LocalGraph(self.remote)
+        cfg = self.config
+        pos = self.base_view.entity_pos
+        seeds = [pos[e] for e in state.entity_seeds]
+        local.expand(seeds)
+        if step == "stage_local":
+            view = local.view()
+            state = stage_local(view, state, cfg)
+        elif step == "stage_bridge":
+            if cfg.bridge_hops >= 2:  # the ball's second hop walks from the seeds' neighbours
+                view = local.view()
+                local.expand({int(v) for s in seeds for v in view.neighbors(s)})
+            view = local.view()
+            state = stage_bridge(view, state, cfg)
+        else:
+            scores = None
+            if seeds:
+                scores = push_pagerank(
+                    local.rows,
+                    dict.fromkeys(seeds, 1.0),
+                    self.base_view.n_entities,
+                    alpha=cfg.alpha,
+                    eps=self.push_eps,
+                    degree_normalize=True,
+                )
+                local.link(top_nodes(scores, cfg.top_m))
+            state = stage_ppr(local.view(), state, cfg, passage_ranking=ranking, scores=scores)
+            local.link_passages(state.passages)  # the check reads their entities
+            view = local.view()
+        return view, check(view, state, cfg)
+
+    @property
+    def base_view(self) -> GraphView:
+        return self.remote.base
+
+
+def higra_neighbourhood(index: Any, config: HiGraConfig | None = None) -> HiGraNeighbourhood:
+    return HiGraNeighbourhood.from_index(index, config or HiGraConfig())
+
+
+def progressive_neighbourhood(
+    index: Any, config: ProgressiveConfig | None = None
+) -> ProgressiveNeighbourhood:
+    return ProgressiveNeighbourhood.from_index(index, config or ProgressiveConfig())
+
+
+__all__ = [
+    "HiGraNeighbourhood",
+    "LocalGraph",
+    "ProgressiveNeighbourhood",
+    "RemoteGraph",
+    "higra_neighbourhood",
+    "progressive_neighbourhood",
+    "remote_graph",
+]
