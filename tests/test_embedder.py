@@ -5,6 +5,9 @@ reused, bad backend names refused."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -151,3 +154,20 @@ def test_query_vectors_are_cached_and_bounded(
     assert calls[-1] == ["1824"]
     bulk = embedder.encode(TEXTS)  # more than SMALL_BATCH texts: not through the cache
     assert calls[-1] == TEXTS and bulk.shape == (len(TEXTS), 384)
+
+
+@pytest.mark.slow
+def test_query_model_is_made_quietly(
+    onnx_embedder: Embedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The quantiser's root-logger hint is muted, and the root logger's handlers are kept."""
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    with caplog.at_level(logging.DEBUG):
+        target = embedder_module.quantize_query_model(
+            embedder_module.onnx_path(), tmp_path / "query.onnx"
+        )
+    assert target.is_file()
+    assert root.handlers == handlers
+    assert logging.root.manager.disable == logging.NOTSET
+    assert not [r for r in caplog.records if "quantization" in r.getMessage()]

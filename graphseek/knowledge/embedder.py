@@ -146,6 +146,13 @@ def quantize_query_model(source: Path, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
+    # the quantiser logs a pre-processing hint through the root logger, whose first use would
+    # also install a stderr handler on it: a null handler and a muted level for the call
+    root = logging.getLogger()
+    null = logging.NullHandler()
+    root.addHandler(null)
+    muted = logging.root.manager.disable
+    logging.disable(logging.WARNING)
     try:
         quantize_dynamic(
             str(source),
@@ -159,6 +166,8 @@ def quantize_query_model(source: Path, target: Path) -> Path:
         os.chmod(tmp_name, 0o644)
         os.replace(tmp_name, target)
     finally:
+        logging.disable(muted)
+        root.removeHandler(null)
         if os.path.exists(tmp_name):
             os.unlink(tmp_name)
     return target
