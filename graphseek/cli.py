@@ -159,7 +159,11 @@ def cmd_index(args: argparse.Namespace) -> int:
         from graphseek.llm.factory import resolve_spec
 
         resolve_spec(args.graph_llm, "extractor")
-    loaded = read_corpus(args.corpus, chunk_size=args.chunk_size, on_bad_file=args.on_bad_file)
+    from graphseek.knowledge.progress import bar as progress_bar
+
+    with progress_bar("reading", None, not args.quiet) as bar:
+        loaded = read_corpus(args.corpus, chunk_size=args.chunk_size, on_bad_file=args.on_bad_file)
+        bar.update(len(loaded.passages))
     _report_skipped(loaded.skipped)
     passages = loaded.passages
     options = {"llm": args.graph_llm} if args.graph_llm else None

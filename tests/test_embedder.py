@@ -1,8 +1,12 @@
 """The embedder's ONNX Runtime backend against the sentence-transformers (torch) reference:
-same vectors (cosine >= 0.99 per text; in practice > 0.9999), rows in input order whatever the
-batching and threads, the export cached and reused, bad backend names refused."""
+same vectors (cosine >= 0.99 per text; in practice > 0.9999 in bulk), the int8 query model
+within 0.99 too, rows in input order whatever the batching and threads, the exports cached and
+reused, bad backend names refused."""
 
 from __future__ import annotations
+
+import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,8 +59,37 @@ def test_onnx_vectors_match_sentence_transformers(
 
 
 @pytest.mark.slow
+def test_int8_query_model_stays_within_cosine_099_of_sentence_transformers(
+    onnx_embedder: Embedder, torch_embedder: Embedder
+) -> None:
+    assert onnx_embedder._onnx is not None and onnx_embedder._onnx.query_session is not None
+    onnx_embedder.clear_query_cache()
+    queries = np.vstack([onnx_embedder.encode([t]) for t in TEXTS])  # the small (query) path
+    fp32 = np.vstack([onnx_embedder._onnx.run_one(t) for t in TEXTS])
+    want = torch_embedder.encode(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-4)
+    cosines = (queries * want).sum(axis=1)
+    assert cosines.min() >= 0.99, cosines
+    assert not np.allclose(queries, fp32, atol=1e-6)  # the int8 model did run
+    # a query's vector does not depend on the other texts of its call
+    onnx_embedder.clear_query_cache()
+    together = onnx_embedder.encode(TEXTS[:4])
+    np.testing.assert_allclose(together, queries[:4], atol=1e-6)
+
+
+def test_query_model_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHSEEK_QUERY_MODEL", "fp32")
+    embedder = Embedder(backend="onnx", workers=1)
+    assert embedder._onnx is not None and embedder._onnx.query_session is None
+    np.testing.assert_allclose(
+        embedder.encode(["Lord Byron"]), embedder._onnx.run_one("Lord Byron"), atol=1e-6
+    )
+
+
+@pytest.mark.slow
 def test_onnx_rows_follow_input_order_across_batches_and_threads(onnx_embedder: Embedder) -> None:
-    single = np.vstack([onnx_embedder.encode([t]) for t in TEXTS])
+    assert onnx_embedder._onnx is not None
+    single = np.vstack([onnx_embedder._onnx.run_one(t) for t in TEXTS])  # fp32, unpadded
     parallel = Embedder(backend="onnx", workers=2)
     batched = parallel.encode(TEXTS * 3, batch_size=4)  # > SMALL_BATCH: sorted, threaded
     for copy in range(3):
@@ -96,13 +129,18 @@ def test_query_vectors_are_cached_and_bounded(
     embedder = Embedder(backend="onnx", workers=1)
     monkeypatch.setattr(embedder_module, "QUERY_CACHE", 3)
     calls: list[list[str]] = []
-    real = embedder._encode
+    real, real_queries = embedder._encode, embedder._encode_queries
 
     def counting(texts: list[str], batch_size: int) -> np.ndarray:
         calls.append(list(texts))
         return real(texts, batch_size)
 
+    def counting_queries(texts: list[str], batch_size: int) -> np.ndarray:
+        calls.append(list(texts))
+        return real_queries(texts, batch_size)
+
     monkeypatch.setattr(embedder, "_encode", counting)
+    monkeypatch.setattr(embedder, "_encode_queries", counting_queries)
     first = embedder.encode(["Lord Byron", "Missolonghi"])
     first[:] = 0.0  # a caller may write into its result: the cache keeps its own copy
     again = embedder.encode(["Missolonghi", "Lord Byron", "1824"])
@@ -116,3 +154,20 @@ def test_query_vectors_are_cached_and_bounded(
     assert calls[-1] == ["1824"]
     bulk = embedder.encode(TEXTS)  # more than SMALL_BATCH texts: not through the cache
     assert calls[-1] == TEXTS and bulk.shape == (len(TEXTS), 384)
+
+
+@pytest.mark.slow
+def test_query_model_is_made_quietly(
+    onnx_embedder: Embedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The quantiser's root-logger hint is muted, and the root logger's handlers are kept."""
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    with caplog.at_level(logging.DEBUG):
+        target = embedder_module.quantize_query_model(
+            embedder_module.onnx_path(), tmp_path / "query.onnx"
+        )
+    assert target.is_file()
+    assert root.handlers == handlers
+    assert logging.root.manager.disable == logging.NOTSET
+    assert not [r for r in caplog.records if "quantization" in r.getMessage()]

@@ -175,7 +175,16 @@ def test_bm25_exact_ids(tiny_index: Index, query: str, expected: list[str]) -> N
     ],
 )
 def test_dense_exact_ids(tiny_index: Index, query: str, expected: list[str]) -> None:
-    assert ids(tiny_index.search(query, k=3, method="dense")) == expected
+    got = ids(tiny_index.search(query, k=3, method="dense"))
+    if query in DENSE_NEAR_TIES:  # exact top hit, then the tied tail in either order
+        assert got[0] == expected[0] and sorted(got[1:]) == sorted(expected[1:])
+    else:
+        assert got == expected
+
+
+DENSE_NEAR_TIES = {"scientist who studied radioactivity"}
+"""Queries whose 2nd and 3rd passages are within 0.02 cosine of each other (0.19 vs 0.18: two
+unrelated passages); the int8 query model (cosine >= 0.99 to fp32) may swap them."""
 
 
 @pytest.mark.parametrize(

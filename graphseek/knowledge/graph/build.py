@@ -109,6 +109,11 @@ def hyperedge_text(edge: HyperEdge) -> str:
     return edge.relation
 
 
+STAGE_BAR_MIN = 256
+"""An embedding call over at least this many texts shows its stage's bar (smaller ones finish
+before a bar would be read)."""
+
+
 class _StageEmbed:
     """The process embedder; a call over many texts shows a bar named after the current
     stage (`label`, set by `assemble`: "aligning entities", "topics", ...)."""
@@ -127,7 +132,7 @@ class _StageEmbed:
             self.embedder,
             list(texts),
             batch_size=64,
-            show_progress=self.show_progress and len(texts) >= 256,
+            show_progress=self.show_progress and len(texts) >= STAGE_BAR_MIN,
             desc=self.label,
             unit="text",
         )
