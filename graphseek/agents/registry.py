@@ -47,6 +47,7 @@ from graphseek.agents.offline.sufficiency import OfflineSufficiencyChecker
 from graphseek.agents.offline.thinker import OfflineThinker
 from graphseek.agents.offline.verifier import OfflineEvidenceVerifier, OfflineTripleChecker
 from graphseek.agents.planner import LLMPlanner
+from graphseek.agents.reading.chains import JointChooser
 from graphseek.agents.refiner import ContextRefiner, LLMContextRefiner
 from graphseek.agents.rewriter import LLMQueryRewriter, QueryRewriter
 from graphseek.agents.roles import (
@@ -164,7 +165,9 @@ def build_roles(context: Context) -> Roles:
     seeker_model = model_for_context(context, "seeker")
     if seeker_model is None:
         offline.add("seeker")
-        seeker: Seeker = BranchingSeeker(OfflineSeeker(abstain_threshold=threshold))
+        seeker: Seeker = BranchingSeeker(
+            OfflineSeeker(abstain_threshold=threshold), branch_below=0.8, chooser=JointChooser()
+        )
     else:
         seeker = LLMSeeker(seeker_model, max_retries=retries)
     # KAIR: the offline updater and answerer take the run's thresholds, so they are built per run
