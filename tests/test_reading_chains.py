@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from graphseek.agents.offline.branching import BranchingSeeker
 from graphseek.agents.reading.chains import JointChooser, bridge_confidences
 from graphseek.agents.roles import SeekerView, Step
@@ -102,3 +104,47 @@ def test_branching_seeker_abstains_when_no_chain_is_supported() -> None:
     action = BranchingSeeker(_Abstaining(), chooser=JointChooser()).decide(_view(finals)).value
     assert action.action == "abstain"
     assert "No chain is supported enough" in action.reason
+
+
+class _Librarian:
+    """Drafts from a table (question -> draft); reports per-candidate confidences."""
+
+    profile = "general"
+
+    def __init__(self, table: dict[str, Draft]) -> None:
+        self.table = table
+        self.asked: list[str] = []
+
+    def draft(self, question: str, hits: object) -> Step[Draft]:
+        self.asked.append(question)
+        return Step(self.table.get(question, Draft(question=question, answer="")))
+
+
+@pytest.mark.slow
+def test_resolve_chain_reads_through_the_best_bridges() -> None:
+    from graphseek.agents.offline.chain import plan_for, resolve_chain
+    from graphseek.knowledge.passages import Hit, Passage
+
+    question = "Who wrote the program that libqux is based on?"
+    plan, whole = plan_for(question, "general")
+    assert not whole and len(plan) == 2
+    first, last = plan[0].question, plan[1].question
+    upstream = _draft(first, "Acme", 0.3, 1, {"Bolt": 0.25, "Cog": 0.1})
+    table = {
+        first: upstream,
+        last.replace("#1", "Acme"): _draft("", "Zed", 0.05, 2),
+        last.replace("#1", "Bolt"): _draft("", "Mira Holt", 0.95, 2),
+        last.replace("#1", "Cog"): _draft("", "", 0.0, 2),
+    }
+    for q, d in table.items():
+        table[q] = d.model_copy(update={"question": q})
+    hits = [Hit(passage=Passage.from_title_text("libqux", "libqux is based on Bolt."), score=1.0)]
+    librarian = _Librarian(table)
+    chain = resolve_chain(librarian, question, hits)
+    assert chain.resolved and chain.final is not None
+    assert chain.answers == {"1": "Bolt", "2": "Mira Holt"}
+    assert chain.final.confidence >= 0.5
+    assert len(librarian.asked) == 4  # step 1, then step 2 through three bridges
+    # without a chooser the weak first step stops the chain
+    plain = resolve_chain(_Librarian(table), question, hits, chooser=None)
+    assert not plain.resolved and plain.missing == [first]

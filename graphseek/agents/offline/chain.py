@@ -14,6 +14,7 @@ from typing import Any
 
 from graphseek.agents.offline.answer_types import expected_answer
 from graphseek.agents.offline.decomposer import decompose_question
+from graphseek.agents.reading.chains import ChainChooser, JointChooser
 from graphseek.agents.roles import Librarian
 from graphseek.agents.text import fill_placeholders
 from graphseek.knowledge.passages import Hit
@@ -21,6 +22,7 @@ from graphseek.state.models import Draft, SubQuestion
 
 #: the offline Librarian's confidence from which a step counts as answered
 ANSWERED = 0.5
+_JOINT = JointChooser()
 
 
 @dataclass
@@ -69,14 +71,27 @@ def plan_for(question: str, profile: str = "general") -> tuple[list[SubQuestion]
     return plan, False
 
 
+#: below this step-1 confidence a two-step chain is followed through several bridges
+JOINT_BELOW = 0.8
+
+
 def resolve_chain(
-    librarian: Librarian, question: str, hits: Sequence[Hit], threshold: float = ANSWERED
+    librarian: Librarian,
+    question: str,
+    hits: Sequence[Hit],
+    threshold: float = ANSWERED,
+    chooser: ChainChooser | None = _JOINT,
 ) -> Chain:
-    """Answer the plan of `question` in order over `hits`, stopping at the first weak step."""
+    """Answer the plan of `question` in order over `hits`, stopping at the first weak step.
+    A two-step plan whose bridge is uncertain is read through its best bridges and decided by
+    `chooser` (`graphseek.agents.reading.chains`) where the Librarian reports per-candidate
+    confidences."""
     plan, whole = plan_for(question, profile_of(librarian))
     chain = Chain(plan=plan, whole=whole)
     if not hits:
         chain.missing.append(plan[0].question)
+        return chain
+    if chooser is not None and not whole and _joint(librarian, chain, hits, threshold, chooser):
         return chain
     for step in plan:
         if not all(str(d) in chain.answers for d in step.depends_on):
@@ -92,3 +107,40 @@ def resolve_chain(
             chain.missing.append(text)
             break
     return chain
+
+
+def _joint(
+    librarian: Librarian,
+    chain: Chain,
+    hits: Sequence[Hit],
+    threshold: float,
+    chooser: ChainChooser,
+    branches: int = 3,
+) -> bool:
+    """Resolve a two-step chain through its `branches` best bridges (True when decided)."""
+    plan = chain.plan
+    if len(plan) != 2 or plan[1].depends_on != [plan[0].id]:
+        return False
+    first, last = plan
+    upstream = librarian.draft(first.question, hits).value
+    if not upstream.answer or upstream.confidence >= JOINT_BELOW or not upstream.candidates:
+        return False
+    if len(upstream.candidate_confidences) != len(upstream.candidates):
+        return False
+    key = str(first.id)
+    finals = [
+        librarian.draft(fill_placeholders(last.question, {key: bridge}), hits).value
+        for bridge in [upstream.answer, *upstream.candidates][:branches]
+    ]
+    choice = chooser.choose(last.question, key, [upstream], finals)
+    if choice is None or choice.confidence < threshold:
+        return False  # no chain is supported enough: the plain step-by-step reading decides
+    chain.filled[first.id] = first.question
+    chain.drafts[first.id] = upstream.model_copy(
+        update={"answer": choice.bridge, "confidence": choice.confidence}
+    )
+    chain.filled[last.id] = fill_placeholders(last.question, {key: choice.bridge})
+    chain.drafts[last.id] = choice.draft.model_copy(update={"confidence": choice.confidence})
+    chain.answers[key] = choice.bridge
+    chain.answers[str(last.id)] = choice.draft.answer
+    return True
