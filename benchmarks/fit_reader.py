@@ -44,6 +44,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from graphseek.agents.offline.decomposer import decompose_question  # noqa: E402
 from graphseek.agents.reading.reader import (  # noqa: E402
     FEATURES,
     HAND_MODEL,
@@ -52,7 +53,6 @@ from graphseek.agents.reading.reader import (  # noqa: E402
     confidence,
     sentence_score,
 )
-from graphseek.agents.offline.decomposer import decompose_question  # noqa: E402
 from graphseek.agents.text import normalize  # noqa: E402
 from graphseek.knowledge.passages import Hit, Passage  # noqa: E402
 

@@ -10,6 +10,7 @@ from graphseek.agents.offline.answer_types import (
     parse_comparison,
     starts_with_wh,
 )
+from graphseek.agents.profiles import GENERAL, WIKIPEDIA, Profile
 from graphseek.agents.text import parse_date
 
 
@@ -37,8 +38,10 @@ from graphseek.agents.text import parse_date
         ("Who was born first, Greta Lindqvist or Arthur Penwright?", "choice", "CHOICE"),
     ],
 )
-def test_answer_type_table(question: str, kind: str, first_label: str) -> None:
-    answer = expected_answer(question)
+@pytest.mark.parametrize("profile", [GENERAL, WIKIPEDIA], ids=lambda p: p.name)
+def test_answer_type_table(question: str, kind: str, first_label: str, profile: Profile) -> None:
+    # the wh-word and head noun give the type alone; the wikipedia lexicon must agree with them
+    answer = expected_answer(question, profile)
     assert answer.kind == kind
     assert answer.labels[0] == first_label
 
@@ -57,8 +60,11 @@ def test_answer_type_table(question: str, kind: str, first_label: str) -> None:
     ],
 )
 def test_relation_and_focus(question: str, relation: str, focus: str, category: str) -> None:
-    answer = expected_answer(question)
+    answer = expected_answer(question, WIKIPEDIA)
     assert (answer.relation, answer.focus, answer.category) == (relation, focus, category)
+    # the general profile has no relation lexicon: the focus is found all the same
+    plain = expected_answer(question)
+    assert (plain.relation, plain.focus, plain.category) == (None, focus, category)
 
 
 @pytest.mark.parametrize(
@@ -114,10 +120,17 @@ def test_relation_and_focus(question: str, relation: str, focus: str, category: 
 def test_comparisons(
     question: str, options: list[str], attribute: str, pick: str, via: str | None
 ) -> None:
-    comparison = parse_comparison(question)
-    assert comparison is not None
-    assert comparison.options == options
-    assert (comparison.attribute, comparison.pick, comparison.via) == (attribute, pick, via)
+    for profile in (GENERAL, WIKIPEDIA):
+        comparison = parse_comparison(question, profile)
+        assert comparison is not None
+        assert comparison.options == options
+        assert (comparison.attribute, comparison.pick, comparison.via) == (attribute, pick, via)
+
+
+def test_a_comparisons_bridge_noun_maps_through_the_lexicon_only_under_its_profile() -> None:
+    question = "Which song has the singer who was born first, Blue Harbour or Salt Roads?"
+    assert parse_comparison(question, WIKIPEDIA).via == "performer"  # type: ignore[union-attr]
+    assert parse_comparison(question).via == "singer"  # type: ignore[union-attr]
 
 
 def test_non_comparisons() -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from graphseek.agents.offline.decomposer import OfflineDecomposer, decompose_question
+from graphseek.agents.profiles import WIKIPEDIA
 
 
 def plan_of(question: str) -> list[tuple[int, str, list[int]]]:
-    return [(s.id, s.question, s.depends_on) for s in decompose_question(question)]
+    return [(s.id, s.question, s.depends_on) for s in decompose_question(question, WIKIPEDIA)]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphseek.agents.offline.librarian import OfflineLibrarian, clean_text
+from graphseek.agents.offline.librarian import OfflineLibrarian
+from graphseek.agents.profiles.wikipedia import clean_text
 from graphseek.knowledge.passages import Hit, Passage
 
 PASSAGES = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from graphseek.agents.offline.answer_types import parse_comparison
 from graphseek.agents.offline.decomposer import decompose_question
 from graphseek.agents.offline.seeker import OfflineSeeker, compare_values, rephrase
+from graphseek.agents.profiles import WIKIPEDIA
 from graphseek.agents.roles import SeekerView
 from graphseek.agents.text import fill_placeholders
 from graphseek.state.models import Draft, EvidenceItem, SeekerAction, SubQuestion
@@ -18,11 +19,11 @@ def draft(step_id: int, question: str, answer: str, conf: float = 0.9, pid: str 
 
 def decide(question: str, drafts: list[Draft], turn: int = 1, max_turns: int = 6,
            threshold: float = 0.15) -> SeekerAction:  # fmt: skip
-    plan = decompose_question(question)
+    plan = decompose_question(question, WIKIPEDIA)  # 2Wiki-style questions throughout
     answers = {str(d.step_id): d.answer for d in drafts if d.answer}
     view = SeekerView(question=question, plan=plan, drafts=drafts, step_answers=answers,
                       turn=turn, max_turns=max_turns)  # fmt: skip
-    step = OfflineSeeker(abstain_threshold=threshold).decide(view)
+    step = OfflineSeeker(abstain_threshold=threshold, profile=WIKIPEDIA).decide(view)
     assert step.usage.llm_calls == 0
     return step.value
 
@@ -184,10 +185,15 @@ def test_compare_values() -> None:
 
 
 def test_rephrase() -> None:
-    assert rephrase("When was Leo Fong born?") == "What is the date of birth of Leo Fong?"
     assert (
-        rephrase("Who is the director of film Blood Street?") == "Who directed Blood Street (film)?"
+        rephrase("When was Leo Fong born?", WIKIPEDIA) == "What is the date of birth of Leo Fong?"
     )
+    assert (
+        rephrase("Who is the director of film Blood Street?", WIKIPEDIA)
+        == "Who directed Blood Street (film)?"
+    )
+    # the templates belong to the wikipedia profile: the general one has none
+    assert rephrase("When was Leo Fong born?") is None
 
 
 def test_placeholders_count_as_dependencies_even_if_undeclared() -> None:

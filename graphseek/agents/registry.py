@@ -166,7 +166,9 @@ def build_roles(context: Context) -> Roles:
     if seeker_model is None:
         offline.add("seeker")
         seeker: Seeker = BranchingSeeker(
-            OfflineSeeker(abstain_threshold=threshold), branch_below=0.8, chooser=JointChooser()
+            OfflineSeeker(abstain_threshold=threshold, profile=profile),
+            branch_below=0.8,
+            chooser=JointChooser(),
         )
     else:
         seeker = LLMSeeker(seeker_model, max_retries=retries)
@@ -227,20 +229,26 @@ def _search_roles(
             "sufficiency", LLMSufficiencyChecker, lambda: OfflineSufficiencyChecker(librarian)
         ),
         "triple_checker": pick_as(
-            "verifier", "triple_checker", LLMTripleChecker, OfflineTripleChecker
+            "verifier",
+            "triple_checker",
+            LLMTripleChecker,
+            lambda: OfflineTripleChecker(context.profile),
         ),
         "evidence_verifier": pick_as(
-            "verifier", "evidence_verifier", LLMEvidenceVerifier, OfflineEvidenceVerifier
+            "verifier",
+            "evidence_verifier",
+            LLMEvidenceVerifier,
+            lambda: OfflineEvidenceVerifier(profile=context.profile),
         ),
         "rewriter": pick("rewriter", LLMQueryRewriter, lambda: OfflineQueryRewriter(librarian)),
         "thinker": pick("thinker", LLMThinker, lambda: OfflineThinker(librarian)),
         "drafter": pick(
             "drafter",
             LLMDrafter,
-            lambda: OfflineDrafter(threshold),
+            lambda: OfflineDrafter(threshold, profile=context.profile),
             cache=False,
         ),
-        "expander": pick("expander", LLMExpander, OfflineExpander),
+        "expander": pick("expander", LLMExpander, lambda: OfflineExpander(profile=context.profile)),
         "refiner": pick("refiner", LLMContextRefiner, OfflineContextRefiner),
         "grounder": pick("grounder", LLMQueryGrounder, OfflineQueryGrounder),
         "graph_librarian": pick_as(

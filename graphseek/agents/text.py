@@ -132,10 +132,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(])")
 
 def content_words(text: str) -> set[str]:
     """Lower-case words of `text` without stopwords, one-letter words or plural/verb endings."""
-    return {_stem(w) for w in normalize(text).split() if w not in STOPWORDS and len(w) > 1}
+    return {stem(w) for w in normalize(text).split() if w not in STOPWORDS and len(w) > 1}
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A light suffix stripper (-ing, -ed, -es, -s) for matching question and passage words."""
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]

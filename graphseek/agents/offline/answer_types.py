@@ -1,12 +1,13 @@
 """What a question asks for: answer type, relation, focus entity, comparison (offline reasoner).
 
-`expected_answer(question)` reads the wh-word, the question's head noun and a small relation
-lexicon, and returns an `AnswerType`:
+`expected_answer(question, profile)` reads the wh-word, the question's head noun and the
+profile's relation lexicon (`graphseek.agents.profiles`: the `wikipedia` profile has one, the
+default `general` profile none), and returns an `AnswerType`:
 
 - `kind`: "entity" (a span of some NER label), "yesno", "choice" (one of the named options) or
   "text" (any noun phrase: a cause of death, an occupation);
 - `labels`: accepted spaCy entity labels, best first (`PERSON`, `GPE`, `DATE`, ...);
-- `relation`: a key of `RELATIONS` when the question names one ("director", "birth_date", ...);
+- `relation`: a key of the profile's relation lexicon when the question names one ("director", "birth_date", ...);
 - `focus`: the entity the question is about ("Blood Street" in "Who is the director of film Blood
   Street?") and `category` the type word before it ("film");
 - `comparison`: for "Which film came out first, A or B?", "Are A and B from the same country?",
@@ -20,119 +21,17 @@ tuples, number parsing, and a country / demonym table to compare nationalities.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from graphseek.agents.profiles import GENERAL, Profile
 from graphseek.agents.text import AUX_WORDS, WH_WORDS, normalize
 
 AnswerKind = Literal["entity", "yesno", "choice", "text"]
 Pick = Literal["min", "max", "same"]
-
-PERSON = ["PERSON"]
-PLACE = ["GPE", "LOC", "FAC"]
-DATE = ["DATE"]
-
-
-class Relation(BaseModel):
-    """A relation a question can ask about, with the answer labels it expects."""
-
-    key: str
-    labels: list[str]
-    nouns: list[str] = Field(default_factory=list, description="Nouns that name it in a question.")
-    person: bool = False
-
-
-def _rel(key: str, labels: list[str], nouns: list[str], person: bool = False) -> Relation:
-    return Relation(key=key, labels=labels, nouns=nouns, person=person)
-
-
-# Relations between an entity and a person ("the director of X", "X's mother").
-PERSON_RELATIONS: dict[str, Relation] = {
-    r.key: r
-    for r in [
-        _rel("director", PERSON, ["director", "film director"], True),
-        _rel("producer", PERSON + ["ORG"], ["producer"], True),
-        _rel("performer", PERSON + ["ORG"], ["performer", "singer", "artist"], True),
-        _rel("composer", PERSON, ["composer"], True),
-        _rel("lyricist", PERSON, ["lyricist"], True),
-        _rel("author", PERSON, ["author", "writer", "novelist"], True),
-        _rel("screenwriter", PERSON, ["screenwriter"], True),
-        _rel("founder", PERSON + ["ORG"], ["founder", "co-founder"], True),
-        _rel("creator", PERSON, ["creator"], True),
-        _rel("publisher", ["ORG", "PERSON"], ["publisher"], True),
-        _rel("editor", PERSON, ["editor"], True),
-        _rel("cinematographer", PERSON, ["cinematographer"], True),
-        _rel("architect", PERSON, ["architect"], True),
-        _rel("designer", PERSON, ["designer"], True),
-        _rel("owner", PERSON + ["ORG"], ["owner"], True),
-        _rel("presenter", PERSON, ["presenter", "host"], True),
-        _rel("father", PERSON, ["father", "dad"], True),
-        _rel("mother", PERSON, ["mother", "mom"], True),
-        _rel("spouse", PERSON, ["spouse", "wife", "husband", "consort", "partner"], True),
-        _rel("child", PERSON, ["child", "son", "daughter", "children", "kid"], True),
-        _rel("sibling", PERSON, ["sibling", "brother", "sister"], True),
-        _rel("grandparent", PERSON, ["grandfather", "grandmother", "grandparent"], True),
-        _rel("stepparent", PERSON, ["stepmother", "stepfather"], True),
-        _rel("uncle", PERSON, ["uncle", "aunt"], True),
-        _rel("in_law", PERSON, ["father-in-law", "mother-in-law", "son-in-law"], True),
-    ]
-}
-
-# Attributes of an entity ("the place of birth of X", "When did X die?").
-ATTRIBUTE_RELATIONS: dict[str, Relation] = {
-    r.key: r
-    for r in [
-        _rel("birth_date", DATE, ["date of birth", "birthday", "birth date", "birthdate"]),
-        _rel("death_date", DATE, ["date of death", "death date"]),
-        _rel("birth_place", PLACE, ["place of birth", "birthplace", "birth place"]),
-        _rel("death_place", PLACE, ["place of death", "death place"]),
-        _rel("burial_place", PLACE, ["place of burial", "burial place", "resting place"]),
-        _rel("nationality", ["NORP", "GPE"], ["nationality", "citizenship"]),
-        _rel("country", ["GPE", "LOC"], ["country"]),
-        _rel("cause_of_death", ["TEXT"], ["cause of death"]),
-        _rel("education", ["ORG", "FAC", "GPE"], ["alma mater", "education"]),
-        _rel("employer", ["ORG", "FAC", "GPE"], ["employer", "workplace"]),
-        _rel("date", DATE, ["release date", "publication date", "founding date"]),
-        _rel("location", PLACE + ["ORG"], ["location", "headquarters"]),
-        _rel("award", ["WORK_OF_ART", "EVENT", "ORG", "TEXT"], ["award", "prize"]),
-        _rel("detention", ["FAC", "ORG", "GPE"], ["prison"]),
-    ]
-}
-
-RELATIONS: dict[str, Relation] = {**PERSON_RELATIONS, **ATTRIBUTE_RELATIONS}
-
-# Kinship terms that are two hops: "paternal grandfather" = father's father.
-INFERRED_CHAINS: dict[str, list[str]] = {
-    "paternal grandfather": ["father", "father"],
-    "paternal grandmother": ["father", "mother"],
-    "maternal grandfather": ["mother", "father"],
-    "maternal grandmother": ["mother", "mother"],
-    "grandfather": ["father", "father"],
-    "grandmother": ["father", "mother"],
-    "father-in-law": ["spouse", "father"],
-    "mother-in-law": ["spouse", "mother"],
-    "son-in-law": ["child", "spouse"],
-    "daughter-in-law": ["child", "spouse"],
-    "child-in-law": ["child", "spouse"],
-    "sibling-in-law": ["spouse", "sibling"],
-    "brother-in-law": ["spouse", "brother"],
-    "sister-in-law": ["spouse", "sister"],
-    "stepmother": ["father", "spouse"],
-    "stepfather": ["mother", "spouse"],
-    "uncle": ["father", "brother"],
-    "aunt": ["father", "sister"],
-    "grandson": ["child", "son"],
-    "granddaughter": ["child", "daughter"],
-    "grandchild": ["child", "child"],
-}
-
-# The noun that names a relation in a question, mapped to (relation key, wording in sub-questions)
-RELATION_NOUNS: dict[str, str] = {}
-for _r in PERSON_RELATIONS.values():
-    for _n in _r.nouns:
-        RELATION_NOUNS[_n] = _r.key
 
 # Head nouns of "which/what N" questions and the labels they expect.
 HEAD_LABELS: dict[str, list[str]] = {}
@@ -308,7 +207,9 @@ def _comparison_category(prefix: str) -> str:
     return ""
 
 
-def _via(prefix: str) -> str | None:
+def _via(prefix: str, nouns: Mapping[str, str]) -> str | None:
+    """The bridge relation of a comparison ("the director who ..."): a person noun, mapped to its
+    relation key by the profile's lexicon."""
     low = prefix.lower()
     m = re.search(
         r"\b(?:has|have|had|with|whose|of)\s+(?:the\s+)?(director|performer|composer|author|"
@@ -316,10 +217,10 @@ def _via(prefix: str) -> str | None:
         low,
     )
     if m:
-        return RELATION_NOUNS.get(m.group(1), m.group(1))
+        return nouns.get(m.group(1), m.group(1))
     m = re.search(r"\b(director|performer|composer|author|producer|founder|creator)s of\b", low)
     if m:
-        return RELATION_NOUNS.get(m.group(1), m.group(1))
+        return nouns.get(m.group(1), m.group(1))
     return None
 
 
@@ -387,15 +288,21 @@ def _same_attribute(text: str, category: str, via: str | None) -> str | None:
     return None
 
 
-def parse_comparison(question: str) -> Comparison | None:
+def parse_comparison(question: str, profile: Profile = GENERAL) -> Comparison | None:
     """The comparison a question asks for, or None for a non-comparison question."""
-    q = _clean(question)
+    found = _parse_comparison(_clean(question), profile)
+    return found.model_copy(deep=True) if found is not None else None
+
+
+@lru_cache(maxsize=2048)
+def _parse_comparison(q: str, profile: Profile) -> Comparison | None:
+    nouns = profile.relation_nouns
     q = q[:-1].strip() if q.endswith("?") else q
     low = q.lower()
     w = first_word(q)
     # yes/no: "Are A and B both located in the same country?"
     if w in AUX_WORDS and re.search(r"\bsame\b", low):
-        return _parse_same(q)
+        return _parse_same(q, nouns)
     # "Was A or B born first?"
     if w in AUX_WORDS and re.search(r"\s+or\s+", q):
         m = re.match(
@@ -408,7 +315,7 @@ def parse_comparison(question: str) -> Comparison | None:
         if m:
             opts = _split_options(m.group(1), _SEP_OR)
             category = _comparison_category(q.split()[0] + " " + m.group(1))
-            via = _via(m.group(1))
+            via = _via(m.group(1), nouns)
             order = _ordering(m.group(2), "person" if "born" in m.group(2) else category, via)
             if opts and order:
                 attr, pick, verb, qty = order
@@ -423,7 +330,7 @@ def parse_comparison(question: str) -> Comparison | None:
     if m:
         opts = _split_options(m.group(2), _SEP_AND) or _split_options(m.group(2), _SEP_OR)
         category = _comparison_category(m.group(1))
-        via = _via(m.group(1))
+        via = _via(m.group(1), nouns)
         order = _ordering(m.group(1), category, via)
         if opts and order:
             attr, pick, verb, qty = order
@@ -444,7 +351,7 @@ def parse_comparison(question: str) -> Comparison | None:
             criterion, rest = q[:comma], q[comma + 1 :]
             opts = _split_options(rest, _SEP_OR)
             category = _comparison_category(criterion)
-            via = _via(criterion)
+            via = _via(criterion, nouns)
             order = _ordering(criterion, category, via)
             if opts and order:
                 attr, pick, verb, qty = order
@@ -455,7 +362,7 @@ def parse_comparison(question: str) -> Comparison | None:
     return None
 
 
-def _parse_same(q: str) -> Comparison | None:
+def _parse_same(q: str, nouns: Mapping[str, str]) -> Comparison | None:
     low = q.lower()
     # "Does A have the same nationality as B?"
     m = re.match(
@@ -467,11 +374,11 @@ def _parse_same(q: str) -> Comparison | None:
     if m:
         opts = [_strip_option(m.group(1)), _strip_option(m.group(3))]
         category = _comparison_category(m.group(1))
-        attr = _same_attribute(q, category or "person", _via(q))
+        attr = _same_attribute(q, category or "person", _via(q, nouns))
         if all(opts) and attr:
             return Comparison(options=opts, attribute=attr, pick="same", category=category)
     body = re.sub(r"^(?:are|is|were|was|do|does|did|have|has)\s+", "", q, flags=re.I)
-    via = _via(body)
+    via = _via(body, nouns)
     category = _comparison_category(body.split(" same ")[0])
     predicate = re.search(
         r",?\s+(?:both\s+)?(?:located|situated|from|of the same|have|has|share|born|"
@@ -508,35 +415,6 @@ def _parse_same(q: str) -> Comparison | None:
 # --------------------------------------------------------------------------------------------
 # relation and focus detection
 
-_ATTRIBUTE_PATTERNS: list[tuple[str, str]] = [
-    (r"\b(?:date of birth|birth ?date|birthday|when (?:was|is) .+ born|born when|"
-     r"what year was .+ born|year of birth)\b", "birth_date"),
-    (r"\b(?:date of death|death date|when did .+ (?:die|pass away)|year of death|"
-     r"when was .+ killed|what year did .+ die)\b", "death_date"),
-    (r"\b(?:place of birth|birthplace|birth place|where (?:was|is) .+ born|born where|"
-     r"(?:city|town|country) (?:was|is) .+ born in)\b", "birth_place"),
-    (r"\b(?:place of death|death place|where did .+ (?:die|pass away)|died where|"
-     r"(?:city|town|country) did .+ die)\b", "death_place"),
-    (r"\b(?:place of burial|burial place|where (?:was|is) .+ buried|resting place)\b",
-     "burial_place"),
-    (r"\b(?:cause of death|why did .+ die|how did .+ die|what did .+ die (?:of|from))\b",
-     "cause_of_death"),
-    (r"\b(?:nationality|citizenship|what country is .+ from|which country .+ (?:is|was|are|"
-     r"were) from|which country is .+ (?:from|a citizen of))\b", "nationality"),
-    (r"\b(?:where did .+ (?:study|graduate|go to school|get .+ degree)|educated|alma mater|"
-     r"which (?:university|college|school) did)\b", "education"),
-    (r"\b(?:where (?:does|did|do) .+ work|employer|works? (?:at|for)|workplace)\b", "employer"),
-    (r"\b(?:which country|what country|in which country|in what country)\b.*\b(?:located|"
-     r"situated|in)\b", "country"),
-    (r"\b(?:where (?:was|is|were|are) .+ (?:detained|imprisoned|incarcerated|held))\b",
-     "detention"),
-    (r"\b(?:when|what year|which year|what date|in which year|in what year)\b.*\b(?:released|"
-     r"come out|came out|published|founded|established|formed|opened|built|created|launched|"
-     r"premiered|aired|written|made|produced|recorded|started|introduced|incorporated|issued|"
-     r"debuted)\b", "date"),
-    (r"\bwhere (?:is|was|are|were) .+ (?:located|situated|based|headquartered)\b", "location"),
-    (r"\b(?:award|prize) (?:did|has|was)\b|\bwhat .+ (?:won|win|receive)\b", "award"),
-]  # fmt: skip
 
 _FRAME_PATTERNS = [
     r"^(?:who|what|which \w+) (?:is|was|are|were) the (?:[\w\- ]+?) of (?P<f>.+)$",
@@ -618,46 +496,34 @@ def _strip_tail(text: str) -> str:
     return " ".join(words)
 
 
-def detect_relation(question: str) -> str | None:
-    """The relation key a question asks about (attribute patterns first, then person nouns)."""
+def detect_relation(question: str, profile: Profile = GENERAL) -> str | None:
+    """The relation key a question asks about in the profile's lexicon (attribute patterns
+    first, then person nouns, then verbs); None under a profile without one."""
     q = _clean(question).rstrip("?")
     low = q.lower()
-    for pattern, key in _ATTRIBUTE_PATTERNS:
+    for pattern, key in profile.attribute_patterns:
         if re.search(pattern, low):
             return key
     # "Who is the director of X", "X's mother", "Who directed X"
-    nouns = sorted(RELATION_NOUNS, key=len, reverse=True)
-    m = re.search(
-        r"\bthe ("
-        + "|".join(re.escape(n) for n in nouns)
-        + r")s? of\b|'s ("
-        + "|".join(re.escape(n) for n in nouns)
-        + r")s?\b",
-        low,
-    )
+    nouns = sorted(profile.relation_nouns, key=len, reverse=True)
+    alternation = "|".join(re.escape(n) for n in nouns)
+    m = re.search(rf"\bthe ({alternation})s? of\b|'s ({alternation})s?\b", low) if nouns else None
     if m:
         noun = m.group(1) or m.group(2)
-        return RELATION_NOUNS[noun]
-    verbs = {
-        "directed": "director", "produced": "producer", "composed": "composer",
-        "wrote": "author", "written": "author", "founded": "founder", "created": "creator",
-        "performed": "performer", "sang": "performer", "sung": "performer",
-        "published": "publisher", "married": "spouse", "marry": "spouse",
-        "designed": "designer",
-    }  # fmt: skip
+        return profile.relation_nouns[noun]
     if re.match(r"^(?:who|whom|which \w+)\b", low):
-        for verb, key in verbs.items():
+        for verb, key in profile.relation_verbs.items():
             if re.search(rf"\b{verb}\b", low):
                 return key
     return None
 
 
 @lru_cache(maxsize=2048)
-def _expected(question: str) -> AnswerType:
+def _expected(question: str, profile: Profile) -> AnswerType:
     q = _clean(question)
     low = q.lower().rstrip("?")
     w = first_word(q)
-    comparison = parse_comparison(q)
+    comparison = _parse_comparison(q, profile)
     if comparison is not None:
         if comparison.pick == "same":
             return AnswerType(
@@ -673,7 +539,7 @@ def _expected(question: str) -> AnswerType:
     m = re.match(r"^(?:in|on|at|from|for|to|by|of|with|during)\s+(which|what|whom|whose)\b", low)
     if m:
         w = m.group(1)
-    relation = detect_relation(q)
+    relation = detect_relation(q, profile)
     focus, category = find_focus(q)
     if w in AUX_WORDS:
         return AnswerType(kind="yesno", labels=["YESNO"], wh=w, relation=relation, focus=focus,
@@ -681,8 +547,8 @@ def _expected(question: str) -> AnswerType:
     head = _head_noun(low)
     labels: list[str]
     kind: AnswerKind = "entity"
-    if relation in RELATIONS:
-        labels = list(RELATIONS[relation].labels)
+    if relation is not None and relation in profile.relations:
+        labels = list(profile.relations[relation].labels)
     elif w in {"who", "whom", "whose"}:
         labels = ["PERSON", "ORG", "NORP"]
     elif w == "where":
@@ -738,9 +604,12 @@ def _head_noun(low: str) -> str | None:
     return None
 
 
-def expected_answer(question: str) -> AnswerType:
-    """The expected answer of `question`: kind, entity labels, relation, focus, comparison."""
-    return _expected(_clean(question)).model_copy(deep=True)
+def expected_answer(question: str, profile: Profile = GENERAL) -> AnswerType:
+    """The expected answer of `question`: kind, entity labels, relation, focus, comparison.
+
+    The relation comes from the profile's lexicon (`wikipedia`); the `general` profile has none,
+    so its answer types come from the wh-word and the question's head noun alone."""
+    return _expected(_clean(question), profile).model_copy(deep=True)
 
 
 # --------------------------------------------------------------------------------------------

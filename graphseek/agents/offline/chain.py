@@ -14,6 +14,7 @@ from typing import Any
 
 from graphseek.agents.offline.answer_types import expected_answer
 from graphseek.agents.offline.decomposer import decompose_question
+from graphseek.agents.profiles import Profile, get_profile
 from graphseek.agents.reading.chains import ChainChooser, JointChooser
 from graphseek.agents.roles import Librarian
 from graphseek.agents.text import fill_placeholders
@@ -57,14 +58,15 @@ class Chain:
         return fill_placeholders(last.question, self.answers)
 
 
-def profile_of(librarian: Any) -> str:
-    """The reading profile of an offline Librarian (`general` or `wikipedia`)."""
-    return str(getattr(librarian, "profile", "general"))
+def profile_of(librarian: Any) -> Profile:
+    """The reading profile of an offline Librarian (`general` for any other Librarian)."""
+    return get_profile(getattr(librarian, "profile", None))
 
 
-def plan_for(question: str, profile: str = "general") -> tuple[list[SubQuestion], bool]:
+def plan_for(question: str, profile: str | Profile | None = None) -> tuple[list[SubQuestion], bool]:
     """The offline plan of a question, and whether it is drafted whole."""
-    qa = expected_answer(question)
+    profile = get_profile(profile)
+    qa = expected_answer(question, profile)
     if qa.comparison is not None or qa.kind in ("yesno", "choice"):
         return [SubQuestion(id=1, question=question)], True
     plan = decompose_question(question, profile) or [SubQuestion(id=1, question=question)]

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from graphseek.agents.offline.answer_types import PERSON_RELATIONS, starts_with_wh
+from graphseek.agents.offline.answer_types import starts_with_wh
+from graphseek.agents.reading.question import PERSON_NOUNS
 from graphseek.agents.roles import Step
 from graphseek.knowledge.nlp import get_nlp
 
@@ -71,12 +72,9 @@ def _imperative(body: str) -> str | None:
     return f"{_wh_for(rest)} is {rest}"
 
 
-_PERSON_NOUNS = {n for r in PERSON_RELATIONS.values() for n in r.nouns}
-
-
 def _wh_for(noun_phrase: str) -> str:
     noun = re.match(r"^(?:the|a|an)\s+([\w-]+)", noun_phrase, re.I)
-    return "Who" if noun and noun.group(1).lower() in _PERSON_NOUNS else "What"
+    return "Who" if noun and noun.group(1).lower() in PERSON_NOUNS else "What"
 
 
 def _wh_phrase(doc: Any) -> tuple[int, int] | None:

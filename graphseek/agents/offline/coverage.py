@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from graphseek.agents.coverage import CoverageVerdict
 from graphseek.agents.offline.answer_types import expected_answer
+from graphseek.agents.offline.chain import profile_of
 from graphseek.agents.roles import Librarian, Step
 from graphseek.agents.text import name_coverage, question_names
 from graphseek.knowledge.passages import Hit
@@ -49,7 +50,7 @@ class OfflineCoverageGate:
         return Step(CoverageVerdict(reason=reason, coverage=coverage, in_scope=in_scope))
 
     def _type_match(self, question: str, nearest: Sequence[Hit]) -> float:
-        qa = expected_answer(question)
+        qa = expected_answer(question, profile_of(self.librarian))
         if qa.kind in ("yesno", "choice") or qa.comparison is not None:
             return 1.0 if qa.options else 0.5
         rank = getattr(self.librarian, "rank_candidates", None)

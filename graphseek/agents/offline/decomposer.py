@@ -21,15 +21,11 @@ it is trivial ("Who is #2?").
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from graphseek.agents.grammar import question_features
-from graphseek.agents.offline.answer_types import (
-    INFERRED_CHAINS,
-    PERSON_RELATIONS,
-    RELATION_NOUNS,
-    Comparison,
-    parse_comparison,
-)
+from graphseek.agents.offline.answer_types import Comparison, parse_comparison
+from graphseek.agents.profiles import GENERAL, Profile, get_profile
 from graphseek.agents.reading.decompose import plan_steps
 from graphseek.agents.roles import Step
 from graphseek.state.models import SubQuestion
@@ -40,15 +36,21 @@ _QUESTION_START = {
     "were", "did", "does", "do", "in",
 }  # fmt: skip
 
-# Nouns that name a person-relation, longest first so "father-in-law" wins over "father".
-_REL_NOUNS = sorted(
-    set(RELATION_NOUNS) | set(INFERRED_CHAINS) | {"wife", "husband", "son", "daughter"},
-    key=len,
-    reverse=True,
-)
-_REL_ALT = "|".join(re.escape(n) for n in _REL_NOUNS)
-_OF_RE = re.compile(rf"\bthe ((?:{_REL_ALT}))s? of (?=\S)")
-_POSS_RE = re.compile(rf"'s ((?:{_REL_ALT}))s?\b")
+
+@lru_cache(maxsize=8)
+def _relation_patterns(profile: Profile) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """ "the <noun> of" and "'s <noun>" over the profile's person-relation nouns, longest first
+    so "father-in-law" wins over "father"."""
+    nouns = sorted(
+        set(profile.relation_nouns) | set(profile.inferred_chains), key=len, reverse=True
+    )
+    alternation = "|".join(re.escape(n) for n in nouns)
+    return (
+        re.compile(rf"\bthe ((?:{alternation}))s? of (?=\S)"),
+        re.compile(rf"'s ((?:{alternation}))s?\b"),
+    )
+
+
 _TAIL_RE = re.compile(
     r"\s+(?:(?:was|is|were|are|did|does|do|has|had)\s+)?(?:born|die|died|buried|"
     r"work(?:s|ed)?(?:\s+at|\s+for)?|stud(?:y|ied)|live[sd]?|located|situated|based|from|"
@@ -67,28 +69,31 @@ class OfflineDecomposer:
     (`graphseek.agents.reading.decompose`); the `wikipedia` profile adds the relation-noun
     chains of encyclopedia questions ("the director of film X", kinship terms)."""
 
-    def __init__(self, profile: str = "general") -> None:
-        self.profile = profile
+    def __init__(self, profile: str | Profile | None = None) -> None:
+        self.profile = get_profile(profile)
 
     def decompose(self, question: str) -> Step[list[SubQuestion]]:
         return Step(decompose_question(question, self.profile))
 
 
-def decompose_question(question: str, profile: str = "wikipedia") -> list[SubQuestion]:
+def decompose_question(question: str, profile: str | Profile | None = None) -> list[SubQuestion]:
     """An ordered plan of sub-questions with `#N` placeholders and dependencies."""
+    profile = get_profile(profile)
     q = " ".join(question.replace("’", "'").split()).strip()
     if not q:
         return []
     if not q.endswith("?"):
         q += "?"
-    comparison = parse_comparison(q)
+    comparison = parse_comparison(q, profile)
     if comparison is None:
-        texts = plan_steps(q) if profile == "general" else _chain_steps(q)
+        # a profile with a relation lexicon chains its relation nouns; otherwise the question
+        # is split where it describes its bridge entity
+        texts = _chain_steps(q, profile) if profile.relations else plan_steps(q)
         return [
             SubQuestion(id=i + 1, question=text, depends_on=_refs(text, i + 1))
             for i, text in enumerate(texts)
         ]
-    texts, value_ids = comparison_steps(q, comparison)
+    texts, value_ids = comparison_steps(q, comparison, profile)
     plan = [
         SubQuestion(id=i + 1, question=text, depends_on=_refs(text, i + 1))
         for i, text in enumerate(texts[:-1])
@@ -145,13 +150,15 @@ def _default_verb(category: str) -> str:
     return "released"
 
 
-def comparison_steps(question: str, comparison: Comparison) -> tuple[list[str], list[int]]:
+def comparison_steps(
+    question: str, comparison: Comparison, profile: Profile = GENERAL
+) -> tuple[list[str], list[int]]:
     """Step texts for a comparison (per-option lookups, then the comparison itself) and the ids
     of the steps whose answers are compared."""
     texts: list[str] = []
     value_ids: list[int] = []
     if comparison.via:
-        noun = _relation_noun(comparison.via)
+        noun = _relation_noun(comparison.via, profile)
         kind = f"{comparison.category} " if comparison.category not in {"", "person"} else ""
         bridge_ids = []
         for option in comparison.options:
@@ -170,8 +177,8 @@ def comparison_steps(question: str, comparison: Comparison) -> tuple[list[str], 
     return texts, value_ids
 
 
-def _relation_noun(key: str) -> str:
-    rel = PERSON_RELATIONS.get(key)
+def _relation_noun(key: str, profile: Profile) -> str:
+    rel = profile.relations.get(key)
     return rel.nouns[0] if rel and rel.nouns else key
 
 
@@ -179,10 +186,10 @@ def _relation_noun(key: str) -> str:
 # chains of relations
 
 
-def _chain_steps(question: str) -> list[str]:
+def _chain_steps(question: str, profile: Profile) -> list[str]:
     steps: list[str] = []
-    final = _reduce(question, steps, depth=0)
-    final = _canonical(_reorder(final))
+    final = _reduce(question, steps, 0, profile)
+    final = _canonical(_reorder(final), profile)
     if not steps:
         return [final]
     trivial = _TRIVIAL_RE.match(final.strip())
@@ -192,16 +199,16 @@ def _chain_steps(question: str) -> list[str]:
     return steps
 
 
-def _reduce(question: str, steps: list[str], depth: int) -> str:
+def _reduce(question: str, steps: list[str], depth: int, profile: Profile) -> str:
     """Reduce the structures of `question` into `steps`; return what is left of it."""
     q = question
     for _ in range(_MAX_STEPS):
         if len(steps) >= _MAX_STEPS or depth > 3:
             break
         reduced = (
-            _reduce_relative_clause(q, steps, depth)
-            or _reduce_of(q, steps)
-            or _reduce_possessive(q, steps)
+            _reduce_relative_clause(q, steps, depth, profile)
+            or _reduce_of(q, steps, profile)
+            or _reduce_possessive(q, steps, profile)
         )
         if reduced is None or reduced == q:
             break
@@ -209,10 +216,10 @@ def _reduce(question: str, steps: list[str], depth: int) -> str:
     return q
 
 
-def _add_relation_steps(noun: str, obj: str, steps: list[str]) -> str:
+def _add_relation_steps(noun: str, obj: str, steps: list[str], profile: Profile) -> str:
     """Append the sub-questions for "the <noun> of <obj>"; return the placeholder."""
     noun = noun.lower()
-    chain = INFERRED_CHAINS.get(noun)
+    chain = profile.inferred_chains.get(noun)
     if chain is None:
         steps.append(f"Who is the {noun} of {obj}?")
         return f"#{len(steps)}"
@@ -242,8 +249,8 @@ def _object_text(rest: str) -> str:
     return stripped
 
 
-def _reduce_of(q: str, steps: list[str]) -> str | None:
-    matches = list(_OF_RE.finditer(q))
+def _reduce_of(q: str, steps: list[str], profile: Profile) -> str | None:
+    matches = list(_relation_patterns(profile)[0].finditer(q))
     if not matches:
         return None
     m = matches[-1]  # innermost
@@ -254,7 +261,7 @@ def _reduce_of(q: str, steps: list[str]) -> str | None:
     end = q.find(obj, m.end()) + len(obj)
     if end < m.end():
         return None
-    placeholder = _add_relation_steps(noun, obj, steps)
+    placeholder = _add_relation_steps(noun, obj, steps, profile)
     return q[: m.start()] + placeholder + q[end:]
 
 
@@ -285,29 +292,29 @@ def _owner_start(q: str, end: int) -> int:
     return start
 
 
-def _reduce_possessive(q: str, steps: list[str]) -> str | None:
-    m = _POSS_RE.search(q)
+def _reduce_possessive(q: str, steps: list[str], profile: Profile) -> str | None:
+    m = _relation_patterns(profile)[1].search(q)
     if not m:
         return None
     start = _owner_start(q, m.start())
     owner = q[start : m.start()].strip(" ,")
     if not owner:
         return None
-    placeholder = _add_relation_steps(m.group(1), owner, steps)
+    placeholder = _add_relation_steps(m.group(1), owner, steps, profile)
     return q[:start] + placeholder + q[m.end() :]
 
 
-def _reduce_relative_clause(q: str, steps: list[str], depth: int) -> str | None:
+def _reduce_relative_clause(q: str, steps: list[str], depth: int, profile: Profile) -> str | None:
     if re.match(r"^(?:who|what|which)\b", q, re.I) and q.count(" ") < 3:
         return None
     features = question_features(q)
     for span in features.full_relative_clauses:
-        sub = _clause_question(span)
+        sub = _clause_question(span, profile)
         if sub is None or span not in q:
             continue
         if len(span) > 0.85 * len(q.rstrip("?")):
             continue
-        inner = _reduce(sub, steps, depth + 1)
+        inner = _reduce(sub, steps, depth + 1, profile)
         steps.append(_reorder(inner))
         return q.replace(span, f"#{len(steps)}", 1)
     return None
@@ -316,7 +323,7 @@ def _reduce_relative_clause(q: str, steps: list[str], depth: int) -> str | None:
 _AUX = r"was|were|is|are|has|have|had"
 
 
-def _clause_question(span: str) -> str | None:
+def _clause_question(span: str, profile: Profile) -> str | None:
     """ "the company that published X" -> "Which company published X?" (None if not handled)."""
     m = re.match(
         r"^(?:the|a|an)\s+(?P<noun>[\w\- ]+?)\s+(?P<rel>who|that|which|where|when)\s+(?P<c>.+)$",
@@ -326,7 +333,7 @@ def _clause_question(span: str) -> str | None:
     if not m:
         return None
     noun, rel, clause = m.group("noun"), m.group("rel").lower(), m.group("c").strip()
-    person = noun.lower() in RELATION_NOUNS or noun.lower() in {"man", "woman", "person"}
+    person = noun.lower() in profile.relation_nouns or noun.lower() in {"man", "woman", "person"}
     if rel in {"who", "that", "which"}:
         first = clause.split()[0]
         if first.lower() in {"the", "a", "an", "he", "she", "they", "it", "i", "we", "you"}:
@@ -348,23 +355,10 @@ def _clause_question(span: str) -> str | None:
     return f"{prep} which {noun} {a.group(1)} {subject} {rest}?"
 
 
-_CANONICAL: list[tuple[str, str]] = [
-    (
-        r"^(?:what|where) (?:is|was) the (?:place of birth|birthplace) of (#\d+)\?$",
-        "Where was {} born?",
-    ),
-    (r"^(?:what|where) (?:is|was) the place of death of (#\d+)\?$", "Where did {} die?"),
-    (r"^(?:what|where) (?:is|was) the place of burial of (#\d+)\?$", "Where was {} buried?"),
-    (r"^(?:what|when) (?:is|was) the date of birth of (#\d+)\?$", "When was {} born?"),
-    (r"^when is (#\d+)'s birthday\?$", "When was {} born?"),
-    (r"^(?:what|when) (?:is|was) the date of death of (#\d+)\?$", "When did {} die?"),
-    (r"^(?:what|which) (?:is|was) the cause of death of (#\d+)\?$", "Why did {} die?"),
-]
-
-
-def _canonical(q: str) -> str:
-    """Attribute questions about a placeholder in the wording retrieval handles best."""
-    for pattern, template in _CANONICAL:
+def _canonical(q: str, profile: Profile) -> str:
+    """Attribute questions about a placeholder in the profile's wording that retrieval handles
+    best."""
+    for pattern, template in profile.canonical:
         m = re.match(pattern, q, flags=re.I)
         if m:
             return template.format(m.group(1))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from graphseek.agents.offline.answer_types import parse_comparison
 from graphseek.agents.offline.seeker import OfflineSeeker
+from graphseek.agents.profiles import Profile
 from graphseek.agents.roles import SeekerView, Step
 from graphseek.agents.text import best_draft
 from graphseek.state.models import Draft, SubQuestion
@@ -18,14 +19,17 @@ from graphseek.state.verdicts import LogicDraft
 
 
 class OfflineDrafter:
-    def __init__(self, abstain_threshold: float = 0.15) -> None:
-        self.seeker = OfflineSeeker(abstain_threshold=abstain_threshold)
+    def __init__(
+        self, abstain_threshold: float = 0.15, profile: str | Profile | None = None
+    ) -> None:
+        self.seeker = OfflineSeeker(abstain_threshold=abstain_threshold, profile=profile)
+        self.profile = self.seeker.profile
 
     def draft(
         self, question: str, plan: Sequence[SubQuestion], drafts: Sequence[Draft]
     ) -> Step[LogicDraft]:
         plan = list(plan) or [SubQuestion(id=1, question=question)]
-        comparison = parse_comparison(question)
+        comparison = parse_comparison(question, self.profile)
         chain: list[str] = []
         gaps: list[str] = []
         for step in plan:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from graphseek.agents.offline.answer_types import parse_comparison
 from graphseek.agents.offline.seeker import rephrase
+from graphseek.agents.profiles import Profile, get_profile
 from graphseek.agents.roles import Step
 from graphseek.agents.text import align_names, best_draft, fill_placeholders, normalize
 from graphseek.state.models import Draft, SubQuestion
@@ -21,8 +22,11 @@ RETRY_BELOW = 0.35
 
 
 class OfflineExpander:
-    def __init__(self, retry_below: float = RETRY_BELOW) -> None:
+    def __init__(
+        self, retry_below: float = RETRY_BELOW, profile: str | Profile | None = None
+    ) -> None:
         self.retry_below = retry_below
+        self.profile = get_profile(profile)
 
     def expand(
         self,
@@ -37,7 +41,7 @@ class OfflineExpander:
         best = {s.id: best_draft([d for d in drafts if d.step_id == s.id]) for s in plan}
         answers = {str(k): d.answer for k, d in best.items() if d is not None and d.answer}
         titles = [e.title for d in drafts for e in d.evidence if e.title]
-        comparison = parse_comparison(question)
+        comparison = parse_comparison(question, self.profile)
         out: list[SubQuestion] = []
         for step in plan:
             if comparison is not None and step is plan[-1] and step.depends_on:
@@ -48,7 +52,7 @@ class OfflineExpander:
             if not all(str(d) in answers for d in step.depends_on):
                 continue
             filled = fill_placeholders(step.question, answers)
-            options = [filled, rephrase(filled), align_names(filled, titles)]
+            options = [filled, rephrase(filled, self.profile), align_names(filled, titles)]
             for dep in step.depends_on:
                 upstream = best.get(dep)
                 for alternative in upstream.candidates[:2] if upstream is not None else []:

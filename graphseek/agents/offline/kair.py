@@ -38,6 +38,7 @@ from graphseek.agents.offline.answer_types import expected_answer, parse_compari
 from graphseek.agents.offline.chain import profile_of
 from graphseek.agents.offline.decomposer import decompose_question
 from graphseek.agents.offline.seeker import OfflineSeeker, rephrase
+from graphseek.agents.profiles import GENERAL, Profile, get_profile
 from graphseek.agents.roles import (
     FactProposal,
     FinalAnswer,
@@ -49,7 +50,7 @@ from graphseek.agents.roles import (
     Segment,
     Step,
 )
-from graphseek.agents.text import AUX_WORDS, WH_WORDS, normalize
+from graphseek.agents.text import AUX_WORDS, WH_WORDS, content_words, normalize
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion
 
@@ -57,36 +58,33 @@ from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion
 #: `abstain_threshold` when that is higher)
 RESOLVE_THRESHOLD = 0.3
 
-_STOP = set(
-    "a an the of in on at to for from by with and or is are was were be been being do does did "
-    "has have had who whom whose what which when where why how that this these those it its his "
-    "her their there as into than then also not no yes".split()
-)
-
 
 # -- planner ----------------------------------------------------------------------------------
 
 
-def initial_plan(question: str, profile: str = "general") -> tuple[list[SubQuestion], set[int]]:
+def initial_plan(
+    question: str, profile: str | Profile | None = None
+) -> tuple[list[SubQuestion], set[int]]:
     """The offline decomposer's plan and the ids of the steps that restate a comparison (the
     answerer compares; they are not searched)."""
+    profile = get_profile(profile)
     plan = decompose_question(question, profile) or [SubQuestion(id=1, question=question)]
-    comparison = parse_comparison(question)
+    comparison = parse_comparison(question, profile)
     virtual: set[int] = set()
     if comparison is not None:
         for step in plan:
             if step.depends_on and (
-                parse_comparison(step.question) is not None
+                parse_comparison(step.question, profile) is not None
                 or normalize(step.question) == normalize(question)
             ):
                 virtual.add(step.id)
     return plan, virtual
 
 
-def keyword_form(question: str) -> str:
+def keyword_form(question: str, profile: Profile = GENERAL) -> str:
     """A title-entity query without the wh-word: "Where did Lord Byron die?" -> "Lord Byron
     place of death"; without a known relation, the question's words minus wh-words."""
-    qa = expected_answer(question)
+    qa = expected_answer(question, profile)
     if qa.focus and qa.relation:
         relation = qa.relation.replace("_", " ")
         relation = {
@@ -102,10 +100,10 @@ def keyword_form(question: str) -> str:
     return " ".join(w for w in words if w.lower() not in drop)
 
 
-def formulations(question: str) -> list[str]:
+def formulations(question: str, profile: Profile = GENERAL) -> list[str]:
     """Distinct wordings of one gap's question, the plain one first."""
     out: list[str] = []
-    for text in (question, rephrase(question), keyword_form(question)):
+    for text in (question, rephrase(question, profile), keyword_form(question, profile)):
         if text and not is_repeat(text, out):
             out.append(text)
     return out
@@ -114,8 +112,8 @@ def formulations(question: str) -> list[str]:
 class OfflinePlanner:
     """Planner role, offline policy: the decomposer's plan as Required, gaps searched in order."""
 
-    def __init__(self, profile: str = "general") -> None:
-        self.profile = profile
+    def __init__(self, profile: str | Profile | None = None) -> None:
+        self.profile = get_profile(profile)
 
     def initial_gaps(self, question: str) -> Step[list[Gap]]:
         plan, virtual = initial_plan(question, self.profile)
@@ -127,7 +125,7 @@ class OfflinePlanner:
         ready = ready_gaps(view.required, view.answers)
         assigned = [g for g in ready if g.id in view.assigned_gaps]
         for gap in [*assigned, *(g for g in ready if g not in assigned)]:
-            forms = formulations(fill_gap(gap.description, view.answers))
+            forms = formulations(fill_gap(gap.description, view.answers), self.profile)
             shift = view.agent % len(forms)
             for text in forms[shift:] + forms[:shift]:
                 if not is_repeat(text, asked):
@@ -198,10 +196,6 @@ class OfflineKnowledgeUpdater:
 
 
 # -- context filter ---------------------------------------------------------------------------
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", normalize(text)) if w not in _STOP and len(w) > 1}
 
 
 def lexical_similarity(segment: str, reference: str) -> float:
@@ -278,7 +272,7 @@ class OfflineAnswerer:
         self.abstain_threshold = abstain_threshold
 
     def answer(self, view: KnowledgeView) -> Step[FinalAnswer]:
-        if parse_comparison(view.question) is not None:
+        if parse_comparison(view.question, profile_of(self.librarian)) is not None:
             return Step(self._compare(view))
         resolved = [g for g in view.required if g.resolved and view.answers.get(g.id)]
         if resolved:
@@ -312,7 +306,9 @@ class OfflineAnswerer:
                     confidence=1.0,
                 )
             )
-        seeker = OfflineSeeker(abstain_threshold=self.abstain_threshold)
+        seeker = OfflineSeeker(
+            abstain_threshold=self.abstain_threshold, profile=profile_of(self.librarian)
+        )
         action = seeker.decide(
             SeekerView(
                 question=view.question,

@@ -1,9 +1,12 @@
 """Extractive answering (offline policy of the Librarian role).
 
 Given a sub-question and the retrieved passages, the Librarian drafts an answer without a
-generative model:
+generative model. Under the default `general` profile, factoid questions go to the general
+reader (`graphseek.agents.reading`). A profile with a cue table (`wikipedia`,
+`graphseek.agents.profiles.wikipedia`) reads them here instead, from its tables:
 
-1. the expected answer (`answer_types.expected_answer`): labels, relation, focus entity;
+1. the expected answer (`answer_types.expected_answer` under the profile's relation lexicon):
+   labels, relation, focus entity;
 2. each passage is split into sentences by the spaCy parser (docs cached per passage id in an
    LRU dict, since the same passages come back for many sub-questions);
 3. candidate spans are the sentences' named entities of an accepted label, dates found by
@@ -41,244 +44,19 @@ from graphseek.agents.offline.answer_types import (
     expected_answer,
     is_country,
 )
+from graphseek.agents.profiles import Profile, get_profile
 from graphseek.agents.reading.reader import ExtractiveReader
 from graphseek.agents.roles import Step
-from graphseek.agents.text import normalize
+from graphseek.agents.text import content_words, normalize, overlap, stem
 from graphseek.knowledge.nlp import get_nlp
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.models import Draft, EvidenceItem
-
-# ---------------------------------------------------------------------------------------------
-# relation cues: (regex, where the answer stands relative to the match, weight)
-#   "after": the answer follows the cue; "before": it precedes it; "subject": the answer is the
-#   passage's subject (its title) and the focus entity follows the cue.
-
-_Cue = tuple[str, str, float]
-_PARENT = r"\b(?:son|daughter|child|children|eldest son|second son|youngest son|heir)s?"
-_PARENT_OF = _PARENT + r" of\b"
-
-CUES: dict[str, list[_Cue]] = {
-    "director": [
-        (r"\bdirected by\b|\bhelmed by\b|\bdirection of\b", "after", 1.0),
-        (r"\bdirected and (?:written|produced) by\b|\bwritten and directed by\b", "after", 1.0),
-        (r"\bdirector\b|\bfilmmaker\b", "after", 0.7),
-        (r"\bfilm by\b|\bmovie by\b", "after", 0.7),
-        (r"\bdirected\b|\bdirector\b", "before", 0.5),
-        (
-            r"\bstarring\b|\bstars\b|\bproduced by\b|(?<!and )\bwritten by\b|\bmusic by\b",
-            "after",
-            -0.5,
-        ),
-        (r"\bdirected\b|\bdirector of\b|\bdirectorial\b", "subject", 0.8),
-    ],
-    "producer": [
-        (r"\bproduced by\b", "after", 1.0),
-        (r"\bproducer\b", "after", 0.7),
-        (r"\bproduced\b", "subject", 0.6),
-    ],
-    "performer": [
-        (r"\b(?:song|single|album|track|ep|ballad|hit) (?:by|from)\b", "after", 1.0),
-        (
-            r"\b(?:recorded|performed|sung|released|written and performed|covered) by\b",
-            "after",
-            0.9,
-        ),
-        (r"\b(?:singer|rapper|band|musician|artist|group|duo|singer-songwriter)\b", "after", 0.6),
-        (r"\bby\b", "after", 0.5),
-        (r"'s (?:album|single|song|record|debut|ep)\b", "before", 1.0),
-        (r"\brecorded\b|\breleased\b|\bsang\b|\bperformed\b", "before", 0.5),
-        (
-            r"\b(?:written|composed|produced|co-written) by\b|\(music\)|\(words\)|\blyrics\b",
-            "after",
-            -0.6,
-        ),
-        (r"\brecorded\b|\breleased\b|\bsingle\b|\bsang\b", "subject", 0.5),
-    ],  # fmt: skip
-    "composer": [
-        (r"\b(?:composed|scored) by\b|\bmusic (?:was )?(?:composed |written )?by\b", "after", 1.0),
-        (r"\bcomposer\b|\bscore\b|\bsoundtrack\b|\bmusic\b", "after", 0.7),
-        (r"\bwritten by\b", "after", 0.5),
-        (r"\bcomposed\b|\bscored\b", "before", 0.5),
-        (r"\bcomposed\b|\bscore\b|\bcomposer\b", "subject", 0.6),
-    ],
-    "lyricist": [(r"\blyrics (?:by|written by)\b|\blyricist\b", "after", 1.0)],
-    "author": [
-        (r"\bwritten by\b|\b(?:novel|book|story|play|poem|memoir|series) by\b", "after", 1.0),
-        (r"\bauthor\b|\bwriter\b|\bnovelist\b", "after", 0.7),
-        (r"\bwrote\b", "before", 0.7),
-        (r"\bwrote\b|\bauthor of\b", "subject", 0.7),
-    ],
-    "screenwriter": [(r"\bscreenplay by\b|\bwritten by\b|\bscreenwriter\b", "after", 1.0)],
-    "founder": [
-        (r"\b(?:founded|established|created|started|formed|co-founded) by\b", "after", 1.0),
-        (r"\bfounder\b|\bco-founder\b", "after", 0.8),
-        (r"\bfounded\b|\bestablished\b", "before", 0.6),
-        (r"\bfounded\b|\bfounder of\b|\bco-founded\b", "subject", 0.7),
-    ],
-    "creator": [(r"\bcreated by\b|\bcreator\b", "after", 1.0), (r"\bcreated\b", "subject", 0.6)],
-    "publisher": [
-        (r"\bpublished by\b|\bpublisher\b|\bowned by\b|\bissued by\b", "after", 1.0),
-        (r"\bpublishes\b|\bpublished\b", "before", 0.6),
-        (r"\bpublishes\b|\bpublisher of\b", "subject", 0.7),
-    ],
-    "editor": [(r"\bedited by\b|\beditor\b", "after", 1.0)],
-    "cinematographer": [(r"\bcinematography by\b|\bcinematographer\b", "after", 1.0)],
-    "architect": [(r"\bdesigned by\b|\barchitect\b", "after", 1.0)],
-    "designer": [(r"\bdesigned by\b|\bdesigner\b", "after", 1.0)],
-    "owner": [(r"\bowned by\b|\bowner\b", "after", 1.0)],
-    "presenter": [(r"\bpresented by\b|\bhosted by\b|\bpresenter\b|\bhost\b", "after", 1.0)],
-    "father": [
-        (_PARENT_OF, "after", 1.0),
-        (r"\bfather\b(?! of)|\bborn\b[^.;]{0,40}?\bto\b|\bsired by\b", "after", 0.9),
-        (_PARENT + r" of\b[^.;]*?\band\b", "after", -0.6),  # "son of A and B": B is the mother
-        (r"\bfather of\b|\bmother of\b|\bgrandfather\b|\bgrandmother\b", "after", -0.5),
-        (r"\bfather of\b|\b(?:his|her) (?:son|daughter|children)\b", "subject", 0.7),
-    ],
-    "mother": [
-        (r"\bmother\b(?! of)", "after", 1.0),
-        (r"\bfather of\b|\bmother of\b|\bgrandmother\b", "after", -0.5),
-        (_PARENT + r" of\b[^.;]*?\band\b", "after", 1.0),
-        (r"\bborn\b[^.;]{0,40}?\bto [^.;]*? and\b", "after", 0.9),
-        (r"\bmother of\b", "subject", 0.8),
-    ],
-    "spouse": [
-        (r"\bmarried\b|\bmarriage to\b|\bwedded\b", "after", 1.0),
-        (r"\b(?:wife|husband|spouse|consort|widow|widower|queen consort)\b", "after", 0.9),
-        (r"\bmarried\b", "before", 0.6),
-        (r",? (?:whom|who) (?:he|she) (?:married|wed)\b", "before", 1.0),
-        (r"\bmarried\b|\bwife of\b|\bhusband of\b|\bconsort of\b|\bwidow of\b", "subject", 0.8),
-    ],
-    "child": [
-        (r"\b(?:son|daughter|sons|daughters|children|child|heir|issue)\b(?! of)", "after", 0.9),
-        (_PARENT_OF + r"|\bfather\b(?! of)|\bmother\b(?! of)", "after", -0.5),
-        (r"\bfather of\b|\bmother of\b|\bparents? of\b", "after", 1.0),
-        (_PARENT_OF, "subject", 1.0),
-    ],
-    "sibling": [
-        (r"\b(?:brother|sister|sibling|half-brother|half-sister)s?\b(?! of)", "after", 1.0),
-        (r"\b(?:brother|sister|sibling) of\b", "subject", 1.0),
-    ],
-    "birth_date": [
-        (r"\bborn\b|\bb\.", "after", 1.0),
-        (r"\bbirth\b", "after", 0.6),
-    ],
-    "death_date": [
-        (
-            r"\bdied\b|\bd\.|\bdeath\b|\bkilled\b|\bexecuted\b|\bpassed away\b"
-            r"|\bassassinated\b|\bmurdered\b",
-            "after",
-            1.0,
-        ),
-    ],
-    "birth_place": [
-        (r"\bborn\b[^.;]{0,60}?\b(?:in|at|near)\b", "after", 1.0),
-        (r"\bnative of\b|\bhometown\b|\bbirthplace\b|\bborn and raised in\b", "after", 0.9),
-        (r"\bborn\b", "after", 0.5),
-    ],
-    "death_place": [
-        (r"\bdied\b[^.;]{0,60}?\b(?:in|at|near)\b", "after", 1.0),
-        (
-            r"\bdeath\b[^.;]{0,40}?\b(?:in|at)\b|\b(?:killed|assassinated|murdered|executed)\b"
-            r"[^.;]{0,70}?\b(?:in|at)\b",
-            "after",
-            0.9,
-        ),
-        (r"\bdied\b", "after", 0.5),
-    ],
-    "burial_place": [
-        (r"\b(?:buried|interred|laid to rest|entombed)\b[^.;]{0,40}?\b(?:in|at)\b", "after", 1.0),
-        (r"\bburial\b|\bgrave\b|\btomb\b|\bburied\b", "after", 0.6),
-    ],
-    "nationality": [
-        (r"\b(?:is|was) an?\b", "after", 0.8),
-        (r"\bcitizen of\b|\bnationality\b|\bfrom\b|\bborn in\b", "after", 0.6),
-    ],
-    "country": [
-        (
-            r"\b(?:located|situated|village|town|city|municipality|commune|district|in)\b",
-            "after",
-            0.5,
-        ),
-    ],  # fmt: skip
-    "origin_country": [
-        (r"\b(?:film|movie|drama|comedy|documentary|series|thriller|western)\b", "before", 1.0),
-        (r"\b(?:is|was) an?\b", "after", 0.6),
-        (r"\bproduced in\b|\bfilmed in\b|\bfrom\b", "after", 0.5),
-    ],
-    "education": [
-        (
-            r"\b(?:studied|educated|graduated|attended|enrolled|alumnus|alumna|student|degree|"
-            r"studies|trained|matriculated)\b",
-            "after",
-            1.0,
-        ),
-    ],  # fmt: skip
-    "employer": [
-        (
-            r"\b(?:worked|works|working|professor|lecturer|taught|teaches|employed|joined|faculty|"
-            r"teacher|researcher|fellow)\b",
-            "after",
-            1.0,
-        ),
-    ],  # fmt: skip
-    "cause_of_death": [
-        (
-            r"\bdied (?:of|from|after|due to)\b|\bdeath from\b|\bsuccumbed to\b|\bcause of death\b"
-            r"|\bdied as a result of\b|\bdiagnosed with\b|\bsuffering from\b|\bsuffered from\b"
-            r"|\bkilled (?:in|by)\b|\bclaimed (?:his|her) life\b",
-            "after",
-            1.0,
-        ),
-    ],  # fmt: skip
-    "date": [
-        (
-            r"\b(?:released|founded|established|published|premiered|formed|opened|built|created|"
-            r"launched|aired|debuted|issued|started|incorporated|completed)\b",
-            "after",
-            1.0,
-        ),
-        (
-            r"\b(?:film|movie|song|album|single|novel|magazine|newspaper|book|series|"
-            r"documentary|drama|comedy|thriller|musical|western|opera|play|game|company|band|"
-            r"museum)\b",
-            "before",
-            0.8,
-        ),
-        (r"\b(?:is|was) an?\b", "after", 0.7),
-        (r"\bin\b", "after", 0.3),
-    ],  # fmt: skip
-    "detention": [
-        (
-            r"\b(?:detained|incarcerated|imprisoned|held|prison|jail|correctional|sentenced|"
-            r"custody)\b",
-            "after",
-            1.0,
-        ),
-    ],  # fmt: skip
-    "location": [
-        (
-            r"\b(?:located|situated|based|headquartered|lies)\b[^.;]{0,30}?\b(?:in|at|on)\b",
-            "after",
-            1.0,
-        ),
-    ],  # fmt: skip
-    "award": [(r"\b(?:won|received|awarded|nominated|honored|honoured)\b", "after", 1.0)],
-}
-
-_COMPILED: dict[str, list[tuple[re.Pattern[str], str, float]]] = {
-    key: [(re.compile(rx, re.I), where, w) for rx, where, w in cues] for key, cues in CUES.items()
-}
 
 _CROSS_LABEL = 0.3
 # Wikipedia-style passages are about their title: a passage whose title names the question's
 # entity holds the answer far more often than one that only mentions it.
 _TITLE_WEIGHT = 0.55
 _NAME_LABELS = {"PERSON", "ORG", "GPE", "LOC", "FAC", "NORP", "WORK_OF_ART", "PRODUCT", "EVENT"}
-_STOP = set(
-    "a an the of in on at to for from by with and or is are was were be been being do does did "
-    "has have had who whom whose what which when where why how that this these those it its his "
-    "her their there as into than then also not no yes".split()
-)
 _PRONOUNS = {"he", "she", "it", "they", "him", "her", "them", "his", "its", "their", "i", "we",
              "you", "this", "that", "who", "which", "one"}  # fmt: skip
 _MONTH = (
@@ -288,33 +66,6 @@ _MONTH = (
 _DATE_RE = re.compile(
     rf"\b(?:\d{{1,2}}\s+{_MONTH}\s*,?\s+\d{{3,4}}|{_MONTH}\s+\d{{1,2}}\s*,\s*\d{{3,4}}|"
     rf"{_MONTH}\s+\d{{3,4}}|\d{{3,4}}\s*(?:BC|BCE|AD|CE)\b|(?<![\d.,])\d{{4}}(?![\d.,]\d))"
-)
-_TITLE_TYPES: list[tuple[str, str]] = [
-    (r"\b(?:film|movie|song|single|album|novel|book|series|play|opera|documentary|sitcom|"
-     r"video game|poem|painting|ep|soundtrack|musical|anthology|comic|episode|magazine|"
-     r"newspaper|journal)\b", "WORK_OF_ART"),
-    (r"\b(?:village|town|city|municipality|commune|river|mountain|island|district|county|"
-     r"province|region|lake|peak|settlement|hamlet|suburb|neighbourhood|neighborhood|parish|"
-     r"capital|state)\b", "GPE"),
-    (r"\b(?:company|band|group|university|college|school|club|team|party|organization|"
-     r"organisation|label|corporation|studio|firm|institute|museum|agency|network)\b", "ORG"),
-]  # fmt: skip
-_PERSON_WORDS = re.compile(
-    r"\b(?:actor|actress|singer|politician|writer|director|player|footballer|king|queen|prince|"
-    r"princess|duke|duchess|count|countess|bishop|composer|poet|painter|musician|rapper|artist|"
-    r"author|producer|screenwriter|journalist|businessman|businesswoman|scientist|nobleman|"
-    r"noblewoman|lady|emperor|empress|filmmaker|cinematographer|novelist|lawyer|judge|"
-    r"general|officer|soldier|physician|architect|engineer|historian|philosopher|economist|"
-    r"mathematician|coach|athlete|cyclist|boxer|wrestler|dancer|model|comedian|presenter|"
-    r"entrepreneur|activist|priest|monk|saint|pope|margrave|landgrave|baron|earl|marquess|"
-    r"knight|consort|heir|son|daughter|wife|husband|guitarist|drummer|bassist|pianist|"
-    r"sculptor|photographer|designer|diplomat|explorer|inventor|professor|teacher|chef|"
-    r"cricketer|swimmer|skier|tennis|golfer|jockey|racing driver|astronaut|monarch|ruler|"
-    r"chieftain|lord|abbess|abbot|nun|missionary|theologian|astronomer|physicist|chemist|"
-    r"biologist|botanist|linguist|archaeologist|sociologist|psychologist|critic|editor|"
-    r"publisher|illustrator|cartoonist|animator|songwriter|conductor|violinist|organist|"
-    r"vocalist|frontman|performer|entertainer|personality|socialite|member)\b",
-    re.I,
 )
 
 
@@ -347,19 +98,6 @@ class _Candidate:
     support: int = 1
 
 
-def clean_text(text: str) -> str:
-    """Repair tokenisation artefacts of Wikipedia dumps: "Name( born" -> "Name (born",
-    "(March 25, 1942August 16, 2018)" -> "(March 25, 1942 – August 16, 2018)"."""
-    text = re.sub(rf"(\d{{3,4}})(?={_MONTH}\s)", r"\1 – ", text)
-    text = re.sub(r"(\b\d{1,2} [A-Z][a-z]+ \d{4})(?=\d{1,2} [A-Z][a-z]+ \d{4})", r"\1 – ", text)
-    text = text.replace("’", "'")
-    text = re.sub(r"(?<=\w)\(", " (", text)
-    text = re.sub(r"\(\s+", "(", text)
-    text = re.sub(r"\s+\)", ")", text)
-    text = re.sub(r"(?<=[A-Za-z])- (?=[A-Za-z])", "-", text)
-    return " ".join(text.split())
-
-
 class OfflineLibrarian:
     """Librarian role, offline policy: extractive drafting by answer type and sentence scoring."""
 
@@ -368,11 +106,12 @@ class OfflineLibrarian:
         embedder: Any = None,
         cache_size: int = 4096,
         max_candidates: int = 5,
-        profile: str | None = None,
+        profile: str | Profile | None = None,
     ):
-        # profile None: the general reader (`graphseek.agents.reading`) answers factoid questions;
-        # "wikipedia": the relation cues and title rules below, tuned to Wikipedia-style passages
-        self.profile = profile
+        # `general` (None): the general reader (`graphseek.agents.reading`) answers factoid
+        # questions; a profile with a cue table (`wikipedia`) reads by its relation cues and
+        # title rules instead
+        self.profile = get_profile(profile)
         self._reader: ExtractiveReader | None = None
         self._embedder = embedder
         self._cache: OrderedDict[str, _Parsed] = OrderedDict()
@@ -409,9 +148,9 @@ class OfflineLibrarian:
         missing = [p for p in passages if p.id not in self._cache]
         if missing:
             nlp = get_nlp()
-            texts = [clean_text(p.text) for p in missing]
+            texts = [self.profile.clean_text(p.text) for p in missing]
             for p, text, doc in zip(missing, texts, nlp.pipe(texts, batch_size=32), strict=True):
-                self._store(p.id, _parse_doc(p.title, text, doc))
+                self._store(p.id, _parse_doc(p.title, text, doc, self.profile))
             sentences = [s.text for p in missing for s in self._cache[p.id].sentences]
             if sentences:
                 vectors = self.embedder.encode(sentences)
@@ -437,7 +176,7 @@ class OfflineLibrarian:
 
     def draft(self, question: str, hits: Sequence[Hit]) -> Step[Draft]:
         question = " ".join(question.split())
-        qa = expected_answer(question)
+        qa = expected_answer(question, self.profile)
         if not hits:
             return Step(Draft(question=question, answer="", confidence=0.0))
         if qa.comparison is not None:
@@ -456,13 +195,13 @@ class OfflineLibrarian:
 
     def rank_candidates(self, question: str, hits: Sequence[Hit]) -> list[Any]:
         """All candidate answers for a factoid question, best first (one per distinct answer)."""
-        if self.profile != "wikipedia":
+        if not self.profile.cues:
             return self.reader.rank(question, hits)
-        qa = expected_answer(question)
+        qa = expected_answer(question, self.profile)
         return self._candidates(question, qa, hits)[0]
 
     def _draft_entity(self, question: str, qa: AnswerType, hits: Sequence[Hit]) -> Draft:
-        if self.profile != "wikipedia":
+        if not self.profile.cues:
             return self.reader.read(question, hits)
         return self._draft_entity_by_cues(question, qa, hits)
 
@@ -507,11 +246,11 @@ class OfflineLibrarian:
         q_vec = self._encode_question(question)
         focus_match = 0.0
         q_norm = normalize(question)
-        q_words = _content_words(question)
+        q_words = content_words(question)
         focus = qa.focus or ""
         focus_norm = normalize(focus)
-        relation_words = q_words - _content_words(focus)
-        cues = _COMPILED.get(qa.relation or "", [])
+        relation_words = q_words - content_words(focus)
+        cues = self.profile.compiled_cues.get(qa.relation or "", [])
         labels = qa.labels or ["TEXT"]
         pool: dict[str, _Candidate] = {}
         for position, (hit, doc) in enumerate(zip(hits, parsed, strict=True)):
@@ -522,7 +261,7 @@ class OfflineLibrarian:
             sims = doc.vectors @ q_vec if doc.vectors is not None else np.zeros(len(doc.sentences))
             title_ok = _label_ok(doc.title_label, labels) and title_match < 0.75
             for sent, sim in zip(doc.sentences, sims, strict=True):
-                lex = _overlap(relation_words, sent.text)
+                lex = overlap(relation_words, sent.text)
                 s_score = (
                     0.30 * float(sim)
                     + 0.15 * lex
@@ -579,7 +318,7 @@ class OfflineLibrarian:
             subject = option
             if comparison.via:
                 sub = f"Who is the {comparison.via} of {option}?"
-                draft = self._draft_entity(sub, expected_answer(sub), hits)
+                draft = self._draft_entity(sub, expected_answer(sub, self.profile), hits)
                 if not draft.answer:
                     values[option] = []
                     confidences.append(0.0)
@@ -589,7 +328,7 @@ class OfflineLibrarian:
                 confidences.append(draft.confidence)
             answers = []
             for sub in attribute_questions(comparison, subject):
-                draft = self._draft_entity(sub, expected_answer(sub), hits)
+                draft = self._draft_entity(sub, expected_answer(sub, self.profile), hits)
                 answers.append(draft.answer)
                 evidence.extend(draft.evidence)
                 confidences.append(draft.confidence if draft.answer else 0.0)
@@ -607,11 +346,11 @@ class OfflineLibrarian:
     def _draft_yesno(self, question: str, qa: AnswerType, hits: Sequence[Hit]) -> Draft:
         """A plain yes/no question: yes when one sentence holds most of the question's words."""
         parsed = self._parse_all([h.passage for h in hits])
-        words = _content_words(question)
+        words = content_words(question)
         best = (0.0, "", hits[0].passage)
         for hit, doc in zip(hits, parsed, strict=True):
             for sent in doc.sentences:
-                cover = _overlap(words, f"{doc.title} {sent.text}")
+                cover = overlap(words, f"{doc.title} {sent.text}")
                 if cover > best[0]:
                     best = (cover, sent.text, hit.passage)
         cover, sentence, passage = best
@@ -633,7 +372,7 @@ class OfflineLibrarian:
 # parsing
 
 
-def _parse_doc(title: str, text: str, doc: Any) -> _Parsed:
+def _parse_doc(title: str, text: str, doc: Any, profile: Profile) -> _Parsed:
     sentences: list[_Sentence] = []
     for i, sent in enumerate(doc.sents):
         base = sent.start_char
@@ -669,7 +408,7 @@ def _parse_doc(title: str, text: str, doc: Any) -> _Parsed:
             chunks.append((c.text, c.start_char - base, c.end_char - base, proper))
         sentences.append(_Sentence(text=stext, index=i, ents=ents, chunks=chunks))
     return _Parsed(
-        title=title, text=text, sentences=sentences, title_label=_title_label(title, doc)
+        title=title, text=text, sentences=sentences, title_label=_title_label(title, doc, profile)
     )
 
 
@@ -717,8 +456,9 @@ def _merge_adjacent(
     return out
 
 
-def _title_label(title: str, doc: Any) -> str:
-    """Guess what a passage's title names, from its first sentence."""
+def _title_label(title: str, doc: Any, profile: Profile) -> str:
+    """Guess what a passage's title names, from its first sentence (and the profile's title
+    rules)."""
     if not title:
         return ""
     sents = list(doc.sents)
@@ -733,13 +473,18 @@ def _title_label(title: str, doc: Any) -> str:
     descr = m.group(1) if m else low[len(title) : len(title) + 80]
     words = descr.split()[:8]
     descr_head = " ".join(words)
-    for pattern, label in _TITLE_TYPES:
+    person_words = profile.person_words_re
+    for pattern, label in profile.title_types:
         if re.search(pattern, descr_head):
-            if label == "WORK_OF_ART" and _PERSON_WORDS.search(descr_head.split(" film")[0]):
+            if (
+                label == "WORK_OF_ART"
+                and person_words is not None
+                and person_words.search(descr_head.split(" film")[0])
+            ):
                 if re.search(r"\b(?:film|movie)\s+(?:director|producer|actor|actress)", descr_head):
                     return "PERSON"
             return label
-    if _PERSON_WORDS.search(descr_head):
+    if person_words is not None and person_words.search(descr_head):
         return "PERSON"
     for e in doc.ents:
         if normalize(e.text) == normalize(title):
@@ -753,31 +498,13 @@ def _title_label(title: str, doc: Any) -> str:
 # scoring
 
 
-def _content_words(text: str) -> set[str]:
-    words = re.findall(r"[a-z0-9]+", normalize(text))
-    return {_stem(w) for w in words if w not in _STOP and len(w) > 1}
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-def _overlap(words: set[str], text: str) -> float:
-    if not words:
-        return 0.0
-    return len(words & _content_words(text)) / len(words)
-
-
 def _proximity(words: set[str], sentence: str, start: int, end: int) -> float:
     """How close a span stands to the question's words in the sentence (0..1)."""
     if not words or start < 0:
         return 0.0
     best = 0.0
     for m in re.finditer(r"[A-Za-z0-9]+", sentence):
-        if _stem(m.group(0).lower()) in words:
+        if stem(m.group(0).lower()) in words:
             dist = start - m.end() if m.end() <= start else m.start() - end
             if dist < 0:
                 continue

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.chain import ANSWERED, resolve_chain
+from graphseek.agents.offline.chain import ANSWERED, profile_of, resolve_chain
 from graphseek.agents.offline.seeker import rephrase
 from graphseek.agents.roles import Librarian, Step
 from graphseek.agents.text import align_names, as_hits, normalize
@@ -59,4 +59,4 @@ class OfflineQueryRewriter:
         if kind == "drop":
             chain = resolve_chain(self.librarian, query, as_hits(evidence), self.threshold)
             return chain.remaining_hop()
-        return rephrase(query)
+        return rephrase(query, profile_of(self.librarian))

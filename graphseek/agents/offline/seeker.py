@@ -18,6 +18,7 @@ A or B?") with dependencies is resolved here, never sent to the Librarian.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from rapidfuzz import fuzz
@@ -27,10 +28,10 @@ from graphseek.agents.offline.answer_types import (
     Comparison,
     countries_in,
     country_of,
-    detect_relation,
     expected_answer,
     parse_comparison,
 )
+from graphseek.agents.profiles import GENERAL, Profile, get_profile
 from graphseek.agents.roles import SeekerView, Step
 from graphseek.agents.text import (
     PLACEHOLDER,
@@ -108,57 +109,32 @@ def compare_values(comparison: Comparison, values: Mapping[str, Sequence[str]]) 
 # ---------------------------------------------------------------------------------------------
 # rephrasing
 
-_REPHRASE: dict[str, list[str]] = {
-    "director": ["Who directed {f}?", "Who is the director of {f}?"],
-    "performer": ["Who performed {f}?", "Who is the performer of {f}?"],
-    "composer": ["Who composed the music for {f}?", "Who is the composer of {f}?"],
-    "author": ["Who wrote {f}?", "Who is the author of {f}?"],
-    "producer": ["Who produced {f}?", "Who is the producer of {f}?"],
-    "founder": ["Who founded {f}?", "Who is the founder of {f}?"],
-    "publisher": ["Who published {f}?", "Who is the publisher of {f}?"],
-    "father": ["Who was the father of {f}?", "Who is the father of {f}?"],
-    "mother": ["Who was the mother of {f}?", "Who is the mother of {f}?"],
-    "spouse": ["Who did {f} marry?", "Who is the spouse of {f}?"],
-    "child": ["Who was the child of {f}?", "Who is the child of {f}?"],
-    "sibling": ["Who was the sibling of {f}?", "Who is the sibling of {f}?"],
-    "birth_date": ["When was {f} born?", "What is the date of birth of {f}?"],
-    "death_date": ["When did {f} die?", "What is the date of death of {f}?"],
-    "birth_place": ["Where was {f} born?", "In which city was {f} born?"],
-    "death_place": ["Where did {f} die?", "In which city did {f} die?"],
-    "burial_place": ["Where was {f} buried?", "Where is {f} buried?"],
-    "nationality": ["What nationality is {f}?", "Which country is {f} from?"],
-    "origin_country": ["Which country is {f} from?", "What nationality is {f}?"],
-    "country": ["Which country is {f} located in?", "In which country is {f}?"],
-    "education": ["Where did {f} study?", "Where was {f} educated?"],
-    "employer": ["Where did {f} work?", "Who employed {f}?"],
-    "cause_of_death": ["Why did {f} die?", "What was the cause of death of {f}?"],
-}
 
-
-def rephrasings(question: str) -> list[str]:
+def rephrasings(question: str, profile: Profile = GENERAL) -> list[str]:
     """Other wordings of a one-hop question for a re-ask, best first: the title-entity form
     (the question followed by its entity, which pulls the entity's own page up in retrieval),
     then a template rephrasing."""
     out: list[str] = []
-    qa = expected_answer(question)
+    qa = expected_answer(question, profile)
     base = question.split(TITLE_SEPARATOR, 1)[0].strip()
     if qa.focus:
         out.append(f"{base}{TITLE_SEPARATOR}{qa.focus}")
-    other = rephrase(base)
+    other = rephrase(base, profile)
     if other:
         out.append(other)
     return out
 
 
-def rephrase(question: str) -> str | None:
-    """Another wording of a one-hop question (entity first, relation named differently)."""
-    qa = expected_answer(question)
+def rephrase(question: str, profile: Profile = GENERAL) -> str | None:
+    """Another wording of a one-hop question from the profile's templates for its relation
+    (entity first, relation named differently); None where the profile has none."""
+    qa = expected_answer(question, profile)
     focus = qa.focus
     if not focus:
         return None
     if qa.category and qa.relation in {"director", "performer", "composer", "producer", "author"}:
         focus = f"{focus} ({qa.category})" if "(" not in focus else focus
-    for template in _REPHRASE.get(qa.relation or "", []):
+    for template in profile.rephrasings.get(qa.relation or "", []):
         text = template.format(f=focus)
         if normalize(text) != normalize(question):
             return text
@@ -175,8 +151,13 @@ class OfflineSeeker:
     """Seeker role, offline policy: follow the plan, compare, answer or abstain."""
 
     def __init__(
-        self, abstain_threshold: float = 0.15, retry_below: float = 0.35, branch_below: float = 0.6
+        self,
+        abstain_threshold: float = 0.15,
+        retry_below: float = 0.35,
+        branch_below: float = 0.6,
+        profile: str | Profile | None = None,
     ) -> None:
+        self.profile = get_profile(profile)
         self.abstain_threshold = abstain_threshold
         self.retry_below = retry_below
         self.branch_below = branch_below
@@ -186,8 +167,8 @@ class OfflineSeeker:
 
     def _decide(self, view: SeekerView) -> SeekerAction:
         plan = list(view.plan) or [SubQuestion(id=1, question=view.question)]
-        comparison = parse_comparison(view.question)
-        virtual = _comparison_steps(plan, comparison)
+        comparison = parse_comparison(view.question, self.profile)
+        virtual = _comparison_steps(plan, comparison, self.profile)
         drafts_by_step = _drafts_by_step(plan, view.drafts)
         best = {sid: _best(ds) for sid, ds in drafts_by_step.items()}
         answers: dict[str, str] = {}
@@ -256,7 +237,7 @@ class OfflineSeeker:
                 alternatives.append(
                     fill_placeholders(step.question, {**answers, str(dep): alternative})
                 )
-        wordings = rephrasings(filled)
+        wordings = rephrasings(filled, self.profile)
         own = best.get(step.id)
         if own is not None:
             # rewrite the query with a bridge entity found in the weak draft's evidence: the
@@ -333,7 +314,9 @@ def _abstain(reason: str) -> SeekerAction:
     return SeekerAction(reason=reason, action="abstain", answer="", confidence=0.0)
 
 
-def _comparison_steps(plan: Sequence[SubQuestion], comparison: Comparison | None) -> set[int]:
+def _comparison_steps(
+    plan: Sequence[SubQuestion], comparison: Comparison | None, profile: Profile = GENERAL
+) -> set[int]:
     """Steps that restate the question's comparison: the Seeker resolves them itself."""
     if comparison is None:
         return set()
@@ -341,7 +324,7 @@ def _comparison_steps(plan: Sequence[SubQuestion], comparison: Comparison | None
     for step in plan:
         if not step.depends_on:
             continue
-        own = parse_comparison(step.question)
+        own = parse_comparison(step.question, profile)
         if own is not None or normalize(step.question) == normalize_question(comparison):
             out.add(step.id)
     if not out and len(plan) > 1:
@@ -388,6 +371,9 @@ def _ancestors(plan: Sequence[SubQuestion], step_id: int) -> set[int]:
     return out
 
 
+_DEATH = re.compile(r"\b(?:die|died|death)\b", re.I)
+
+
 def _option_values(
     plan: Sequence[SubQuestion],
     final: SubQuestion,
@@ -412,8 +398,8 @@ def _option_values(
             d = best.get(sid)
             confs.append(d.confidence if d is not None and d.answer else 0.0)
         if comparison.attribute == "lifespan":
-            relation = detect_relation(by_id[vid].question)
-            if relation == "death_date":
+            # the lifespan steps are `attribute_questions`' "When was X born?" / "When did X die?"
+            if _DEATH.search(by_id[vid].question):
                 deaths[option] = answer
             else:
                 births[option] = answer

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from graphseek.agents.offline.answer_types import expected_answer
+from graphseek.agents.profiles import GENERAL, Profile, get_profile
 from graphseek.agents.roles import Step
 from graphseek.agents.text import (
     answer_occurs,
@@ -32,13 +33,21 @@ MIN_OVERLAP = 0.3
 
 
 class OfflineTripleChecker:
+    def __init__(self, profile: str | Profile | None = None) -> None:
+        self.profile = get_profile(profile)
+
     def check(
         self, question: str, answer: str, evidence: Sequence[EvidenceItem]
     ) -> Step[Verification]:
-        return Step(triple_check(question, answer, evidence))
+        return Step(triple_check(question, answer, evidence, self.profile))
 
 
-def triple_check(question: str, answer: str, evidence: Sequence[EvidenceItem]) -> Verification:
+def triple_check(
+    question: str,
+    answer: str,
+    evidence: Sequence[EvidenceItem],
+    profile: Profile = GENERAL,
+) -> Verification:
     texts = [f"{e.title}\n{e.text}" for e in evidence]
     # relevance
     if not evidence:
@@ -53,7 +62,7 @@ def triple_check(question: str, answer: str, evidence: Sequence[EvidenceItem]) -
             reason=f"The evidence names none of {', '.join(names) or 'the question words'} "
             f"(word overlap {words:.2f}).",
         )
-    qa = expected_answer(question)
+    qa = expected_answer(question, profile)
     answer = answer.strip()
     # grounding
     if not answer:
@@ -69,14 +78,14 @@ def triple_check(question: str, answer: str, evidence: Sequence[EvidenceItem]) -
                 reason=f"{answer!r} does not occur in the cited evidence.",
             )
     # adequacy
-    problem = _inadequate(question, answer, names)
+    problem = _inadequate(question, answer, names, profile)
     if problem:
         return Verification(passed=False, failure="adequacy", reason=problem)
     return Verification(passed=True, reason="The evidence is on topic and states the answer.")
 
 
-def _inadequate(question: str, answer: str, names: Sequence[str]) -> str | None:
-    qa = expected_answer(question)
+def _inadequate(question: str, answer: str, names: Sequence[str], profile: Profile) -> str | None:
+    qa = expected_answer(question, profile)
     norm = normalize(answer)
     if qa.kind == "yesno" and qa.comparison is None:
         return None if norm in {"yes", "no"} else f"{answer!r} is not yes or no."
@@ -95,8 +104,9 @@ def _inadequate(question: str, answer: str, names: Sequence[str]) -> str | None:
 
 
 class OfflineEvidenceVerifier:
-    def __init__(self, threshold: float = 0.35) -> None:
+    def __init__(self, threshold: float = 0.35, profile: str | Profile | None = None) -> None:
         self.threshold = threshold
+        self.profile = get_profile(profile)
 
     def verify(
         self, question: str, drafts: Sequence[Draft], logic: LogicDraft
@@ -129,7 +139,7 @@ class OfflineEvidenceVerifier:
                     missing=[f"stronger evidence for {logic.answer!r}"],
                 )
             )
-        qa = expected_answer(question)
+        qa = expected_answer(question, self.profile)
         if qa.kind != "yesno" and qa.comparison is None:
             texts = [e.sentence or e.text for d in drafts for e in d.evidence]
             texts += [e.text for d in drafts for e in d.evidence]

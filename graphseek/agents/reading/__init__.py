@@ -8,7 +8,7 @@ the packaged sentence embedder, the question's words and the sentence's dependen
 expected type is supported, the reader says so and the caller abstains.
 
 Dataset-specific knowledge (Wikipedia's relation cues, kinship chains, dump clean-up) lives in
-named profiles (`graphseek.agents.offline.profiles`), selected by `Context.profile`.
+named profiles (`graphseek.agents.profiles`), selected by `Context.profile`.
 """
 
 from graphseek.agents.reading.question import AnswerSpec, analyse_question

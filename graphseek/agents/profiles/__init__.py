@@ -1,0 +1,30 @@
+"""Reading profiles: data-set knowledge for the offline policies, selected by name.
+
+`get_profile("general")` (the default) carries no data-set tables; `get_profile("wikipedia")`
+carries the relation lexicon, cue tables, title rules and dump clean-up tuned to 2Wiki-style
+questions over Wikipedia passages. `Context.profile` names the profile of a run.
+"""
+
+from __future__ import annotations
+
+from graphseek.agents.profiles.base import Cue, Profile, Relation
+from graphseek.agents.profiles.general import GENERAL
+from graphseek.agents.profiles.wikipedia import WIKIPEDIA
+from graphseek.errors import ContextError
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (GENERAL, WIKIPEDIA)}
+
+
+def get_profile(profile: str | Profile | None = None) -> Profile:
+    """The profile named `profile` (None: `general`); a Profile is returned as is."""
+    if isinstance(profile, Profile):
+        return profile
+    name = profile or "general"
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(sorted(PROFILES))
+        raise ContextError(f"unknown reading profile {name!r} (known: {known})") from None
+
+
+__all__ = ["GENERAL", "PROFILES", "WIKIPEDIA", "Cue", "Profile", "Relation", "get_profile"]

@@ -1,0 +1,16 @@
+"""The `general` profile: no data-set tables at all (the default).
+
+Questions are read by the general reader (`graphseek.agents.reading`): spaCy's parse and entity
+types, the packaged sentence embedder and the knowledge graph, with weights fitted on the dev
+slices (`benchmarks/fit_reader.py`). Relation lexicons, cue tables, title rules and corpus
+clean-up belong to named profiles (`graphseek.agents.profiles.wikipedia`).
+"""
+
+from __future__ import annotations
+
+from graphseek.agents.profiles.base import Profile
+
+GENERAL = Profile(
+    name="general",
+    description="for any documents: the general reader, no data-set tables",
+)
