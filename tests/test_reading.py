@@ -192,3 +192,11 @@ def test_alternatives_carry_their_own_confidences(hits: list[Hit]) -> None:
     draft = get_reader().read("Who is credited as the original author of libfoo?", hits)
     assert len(draft.candidate_confidences) == len(draft.candidates)
     assert all(0.0 <= c <= draft.confidence for c in draft.candidate_confidences)
+
+
+def test_an_acronym_of_question_words_is_in_the_question() -> None:
+    spec = analyse_question("Which library is the structured concurrency of quux modelled on?")
+    assert in_question("SC", spec) == 1.0
+    assert in_question("SCQ", spec) < 1.0
+    # stop words spell nothing: "IT" is not "is there"
+    assert in_question("IT", analyse_question("Which team is there at the top?")) < 1.0

@@ -53,7 +53,7 @@ def test_a_rephrased_question_still_counts_for_its_bridge() -> None:
         _draft("Who wrote Acme? (libqux)", "Zed", 0.8, 2),
         _draft("Who wrote Bolt?", "Zed", 0.7, 2),
     ]
-    choice = JointChooser().choose("Who wrote #1?", "1", [UPSTREAM], finals)
+    choice = JointChooser(unexplored=0.3).choose("Who wrote #1?", "1", [UPSTREAM], finals)
     assert choice is not None and choice.draft.answer == "Zed"
     # both branches read the same answer: their posterior mass adds up
     w_a, w_b, rest = 0.3 * 0.8, 0.25 * 0.7, 0.45 * 0.3

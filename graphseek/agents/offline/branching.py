@@ -44,25 +44,28 @@ class BranchingSeeker:
         if action.action == "ask_librarian":
             action = self._branch(view, action)
         else:
-            action = self._joint(view, action)
-            if action.action == "answer":
+            joint = self._joint(view)
+            if joint is not None:
+                # branches through different bridges are alternatives, not a plural answer
+                action = joint
+            elif action.action == "answer":
                 action = self._multiple(view, action)
         return Step(action, step.usage)
 
-    def _joint(self, view: SeekerView, action: SeekerAction) -> SeekerAction:
+    def _joint(self, view: SeekerView) -> SeekerAction | None:
         """Decide a branched last step by the joint support of bridge and answer
         (`graphseek.agents.reading.chains`); the inner rule stands where the chooser cannot."""
         if self.chooser is None or len(view.plan) < 2:
-            return action
+            return None
         last = view.plan[-1]
         if len(last.depends_on) != 1:
-            return action
+            return None
         dep = last.depends_on[0]
         upstream = [d for d in view.drafts if d.step_id == dep]
         finals = [d for d in view.drafts if d.step_id == last.id]
         choice = self.chooser.choose(last.question, str(dep), upstream, finals)
         if choice is None:
-            return action
+            return None
         others = [
             d.confidence
             for s in view.plan[:-1]

@@ -88,7 +88,7 @@ def _bridge_of(
 class JointChooser:
     """Bridge as a hidden variable: the chain supported by both hops (module docstring)."""
 
-    def __init__(self, unexplored: float = 0.3, min_rest: float = 0.1) -> None:
+    def __init__(self, unexplored: float = 0.05, min_rest: float = 0.1) -> None:
         self.unexplored = unexplored
         self.min_rest = min_rest
 
