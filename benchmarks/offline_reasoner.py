@@ -8,7 +8,8 @@ and CPU seconds per question for dev and held-out next to each other.
 
     .venv/bin/python benchmarks/offline_reasoner.py [--dataset 2wiki --dataset docqa ...]
         [--topology naive --topology dual_agent ...] [--dev SLICE] [--heldout SLICE]
-        [--skip-heldout] [--docqa-heldout FILE] [--out DIR] [--json FILE]
+        [--profile general --profile wikipedia] [--skip-heldout] [--docqa-heldout FILE]
+        [--out DIR] [--json FILE]
 
 Data sets (dev -> held-out, default slices):
 
@@ -190,17 +191,19 @@ def _print_table(rows: list[dict[str, Any]], load: str) -> None:
     print(f"\nOffline reasoner (llm=offline), load average {load}")
     print("EM, F1 and the wrong-answer rate in percent; CPU s/q: process CPU seconds per question.")
     print(
-        "| data set | topology | "
+        "| data set | topology | profile | "
         + " | ".join(f"dev {h}" for h in head)
         + " | "
         + " | ".join(f"held-out {h}" for h in head)
         + " |"
     )
-    print("|---|---|" + "---:|" * (2 * len(head)))
+    print("|---|---|---|" + "---:|" * (2 * len(head)))
     for r in rows:
         dev = _fmt(r["dev"])
         held = _fmt(r["heldout"]) if r["heldout_name"] else ["n/a"] + ["–"] * 5
-        print(f"| {r['family']} | {r['topology']} | " + " | ".join(dev + held) + " |")
+        print(
+            f"| {r['family']} | {r['topology']} | {r['profile']} | " + " | ".join(dev + held) + " |"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,6 +221,13 @@ def main(argv: list[str] | None = None) -> int:
         help="topology, repeatable or comma-separated (default: naive,dual_agent)",
     )
     parser.add_argument("--retriever", default="hybrid", help="retriever (default hybrid)")
+    parser.add_argument(
+        "--profile",
+        action="append",
+        metavar="P",
+        help="reading profile, repeatable or comma-separated: general (default), wikipedia; "
+        "several profiles give one row each, to compare a data set with and without its profile",
+    )
     parser.add_argument("--dev", action="append", metavar="[NAME=]SLICE", help="dev slice")
     parser.add_argument("--heldout", action="append", metavar="[NAME=]SLICE", help="held-out slice")
     parser.add_argument("--skip-heldout", action="store_true", help="run the dev slices only")
@@ -237,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
+    from graphseek.agents.profiles import PROFILES
     from graphseek.errors import GraphseekError
     from graphseek.evaluation import load_dataset, make_configs
     from graphseek.evaluation.index_cache import needs_graph
@@ -246,6 +257,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [f for f in families if f not in FAMILIES]
     topologies = _split(args.topology) or ["naive", "dual_agent"]
     bad = [t for t in topologies if t not in topology_names()]
+    profiles = _split(args.profile) or ["general"]
+    bad_profiles = [p for p in profiles if p not in PROFILES]
+    if bad_profiles:
+        print(
+            f"offline_reasoner: unknown profile(s) {bad_profiles} (use {sorted(PROFILES)})",
+            file=sys.stderr,
+        )
+        return 2
     if unknown or bad:
         print(
             f"offline_reasoner: unknown data set(s) {unknown} (use {list(FAMILIES)}) or "
@@ -257,7 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     held_slices = _slices(args.heldout, families, "heldout_slice")
     if "2wiki" in families:
         _check_twowiki(dev_slices["2wiki"], None if args.skip_heldout else held_slices["2wiki"])
-    configs = make_configs(topologies, [args.retriever], llm="offline")
+    configs = [
+        # one configuration per topology and profile; the profile is named when several are run
+        c.model_copy(update={"name": c.name if len(profiles) == 1 else f"{c.name}@{p}"})
+        for p in profiles
+        for c in make_configs(topologies, [args.retriever], llm="offline", context={"profile": p})
+    ]
     factory = WarmIndexes(configs, args.index_dir, needs_graph(configs))
     docqa_file = args.docqa_heldout or os.environ.get("GRAPHSEEK_DOCQA_HELDOUT")
 
@@ -302,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "family": f,
                     "topology": cfg.topology,
+                    "profile": cfg.context.get("profile", "general"),
                     "config": cfg.name,
                     "dev_name": f"{ds.name} {dev_slices[f]}",
                     "heldout_name": held_name and f"{held_name} {held_slices[f]}",

@@ -55,6 +55,11 @@ PASSAGES = {
         "The Copper Orchard",
         "The Copper Orchard is a 2003 American independent film directed by Dana Whitcombe.",
     ),
+    "orla": (
+        "Lady Orla of Wend",
+        "Lady Orla of Wend (1801 – 1850) was the eldest child of Brann, Duke of Corvel, and his "
+        "wife Mira Anselm. She married Tobin Vance in 1822.",
+    ),
 }
 
 
@@ -89,6 +94,9 @@ def librarian() -> OfflineLibrarian:
         ("Which country is Mount Tessaly located in?", ("tessel", "tessaly"), "Norway",
          "tessaly"),
         ("When was Harbour of Glass released?", ("orchard", "glass"), "1994", "glass"),
+        # a title after a comma belongs to an encyclopedia's form of the name
+        ("Who is the father of Lady Orla of Wend?", ("orla", "dana"), "Brann, Duke of Corvel",
+         "orla"),
     ],
 )  # fmt: skip
 def test_picks_the_span_and_its_passage(

@@ -391,6 +391,11 @@ def _parse_doc(title: str, text: str, doc: Any, profile: Profile) -> _Parsed:
         for etext, label, start, end in ents:
             if label in {"PERSON", "ORG", "FAC", "WORK_OF_ART"}:
                 etext, end = _expand_name(stext, start, end)
+            titled = profile.name_title_re
+            if titled is not None and label in {"PERSON", "GPE", "ORG", "NORP"}:
+                m = titled.match(stext, end)
+                if m:  # "Carlos, Duke of Madrid": a person, and the title is part of the name
+                    etext, label, end = stext[start : m.end()], "PERSON", m.end()
             expanded.append((etext, label, start, end))
         ents = expanded
         for m in _DATE_RE.finditer(stext):

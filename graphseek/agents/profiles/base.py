@@ -63,6 +63,9 @@ class Profile:
     """Regex of nouns that describe a person in a passage's first sentence."""
     clean_text: Callable[[str], str] = collapse_whitespace
     """Repairs of the corpus's text before parsing."""
+    name_titles: str = ""
+    """Regex of the titles a person's full name may carry after a comma ("Carlos, Duke of
+    Madrid"): a person span is extended over ", <title> of <Name>"."""
     titled_passages: bool = False
     """Passages are about their title (encyclopedias): the title may answer a question."""
 
@@ -81,6 +84,15 @@ class Profile:
     @cached_property
     def person_words_re(self) -> re.Pattern[str] | None:
         return re.compile(self.person_words, re.I) if self.person_words else None
+
+    @cached_property
+    def name_title_re(self) -> re.Pattern[str] | None:
+        if not self.name_titles:
+            return None
+        word = r"[A-Z][\w'’-]*"
+        link = r"(?:of|de|the|and|von|van|la|le|du|del|zu)\s+"
+        name = rf"{word}(?:(?:\s+|-)(?:{link})?{word})*"
+        return re.compile(rf",\s+(?:{self.name_titles})\s+of\s+(?:the\s+)?{name}")
 
     def __repr__(self) -> str:
         return f"Profile({self.name!r})"

@@ -387,6 +387,14 @@ PERSON_WORDS = (
     r"vocalist|frontman|performer|entertainer|personality|socialite|member)\b"
 )
 
+# Titles of nobility and office that Wikipedia writes into a person's name after a comma
+# ("William, Duke of Saxe-Weimar"): the article's title, so the answer's full form.
+NAME_TITLES = (
+    r"(?:Grand |Arch)?(?:Duke|Duchess)|Count|Countess|Earl|Margrave|Margravine|Landgrave|"
+    r"Elector|Electress|Prince|Princess|King|Queen|Emperor|Empress|Lord|Lady|Baron|Baroness|"
+    r"Viscount|Viscountess|Marquess|Marquis|Marchioness|Abbess|Abbot|Bishop|Archbishop"
+)
+
 # ---------------------------------------------------------------------------------------------
 # Wikipedia-dump clean-up
 
@@ -468,5 +476,6 @@ WIKIPEDIA = Profile(
     title_types=TITLE_TYPES,
     person_words=PERSON_WORDS,
     clean_text=clean_text,
+    name_titles=NAME_TITLES,
     titled_passages=True,
 )
