@@ -148,3 +148,8 @@ def test_resolve_chain_reads_through_the_best_bridges() -> None:
     # without a chooser the weak first step stops the chain
     plain = resolve_chain(_Librarian(table), question, hits, chooser=None)
     assert not plain.resolved and plain.missing == [first]
+    # a Librarian without per-candidate confidences: step 1 is drafted once, as before
+    bare = {q: d.model_copy(update={"candidate_confidences": []}) for q, d in table.items()}
+    librarian = _Librarian(bare)
+    assert not resolve_chain(librarian, question, hits).resolved
+    assert librarian.asked == [first]

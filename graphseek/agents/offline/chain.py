@@ -93,14 +93,20 @@ def resolve_chain(
     if not hits:
         chain.missing.append(plan[0].question)
         return chain
-    if chooser is not None and not whole and _joint(librarian, chain, hits, threshold, chooser):
-        return chain
+    first: Draft | None = None  # step 1's draft when the joint reading declined
+    if chooser is not None and not whole:
+        decided, first = _joint(librarian, chain, hits, threshold, chooser)
+        if decided:
+            return chain
     for step in plan:
         if not all(str(d) in chain.answers for d in step.depends_on):
             chain.missing.append(step.question)
             break
         text = fill_placeholders(step.question, chain.answers)
-        draft = librarian.draft(text, hits).value
+        if first is not None and step is plan[0]:
+            draft = first
+        else:
+            draft = librarian.draft(text, hits).value
         chain.filled[step.id] = text
         chain.drafts[step.id] = draft
         if draft.answer and draft.confidence >= threshold:
@@ -118,17 +124,18 @@ def _joint(
     threshold: float,
     chooser: ChainChooser,
     branches: int = 3,
-) -> bool:
-    """Resolve a two-step chain through its `branches` best bridges (True when decided)."""
+) -> tuple[bool, Draft | None]:
+    """Resolve a two-step chain through its `branches` best bridges: (decided, step 1's
+    draft, which the step-by-step reading reuses when the chain was not decided here)."""
     plan = chain.plan
     if len(plan) != 2 or plan[1].depends_on != [plan[0].id]:
-        return False
+        return False, None
     first, last = plan
     upstream = librarian.draft(first.question, hits).value
     if not upstream.answer or upstream.confidence >= JOINT_BELOW or not upstream.candidates:
-        return False
+        return False, upstream
     if len(upstream.candidate_confidences) != len(upstream.candidates):
-        return False
+        return False, upstream
     key = str(first.id)
     finals = [
         librarian.draft(fill_placeholders(last.question, {key: bridge}), hits).value
@@ -136,7 +143,7 @@ def _joint(
     ]
     choice = chooser.choose(last.question, key, [upstream], finals)
     if choice is None or choice.confidence < threshold:
-        return False  # no chain is supported enough: the plain step-by-step reading decides
+        return False, upstream  # no chain is supported enough: the step-by-step reading decides
     chain.filled[first.id] = first.question
     chain.drafts[first.id] = upstream.model_copy(
         update={"answer": choice.bridge, "confidence": choice.confidence}
@@ -145,4 +152,4 @@ def _joint(
     chain.drafts[last.id] = choice.draft.model_copy(update={"confidence": choice.confidence})
     chain.answers[key] = choice.bridge
     chain.answers[str(last.id)] = choice.draft.answer
-    return True
+    return True, upstream
