@@ -19,7 +19,7 @@ def _draft(q: str, a: str, conf: float, step: int, cands: dict[str, float] | Non
     cands = cands or {}
     return Draft(
         question=q, answer=a, confidence=conf, step_id=step,
-        evidence=[EvidenceItem(passage_id=f"p-{a or 'none'}")],
+        evidence=[EvidenceItem(passage_id=f"p-{a or 'none'}", text=f"{q} {a}")],
         candidates=list(cands), candidate_confidences=list(cands.values()),
     )  # fmt: skip
 
@@ -130,14 +130,14 @@ def test_resolve_chain_reads_through_the_best_bridges() -> None:
     assert not whole and len(plan) == 2
     first, last = plan[0].question, plan[1].question
     upstream = _draft(first, "Acme", 0.3, 1, {"Bolt": 0.25, "Cog": 0.1})
-    table = {
-        first: upstream,
-        last.replace("#1", "Acme"): _draft("", "Zed", 0.05, 2),
-        last.replace("#1", "Bolt"): _draft("", "Mira Holt", 0.95, 2),
-        last.replace("#1", "Cog"): _draft("", "", 0.0, 2),
-    }
-    for q, d in table.items():
-        table[q] = d.model_copy(update={"question": q})
+    table = {first: upstream}
+    for bridge, answer, conf in (
+        ("Acme", "Zed", 0.05),
+        ("Bolt", "Mira Holt", 0.95),
+        ("Cog", "", 0.0),
+    ):
+        q = last.replace("#1", bridge)
+        table[q] = _draft(q, answer, conf, 2)
     hits = [Hit(passage=Passage.from_title_text("libqux", "libqux is based on Bolt."), score=1.0)]
     librarian = _Librarian(table)
     chain = resolve_chain(librarian, question, hits)
@@ -153,3 +153,15 @@ def test_resolve_chain_reads_through_the_best_bridges() -> None:
     librarian = _Librarian(bare)
     assert not resolve_chain(librarian, question, hits).resolved
     assert librarian.asked == [first]
+
+
+def test_a_read_whose_evidence_never_names_its_bridge_is_no_evidence_for_it() -> None:
+    finals = [
+        _draft("Who wrote Acme?", "Zed", 0.9, 2).model_copy(
+            update={"evidence": [EvidenceItem(passage_id="p9", text="Zed wrote a novel.")]}
+        ),
+        _draft("Who wrote Bolt?", "Zed", 0.9, 2).model_copy(
+            update={"evidence": [EvidenceItem(passage_id="p9", text="Zed wrote a novel.")]}
+        ),
+    ]
+    assert JointChooser().choose("Who wrote #1?", "1", [UPSTREAM], finals) is None

@@ -16,7 +16,9 @@ where `p_rest` is the step-1 mass of the bridges not followed (at least `min_res
 the step-2 confidence expected of a branch nobody read (`unexplored`, one constant). An answer's
 confidence is the posterior mass of the branches that read it times their step-2 confidence:
 the chain is as sure as its bridge and its final read together, on the common confidence scale
-(0.5 = the abstention point). Nothing here depends on a data set.
+(0.5 = the abstention point). A read whose evidence never names its bridge is no evidence for
+that bridge (the second hop's own words found a passage), and weighs as an unread branch.
+Nothing here depends on a data set.
 
 A chooser that cannot decide (no per-candidate confidences, one branch only) returns None and
 the caller keeps its own rule.
@@ -28,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from graphseek.agents.text import fill_placeholders, normalize
+from graphseek.agents.text import answer_occurs, fill_placeholders, normalize
 from graphseek.state.models import Draft
 
 
@@ -68,6 +70,11 @@ def bridge_confidences(upstream: Sequence[Draft]) -> dict[str, tuple[str, float]
             if key and conf > out.get(key, ("", -1.0))[1]:
                 out[key] = (text, conf)
     return out
+
+
+def _linked(bridge: str, draft: Draft) -> bool:
+    """Whether the draft's evidence (its passage, title included) names the bridge."""
+    return any(answer_occurs(bridge, f"{e.title} {e.text} {e.sentence}") for e in draft.evidence)
 
 
 def _bridge_of(
@@ -110,9 +117,17 @@ class JointChooser:
         answered = {k: d for k, d in per_bridge.items() if d.answer}
         if len(per_bridge) < 2 or not answered:
             return None
+        # a read whose evidence never mentions its bridge says nothing about the bridge (the
+        # second hop's words found a passage on their own): it weighs as a branch nobody read
+        answered = {k: d for k, d in answered.items() if _linked(bridges[k][0], d)}
+        if not answered:
+            return None
         p = {k: max(0.0, min(1.0, bridges[k][1])) for k in per_bridge}
         rest = max(self.min_rest, 1.0 - sum(p.values()))
-        weight = {k: p[k] * (d.confidence if d.answer else 0.0) for k, d in per_bridge.items()}
+        weight = {
+            k: p[k] * (d.confidence if k in answered else self.unexplored if d.answer else 0.0)
+            for k, d in per_bridge.items()
+        }
         total = sum(weight.values()) + rest * self.unexplored
         if total <= 0.0:
             return None
