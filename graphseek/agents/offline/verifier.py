@@ -11,6 +11,7 @@ enough confidence whose answer occurs in the evidence; otherwise reject, naming 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from graphseek.agents.offline.answer_types import expected_answer
@@ -98,7 +99,9 @@ def _inadequate(question: str, answer: str, names: Sequence[str], profile: Profi
         return None
     if any(normalize(n) == norm for n in names):
         return f"{answer!r} only repeats an entity of the question."
-    if qa.labels == ["DATE"] and parse_date(answer) is None:
+    strict = qa.labels == ["DATE"] and parse_date(answer) is None
+    if strict or (qa.labels[:1] == ["DATE"] and not re.search(r"\d", answer)):
+        # a date or time holds a number ("1824", "3 a.m."); a date relation wants a whole date
         return f"{answer!r} is not a date, and the question asks when."
     return None
 
