@@ -12,8 +12,11 @@ Only dev slices are read (the rule of this project):
 - MuSiQue train (`musique_train.json`): every hop of every question's decomposition, `#N`
   filled with the gold answer of hop N; its hits are the item's own paragraphs ranked by MiniLM
   similarity, top `--k`;
-- docqa dev (`docqa_dev.json`): the single-hop and unanswerable questions, with the hits of the
-  docqa index (hybrid retrieval, top `--k`).
+- docqa dev (`docqa_dev.json`): the single-hop and unanswerable questions, and both steps of each
+  two-hop question the general decomposer splits in two (step 2 with the gold bridge filled in),
+  with the hits of the docqa index (hybrid retrieval, top `--k`);
+- with `--hotpotqa`, HotpotQA train (`hotpotqa_train.json`): every question not answered yes/no,
+  whole, over its own paragraphs ranked by MiniLM similarity, top `--k`.
 
 It prints, by 5-fold cross-validation over questions, top-1 accuracy and the wrong-answer rate at
 the chosen abstention threshold for the hand-set weights and the fitted ones, then fits on all and
@@ -41,6 +44,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from graphseek.agents.offline.decomposer import decompose_question  # noqa: E402
 from graphseek.agents.reading.reader import (  # noqa: E402
     FEATURES,
     HAND_MODEL,
@@ -139,6 +143,30 @@ def musique_examples(reader: ExtractiveReader, k: int) -> list[Example]:
     return out
 
 
+def hotpotqa_examples(reader: ExtractiveReader, k: int) -> list[Example]:
+    """HotpotQA train: each question whole (yes/no answers left out), read over its own ten
+    paragraphs ranked by MiniLM similarity, top `k`."""
+    items = json.loads((DATA / "hotpotqa" / "hotpotqa_train.json").read_text())
+    out = []
+    for item in items:
+        if normalize(item["answer"]) in {"yes", "no"}:
+            continue
+        paras = [
+            Passage(id=f"{item['_id']}-{i}", title=title, text="".join(sents).strip())
+            for i, (title, sents) in enumerate(item["context"])
+        ]
+        vecs = reader.embedder.encode([f"{p.title}. {p.text}" for p in paras])
+        q = item["question"]
+        qv = reader.embedder.encode([q])[0]
+        order = np.argsort(-(vecs @ qv))[:k]
+        hits = [
+            Hit(passage=paras[j], score=float(vecs[j] @ qv), rank=r + 1)
+            for r, j in enumerate(order)
+        ]
+        out.append(example(reader, "hotpotqa-train", q, [item["answer"]], hits))
+    return out
+
+
 def docqa_examples(reader: ExtractiveReader, k: int, index_dir: Path | None) -> list[Example]:
     from graphseek.knowledge.index import Index
 
@@ -155,9 +183,17 @@ def docqa_examples(reader: ExtractiveReader, k: int, index_dir: Path | None) -> 
     index = Index.open(index_dir)
     out = []
     for item in items:
-        if item.get("type") == "two_hop":
-            continue  # no gold answers for its hops
         golds = [a for a in [item.get("answer", ""), *item.get("answer_aliases", [])] if a]
+        if item.get("type") == "two_hop":
+            # the general decomposer's two steps, read with the gold bridge filled in
+            bridge = item.get("bridge") or ""
+            plan = decompose_question(item["question"], "general")
+            if not bridge or len(plan) != 2 or plan[1].depends_on != [plan[0].id]:
+                continue
+            second = fill(plan[1].question, {str(plan[0].id): bridge})
+            for q, g in ((plan[0].question, [bridge]), (second, golds)):
+                out.append(example(reader, "docqa-dev", q, g, index.search(q, k=k)))
+            continue
         hits = index.search(item["question"], k=k)
         out.append(example(reader, "docqa-dev", item["question"], golds, hits))
     return out
@@ -251,6 +287,10 @@ def main() -> int:
         "--out", type=Path, default=REPO / "graphseek" / "agents" / "reading" / MODEL_FILE
     )
     ap.add_argument("--cache", default="", help="pickle the examples here and reuse them")
+    ap.add_argument(
+        "--hotpotqa", action="store_true", help="also fit on HotpotQA train (whole questions)"
+    )
+    ap.add_argument("--sources", default="", help="comma-separated sources to fit on (default all)")
     ap.add_argument("--dry-run", action="store_true", help="report only; write nothing")
     args = ap.parse_args()
 
@@ -262,8 +302,12 @@ def main() -> int:
     else:
         reader = ExtractiveReader(model=HAND_MODEL)
         data = musique_examples(reader, args.k) + docqa_examples(reader, args.k, args.index_dir)
+        if args.hotpotqa:
+            data += hotpotqa_examples(reader, args.k)
         if cache is not None:
             cache.write_bytes(pickle.dumps(data))
+    if args.sources:
+        data = [ex for ex in data if ex.source in set(args.sources.split(","))]
     print(f"{len(data)} questions: {dict(Counter(ex.source for ex in data))}")
     print(
         f"questions with a right candidate among the top {args.k} passages: "

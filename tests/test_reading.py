@@ -157,3 +157,46 @@ def test_no_answer_takes_probability_from_every_candidate(hits: list[Hit]) -> No
     ranked = sure.rank(question, hits)
     assert ranked and ranked[0].text == "LZQ5"
     assert 0.0 < doubtful.confidence(ranked) < sure.confidence(ranked) <= 1.0
+
+
+# -- documents: lists and paragraphs are blocks no sentence crosses ------------------------------
+
+
+def test_text_blocks_split_paragraphs_and_list_items() -> None:
+    from graphseek.agents.reading.reader import text_blocks
+
+    text = (
+        "Thanks to:\n\n- Ada Byron\n- Bo Lind for the\n  Windows port\n1. first\n\nEnd of\nnotes."
+    )
+    assert text_blocks(text) == [
+        "Thanks to:",
+        "Ada Byron",
+        "Bo Lind for the Windows port",
+        "first",
+        "End of notes.",
+    ]
+    assert text_blocks("  a  -  b ") == ["a - b"]
+
+
+@pytest.mark.slow
+def test_list_items_are_read_one_at_a_time() -> None:
+    text = "Contributors:\n\n- Ada Byron\n- Bo Lindqvist for the Windows port\n- Cy Marsh"
+    hits = [Hit(passage=Passage.from_title_text("quux: Credits", text), score=1.0, rank=1)]
+    draft = get_reader().read("Who did the Windows port of quux?", hits)
+    assert draft.answer == "Bo Lindqvist"
+    assert draft.evidence[0].sentence == "Bo Lindqvist for the Windows port"
+
+
+@pytest.mark.slow
+def test_alternatives_carry_their_own_confidences(hits: list[Hit]) -> None:
+    draft = get_reader().read("Who is credited as the original author of libfoo?", hits)
+    assert len(draft.candidate_confidences) == len(draft.candidates)
+    assert all(0.0 <= c <= draft.confidence for c in draft.candidate_confidences)
+
+
+def test_an_acronym_of_question_words_is_in_the_question() -> None:
+    spec = analyse_question("Which library is the structured concurrency of quux modelled on?")
+    assert in_question("SC", spec) == 1.0
+    assert in_question("SCQ", spec) < 1.0
+    # stop words spell nothing: "IT" is not "is there"
+    assert in_question("IT", analyse_question("Which team is there at the top?")) < 1.0

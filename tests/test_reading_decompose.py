@@ -28,6 +28,14 @@ from graphseek.agents.reading.decompose import plan_steps
             "What county borders the county in which Millbrook is located?",
             ["Which county Millbrook is located in?", "What county borders #1?"],
         ),
+        (  # the small tagger reads the lower-case name "zq" as the clause's verb
+            "Which library must be installed for regular-expression support in the JSON "
+            "processor that zq requires as a dependency?",
+            [
+                "Which JSON processor zq requires as a dependency?",
+                "Which library must be installed for regular-expression support in #1?",
+            ],
+        ),
         (
             "Zorblib needs a small hashing library to build. Who wrote that library?",
             ["Which small hashing library Zorblib needs to build?", "Who wrote #1?"],

@@ -47,6 +47,8 @@ from graphseek.agents.offline.sufficiency import OfflineSufficiencyChecker
 from graphseek.agents.offline.thinker import OfflineThinker
 from graphseek.agents.offline.verifier import OfflineEvidenceVerifier, OfflineTripleChecker
 from graphseek.agents.planner import LLMPlanner
+from graphseek.agents.profiles import get_profile
+from graphseek.agents.reading.chains import JointChooser
 from graphseek.agents.refiner import ContextRefiner, LLMContextRefiner
 from graphseek.agents.rewriter import LLMQueryRewriter, QueryRewriter
 from graphseek.agents.roles import (
@@ -164,8 +166,13 @@ def build_roles(context: Context) -> Roles:
     seeker_model = model_for_context(context, "seeker")
     if seeker_model is None:
         offline.add("seeker")
+        # the general reader reports per-candidate confidences: a two-hop chain follows up to
+        # three bridges and is decided by the joint support of both hops
+        joint = "librarian" in offline and not get_profile(profile).cues
         seeker: Seeker = BranchingSeeker(
-            OfflineSeeker(abstain_threshold=threshold, profile=profile)
+            OfflineSeeker(abstain_threshold=threshold, profile=profile),
+            branch_below=0.8 if joint else 0.5,
+            chooser=JointChooser() if joint else None,
         )
     else:
         seeker = LLMSeeker(seeker_model, max_retries=retries)

@@ -40,6 +40,11 @@ class Draft(BaseModel):
     candidates: list[str] = Field(
         default_factory=list, description="Other plausible answers, best first (multiple answers)."
     )
+    candidate_confidences: list[float] = Field(
+        default_factory=list,
+        description="The confidence of each of `candidates` on the same scale as `confidence` "
+        "(empty when the policy does not report them).",
+    )
     bridges: list[str] = Field(
         default_factory=list,
         description="Names in the evidence that may link the question to its answer, best first: "

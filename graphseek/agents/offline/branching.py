@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from graphseek.agents.reading.chains import ChainChooser
 from graphseek.agents.roles import Seeker, SeekerView, Step
 from graphseek.agents.text import fill_placeholders, normalize
 from graphseek.state.models import Draft, SeekerAction, SubQuestion
@@ -28,8 +29,10 @@ class BranchingSeeker:
         branch_below: float = 0.5,
         multi_above: float = 0.6,
         multi_margin: float = 0.1,
+        chooser: ChainChooser | None = None,
     ) -> None:
         self.inner = inner
+        self.chooser = chooser
         self.max_branches = max_branches
         self.branch_below = branch_below
         self.multi_above = multi_above
@@ -40,9 +43,62 @@ class BranchingSeeker:
         action = step.value
         if action.action == "ask_librarian":
             action = self._branch(view, action)
-        elif action.action == "answer":
-            action = self._multiple(view, action)
+        else:
+            joint = self._joint(view)
+            if joint is not None:
+                # branches through different bridges are alternatives, not a plural answer
+                action = joint
+            elif action.action == "answer":
+                action = self._multiple(view, action)
         return Step(action, step.usage)
+
+    def _joint(self, view: SeekerView) -> SeekerAction | None:
+        """Decide a branched last step by the joint support of bridge and answer
+        (`graphseek.agents.reading.chains`); the inner rule stands where the chooser cannot."""
+        if self.chooser is None or len(view.plan) < 2:
+            return None
+        last = view.plan[-1]
+        if len(last.depends_on) != 1:
+            return None
+        dep = last.depends_on[0]
+        upstream = [d for d in view.drafts if d.step_id == dep]
+        finals = [d for d in view.drafts if d.step_id == last.id]
+        choice = self.chooser.choose(last.question, str(dep), upstream, finals)
+        if choice is None:
+            return None
+        others = [
+            d.confidence
+            for s in view.plan[:-1]
+            if s.id != dep
+            for d in [_best([x for x in view.drafts if x.step_id == s.id])]
+            if d is not None
+        ]
+        confidence = min([choice.confidence, *others])
+        threshold = float(getattr(self.inner, "abstain_threshold", 0.5))
+        if confidence < threshold:
+            return SeekerAction(
+                reason=f"No chain is supported enough: the best, through {choice.bridge!r}, "
+                f"answers {choice.draft.answer!r} with confidence {confidence:.2f} < "
+                f"{threshold:.2f} ({choice.branches} bridges weighed).",
+                action="abstain",
+                answer="",
+                confidence=0.0,
+            )
+        bridge = normalize(choice.bridge)
+        source = next((d for d in upstream if normalize(d.answer) == bridge), _best(upstream))
+        ids: list[str] = []
+        for d in [source, choice.draft]:
+            for item in d.evidence[:1] if d is not None else []:
+                if item.passage_id not in ids:
+                    ids.append(item.passage_id)
+        return SeekerAction(
+            reason=f"Chose the chain through {choice.bridge!r} of {choice.branches} bridges by "
+            "the joint support of both hops.",
+            action="answer",
+            answer=choice.draft.answer,
+            evidence=ids,
+            confidence=round(confidence, 4),
+        )
 
     def _branch(self, view: SeekerView, action: SeekerAction) -> SeekerAction:
         plan = {s.id: s for s in view.plan}

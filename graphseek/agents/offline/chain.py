@@ -15,6 +15,7 @@ from typing import Any
 from graphseek.agents.offline.answer_types import expected_answer
 from graphseek.agents.offline.decomposer import decompose_question
 from graphseek.agents.profiles import Profile, get_profile
+from graphseek.agents.reading.chains import ChainChooser, JointChooser
 from graphseek.agents.roles import Librarian
 from graphseek.agents.text import fill_placeholders
 from graphseek.knowledge.passages import Hit
@@ -22,6 +23,7 @@ from graphseek.state.models import Draft, SubQuestion
 
 #: the offline Librarian's confidence from which a step counts as answered
 ANSWERED = 0.5
+_JOINT = JointChooser()
 
 
 @dataclass
@@ -71,21 +73,40 @@ def plan_for(question: str, profile: str | Profile | None = None) -> tuple[list[
     return plan, False
 
 
+#: below this step-1 confidence a two-step chain is followed through several bridges
+JOINT_BELOW = 0.8
+
+
 def resolve_chain(
-    librarian: Librarian, question: str, hits: Sequence[Hit], threshold: float = ANSWERED
+    librarian: Librarian,
+    question: str,
+    hits: Sequence[Hit],
+    threshold: float = ANSWERED,
+    chooser: ChainChooser | None = _JOINT,
 ) -> Chain:
-    """Answer the plan of `question` in order over `hits`, stopping at the first weak step."""
+    """Answer the plan of `question` in order over `hits`, stopping at the first weak step.
+    A two-step plan whose bridge is uncertain is read through its best bridges and decided by
+    `chooser` (`graphseek.agents.reading.chains`) where the Librarian reports per-candidate
+    confidences."""
     plan, whole = plan_for(question, profile_of(librarian))
     chain = Chain(plan=plan, whole=whole)
     if not hits:
         chain.missing.append(plan[0].question)
         return chain
+    first: Draft | None = None  # step 1's draft when the joint reading declined
+    if chooser is not None and not whole:
+        decided, first = _joint(librarian, chain, hits, threshold, chooser)
+        if decided:
+            return chain
     for step in plan:
         if not all(str(d) in chain.answers for d in step.depends_on):
             chain.missing.append(step.question)
             break
         text = fill_placeholders(step.question, chain.answers)
-        draft = librarian.draft(text, hits).value
+        if first is not None and step is plan[0]:
+            draft = first
+        else:
+            draft = librarian.draft(text, hits).value
         chain.filled[step.id] = text
         chain.drafts[step.id] = draft
         if draft.answer and draft.confidence >= threshold:
@@ -94,3 +115,41 @@ def resolve_chain(
             chain.missing.append(text)
             break
     return chain
+
+
+def _joint(
+    librarian: Librarian,
+    chain: Chain,
+    hits: Sequence[Hit],
+    threshold: float,
+    chooser: ChainChooser,
+    branches: int = 3,
+) -> tuple[bool, Draft | None]:
+    """Resolve a two-step chain through its `branches` best bridges: (decided, step 1's
+    draft, which the step-by-step reading reuses when the chain was not decided here)."""
+    plan = chain.plan
+    if len(plan) != 2 or plan[1].depends_on != [plan[0].id]:
+        return False, None
+    first, last = plan
+    upstream = librarian.draft(first.question, hits).value
+    if not upstream.answer or upstream.confidence >= JOINT_BELOW or not upstream.candidates:
+        return False, upstream
+    if len(upstream.candidate_confidences) != len(upstream.candidates):
+        return False, upstream
+    key = str(first.id)
+    finals = [
+        librarian.draft(fill_placeholders(last.question, {key: bridge}), hits).value
+        for bridge in [upstream.answer, *upstream.candidates][:branches]
+    ]
+    choice = chooser.choose(last.question, key, [upstream], finals)
+    if choice is None or choice.confidence < threshold:
+        return False, upstream  # no chain is supported enough: the step-by-step reading decides
+    chain.filled[first.id] = first.question
+    chain.drafts[first.id] = upstream.model_copy(
+        update={"answer": choice.bridge, "confidence": choice.confidence}
+    )
+    chain.filled[last.id] = fill_placeholders(last.question, {key: choice.bridge})
+    chain.drafts[last.id] = choice.draft.model_copy(update={"confidence": choice.confidence})
+    chain.answers[key] = choice.bridge
+    chain.answers[str(last.id)] = choice.draft.answer
+    return True, upstream

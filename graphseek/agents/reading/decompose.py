@@ -197,6 +197,8 @@ def _clause_end(doc: Any, rel: int, aux_before: bool) -> int:
         while i < len(doc) and not _stop(doc, i):
             i += 1
         return i
+    if verb == rel + 1 and verb + 1 < len(doc) and doc[verb + 1].tag_ in {"VBZ", "VBD"}:
+        verb += 1  # "that yq requires": the tagger read the clause's subject as its verb
     i = verb + 1
     while i < len(doc) and (
         doc[i].pos_ == "AUX"

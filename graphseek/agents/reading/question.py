@@ -253,6 +253,8 @@ def analyse_question(question: str) -> AnswerSpec:
 def in_question(candidate: str, spec: AnswerSpec) -> float:
     """Share of the candidate's content words that the question already holds, not counting the
     head noun ("Which DEC Private Mode ...?" may be answered "DEC Private Mode 2027")."""
+    if _acronym_of_question(candidate, spec.question):
+        return 1.0
     cw = content_words(split_identifier(candidate))
     if not cw:
         return 1.0 if normalize(candidate) in normalize(spec.question).split() else 0.0
@@ -261,3 +263,22 @@ def in_question(candidate: str, spec: AnswerSpec) -> float:
     if not extra:
         return 1.0
     return len(inside) / len(cw)
+
+
+def _acronym_of_question(candidate: str, question: str) -> bool:
+    """An all-capitals token of two to five letters spelt by the initials of consecutive words
+    (no stop word among them) of the question ("SC" for "... a structured concurrency ..."):
+    the question names it."""
+    text = candidate.strip()
+    if not (2 <= len(text) <= 5 and text.isalpha() and text.isupper()):
+        return False
+    words = re.findall(r"[A-Za-z][\w'-]*", question)
+    return any(
+        "".join(w[0] for w in window).upper() == text
+        and not any(w.lower() in STOPWORDS for w in window)
+        for window in _windows(words, len(text))
+    )
+
+
+def _windows(words: list[str], n: int) -> list[list[str]]:
+    return [words[i : i + n] for i in range(len(words) - n + 1)]

@@ -275,6 +275,30 @@ def _anchor(sent: _Sentence, span: Span, words: frozenset[str]) -> tuple[float, 
     return min(1.0, tree), chars
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,2}[.)])\s+")
+_BLANK_LINE = re.compile(r"\n\s*\n")
+
+
+def text_blocks(text: str) -> list[str]:
+    """A passage as the blocks no sentence crosses, whitespace collapsed: paragraphs (split at
+    blank lines) and list items (a line opening with "-", "*", "•" or "1."), the item marker
+    dropped. Documentation writes lists one item a line; read as one run of text, "- William
+    Brack\n- Igor Zlatkovic for the Windows port" would make one name of two."""
+    out: list[str] = []
+    for para in _BLANK_LINE.split(text):
+        current: list[str] = []
+        for line in para.split("\n"):
+            item = _LIST_ITEM.match(line)
+            if item and current:
+                out.append(" ".join(" ".join(current).split()))
+                current = []
+            current.append(line[item.end() :] if item else line)
+        block = " ".join(" ".join(current).split())
+        if block:
+            out.append(block)
+    return [b for b in out if b] or [" ".join(text.split())]
+
+
 def _document_name(title: str) -> str:
     return title.split(":", 1)[0].strip()
 
@@ -324,12 +348,16 @@ class ExtractiveReader:
                 from graphseek.knowledge.nlp import get_nlp
 
                 nlp = get_nlp()
-                texts = [" ".join(p.text.split()) for p in missing]
+                blocks = [text_blocks(p.text) for p in missing]
+                flat_blocks = [b for bs in blocks for b in bs]
+                docs = iter(nlp.pipe(flat_blocks, batch_size=32))
                 parsed: list[tuple[Passage, list[_Sentence]]] = []
-                for p, doc in zip(missing, nlp.pipe(texts, batch_size=32), strict=True):
-                    sents = [
-                        _parse_sentence(s, i) for i, s in enumerate(doc.sents) if s.text.strip()
-                    ]
+                for p, bs in zip(missing, blocks, strict=True):
+                    sents: list[_Sentence] = []
+                    for _ in bs:
+                        for s in next(docs).sents:
+                            if s.text.strip():
+                                sents.append(_parse_sentence(s, len(sents)))
                     parsed.append((p, sents))
                 flat = [s.text for _, sents in parsed for s in sents]
                 vectors = self.embedder.encode(flat) if flat else np.zeros((0, 384), np.float32)
@@ -459,28 +487,36 @@ class ExtractiveReader:
                 score=round(best.score, 4),
             )
         ]
-        alternatives = [
-            c.text
-            for c in ranked[1:]
-            if c.score >= best.score - 0.25 and not _same_answer(c.text, best.text)
-        ][: self.max_alternatives]
+        # within a factor e of the best in the fitted (log-linear) model; 0.25 by hand
+        margin = 1.0 if self.model.null is not None else 0.25
+        alternatives: list[Candidate] = []
+        for c in ranked[1:]:
+            if len(alternatives) >= self.max_alternatives or c.score < best.score - margin:
+                break
+            if not any(_same_answer(c.text, x.text) for x in [best, *alternatives]):
+                alternatives.append(c)
         return Draft(
             question=question,
             answer=best.text,
             evidence=evidence,
             confidence=self.confidence(ranked),
-            candidates=alternatives,
-            bridges=self.bridges(question, hits, exclude=[best.text, *alternatives]),
+            candidates=[c.text for c in alternatives],
+            candidate_confidences=[self.confidence(ranked, c) for c in alternatives],
+            bridges=self.bridges(
+                question, hits, exclude=[best.text, *(c.text for c in alternatives)]
+            ),
         )
 
-    def confidence(self, ranked: Sequence[Candidate]) -> float:
-        """How sure the reader is of `ranked[0]` (`ranked` best first, non-empty)."""
-        best = ranked[0]
+    def confidence(self, ranked: Sequence[Candidate], of: Candidate | None = None) -> float:
+        """How sure the reader is of `of` (default `ranked[0]`; `ranked` best first, non-empty)."""
+        best = ranked[0] if of is None else of
         null = self.model.null
         if null is None:
-            second = next((c.score for c in ranked[1:] if not _same_answer(c.text, best.text)), 0.0)
+            second = max(
+                (c.score for c in ranked if not _same_answer(c.text, best.text)), default=0.0
+            )
             return confidence(best.score, second, best.sentence_score)
-        top = max(best.score, null)
+        top = max(ranked[0].score, null)
         mass = [math.exp(c.score - top) for c in ranked]
         same = sum(m for c, m in zip(ranked, mass, strict=True) if _same_answer(c.text, best.text))
         return self.model.calibrated(same / (sum(mass) + math.exp(null - top)))
