@@ -256,7 +256,9 @@ def test_sigkill_mid_build_keeps_the_old_index_and_the_next_build_cleans_up(
 def test_ctrl_c_mid_build_is_one_line_exit_130_and_leaves_nothing(
     tmp_path: Path, index_copy: Path, tiny_passages: list[Passage]
 ) -> None:
-    corpus = tiny_corpus_file(tmp_path, tiny_passages, copies=3)
+    # enough passages that the build is still embedding when the signal lands, even when this
+    # process is scheduled late on a loaded machine (a 24-passage build could finish first)
+    corpus = tiny_corpus_file(tmp_path, tiny_passages, copies=60)
     before = digest(index_copy)
     proc = _start_build(corpus, index_copy)
     _wait_for_building_dir(proc, index_copy)
