@@ -168,7 +168,7 @@ def build_roles(context: Context) -> Roles:
         offline.add("seeker")
         # the general reader reports per-candidate confidences: a two-hop chain follows up to
         # three bridges and is decided by the joint support of both hops
-        joint = "librarian" in offline and not get_profile(profile).cues
+        joint = "librarian" in offline and not get_profile(profile).reads_by_cues
         seeker: Seeker = BranchingSeeker(
             OfflineSeeker(abstain_threshold=threshold, profile=profile),
             branch_below=0.8 if joint else 0.5,

@@ -195,13 +195,13 @@ class OfflineLibrarian:
 
     def rank_candidates(self, question: str, hits: Sequence[Hit]) -> list[Any]:
         """All candidate answers for a factoid question, best first (one per distinct answer)."""
-        if not self.profile.cues:
+        if not self.profile.reads_by_cues:
             return self.reader.rank(question, hits)
         qa = expected_answer(question, self.profile)
         return self._candidates(question, qa, hits)[0]
 
     def _draft_entity(self, question: str, qa: AnswerType, hits: Sequence[Hit]) -> Draft:
-        if not self.profile.cues:
+        if not self.profile.reads_by_cues:
             return self.reader.read(question, hits)
         return self._draft_entity_by_cues(question, qa, hits)
 

@@ -66,8 +66,12 @@ class Profile:
     name_titles: str = ""
     """Regex of the titles a person's full name may carry after a comma ("Carlos, Duke of
     Madrid"): a person span is extended over ", <title> of <Name>"."""
-    titled_passages: bool = False
-    """Passages are about their title (encyclopedias): the title may answer a question."""
+
+    @property
+    def reads_by_cues(self) -> bool:
+        """A profile with a cue table drafts factoid answers by its cues and title rules; one
+        without reads them with the general reader (`graphseek.agents.reading`)."""
+        return bool(self.cues)
 
     @cached_property
     def relation_nouns(self) -> dict[str, str]:

@@ -477,5 +477,4 @@ WIKIPEDIA = Profile(
     person_words=PERSON_WORDS,
     clean_text=clean_text,
     name_titles=NAME_TITLES,
-    titled_passages=True,
 )
