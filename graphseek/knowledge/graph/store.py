@@ -34,7 +34,7 @@ import os
 import sqlite3
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -82,6 +82,22 @@ __all__ = [
 
 
 # -- the protocol -------------------------------------------------------------------------------
+
+
+def aliases_and_types(
+    rows: Callable[[str], Iterable[Sequence[Any]]],
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Each entity's aliases and types, in their stored order, read through `rows(sql)`: the
+    SQLite store and the Postgres catalogue keep them in the same two tables."""
+    aliases: dict[str, list[str]] = defaultdict(list)
+    for eid, alias in rows(
+        "SELECT entity_id, alias FROM entity_aliases ORDER BY entity_id, position"
+    ):
+        aliases[eid].append(alias)
+    types: dict[str, list[str]] = defaultdict(list)
+    for eid, t in rows("SELECT entity_id, type FROM entity_types ORDER BY entity_id, position"):
+        types[eid].append(t)
+    return aliases, types
 
 
 @runtime_checkable
@@ -205,16 +221,7 @@ class SQLiteGraphStore:
 
     def _entity_map(self) -> dict[str, Entity]:
         def load() -> dict[str, Entity]:
-            aliases: dict[str, list[str]] = defaultdict(list)
-            for eid, alias in self._rows(
-                "SELECT entity_id, alias FROM entity_aliases ORDER BY entity_id, position"
-            ):
-                aliases[eid].append(alias)
-            types: dict[str, list[str]] = defaultdict(list)
-            for eid, t in self._rows(
-                "SELECT entity_id, type FROM entity_types ORDER BY entity_id, position"
-            ):
-                types[eid].append(t)
+            aliases, types = aliases_and_types(self._rows)
             mentions: dict[str, list[str]] = defaultdict(list)
             passages: dict[str, set[str]] = defaultdict(set)
             for eid, mid, pid in self._rows(

@@ -23,7 +23,6 @@ neighbourhood, not the graph.
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.errors import IndexBusyError
+from graphseek.knowledge.graph.store import aliases_and_types
 from graphseek.knowledge.postgres.graph import as_array
 
 
@@ -111,16 +111,7 @@ class PostgresNeighbourhood:
 
     def catalogue(self) -> Catalogue:
         entities = self._rows("SELECT id, name, description FROM entities ORDER BY ord")
-        aliases: dict[str, list[str]] = defaultdict(list)
-        for eid, alias in self._rows(
-            "SELECT entity_id, alias FROM entity_aliases ORDER BY entity_id, position"
-        ):
-            aliases[eid].append(alias)
-        types: dict[str, list[str]] = defaultdict(list)
-        for eid, t in self._rows(
-            "SELECT entity_id, type FROM entity_types ORDER BY entity_id, position"
-        ):
-            types[eid].append(t)
+        aliases, types = aliases_and_types(self._rows)
         degree = dict(
             self._rows("SELECT entity_id, count(*) FROM entity_passages GROUP BY entity_id")
         )
