@@ -133,14 +133,20 @@ def musique_examples(reader: ExtractiveReader, k: int) -> list[Example]:
             q = fill(step["question"], answers)
             q = natural(" ".join(q.replace(" ?", "?").split()))
             answers[str(n)] = step["answer"]
-            qv = reader.embedder.encode([q])[0]
-            order = np.argsort(-(vecs @ qv))[:k]
-            hits = [
-                Hit(passage=paras[j], score=float(vecs[j] @ qv), rank=r + 1)
-                for r, j in enumerate(order)
-            ]
+            hits = ranked_hits(reader, q, paras, vecs, k)
             out.append(example(reader, "musique-train", q, [step["answer"]], hits))
     return out
+
+
+def ranked_hits(
+    reader: ExtractiveReader, question: str, paras: list[Passage], vecs: np.ndarray, k: int
+) -> list[Hit]:
+    """The `k` paragraphs most similar to `question` (MiniLM cosine), as ranked hits."""
+    qv = reader.embedder.encode([question])[0]
+    order = np.argsort(-(vecs @ qv))[:k]
+    return [
+        Hit(passage=paras[j], score=float(vecs[j] @ qv), rank=r + 1) for r, j in enumerate(order)
+    ]
 
 
 def hotpotqa_examples(reader: ExtractiveReader, k: int) -> list[Example]:
@@ -157,12 +163,7 @@ def hotpotqa_examples(reader: ExtractiveReader, k: int) -> list[Example]:
         ]
         vecs = reader.embedder.encode([f"{p.title}. {p.text}" for p in paras])
         q = item["question"]
-        qv = reader.embedder.encode([q])[0]
-        order = np.argsort(-(vecs @ qv))[:k]
-        hits = [
-            Hit(passage=paras[j], score=float(vecs[j] @ qv), rank=r + 1)
-            for r, j in enumerate(order)
-        ]
+        hits = ranked_hits(reader, q, paras, vecs, k)
         out.append(example(reader, "hotpotqa-train", q, [item["answer"]], hits))
     return out
 
