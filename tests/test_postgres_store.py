@@ -189,24 +189,35 @@ def test_every_retriever_same_top_k(pg_index: Any, dir_graph_index: Any, name: s
         assert [h.score for h in got] == pytest.approx([h.score for h in expected], abs=1e-5)
 
 
+@pytest.fixture(scope="session")
+def pg_big(pg_server: Any, big_dir_index: Any) -> Any:
+    """`big_dir_index` copied into Postgres."""
+    from graphseek.knowledge.postgres import PostgresIndex
+
+    return PostgresIndex.from_directory(big_dir_index.path, uri_for(pg_server, "big"))
+
+
+def _graph_rows(index: Any) -> int:
+    import psycopg
+
+    with psycopg.connect(index.location.conninfo) as conn:
+        return sum(
+            conn.execute(f"SELECT count(*) FROM {index.location.schema}.{table}").fetchone()[0]
+            for table in ("relations", "relation_passages", "entity_passages")
+        )
+
+
 def test_a_query_reads_its_neighbourhood_not_the_graph(
-    pg_server: Any, pg_index: Any, big_dir_index: Any
+    pg_index: Any, pg_big: Any, big_dir_index: Any
 ) -> None:
     """Graph retrievers over Postgres read the catalogue once, then per query only the rows
     around the seeds, in a few batched queries: the same rows whether or not the graph also
     holds 40 unrelated passages, and the same top-k as the directory backend."""
-    import psycopg
-
-    from graphseek.knowledge.postgres import PostgresIndex
     from graphseek.tools.graph_retrievers import higra_retriever, progressive_retriever
     from graphseek.tools.retrievers import retrieve
 
-    big = PostgresIndex.from_directory(big_dir_index.path, uri_for(pg_server, "big"))
-    with psycopg.connect(big.location.conninfo) as conn:
-        graph_rows = sum(
-            conn.execute(f"SELECT count(*) FROM big.{table}").fetchone()[0]
-            for table in ("relations", "relation_passages", "entity_passages")
-        )
+    big = pg_big
+    graph_rows = _graph_rows(big)
     stages = []
     for name, make in (("higra", higra_retriever), ("progressive", progressive_retriever)):
         small_reads, big_reads = make(pg_index).remote.reads, make(big).remote.reads
@@ -222,6 +233,72 @@ def test_a_query_reads_its_neighbourhood_not_the_graph(
         if name == "progressive":
             stages = [make(big).retrieve(q, 5).ended_at for q in QUERIES]
     assert "ppr" in stages and "local" in stages  # push PPR and the one-hop stage both ran
+
+
+def _untimed(state: Any) -> dict[str, Any]:
+    out: dict[str, Any] = state.model_dump()
+    for record in out["records"]:
+        record.pop("ms")
+    return out
+
+
+def test_graph_tools_and_adaptive_stages_read_neighbourhoods(
+    pg_index: Any, pg_big: Any, big_dir_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph tools (entities, neighbours, bridges, PPR) and the adaptive workflow's
+    progressive stages give over Postgres what they give over the directory, without loading
+    the graph: the same rows read whether or not the graph holds 40 unrelated passages."""
+    from test_lc_tools import _call
+
+    from graphseek.graphs.graph_context import progressive_stage
+    from graphseek.state.context import Context
+    from graphseek.tools import graph_access
+    from graphseek.tools.graph_retrievers import progressive_retriever
+
+    load = graph_access.load_graph_view
+
+    def directory_only(index: Any) -> Any:
+        assert not hasattr(index, "graph_neighbourhood"), "a Postgres graph was loaded whole"
+        return load(index)
+
+    monkeypatch.setattr(graph_access, "load_graph_view", directory_only)
+    graph_rows = _graph_rows(pg_big)
+    calls = [
+        ("search_entities", {"query": "Ada Lovelace"}),
+        ("neighbors", {"entity": "Lord Byron"}),
+        ("neighbors", {"entity": "Marie Curie", "relation": "born in"}),
+        ("bridge_discovery", {"entities": ["Ada Lovelace", "Missolonghi"]}),
+        ("ppr_search", {"entities": ["Ada Lovelace", "Lord Byron"], "k": 4}),
+    ]
+    reads = [progressive_retriever(ix).remote.reads for ix in (pg_index, pg_big)]
+    for name, args in calls:
+        expected = _call(name, args, big_dir_index)
+        for r in reads:
+            r.reset()
+        got = _call(name, args, pg_big)
+        assert (got.content, got.artifact) == (expected.content, expected.artifact), name
+        queries, rows = reads[1].reset()
+        assert rows < graph_rows / 3, (name, rows)
+        if name != "search_entities":  # (its top 8 differ: the big graph has more entities)
+            small = _call(name, args, pg_index)
+            assert small.artifact == got.artifact, name
+            assert reads[0].reset() == (queries, rows), name
+    stages_seen: set[str] = set()
+    for query in QUERIES[:3]:
+        previous: dict[str, Any] = {}
+        for stage in ("local", "bridge", "ppr"):
+            results = [
+                progressive_stage(Context(index=ix), stage, query, previous.get(str(ix)))
+                for ix in (big_dir_index, pg_big)
+            ]
+            expected, got = results
+            ids = [h.passage.id for h in got.hits]
+            assert ids == [h.passage.id for h in expected.hits], (query, stage, got.state)
+            assert got.lines == expected.lines, (query, stage)
+            assert _untimed(got.state) == _untimed(expected.state), (query, stage)
+            stages_seen.add(stage if got.state.relations or got.state.passages else "")
+            previous = {str(big_dir_index): expected.state, str(pg_big): got.state}
+    assert {"local", "bridge", "ppr"} <= stages_seen  # every stage found evidence somewhere
 
 
 def test_eval_against_either_backend_gives_the_same_recall(

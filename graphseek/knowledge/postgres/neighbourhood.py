@@ -65,6 +65,7 @@ class Catalogue:
     types: list[list[str]]
     descriptions: list[str]
     passage_degree: np.ndarray  # int64, passages linked to each entity
+    degree: np.ndarray  # int64, neighbours of each entity on the undirected entity graph
     entity_vectors: np.ndarray | None
     relation_labels: list[str]  # distinct, sorted
 
@@ -125,6 +126,15 @@ class PostgresNeighbourhood:
             entity_vectors = np.ascontiguousarray(
                 np.vstack([as_array(r[1]) for r in vectors]), dtype=np.float32
             )
+        # the undirected entity graph's neighbour counts, as the directory store's adjacency
+        # has them: no loops, an entity pair joined by relations of positive weight counted once
+        neighbours = dict(
+            self._rows(
+                "SELECT e, count(*) FROM (SELECT source AS e, target AS o FROM relations "
+                "WHERE source <> target AND weight > 0 UNION SELECT target, source FROM "
+                "relations WHERE source <> target AND weight > 0) pairs GROUP BY e"
+            )
+        )
         labels = [r[0] for r in self._rows("SELECT DISTINCT label FROM relations ORDER BY 1")]
         return Catalogue(
             entity_ids=ids,
@@ -133,28 +143,39 @@ class PostgresNeighbourhood:
             types=[types.get(e, []) for e in ids],
             descriptions=[r[2] for r in entities],
             passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
+            degree=np.array([int(neighbours.get(e, 0)) for e in ids], dtype=np.int64),
             entity_vectors=entity_vectors,
             relation_labels=sorted(set(labels)),
         )
 
     # -- neighbourhood reads (per query, one query per frontier) -----------------------------
 
-    def incident_relations(self, entity_ids: Iterable[str]) -> list[RelationRow]:
-        """Relations with a source or target among `entity_ids`, in global order."""
-        ids = sorted(set(entity_ids))
-        if not ids:
-            return []
+    def _relation_rows(self, where: str, params: Sequence[Any]) -> list[RelationRow]:
         rows = self._rows(
             "SELECT r.ord, r.id, r.source, r.label, r.target, r.weight, r.kind, "
             "coalesce((SELECT array_agg(rp.passage_id ORDER BY rp.rowid) FROM relation_passages "
-            "rp WHERE rp.relation_id = r.id), '{}') FROM relations r "
-            "WHERE r.source = ANY(%s) OR r.target = ANY(%s) ORDER BY r.ord",
-            (ids, ids),
+            f"rp WHERE rp.relation_id = r.id), '{{}}') FROM relations r WHERE {where} "
+            "ORDER BY r.ord",
+            params,
         )
         return [
             RelationRow(int(o), rid, s, label, t, float(w), k, tuple(pids))
             for o, rid, s, label, t, w, k, pids in rows
         ]
+
+    def incident_relations(self, entity_ids: Iterable[str]) -> list[RelationRow]:
+        """Relations with a source or target among `entity_ids`, in global order."""
+        ids = sorted(set(entity_ids))
+        if not ids:
+            return []
+        return self._relation_rows("r.source = ANY(%s) OR r.target = ANY(%s)", (ids, ids))
+
+    def relations(self, relation_ids: Iterable[str]) -> list[RelationRow]:
+        """These relations (by id), in global order."""
+        ids = sorted(set(relation_ids))
+        if not ids:
+            return []
+        return self._relation_rows("r.id = ANY(%s)", (ids,))
 
     def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
         """(entity id, passage id) links of these entities."""
