@@ -229,7 +229,9 @@ def test_a_query_reads_its_neighbourhood_not_the_graph(
             retrieve(pg_index, query, 5, name)
             queries, rows = big_reads.reset()
             assert (queries, rows) == small_reads.reset(), (name, query)
-            assert 0 < queries <= 7 and rows < graph_rows / 3, (name, query, queries, rows)
+            # a few batched reads per stage; push PPR one per round that reaches new nodes
+            limit = 7 if name == "higra" else 40
+            assert 0 < queries <= limit and rows < graph_rows / 3, (name, query, queries, rows)
         if name == "progressive":
             stages = [make(big).retrieve(q, 5).ended_at for q in QUERIES]
     assert "ppr" in stages and "local" in stages  # push PPR and the one-hop stage both ran
@@ -369,7 +371,7 @@ def test_hnsw_index_exists_and_schema_is_versioned(pg_index: Any) -> None:
         ).fetchone()
         versions = conn.execute(f"SELECT version FROM {loc.schema}.schema_version").fetchall()
     assert "hnsw" in indexdef and "vector_cosine_ops" in indexdef
-    assert versions == [(1,), (2,), (3,)]
+    assert versions == [(1,), (2,), (3,), (4,)]
 
 
 def test_newer_schema_version_and_foreign_schema_are_refused(
@@ -423,6 +425,7 @@ def test_a_version_1_index_is_migrated_when_opened(
         for name in v2_indexes:
             conn.execute(f"DROP INDEX old.{name}")
         conn.execute("DROP TABLE old.bm25_files")
+        conn.execute("DROP TABLE old.entity_rows")
         conn.execute("DELETE FROM old.schema_version WHERE version > 1")
     assert state() == ([1], set())
     opened: list[Any] = []
@@ -434,10 +437,13 @@ def test_a_version_1_index_is_migrated_when_opened(
     assert len(opened) == 2 and state() == (latest, set(v2_indexes))
     reopened = opened[0]
     assert reopened.manifest["schema_version"] == SCHEMA_VERSION
-    for name in ("bm25", "progressive"):  # bm25s built in process: no postings stored before v3
-        assert [h.passage.id for h in retrieve(reopened, QUESTION, 5, name)] == [
-            h.passage.id for h in retrieve(dir_graph_index, QUESTION, 5, name)
-        ]
+    # bm25s built in process (no postings stored before v3); push PPR reads the relations (no
+    # entity rows before v4): the same top-k
+    for name in ("bm25", "progressive"):
+        for query in QUERIES:
+            assert [h.passage.id for h in retrieve(reopened, query, 5, name)] == [
+                h.passage.id for h in retrieve(dir_graph_index, query, 5, name)
+            ]
     # a store newer than this code: one line from the CLI, no traceback
     with psycopg.connect(index.location.conninfo, autocommit=True) as conn:
         conn.execute("INSERT INTO old.schema_version (version, description) VALUES (7, 'x')")

@@ -99,8 +99,10 @@ class RemoteGraph:
         )
         # what the whole graph would give: passage counts, and the labels of every relation
         base.__dict__["passage_degree"] = cat.passage_degree
-        #: neighbours of every entity on the undirected graph (push PPR's thresholds)
+        #: neighbours of every entity on the undirected graph (push PPR's thresholds), and
+        #: whether the store serves that graph's rows (else they come from the relations)
         self.degree = cat.degree
+        self.has_rows = cat.has_rows
         labels = list(cat.relation_labels)
         base.__dict__["_label_token_index"] = (labels, _TokenIndex(labels))
         for key in _SHARED:  # compute once (name index, entity BM25, ...)
@@ -129,6 +131,7 @@ class LocalGraph:
         self._links: set[tuple[int, int]] = set()
         self._adjacency: dict[int, dict[int, float]] = {}
         self._relation_vectors: dict[str, np.ndarray] = {}
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._view: GraphView | None = None
 
     # -- reads ------------------------------------------------------------------------------
@@ -197,25 +200,29 @@ class LocalGraph:
 
     def rows(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Neighbours and transition probabilities of `nodes` (ascending) on the undirected
-        entity graph, expanding those not read yet in one query: `push_pagerank`'s reader, the
-        same rows, in the same order and with the same values, as `csr_rows` over the whole
-        graph's matrix."""
-        self.expand(nodes)
-        counts: list[int] = []
-        nbrs: list[int] = []
-        weights: list[float] = []
-        for u in nodes.tolist():
-            row = self._adjacency.get(u, {})
-            keys = sorted(k for k, w in row.items() if w > 0)
-            counts.append(len(keys))
-            nbrs.extend(keys)
-            weights.extend(row[k] for k in keys)
-        row_counts = np.asarray(counts, dtype=np.int64)
-        return (
-            row_counts,
-            np.asarray(nbrs, dtype=np.int64),
-            transition_rows(row_counts, np.asarray(weights, dtype=np.float64)),
-        )
+        entity graph, those not read yet in one query: `push_pagerank`'s reader, the same rows,
+        in the same order and with the same values, as `csr_rows` over the whole graph's
+        matrix. The rows come from the store's ``entity_rows`` (one per node), or for an index
+        without them from the nodes' relations (`expand`)."""
+        todo = [u for u in nodes.tolist() if u not in self._rows]
+        if todo and self.remote.has_rows:
+            self._rows.update(self.remote.source.entity_rows(todo))
+        elif todo:
+            self.expand(todo)
+            for u in todo:
+                row = self._adjacency.get(u, {})
+                keys = sorted(k for k, w in row.items() if w > 0)
+                self._rows[u] = (
+                    np.asarray(keys, dtype=np.int64),
+                    np.asarray([row[k] for k in keys], dtype=np.float64),
+                )
+        empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
+        got = [self._rows.get(u, empty) for u in nodes.tolist()]
+        counts = np.array([len(n) for n, _ in got], dtype=np.int64)
+        if not counts.sum():
+            return counts, empty[0], empty[1]
+        weights = np.concatenate([w for _, w in got])
+        return counts, np.concatenate([n for n, _ in got]), transition_rows(counts, weights)
 
     # -- views ------------------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ class Catalogue:
     descriptions: list[str]
     passage_degree: np.ndarray  # int64, passages linked to each entity
     degree: np.ndarray  # int64, neighbours of each entity on the undirected entity graph
+    has_rows: bool  # the index stores the undirected graph's rows (`entity_rows`, schema v4)
     entity_vectors: np.ndarray | None
     relation_labels: list[str]  # distinct, sorted
 
@@ -126,15 +127,21 @@ class PostgresNeighbourhood:
             entity_vectors = np.ascontiguousarray(
                 np.vstack([as_array(r[1]) for r in vectors]), dtype=np.float32
             )
-        # the undirected entity graph's neighbour counts, as the directory store's adjacency
-        # has them: no loops, an entity pair joined by relations of positive weight counted once
-        neighbours = dict(
-            self._rows(
-                "SELECT e, count(*) FROM (SELECT source AS e, target AS o FROM relations "
-                "WHERE source <> target AND weight > 0 UNION SELECT target, source FROM "
-                "relations WHERE source <> target AND weight > 0) pairs GROUP BY e"
+        # the undirected entity graph's neighbour counts: stored with its rows (v4), or
+        # counted from the relations as the directory store's adjacency has them (no loops, an
+        # entity pair joined by relations of positive weight counted once)
+        stored = self._rows("SELECT ord, degree FROM entity_rows ORDER BY ord")
+        has_rows = [r[0] for r in stored] == list(range(len(entities)))
+        if has_rows:
+            neighbours = {e: d for e, (_, d) in zip([r[0] for r in entities], stored, strict=True)}
+        else:
+            neighbours = dict(
+                self._rows(
+                    "SELECT e, count(*) FROM (SELECT source AS e, target AS o FROM relations "
+                    "WHERE source <> target AND weight > 0 UNION SELECT target, source FROM "
+                    "relations WHERE source <> target AND weight > 0) pairs GROUP BY e"
+                )
             )
-        )
         labels = [r[0] for r in self._rows("SELECT DISTINCT label FROM relations ORDER BY 1")]
         return Catalogue(
             entity_ids=ids,
@@ -144,6 +151,7 @@ class PostgresNeighbourhood:
             descriptions=[r[2] for r in entities],
             passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
             degree=np.array([int(neighbours.get(e, 0)) for e in ids], dtype=np.int64),
+            has_rows=has_rows,
             entity_vectors=entity_vectors,
             relation_labels=sorted(set(labels)),
         )
@@ -202,6 +210,20 @@ class PostgresNeighbourhood:
                 (ids,),
             )
         ]
+
+    def entity_rows(self, positions: Iterable[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Neighbour positions and edge weights of these entity positions on the undirected
+        entity graph (``entity_rows``; an index written before schema v4 has none)."""
+        ords = sorted({int(p) for p in positions})
+        if not ords:
+            return {}
+        rows = self._rows(
+            "SELECT ord, neighbours, weights FROM entity_rows WHERE ord = ANY(%s)", (ords,)
+        )
+        return {
+            int(o): (np.frombuffer(n, dtype="<i8").astype(np.int64), np.frombuffer(w, dtype="<f8"))
+            for o, n, w in rows
+        }
 
     def relation_vectors(self, relation_ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these relations (relations without one are absent)."""
