@@ -275,9 +275,10 @@ def push_pagerank(
     The graph is undirected and read lazily: `rows(nodes)` returns, for an ascending array of
     node positions, ``(counts, neighbours, probabilities)``: the number of neighbours of each
     node and all their neighbours, node after node, with each edge's weight divided by its
-    node's total (`transition_rows`); `csr_rows` reads a CSR matrix, a store reads a batch. `degree[u]` is u's number of neighbours, known for every node before
-    its row is read. `seeds` is the personalisation (node -> weight), divided by each seed's
-    degree when `degree_normalize` (A2RAG eq. 10, as `PageRank.run`).
+    node's total (`transition_rows`); `csr_rows` reads a CSR matrix, a store reads a batch.
+    `degree[u]` is u's number of neighbours, known for every node before its row is read.
+    `seeds` is the personalisation (node -> weight), divided by each seed's degree when
+    `degree_normalize` (A2RAG eq. 10, as `PageRank.run`).
 
     Round after round, every node whose residual reaches ``eps * degree`` (ACL's degree-scaled
     rule, 1 for a node without neighbours) is pushed: it keeps ``1 - alpha`` of its residual as

@@ -89,9 +89,9 @@ class ProgressiveConfig:
     #: residual threshold of the push PPR (`graphseek.tools.ppr.push_pagerank`: a node is
     #: pushed once its residual reaches push_eps * its number of neighbours). On the 2Wiki
     #: graph (56K entities) 1e-6 keeps the Recall@2/5/10 of exact PPR (power iteration, tol
-    #: 1e-7) on dev questions 0-199 within 0.3 point and costs ~7 ms; 1e-5 costs ~2 ms and
-    #: reads 13x fewer rows, but moves R@5 by -1.5 / +0.8 point on questions 0-99 / 100-199
-    #: (benchmarks/retrieval.py --ppr-eps compares them)
+    #: 1e-7) on dev questions 0-199 within 0.3 point at ~7 ms; 1e-5 costs ~2 ms and reads 7x
+    #: fewer rows but moves R@5 by -1.5 / +0.8 point on questions 0-99 / 100-199
+    #: (`benchmarks/retrieval.py --exact-ppr` prints progressive beside the exact-PPR baseline)
     push_eps: float = 1e-6
 
 

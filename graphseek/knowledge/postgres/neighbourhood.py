@@ -6,11 +6,13 @@ of reads:
 
 - the **catalogue** (`catalogue()`), read once per index revision: entity ids, names, aliases,
   types and descriptions, the number of passages each entity is linked to, the entity vectors,
-  the distinct relation labels. This is what seed finding needs (names in the query, entity
-  similarity), the graph's counterpart of the passage list and the bm25s index a worker holds.
+  the distinct relation labels, each entity's number of neighbours. This is what seed finding
+  (names in the query, entity similarity) and push PPR's thresholds need, the graph's
+  counterpart of the passage list and the bm25s index a worker holds.
 - **neighbourhood reads**, per query, each one indexed query for a whole frontier: the relations
   incident to a set of entities (with their provenance passages), the passages linked to a set
-  of entities, the entities linked to a set of passages, the vectors of a set of relations.
+  of entities, the entities linked to a set of passages, the vectors of a set of relations, the
+  rows of a set of entities in the undirected entity graph (``entity_rows``, push PPR's reads).
   Relations, links, mentions, hyperedges and the relation vectors (the bulk of a graph) are
   never loaded whole.
 
