@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graphseek.errors import IndexFormatError, IndexNotFoundError
+from graphseek.errors import IndexBusyError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.postgres.uri import parse_postgres_uri
 
@@ -466,7 +466,10 @@ def test_add_then_delete_updates_passages_vectors_and_graph(
     reader = Index.open(index.uri)
     before = reader.revision
     retrieve(reader, QUESTION, 5, "higra")  # the reader's graph retriever, of this revision
+    old_rows = reader.graph_neighbourhood()
     index.add_documents([NEW])
+    with pytest.raises(IndexBusyError):  # push PPR's reads refuse a revision they did not start on
+        old_rows.entity_rows([0])
     # a graph retriever of the old revision is replaced on the reader's next query
     hits = retrieve(reader, "Xavier Quill, the Portuguese cartographer", 5, "higra")
     assert NEW.id in [h.passage.id for h in hits] and reader.revision != before
@@ -478,6 +481,13 @@ def test_add_then_delete_updates_passages_vectors_and_graph(
     assert reader.search("Portuguese cartographer", k=1, method="dense")[0].passage.id == NEW.id
     assert reader.revision != before and len(reader) == 9
     assert any(NEW.id in e.passage_ids for e in Index.open(index.uri).graph.entities())
+
+    # the entity rows (push PPR's reads) were rewritten with the graph
+    from graphseek.tools.graph_access import graph_view
+
+    new_rows = Index.open(index.uri).graph_neighbourhood()
+    undirected = graph_view(dir_graph_index).undirected
+    assert new_rows.catalogue().has_rows and len(new_rows.catalogue().degree) > undirected.shape[0]
 
     index.delete_documents([NEW.id, "warsaw"])
     fresh = Index.open(index.uri)

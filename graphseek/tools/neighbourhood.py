@@ -133,7 +133,11 @@ class LocalGraph:
         self._links: set[tuple[int, int]] = set()
         self._adjacency: dict[int, dict[int, float]] = {}
         self._relation_vectors: dict[str, np.ndarray] = {}
-        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # rows read for push PPR: node -> (start, count) in the buffers
+        self._row_start = np.full(self.base.n_entities, -1, dtype=np.int64)
+        self._row_count = np.zeros(self.base.n_entities, dtype=np.int64)
+        self._row_nbrs = np.zeros(0, dtype=np.int64)
+        self._row_weights = np.zeros(0, dtype=np.float64)
         self._view: GraphView | None = None
 
     # -- reads ------------------------------------------------------------------------------
@@ -206,25 +210,43 @@ class LocalGraph:
         in the same order and with the same values, as `csr_rows` over the whole graph's
         matrix. The rows come from the store's ``entity_rows`` (one per node), or for an index
         without them from the nodes' relations (`expand`)."""
-        todo = [u for u in nodes.tolist() if u not in self._rows]
-        if todo and self.remote.has_rows:
-            self._rows.update(self.remote.source.entity_rows(todo))
-        elif todo:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        todo = nodes[self._row_start[nodes] < 0]
+        if len(todo) and self.remote.has_rows:
+            self._add_rows(todo, *self.remote.source.entity_rows(todo))
+        elif len(todo):
             self.expand(todo)
-            for u in todo:
-                row = self._adjacency.get(u, {})
-                keys = sorted(k for k, w in row.items() if w > 0)
-                self._rows[u] = (
-                    np.asarray(keys, dtype=np.int64),
-                    np.asarray([row[k] for k in keys], dtype=np.float64),
-                )
-        empty = (np.zeros(0, dtype=np.int64), np.zeros(0))
-        got = [self._rows.get(u, empty) for u in nodes.tolist()]
-        counts = np.array([len(n) for n, _ in got], dtype=np.int64)
-        if not counts.sum():
-            return counts, empty[0], empty[1]
-        weights = np.concatenate([w for _, w in got])
-        return counts, np.concatenate([n for n, _ in got]), transition_rows(counts, weights)
+            rows = [self._adjacency.get(u, {}) for u in todo.tolist()]
+            keys = [sorted(k for k, w in row.items() if w > 0) for row in rows]
+            self._add_rows(
+                todo,
+                todo,
+                np.array([len(k) for k in keys], dtype=np.int64),
+                np.array([k for ks in keys for k in ks], dtype=np.int64),
+                np.array([row[k] for row, ks in zip(rows, keys, strict=True) for k in ks]),
+            )
+        starts, counts = self._row_start[nodes], self._row_count[nodes]
+        total = int(counts.sum())
+        # positions of every neighbour of the batch in the buffers, row after row
+        at = np.arange(total) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        weights = self._row_weights[at]
+        return counts, self._row_nbrs[at], transition_rows(counts, weights)
+
+    def _add_rows(
+        self,
+        asked: np.ndarray,
+        found: np.ndarray,
+        counts: np.ndarray,
+        nbrs: np.ndarray,
+        weights: np.ndarray,
+    ) -> None:
+        """Keep rows read for `asked` (`found` and their rows; the others have none)."""
+        self._row_start[asked] = len(self._row_nbrs)
+        self._row_count[asked] = 0
+        self._row_start[found] = len(self._row_nbrs) + np.cumsum(counts) - counts
+        self._row_count[found] = counts
+        self._row_nbrs = np.concatenate([self._row_nbrs, nbrs])
+        self._row_weights = np.concatenate([self._row_weights, np.asarray(weights, np.float64)])
 
     # -- views ------------------------------------------------------------------------------
 

@@ -102,14 +102,16 @@ class PostgresNeighbourhood:
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
-            if stored is None or stored[0] != self.revision:
-                raise IndexBusyError(
-                    f"The index at {self.source} was rewritten while its graph was being read; "
-                    "retry."
-                )
+            self._check_revision(stored[0] if stored else None)
             rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params)).fetchall()
         self.reads.add(len(rows))
         return rows
+
+    def _check_revision(self, stored: Any) -> None:
+        if stored != self.revision:
+            raise IndexBusyError(
+                f"The index at {self.source} was rewritten while its graph was being read; retry."
+            )
 
     # -- catalogue (once per revision) ------------------------------------------------------
 
@@ -213,19 +215,34 @@ class PostgresNeighbourhood:
             )
         ]
 
-    def entity_rows(self, positions: Iterable[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """Neighbour positions and edge weights of these entity positions on the undirected
-        entity graph (``entity_rows``; an index written before schema v4 has none)."""
+    def entity_rows(
+        self, positions: Iterable[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows of these entity positions in the undirected entity graph (``entity_rows``;
+        an index written before schema v4 has none): ``(positions, counts, neighbours,
+        weights)``, the positions found (ascending) with their numbers of neighbours, then all
+        their neighbours' positions and edge weights, row after row."""
         ords = sorted({int(p) for p in positions})
-        if not ords:
-            return {}
-        rows = self._rows(
-            "SELECT ord, neighbours, weights FROM entity_rows WHERE ord = ANY(%s)", (ords,)
+        rows: list[tuple[Any, ...]] = []
+        if ords:
+            # one statement, so one round trip and one snapshot for the revision and the rows
+            # (push PPR reads once per round)
+            with self._pool.connection() as conn:
+                got = conn.execute(
+                    "SELECT value #>> '{}', NULL, NULL, NULL, NULL FROM meta "
+                    "WHERE key = 'revision' UNION ALL SELECT NULL, ord, degree, neighbours, "
+                    "weights FROM entity_rows WHERE ord = ANY(%s) ORDER BY 2 NULLS FIRST",
+                    (ords,),
+                ).fetchall()
+            self._check_revision(got[0][0] if got and got[0][1] is None else None)
+            rows = [r[1:] for r in got[1:]]
+            self.reads.add(len(rows))
+        return (
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[1] for r in rows], dtype=np.int64),
+            np.frombuffer(b"".join(r[2] for r in rows), dtype="<i8").astype(np.int64),
+            np.frombuffer(b"".join(r[3] for r in rows), dtype="<f8").astype(np.float64),
         )
-        return {
-            int(o): (np.frombuffer(n, dtype="<i8").astype(np.int64), np.frombuffer(w, dtype="<f8"))
-            for o, n, w in rows
-        }
 
     def relation_vectors(self, relation_ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these relations (relations without one are absent)."""
