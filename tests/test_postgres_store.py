@@ -237,6 +237,9 @@ def test_a_query_reads_its_neighbourhood_not_the_graph(
     assert "ppr" in stages and "local" in stages  # push PPR and the one-hop stage both ran
 
 
+TRIPLE = {"subject": "Ada Lovelace", "relation": "father", "object": "?p"}
+
+
 def _untimed(state: Any) -> dict[str, Any]:
     out: dict[str, Any] = state.model_dump()
     for record in out["records"]:
@@ -252,7 +255,7 @@ def test_graph_tools_and_adaptive_stages_read_neighbourhoods(
     the graph: the same rows read whether or not the graph holds 40 unrelated passages."""
     from test_lc_tools import _call
 
-    from graphseek.graphs.graph_context import progressive_stage
+    from graphseek.graphs.graph_context import progressive_stage, relational_channel
     from graphseek.state.context import Context
     from graphseek.tools import graph_access
     from graphseek.tools.graph_retrievers import progressive_retriever
@@ -271,6 +274,8 @@ def test_graph_tools_and_adaptive_stages_read_neighbourhoods(
         ("neighbors", {"entity": "Marie Curie", "relation": "born in"}),
         ("bridge_discovery", {"entities": ["Ada Lovelace", "Missolonghi"]}),
         ("ppr_search", {"entities": ["Ada Lovelace", "Lord Byron"], "k": 4}),
+        ("relational_query", {"patterns": [TRIPLE]}),
+        ("relational_query", {"patterns": [TRIPLE, {**TRIPLE, "subject": "?p", "object": "?q"}]}),
     ]
     reads = [progressive_retriever(ix).remote.reads for ix in (pg_index, pg_big)]
     for name, args in calls:
@@ -279,6 +284,7 @@ def test_graph_tools_and_adaptive_stages_read_neighbourhoods(
             r.reset()
         got = _call(name, args, pg_big)
         assert (got.content, got.artifact) == (expected.content, expected.artifact), name
+        assert got.artifact["passage_ids"], (name, got.content)  # it found something
         queries, rows = reads[1].reset()
         assert rows < graph_rows / 3, (name, rows)
         if name != "search_entities":  # (its top 8 differ: the big graph has more entities)
@@ -301,6 +307,13 @@ def test_graph_tools_and_adaptive_stages_read_neighbourhoods(
             stages_seen.add(stage if got.state.relations or got.state.passages else "")
             previous = {str(big_dir_index): expected.state, str(pg_big): got.state}
     assert {"local", "bridge", "ppr"} <= stages_seen  # every stage found evidence somewhere
+    for query in ("Who was the father of Ada Lovelace?", "Where was Marie Curie born?"):
+        expected, got = (
+            relational_channel(Context(index=ix), query) for ix in (big_dir_index, pg_big)
+        )
+        assert [h.passage.id for h in got.hits] == [h.passage.id for h in expected.hits], query
+        assert got.lines == expected.lines and got.note == expected.note, query
+        assert got.lines, query
 
 
 def test_eval_against_either_backend_gives_the_same_recall(

@@ -55,6 +55,14 @@ def knowledge_graph(index: Any) -> Any | None:
         return None
 
 
+def has_knowledge_graph(index: Any) -> bool:
+    """Whether the index has a knowledge graph, without loading one kept in its store
+    (PostgreSQL: read per query)."""
+    if callable(getattr(index, "graph_neighbourhood", None)):
+        return bool(getattr(index, "has_graph", False))
+    return knowledge_graph(index) is not None
+
+
 def relation_line(source: str, label: str, target: str) -> str:
     return f"{source} | {label} | {target}"
 
@@ -77,11 +85,7 @@ def _merge(*groups: Sequence[Hit], k: int) -> list[Hit]:
 def higra_context(context: Context, query: str) -> GraphResult:
     """HiGraRetriever's final context for `query`: top relations and the combined passages."""
     index = resolve_index(context)
-    if callable(getattr(index, "graph_neighbourhood", None)):  # read per query (PostgreSQL)
-        has_graph = bool(getattr(index, "has_graph", False))
-    else:
-        has_graph = knowledge_graph(index) is not None
-    if not has_graph:
+    if not has_knowledge_graph(index):
         return GraphResult(hits=retrieve(index, query, context.top_k, "hybrid"), note=NO_GRAPH)
     from graphseek.tools.graph_retrievers import higra_retriever
 
@@ -203,8 +207,7 @@ def relational_channel(context: Context, query: str) -> GraphResult:
     """The relational channel: the triples matching the sub-query's pattern, and the passages
     they were extracted from. Without a graph: BM25 passages (lexical matches of the names)."""
     index = resolve_index(context)
-    view = knowledge_graph(index)
-    if view is None:
+    if not has_knowledge_graph(index):
         return GraphResult(hits=retrieve(index, query, context.top_k, "bm25"), note=NO_GRAPH)
     from graphseek.tools.dual_channel import relational_query
 
