@@ -120,6 +120,7 @@ def compare(
     clients: list[int],
     k: int,
     concurrent: tuple[str, ...] = ("hybrid", "higra", "progressive"),
+    gold: list[set[str]] | None = None,
 ) -> None:
     from graphseek.tools.retrievers import retrieve
 
@@ -135,11 +136,12 @@ def compare(
                     else ("postgres (bm25s load from bm25_files)")
                 )
                 print(f"first bm25 query, {kind}: {t * 1000:.0f} ms")
+    recall_head = f" dir R@{k} | pg R@{k} |" if gold else ""
     print(
         f"\n| retriever | dir p50 ms | dir p95 ms | pg p50 ms | pg p95 ms | same top-{k} "
-        "| pg graph reads / query (queries, rows) |"
+        f"| pg graph reads / query (queries, rows) |{recall_head}"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|" + ("---|---|" if gold else ""))
     for name in retrievers:
         d = latencies(lambda q, name=name: retrieve(directory, q, k, name), queries)
         reads = graph_reads(postgres, name)
@@ -150,14 +152,24 @@ def compare(
         if reads is not None:
             n_queries, n_rows = reads.reset()
             per_query = f"{n_queries / len(queries):.1f}, {n_rows / len(queries):.0f}"
-        same = sum(
-            [h.passage.id for h in retrieve(directory, q, k, name)]
-            == [h.passage.id for h in retrieve(postgres, q, k, name)]
+        tops = [
+            (
+                [h.passage.id for h in retrieve(directory, q, k, name)],
+                [h.passage.id for h in retrieve(postgres, q, k, name)],
+            )
             for q in queries
-        )
+        ]
+        same = sum(a == b for a, b in tops)
+        recall = ""
+        if gold:
+            per_backend = [
+                [len(set(top[i]) & g) / len(g) for top, g in zip(tops, gold, strict=True) if g]
+                for i in (0, 1)
+            ]
+            recall = "".join(f" {statistics.mean(r):.3f} |" for r in per_backend)
         print(
             f"| {name} | {pct(d, 50):.2f} | {pct(d, 95):.2f} | {pct(p, 50):.2f} | "
-            f"{pct(p, 95):.2f} | {same}/{len(queries)} | {per_query} |"
+            f"{pct(p, 95):.2f} | {same}/{len(queries)} | {per_query} |{recall}"
         )
     concurrent = tuple(r for r in concurrent if r in retrievers)
     head = " | ".join(f"dir {r} q/s | pg {r} q/s" for r in concurrent)
@@ -283,6 +295,7 @@ def main() -> None:
         default="hybrid,higra,progressive",
         help="retrievers timed with concurrent clients",
     )
+    ap.add_argument("--no-full-text", action="store_true", help="skip bm25s vs Postgres FTS")
     ap.add_argument(
         "--dir-index",
         default="",
@@ -358,8 +371,11 @@ def run_corpus(args: argparse.Namespace, base: str, work: Path, clients: list[in
         if args.retrievers:
             retrievers = [r for r in args.retrievers.split(",") if r]
         concurrent = tuple(args.qps_retrievers.split(","))
-        compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k, concurrent)
-        full_text(postgres, directory, queries, args.k, gold)
+        compare(
+            "2Wiki", directory, postgres, queries, retrievers, clients, args.k, concurrent, gold
+        )
+        if not args.no_full_text:
+            full_text(postgres, directory, queries, args.k, gold)
         return
 
     from graphseek.knowledge import embedder as embedder_module
@@ -392,8 +408,9 @@ def run_corpus(args: argparse.Namespace, base: str, work: Path, clients: list[in
     print(f"open (manifest + passages): directory {t_od * 1000:.0f} ms, "
           f"postgres {t_op * 1000:.0f} ms")  # fmt: skip
     retrievers = ["bm25", "dense", "hybrid"] + (["higra", "progressive"] if args.graph else [])
-    compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k)
-    full_text(postgres, directory, queries, args.k, gold)
+    compare("2Wiki", directory, postgres, queries, retrievers, clients, args.k, gold=gold)
+    if not args.no_full_text:
+        full_text(postgres, directory, queries, args.k, gold)
 
 
 if __name__ == "__main__":

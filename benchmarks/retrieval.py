@@ -15,7 +15,10 @@ CPU ms (process CPU time per query) is printed beside wall ms: on a host shared 
 processes the wall time mostly measures waiting for a core, the CPU time what a query costs.
 
     .venv/bin/python benchmarks/retrieval.py [--index DIR | --out DIR [--reuse]] [--questions 0:200]
-        [--data-dir ../shared/data] [-k 5] [--graph] [--no-reference]
+        [--data-dir ../shared/data] [-k 5] [--graph] [--no-reference] [--exact-ppr]
+
+--exact-ppr adds progressive with exact PPR (power iteration over the whole graph, the
+algorithm before push PPR) as the baseline of progressive's push PPR: recall and top-k agreement.
 """
 
 from __future__ import annotations
@@ -112,6 +115,38 @@ class Reference:
         return self.passage_rows[best].tolist()
 
 
+def exact_ppr_progressive(prog: Any) -> Any:
+    """`prog` (a ProgressiveRetriever) with Stage 3's push PPR replaced by exact PPR: power
+    iteration over the whole graph to tol 1e-7 (at most 60 steps), as before push PPR."""
+    from graphseek.tools import progressive as pr
+    from graphseek.tools.ppr import PageRank
+
+    view = prog.view
+    pagerank = PageRank.from_adjacency(view.undirected)
+
+    class ExactPPR(pr.ProgressiveRetriever):
+        def _step(self, step: Any, state: Any, ranking: Any) -> Any:
+            if step != "stage_ppr":
+                return super()._step(step, state, ranking)
+            cfg = self.config
+            seeds = [view.entity_pos[e] for e in state.entity_seeds]
+            scores = None
+            if seeds:
+                scores = pagerank.run(
+                    dict.fromkeys(seeds, 1.0),
+                    alpha=cfg.alpha,
+                    tol=1e-7,
+                    max_iter=60,
+                    degree_normalize=True,
+                )
+            state = pr.stage_ppr(view, state, cfg, passage_ranking=ranking, scores=scores)
+            return view, pr.check(view, state, cfg)
+
+    return ExactPPR(
+        view, prog.passage_search, embed=prog.embed, lookup=prog.lookup, config=prog.config
+    )
+
+
 def measure(
     fn: Callable[[str], Any], queries: list[str], before: Callable[[], Any] | None = None
 ) -> tuple[np.ndarray, np.ndarray, list]:
@@ -146,6 +181,12 @@ def main() -> None:
         "--torch-threads", type=int, default=0, help="torch threads (torch backend only)"
     )
     parser.add_argument("--methods", default="", help="comma-separated subset of the methods")
+    parser.add_argument(
+        "--exact-ppr",
+        action="store_true",
+        help="also progressive with exact PPR (power iteration) in Stage 3, the baseline of "
+        "its push PPR: recall and top-k agreement",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     print(f"load average (1/5/15 min): {load_avg()}; cores: {os.cpu_count()}")
@@ -208,6 +249,9 @@ def main() -> None:
             prog = ProgressiveRetriever.from_index(index, ProgressiveConfig())
             methods["higra"] = lambda q: higra.hits(higra.retrieve(q), args.k)
             methods["progressive"] = lambda q: prog.retrieve(q, args.k).hits
+            if args.exact_ppr:
+                exact = exact_ppr_progressive(prog)
+                methods["progressive (exact PPR)"] = lambda q: exact.retrieve(q, args.k).hits
 
         if args.methods:
             keep = set(args.methods.split(","))
@@ -226,6 +270,7 @@ def main() -> None:
             return statistics.mean(values) if values else None
 
         rows: dict[str, tuple[np.ndarray, np.ndarray, float | None]] = {}
+        outputs: dict[str, list[Any]] = {}
         if not args.no_reference:
             t0 = time.perf_counter()
             reference = Reference(index, index.has_graph)
@@ -241,7 +286,16 @@ def main() -> None:
             else:
                 wall, cpu, out = measure(fn, queries, before=cold)
             rows[name] = (wall, cpu, None if name.startswith("encode") else recall_of(out))
+            outputs[name] = out
 
+        if "progressive (exact PPR)" in rows and "progressive" in outputs:
+            same = sum(
+                [h.passage.id for h in a] == [h.passage.id for h in b]
+                for a, b in zip(
+                    outputs["progressive"], outputs["progressive (exact PPR)"], strict=True
+                )
+            )
+            print(f"progressive top-{args.k} identical to exact PPR's: {same}/{len(queries)}")
         ref_p50 = next((float(np.median(w)) for n, (w, _, _) in rows.items() if "ref" in n), None)
         print(f"\nembedder backend: {backend}; load average now: {load_avg()}")
         print(

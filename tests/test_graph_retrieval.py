@@ -396,7 +396,7 @@ def test_progressive_stage_functions_and_router() -> None:
 def test_degree_normalised_stage_ppr_matches_networkx() -> None:
     view = toy_view()
     state = prog.start(view, "x", entity_seeds=["ada", "byron"])
-    cfg = prog.ProgressiveConfig(top_m=3, max_passages=6, tol=1e-13, max_iter=1000)
+    cfg = prog.ProgressiveConfig(top_m=3, max_passages=6, push_eps=1e-13)
     state = prog.stage_ppr(view, state, cfg)
     graph = nx.Graph()
     graph.add_edges_from((r.source, r.target) for r in TOY_RELATIONS)

@@ -8,11 +8,14 @@ import pytest
 import scipy.sparse as sp
 
 from graphseek.tools.ppr import (
+    BatchRows,
     PageRank,
     PageRankConvergenceError,
+    csr_rows,
     personalized_pagerank,
     push_pagerank,
     top_nodes,
+    transition_rows,
 )
 
 TOL = 1e-12
@@ -126,42 +129,56 @@ def test_top_nodes() -> None:
 # -- local push ----------------------------------------------------------------------------------
 
 
-def _reader(a: sp.csr_matrix, calls: list[list[int]]) -> object:
-    def rows(nodes: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        calls.append(list(nodes))
-        return {
-            u: (a.indices[a.indptr[u] : a.indptr[u + 1]], a.data[a.indptr[u] : a.indptr[u + 1]])
-            for u in nodes
-        }
+def _reader(a: sp.csr_matrix, calls: list[list[int]]) -> BatchRows:
+    rows = csr_rows(a)
 
-    return rows
+    def read(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        calls.append(nodes.tolist())
+        return rows(nodes)
+
+    return read
+
+
+def _weighted_graph(n: int = 120) -> sp.csr_matrix:
+    rng = np.random.default_rng(11)
+    graph = nx.gnp_random_graph(n, 0.04, seed=2)
+    for a, b in graph.edges:
+        graph[a][b]["weight"] = float(rng.uniform(0.5, 2.0))
+    graph.add_node(n)  # isolated seed: its mass keeps restarting there
+    return sp.csr_matrix(nx.to_scipy_sparse_array(graph, nodelist=range(n + 1), format="csr"))
 
 
 @pytest.mark.parametrize("degree_normalize", [False, True])
-def test_push_approximates_power_iteration_within_eps(degree_normalize: bool) -> None:
-    rng = np.random.default_rng(11)
-    graph = nx.gnp_random_graph(120, 0.04, seed=2)
-    for a, b in graph.edges:
-        graph[a][b]["weight"] = float(rng.uniform(0.5, 2.0))
-    graph.add_node(120)  # isolated seed: its mass keeps restarting there
-    a = nx.to_scipy_sparse_array(graph, nodelist=range(121), format="csr")
-    a = sp.csr_matrix(a)
-    seeds = {0: 1.0, 7: 1.0, 120: 1.0}
-    exact = PageRank.from_adjacency(a).run(
-        seeds, tol=1e-14, max_iter=10_000, degree_normalize=degree_normalize
-    )
-    calls: list[list[int]] = []
-    eps = 1e-7
-    approx = push_pagerank(
-        _reader(a, calls), seeds, 121, eps=eps, degree_normalize=degree_normalize
-    )
+@pytest.mark.parametrize("eps", [1e-3, 1e-5, 1e-7])
+def test_push_is_within_eps_degree_of_networkx(degree_normalize: bool, eps: float) -> None:
+    """ACL's guarantee on an unweighted graph: 0 <= exact(v) - push(v) <= eps * degree(v)."""
+    graph = nx.barabasi_albert_graph(300, 3, seed=4)  # hubs: the degree-scaled rule matters
+    graph.add_node(300)
+    n = 301
+    a = sp.csr_matrix(nx.to_scipy_sparse_array(graph, nodelist=range(n), format="csr"))
+    degree = np.diff(a.indptr)
+    seeds = {0: 1.0, 50: 1.0, 299: 1.0, 300: 1.0}
+    weights = {s: 1.0 / max(int(degree[s]), 1) if degree_normalize else 1.0 for s in seeds}
+    exact = _reference(graph, n, personalization=weights)
+    approx = push_pagerank(csr_rows(a), seeds, degree, eps=eps, degree_normalize=degree_normalize)
     assert (approx <= exact + 1e-12).all()  # push scores are lower bounds
-    degree = np.asarray(a.sum(axis=1)).ravel()
-    assert (exact - approx <= eps * np.maximum(degree, 1) * 121).all()
+    assert (exact - approx <= eps * np.maximum(degree, 1) + 1e-12).all()
+    if eps <= 1e-7:
+        assert top_nodes(approx, 10) == top_nodes(exact, 10)
+
+
+def test_push_on_a_weighted_graph_converges_to_power_iteration() -> None:
+    a = _weighted_graph()
+    degree = np.diff(a.indptr)
+    seeds = {0: 1.0, 7: 1.0, 120: 1.0}
+    exact = PageRank.from_adjacency(a).run(seeds, tol=1e-14, max_iter=10_000, degree_normalize=True)
+    calls: list[list[int]] = []
+    approx = push_pagerank(_reader(a, calls), seeds, degree, eps=1e-10, degree_normalize=True)
+    assert (approx <= exact + 1e-12).all()
+    np.testing.assert_allclose(approx, exact, atol=1e-7)
     assert top_nodes(approx, 10) == top_nodes(exact, 10)
-    # one read per round, each node read once
-    read = [u for call in calls for u in call]
-    assert len(read) == len(set(read))
+    # one read per round, of the pushed nodes only, in ascending order
+    assert all(call == sorted(set(call)) for call in calls)
 
 
 def test_push_reads_only_the_component_of_the_seeds_and_stops_early() -> None:
@@ -170,11 +187,53 @@ def test_push_reads_only_the_component_of_the_seeds_and_stops_early() -> None:
     clique = nx.relabel_nodes(nx.complete_graph(20), {i: i + 10 for i in range(20)})
     graph = nx.union(path, clique)
     a = sp.csr_matrix(nx.to_scipy_sparse_array(graph, nodelist=range(30), format="csr"))
+    degree = np.diff(a.indptr)
     calls: list[list[int]] = []
-    scores = push_pagerank(_reader(a, calls), {0: 1.0}, 30, eps=1e-9)
+    scores = push_pagerank(_reader(a, calls), {0: 1.0}, degree, eps=1e-9)
     read = {u for call in calls for u in call}
     assert read <= set(range(10)) and scores[10:].sum() == 0
     calls.clear()
-    coarse = push_pagerank(_reader(a, calls), {0: 1.0}, 30, eps=1e-2)
+    coarse = push_pagerank(_reader(a, calls), {0: 1.0}, degree, eps=1e-2)
     assert {u for call in calls for u in call} < read  # a coarser eps reads fewer rows
     assert coarse.argmax() == scores.argmax()
+
+
+def test_a_hub_is_read_only_once_its_residual_scales_with_its_degree() -> None:
+    # a star: hub 0 with 200 leaves, seed on leaf 1; eps * 200 is more than the hub ever gets
+    star = sp.csr_matrix(nx.to_scipy_sparse_array(nx.star_graph(200), format="csr"))
+    degree = np.diff(star.indptr)
+    calls: list[list[int]] = []
+    push_pagerank(_reader(star, calls), {1: 1.0}, degree, eps=0.01)
+    assert 0 not in {u for call in calls for u in call}
+    calls.clear()
+    push_pagerank(_reader(star, calls), {1: 1.0}, degree, eps=0.001)
+    assert 0 in {u for call in calls for u in call}
+
+
+def test_push_errors() -> None:
+    a = _weighted_graph(10)
+    degree = np.diff(a.indptr)
+    with pytest.raises(ValueError, match="no positive weight"):
+        push_pagerank(csr_rows(a), {}, degree)
+    with pytest.raises(ValueError, match="outside the graph"):
+        push_pagerank(csr_rows(a), {50: 1.0}, degree)
+    with pytest.raises(ValueError, match="eps"):
+        push_pagerank(csr_rows(a), {0: 1.0}, degree, eps=0)
+    with pytest.raises(ValueError, match="alpha"):
+        push_pagerank(csr_rows(a), {0: 1.0}, degree, alpha=1.0)
+
+
+def test_rows_read_in_batches_equal_the_whole_matrix_bit_for_bit() -> None:
+    """A store's reader normalises each batch it reads; `csr_rows` normalises the whole matrix
+    once: the same probabilities to the last bit, so both backends push the same scores."""
+    a = _weighted_graph(60)
+    whole = csr_rows(a)
+    for batch in ([0], [3, 4, 5], list(range(0, 61, 7)), list(range(61))):
+        nodes = np.asarray(batch)
+        counts, nbrs, probs = whole(nodes)
+        raw = [a.data[a.indptr[u] : a.indptr[u + 1]] for u in batch]
+        alone = transition_rows(counts, np.concatenate(raw))
+        assert np.array_equal(alone, probs)
+        assert np.array_equal(
+            nbrs, np.concatenate([a.indices[a.indptr[u] : a.indptr[u + 1]] for u in batch])
+        )

@@ -55,6 +55,14 @@ def knowledge_graph(index: Any) -> Any | None:
         return None
 
 
+def has_knowledge_graph(index: Any) -> bool:
+    """Whether the index has a knowledge graph, without loading one kept in its store
+    (PostgreSQL: read per query)."""
+    if callable(getattr(index, "graph_neighbourhood", None)):
+        return bool(getattr(index, "has_graph", False))
+    return knowledge_graph(index) is not None
+
+
 def relation_line(source: str, label: str, target: str) -> str:
     return f"{source} | {label} | {target}"
 
@@ -77,11 +85,7 @@ def _merge(*groups: Sequence[Hit], k: int) -> list[Hit]:
 def higra_context(context: Context, query: str) -> GraphResult:
     """HiGraRetriever's final context for `query`: top relations and the combined passages."""
     index = resolve_index(context)
-    if callable(getattr(index, "graph_neighbourhood", None)):  # read per query (PostgreSQL)
-        has_graph = bool(getattr(index, "has_graph", False))
-    else:
-        has_graph = knowledge_graph(index) is not None
-    if not has_graph:
+    if not has_knowledge_graph(index):
         return GraphResult(hits=retrieve(index, query, context.top_k, "hybrid"), note=NO_GRAPH)
     from graphseek.tools.graph_retrievers import higra_retriever
 
@@ -106,22 +110,33 @@ def progressive_stage(
     stages before (`previous`). Evidence accumulates: the result holds every passage and
     relation found so far in this retrieval."""
     index = resolve_index(context)
-    view = knowledge_graph(index)
     k = 2 * context.top_k
-    if view is None:
-        return GraphResult(hits=_fallback_stage(index, stage, query, hits, context), note=NO_GRAPH)
     from graphseek.tools import progressive as pr
     from graphseek.tools.graph_access import passage_search_for
+    from graphseek.tools.neighbourhood import local_graph, run_stage
 
+    # a graph kept in its store (PostgreSQL) is read one stage's neighbourhood at a time
+    local = local_graph(index) if getattr(index, "has_graph", False) else None
+    view = local.base if local is not None else knowledge_graph(index)
+    if view is None:
+        return GraphResult(hits=_fallback_stage(index, stage, query, hits, context), note=NO_GRAPH)
     search = passage_search_for(index)
+    step: pr.StepName
     if stage == "local" or previous is None:
+        step = "stage_local"
         state = pr.start(view, query, query_vector=search.embed(query) if query.strip() else None)
-        state = pr.stage_local(view, state)
-    elif stage == "bridge":
-        state = pr.stage_bridge(view, previous)
     else:
-        ranking = [pid for pid, _ in search(query, k)]
-        state = pr.stage_ppr(view, previous, passage_ranking=ranking)
+        step = "stage_bridge" if stage == "bridge" else "stage_ppr"
+        state = previous
+    ranking = [pid for pid, _ in search(query, k)] if step == "stage_ppr" else []
+    if local is not None:
+        view, state = run_stage(local, step, state, passage_ranking=ranking)
+    elif step == "stage_local":
+        state = pr.stage_local(view, state)
+    elif step == "stage_bridge":
+        state = pr.stage_bridge(view, state)
+    else:
+        state = pr.stage_ppr(view, state, passage_ranking=ranking)
     passages = pr.evidence_passages(view, state)[:k]
     found = [
         Hit(passage=index.get(pid), score=1.0 / r, rank=r)
@@ -192,8 +207,7 @@ def relational_channel(context: Context, query: str) -> GraphResult:
     """The relational channel: the triples matching the sub-query's pattern, and the passages
     they were extracted from. Without a graph: BM25 passages (lexical matches of the names)."""
     index = resolve_index(context)
-    view = knowledge_graph(index)
-    if view is None:
+    if not has_knowledge_graph(index):
         return GraphResult(hits=retrieve(index, query, context.top_k, "bm25"), note=NO_GRAPH)
     from graphseek.tools.dual_channel import relational_query
 

@@ -158,7 +158,15 @@ def relational_query(
 ) -> RelationalResult:
     """Resolve one triple pattern or a chain of them against the graph of `source` (an index or
     a `GraphView`); see the module docstring. `bindings` pre-binds placeholders to entity ids."""
-    view = source if isinstance(source, GraphView) else graph_view(source)
+    local = None
+    if not isinstance(source, GraphView):
+        from graphseek.tools.neighbourhood import local_graph
+
+        local = local_graph(source)  # a graph kept in its store: read around the anchors
+    if local is not None:
+        base = local.base
+    else:
+        base = source if isinstance(source, GraphView) else graph_view(source)
     embed = None if isinstance(source, GraphView) else getattr(source, "embed", None)
     items = _pattern_list(patterns)
     result = RelationalResult(patterns=items, bindings=dict(bindings or {}))
@@ -171,16 +179,17 @@ def relational_query(
                 variables.append(var)
                 bound = result.bindings.get(var)
                 ends.append(
-                    [view.entity_pos[e] for e in bound if e in view.entity_pos]
+                    [base.entity_pos[e] for e in bound if e in base.entity_pos]
                     if bound is not None
                     else None
                 )
             else:
                 variables.append(None)
-                found = _resolve_term(view, term)
+                found = _resolve_term(base, term)
                 if not found:
                     result.unresolved.append(f"no entity matches {term!r}")
                 ends.append(found)
+        view = base if local is None else _local_view(source, local, ends, pattern.relation, embed)
         matches = _match(view, ends[0], pattern.relation, ends[1], top_k, embed)
         for r, score, forward in matches:
             s, t = int(view.rel_source[r]), int(view.rel_target[r])
@@ -209,6 +218,24 @@ def relational_query(
             if name is not None and ends[slot] is None:
                 result.bindings.setdefault(name, [])
     return result
+
+
+def _local_view(
+    source: Any, local: Any, ends: list[list[int] | None], relation: str, embed: Any
+) -> GraphView:
+    """What `_match` needs for one pattern over a graph kept in its store (a `LocalGraph`): the
+    relations of its anchored end, with their vectors; the whole graph only for a pattern with
+    no anchored end (it ranks every relation)."""
+    anchors = ends[0] if ends[0] is not None else ends[1]
+    if anchors is None:
+        return graph_view(source)
+    local.expand(anchors)
+    if embed is not None and not is_placeholder(relation):
+        view = local.view()
+        local.read_relation_vectors(
+            view.relation_ids[int(r)] for e in anchors for r in view.relations_of(e)
+        )
+    return local.view()  # type: ignore[no-any-return]
 
 
 def _pattern_list(patterns: Any) -> list[TriplePattern]:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from graphseek.knowledge.adjacency import undirected_adjacency
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.graph.models import CONCEPT, Entity, HyperEdge, Relation, Topic
 from graphseek.knowledge.graph.text import split_qualifier
@@ -259,10 +260,7 @@ class GraphView:
     @cached_property
     def undirected(self) -> sp.csr_matrix:
         """The entity adjacency with every edge both ways (the larger weight kept), no loops."""
-        a = self.adjacency.maximum(self.adjacency.T).tocsr()
-        a.setdiag(0)
-        a.eliminate_zeros()
-        return a
+        return undirected_adjacency(self.adjacency)
 
     @cached_property
     def incidence(self) -> sp.csr_matrix:

@@ -133,6 +133,16 @@ def _run_graph(runtime: ToolRuntime[Context], fn: Callable[[Any, int], ToolOutpu
     return fn(index, char_budget(runtime.context))
 
 
+def _graph_reader(index: Any) -> tuple[Any, Any]:
+    """(view to find entities in, `LocalGraph` or None): over a graph kept in its store
+    (PostgreSQL) the catalogue view and a reader of neighbourhoods, so a tool reads the rows
+    around its entities; otherwise the whole graph's view and None."""
+    from graphseek.tools.neighbourhood import local_graph
+
+    local = local_graph(index)
+    return (local.base if local is not None else graph_view(index)), local
+
+
 # -- argument schemas -----------------------------------------------------------------------------
 
 
@@ -246,9 +256,12 @@ def search_entities(query: str, runtime: ToolRuntime[Context], k: int = 8) -> To
     tools."""
 
     def run(index: Any, budget: int) -> ToolOutput:
-        view = graph_view(index)
+        view, local = _graph_reader(index)
         qv = index.embed([query])[0] if query.strip() else None
         ranked = view.rank_entities(query, k, qv)
+        if local is not None:
+            local.link([e for e, _ in ranked])
+            view = local.view()
         lines, pids = [], []
         for e, _ in ranked:
             extra = []
@@ -280,10 +293,13 @@ def neighbors(
     with the passages they come from. Give relation words to keep only matching ones."""
 
     def run(index: Any, budget: int) -> ToolOutput:
-        view = graph_view(index)
+        view, local = _graph_reader(index)
         e = resolve_entity(view, entity)
         if e is None:
             return f"No entity matches {entity!r}.", {"passage_ids": []}
+        if local is not None:
+            local.expand([e])
+            view = local.view()
         rels = [int(r) for r in view.relations_of(e)]
         if relation:
             scored = [(label_similarity(relation, view.rel_labels[r]), r) for r in rels]
@@ -338,8 +354,7 @@ def higra_retrieve(query: str, runtime: ToolRuntime[Context], k: int = 5) -> Too
     return _run_graph(runtime, run)
 
 
-def _seed_state(index: Any, entities: Sequence[str]) -> progressive.ProgressiveState:
-    view = graph_view(index)
+def _seed_state(view: Any, entities: Sequence[str]) -> progressive.ProgressiveState:
     ids = []
     for name in entities:
         e = resolve_entity(view, name)
@@ -357,8 +372,8 @@ def bridge_discovery(
     a question links entities that no single passage mentions together."""
 
     def run(index: Any, budget: int) -> ToolOutput:
-        view = graph_view(index)
-        state = _seed_state(index, entities)
+        view, local = _graph_reader(index)
+        state = _seed_state(view, entities)
         if len(state.entity_seeds) < 2:
             found = ", ".join(view.names[view.entity_pos[e]] for e in state.entity_seeds)
             return (
@@ -366,7 +381,12 @@ def bridge_discovery(
                 {"passage_ids": []},
             )
         cfg = progressive.ProgressiveConfig(bridge_hops=hops)
-        state = progressive.stage_bridge(view, state, cfg)
+        if local is not None:
+            from graphseek.tools.neighbourhood import run_stage
+
+            view, state = run_stage(local, "stage_bridge", state, cfg)
+        else:
+            state = progressive.stage_bridge(view, state, cfg)
         names = [view.names[view.entity_pos[b]] for b in state.bridges]
         lines = [
             "Seeds: " + ", ".join(view.names[view.entity_pos[e]] for e in state.entity_seeds),
@@ -392,12 +412,17 @@ def ppr_search(entities: list[str], runtime: ToolRuntime[Context], k: int = 5) -
     fails and the answer lies a few hops from entities you know."""
 
     def run(index: Any, budget: int) -> ToolOutput:
-        view = graph_view(index)
-        state = _seed_state(index, entities)
+        view, local = _graph_reader(index)
+        state = _seed_state(view, entities)
         if not state.entity_seeds:
             return "None of these entities is in the graph.", {"passage_ids": []}
         cfg = progressive.ProgressiveConfig(max_passages=k)
-        state = progressive.stage_ppr(view, state, cfg)
+        if local is not None:
+            from graphseek.tools.neighbourhood import run_stage
+
+            view, state = run_stage(local, "stage_ppr", state, cfg)
+        else:
+            state = progressive.stage_ppr(view, state, cfg)
         passages = [index.get(pid) for pid in state.passages]
         text = format_passages(passages, budget)
         return text, {"passage_ids": list(state.passages), "entity_ids": state.entity_seeds}

@@ -11,17 +11,18 @@ the PostgreSQL backend: `graphseek.knowledge.postgres.neighbourhood`) is not loa
 - per query, a `LocalGraph` reads what the algorithm touches, a frontier per query: the
   relations incident to the seeds and, where needed, to their neighbours (HiGra's radius-r
   subgraph; A2RAG's local and bridge stages), the passages linked to the subgraph's entities,
-  and for A2RAG's Stage 3 the rows `push_pagerank` pushes through. Its `view()` is a
-  `GraphView` over the global entity positions holding only those rows, so the algorithms of
-  `higra` and `progressive` run on it unchanged.
+  and for A2RAG's Stage 3 the rows of the nodes push PPR pushes (`progressive.entity_ppr`;
+  the store's ``entity_rows``, one per node). Its `view()` is a `GraphView` over the global
+  entity positions holding only those rows, so the algorithms of `higra` and `progressive` run
+  on it unchanged. `run_stage` does this for one of A2RAG's stages; the graph tools
+  (`lc_tools`) and the adaptive workflow's stages (`graphs.graph_context`) use it too.
 
-Results. HiGra (radius r) and A2RAG's Stages 1 and 2 read every row they use, so their passages
-equal the in-memory run's. Two differences, both documented where they occur: A2RAG's Stage 3
-is approximate PPR by push (`ProgressiveNeighbourhood.push_eps`: every score is a lower bound of
-the exact one, off by at most the mass left unpushed, under `eps` per node; the top nodes agree,
-nodes lower in the top M whose scores are that close can swap, and with them the order of the
-lower Stage-3 passages), and HiGra's relation context ranks by similarity the neighbourhood's
-relations only (the passages do not depend on it).
+Results. HiGra (radius r) and A2RAG's three stages read every row they use, so their passages
+equal the in-memory run's: Stage 3 is the same push PPR on both (the directory backend runs it
+on its in-memory matrix; the neighbour counts that set the push thresholds come with the
+catalogue), reading the rows in the same order, so the scores are the same. One difference:
+HiGra's relation context ranks by similarity the neighbourhood's relations only (the passages do
+not depend on it).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ from graphseek.tools.higra import (
     extract_subgraph,
     subgraph_relations,
 )
-from graphseek.tools.ppr import push_pagerank, top_nodes
+from graphseek.tools.ppr import top_nodes, transition_rows
 from graphseek.tools.progressive import (
     ProgressiveConfig,
     ProgressiveRetriever,
@@ -54,6 +55,7 @@ from graphseek.tools.progressive import (
     StepName,
     _TokenIndex,
     check,
+    entity_ppr,
     stage_bridge,
     stage_local,
     stage_ppr,
@@ -99,6 +101,10 @@ class RemoteGraph:
         )
         # what the whole graph would give: passage counts, and the labels of every relation
         base.__dict__["passage_degree"] = cat.passage_degree
+        #: neighbours of every entity on the undirected graph (push PPR's thresholds), and
+        #: whether the store serves that graph's rows (else they come from the relations)
+        self.degree = cat.degree
+        self.has_rows = cat.has_rows
         labels = list(cat.relation_labels)
         base.__dict__["_label_token_index"] = (labels, _TokenIndex(labels))
         for key in _SHARED:  # compute once (name index, entity BM25, ...)
@@ -120,12 +126,18 @@ class LocalGraph:
         self.remote = remote
         self.base = remote.base
         self._relations: dict[str, Any] = {}
+        self._in_adjacency: set[str] = set()  # relations whose weight the adjacency holds
         self._expanded: set[int] = set()
         self._linked: set[int] = set()
         self._linked_passages: set[str] = set()
         self._links: set[tuple[int, int]] = set()
         self._adjacency: dict[int, dict[int, float]] = {}
         self._relation_vectors: dict[str, np.ndarray] = {}
+        # rows read for push PPR: node -> (start, count) in the buffers
+        self._row_start = np.full(self.base.n_entities, -1, dtype=np.int64)
+        self._row_count = np.zeros(self.base.n_entities, dtype=np.int64)
+        self._row_nbrs = np.zeros(0, dtype=np.int64)
+        self._row_weights = np.zeros(0, dtype=np.float64)
         self._view: GraphView | None = None
 
     # -- reads ------------------------------------------------------------------------------
@@ -138,15 +150,28 @@ class LocalGraph:
         ids = [self.base.entity_ids[e] for e in todo]
         pos = self.base.entity_pos
         for row in self.remote.source.incident_relations(ids):
-            if row.id in self._relations or row.source not in pos or row.target not in pos:
+            if row.id in self._in_adjacency or row.source not in pos or row.target not in pos:
                 continue
             self._relations[row.id] = row
+            self._in_adjacency.add(row.id)
             a, b = pos[row.source], pos[row.target]
             if a != b:  # the store's symmetric adjacency: summed weights, no loops
                 for x, y in ((a, b), (b, a)):
                     nbrs = self._adjacency.setdefault(x, {})
                     nbrs[y] = float(np.float32(nbrs.get(y, 0.0)) + np.float32(row.weight))
         self._expanded.update(todo)
+        self._view = None
+
+    def read_relations(self, relation_ids: Iterable[str]) -> None:
+        """Read these relations by id (one query): evidence a retrieval carries from an earlier
+        stage, whose endpoints this graph may not have expanded."""
+        todo = sorted(set(relation_ids) - set(self._relations))
+        if not todo:
+            return
+        pos = self.base.entity_pos
+        for row in self.remote.source.relations(todo):
+            if row.source in pos and row.target in pos:
+                self._relations[row.id] = row
         self._view = None
 
     def link(self, entities: Iterable[int]) -> None:
@@ -179,19 +204,49 @@ class LocalGraph:
             self._relation_vectors.update(self.remote.source.relation_vectors(todo))
             self._view = None
 
-    def rows(self, nodes: Sequence[int]) -> Mapping[int, tuple[np.ndarray, np.ndarray]]:
-        """Neighbours and edge weights of `nodes` on the undirected entity graph (expanding
-        those not read yet, in one query): `push_pagerank`'s reader."""
-        self.expand(nodes)
-        out = {}
-        for u in nodes:
-            nbrs = self._adjacency.get(int(u), {})
-            keys = sorted(nbrs)
-            out[int(u)] = (
-                np.asarray(keys, dtype=np.int64),
-                np.asarray([nbrs[k] for k in keys], dtype=np.float64),
+    def rows(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Neighbours and transition probabilities of `nodes` (ascending) on the undirected
+        entity graph, those not read yet in one query: `push_pagerank`'s reader, the same rows,
+        in the same order and with the same values, as `csr_rows` over the whole graph's
+        matrix. The rows come from the store's ``entity_rows`` (one per node), or for an index
+        without them from the nodes' relations (`expand`)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        todo = nodes[self._row_start[nodes] < 0]
+        if len(todo) and self.remote.has_rows:
+            self._add_rows(todo, *self.remote.source.entity_rows(todo))
+        elif len(todo):
+            self.expand(todo)
+            rows = [self._adjacency.get(u, {}) for u in todo.tolist()]
+            keys = [sorted(k for k, w in row.items() if w > 0) for row in rows]
+            self._add_rows(
+                todo,
+                todo,
+                np.array([len(k) for k in keys], dtype=np.int64),
+                np.array([k for ks in keys for k in ks], dtype=np.int64),
+                np.array([row[k] for row, ks in zip(rows, keys, strict=True) for k in ks]),
             )
-        return out
+        starts, counts = self._row_start[nodes], self._row_count[nodes]
+        total = int(counts.sum())
+        # positions of every neighbour of the batch in the buffers, row after row
+        at = np.arange(total) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        weights = self._row_weights[at]
+        return counts, self._row_nbrs[at], transition_rows(counts, weights)
+
+    def _add_rows(
+        self,
+        asked: np.ndarray,
+        found: np.ndarray,
+        counts: np.ndarray,
+        nbrs: np.ndarray,
+        weights: np.ndarray,
+    ) -> None:
+        """Keep rows read for `asked` (`found` and their rows; the others have none)."""
+        self._row_start[asked] = len(self._row_nbrs)
+        self._row_count[asked] = 0
+        self._row_start[found] = len(self._row_nbrs) + np.cumsum(counts) - counts
+        self._row_count[found] = counts
+        self._row_nbrs = np.concatenate([self._row_nbrs, nbrs])
+        self._row_weights = np.concatenate([self._row_weights, np.asarray(weights, np.float64)])
 
     # -- views ------------------------------------------------------------------------------
 
@@ -333,13 +388,7 @@ _local_graph: contextvars.ContextVar[LocalGraph | None] = contextvars.ContextVar
 class ProgressiveNeighbourhood(ProgressiveRetriever):
     """`ProgressiveRetriever` whose stages read what they need from the store: Stage 1 the
     seeds' relations, Stage 2 their neighbours' relations (the L = 2 hop ball), Stage 3 the rows
-    `push_pagerank` pushes through (approximate PPR with residual threshold `push_eps`) and the
-    links of the top-M nodes."""
-
-    #: push threshold of Stage 3 (see `graphseek.tools.ppr.push_pagerank`). On the 2Wiki graph
-    #: (56K entities, 206K relations) 1e-3 reads ~23K rows per question, 1e-4 ~70K; the tiny
-    #: test graph needs 1e-4 for the directory backend's exact top-5
-    push_eps: float = 1e-4
+    of the nodes `entity_ppr` pushes and the links of the top-M nodes."""
 
     def __init__(self, remote: RemoteGraph, passage_search: Any = None, **kwargs: Any) -> None:
         super().__init__(remote.base, passage_search, **kwargs)
@@ -365,39 +414,58 @@ class ProgressiveNeighbourhood(ProgressiveRetriever):
         local = _local_graph.get()
         if local is None:  # called outside `retrieve`
             local = LocalGraph(self.remote)
-        cfg = self.config
-        pos = self.base_view.entity_pos
-        seeds = [pos[e] for e in state.entity_seeds]
-        local.expand(seeds)
-        if step == "stage_local":
-            view = local.view()
-            state = stage_local(view, state, cfg)
-        elif step == "stage_bridge":
-            if cfg.bridge_hops >= 2:  # the ball's second hop walks from the seeds' neighbours
-                view = local.view()
-                local.expand({int(v) for s in seeds for v in view.neighbors(s)})
-            view = local.view()
-            state = stage_bridge(view, state, cfg)
-        else:
-            scores = None
-            if seeds:
-                scores = push_pagerank(
-                    local.rows,
-                    dict.fromkeys(seeds, 1.0),
-                    self.base_view.n_entities,
-                    alpha=cfg.alpha,
-                    eps=self.push_eps,
-                    degree_normalize=True,
-                )
-                local.link(top_nodes(scores, cfg.top_m))
-            state = stage_ppr(local.view(), state, cfg, passage_ranking=ranking, scores=scores)
+        view, state = run_stage(local, step, state, self.config, passage_ranking=ranking)
+        if step == "stage_ppr":
             local.link_passages(state.passages)  # the check reads their entities
             view = local.view()
-        return view, check(view, state, cfg)
+        return view, check(view, state, self.config)
 
     @property
     def base_view(self) -> GraphView:
         return self.remote.base
+
+
+def run_stage(
+    local: LocalGraph,
+    step: StepName,
+    state: ProgressiveState,
+    config: ProgressiveConfig | None = None,
+    *,
+    passage_ranking: Sequence[str] = (),
+) -> tuple[GraphView, ProgressiveState]:
+    """Read into `local` what one of A2RAG's stages needs, run it (no sufficiency check), and
+    return the view it ran on with the new state: Stage 1 reads the seeds' relations, Stage 2
+    their neighbours' too (the L = 2 hop ball), Stage 3 the rows of the nodes `entity_ppr`
+    pushes and the links of the top-M nodes. The relations of `state` (evidence of earlier
+    stages) are read by id, so `evidence_passages` sees them."""
+    cfg = config or ProgressiveConfig()
+    pos = local.base.entity_pos
+    seeds = [pos[e] for e in state.entity_seeds]
+    local.read_relations(state.relations)
+    local.expand(seeds)
+    if step == "stage_local":
+        view = local.view()
+        return view, stage_local(view, state, cfg)
+    if step == "stage_bridge":
+        if cfg.bridge_hops >= 2:  # the ball's second hop walks from the seeds' neighbours
+            view = local.view()
+            local.expand({int(v) for s in seeds for v in view.neighbors(s)})
+        view = local.view()
+        return view, stage_bridge(view, state, cfg)
+    scores = None
+    if seeds:
+        scores = entity_ppr(local.rows, local.remote.degree, seeds, cfg)
+        local.link(top_nodes(scores, cfg.top_m))
+    view = local.view()
+    return view, stage_ppr(view, state, cfg, passage_ranking=passage_ranking, scores=scores)
+
+
+def local_graph(index: Any) -> LocalGraph | None:
+    """A fresh `LocalGraph` of `index` when it serves its graph one neighbourhood at a time
+    (PostgreSQL), else None (load the whole graph with `graph_view`)."""
+    if not callable(getattr(index, "graph_neighbourhood", None)):
+        return None
+    return LocalGraph(remote_graph(index))
 
 
 def higra_neighbourhood(index: Any, config: HiGraConfig | None = None) -> HiGraNeighbourhood:
@@ -416,6 +484,8 @@ __all__ = [
     "ProgressiveNeighbourhood",
     "RemoteGraph",
     "higra_neighbourhood",
+    "local_graph",
     "progressive_neighbourhood",
     "remote_graph",
+    "run_stage",
 ]

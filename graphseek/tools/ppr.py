@@ -23,12 +23,13 @@ Options used by the papers:
 for the sparse algebra only once. `personalized_pagerank` is the one-shot form. Results are
 float64 arrays summing to 1 (up to the tolerance).
 
-`push_pagerank` is the local form (Andersen, Chung and Lang's approximate PPR by push) for a
-graph that is not in memory: it asks for the neighbours of a whole frontier at a time and
-touches only nodes whose residual reaches `eps`, so it reads O(1 / ((1 - alpha) eps)) rows
-whatever the graph's size. It solves the same equation as `PageRank.run` (dangling mass jumps to
-the personalisation); every score is a lower bound of the exact one and the mass still
-unpushed, at most `eps` per node, bounds the difference.
+`push_pagerank` is the local form (Andersen, Chung and Lang's approximate PPR by push, with
+their degree-scaled residual threshold ``eps * degree(u)``), the one the progressive retriever
+runs on every backend: it asks for the neighbours of a whole frontier at a time (`csr_rows` over
+an in-memory matrix, or one query to a store) and reads only the rows of the nodes it pushes,
+O(1 / ((1 - alpha) eps)) neighbours whatever the graph's size. It solves the same equation as
+`PageRank.run` (dangling mass jumps to the personalisation); every score is a lower bound of
+the exact one, within ``eps * degree`` of it on an unweighted graph.
 """
 
 from __future__ import annotations
@@ -48,25 +49,30 @@ DEFAULT_TOL = 1e-8
 DEFAULT_MAX_ITER = 100
 
 Personalization = np.ndarray | Mapping[int, float] | Sequence[int]
-#: neighbours and edge weights of a node, as `push_pagerank`'s `rows` returns them
-Row = tuple[np.ndarray, np.ndarray]
+#: `push_pagerank`'s reader: ascending node positions -> (neighbour counts, neighbours,
+#: transition probabilities); see `push_pagerank`
+BatchRows = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 DEFAULT_PUSH_EPS = 1e-6
+DEFAULT_PUSH_ROUNDS = 1000
 
 
-def _load_matvec() -> Any:
-    """scipy's compiled CSR mat-vec kernel (``y += A @ x`` into a given buffer), or None.
+def _load_kernel(name: str) -> Any:
+    """One of scipy's compiled sparse kernels, or None.
 
-    The power iteration calls it directly: through ``A @ x`` each step pays ~10 us of scipy's
-    Python dispatch and a fresh output array, most of a step on a small graph."""
+    ``csr_matvec`` (``y += A @ x`` into a given buffer): through ``A @ x`` each power-iteration
+    step pays ~10 us of scipy's Python dispatch and a fresh output array, most of a step on a
+    small graph. ``csc_matvec`` and ``csr_row_index``: a push round's scatter and gather, in C."""
     try:
         from scipy.sparse import _sparsetools
 
-        return _sparsetools.csr_matvec
-    except (ImportError, AttributeError):  # a scipy without it: the public operator
+        return getattr(_sparsetools, name)
+    except (ImportError, AttributeError):  # a scipy without it: the public operators / numpy
         return None
 
 
-_CSR_MATVEC = _load_matvec()
+_CSR_MATVEC = _load_kernel("csr_matvec")
+_CSC_MATVEC = _load_kernel("csc_matvec")
+_CSR_ROW_INDEX = _load_kernel("csr_row_index")
 
 
 class PageRankConvergenceError(RuntimeError):
@@ -215,73 +221,128 @@ def personalized_pagerank(
     )
 
 
+def transition_rows(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Edge weights divided by their node's total, for rows laid out node after node
+    (`counts[i]` edges for the i-th node): each row's total is summed in order, so a row gives
+    the same probabilities whether it is normalised alone, in a batch or in a whole matrix."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if not len(weights):
+        return weights
+    owner = np.repeat(np.arange(len(counts)), counts)
+    totals = np.bincount(owner, weights=weights, minlength=len(counts))
+    return weights / totals[owner]
+
+
+def csr_rows(adjacency: sp.csr_matrix) -> BatchRows:
+    """`push_pagerank`'s reader over an in-memory CSR matrix (row i: node i's neighbours)."""
+    a = sp.csr_matrix(adjacency)
+    if not a.has_sorted_indices:
+        a = a.sorted_indices()
+    a.eliminate_zeros()
+    indptr = a.indptr.astype(np.int64)
+    indices = a.indices.astype(np.int64)
+    probs = transition_rows(np.diff(indptr), a.data)
+
+    def rows(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        starts = indptr[nodes]
+        counts = indptr[nodes + 1] - starts
+        total = int(counts.sum())
+        out_indices = np.empty(total, dtype=np.int64)
+        out_probs = np.empty(total, dtype=np.float64)
+        if total and _CSR_ROW_INDEX is not None:
+            _CSR_ROW_INDEX(len(nodes), nodes, indptr, indices, probs, out_indices, out_probs)
+        elif total:  # positions of every neighbour of the batch, row after row
+            at = np.arange(total) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+            out_indices, out_probs = indices[at], probs[at]
+        return counts, out_indices, out_probs
+
+    return rows
+
+
 def push_pagerank(
-    rows: Callable[[Sequence[int]], Mapping[int, Row]],
+    rows: BatchRows,
     seeds: Mapping[int, float],
-    n: int,
+    degree: np.ndarray,
     *,
     alpha: float = DEFAULT_ALPHA,
     eps: float = DEFAULT_PUSH_EPS,
     degree_normalize: bool = False,
-    max_rounds: int = 1000,
+    max_rounds: int = DEFAULT_PUSH_ROUNDS,
 ) -> np.ndarray:
-    """Approximate personalised PageRank of an undirected weighted graph read lazily.
+    """Approximate personalised PageRank by local push (Andersen, Chung and Lang, 2006).
 
-    `rows(nodes)` returns, for each of `nodes`, its neighbours and the weights of the edges to
-    them (one batched read per call; a node without neighbours maps to empty arrays). `seeds`
-    is the personalisation (node -> weight), divided by each seed's number of neighbours when
-    `degree_normalize` (A2RAG eq. 10, as `PageRank.run`). Pushes, round by round, every node
-    whose residual is at least `eps`; returns the scores of all `n` nodes (0 for nodes never
-    reached)."""
+    The graph is undirected and read lazily: `rows(nodes)` returns, for an ascending array of
+    node positions, ``(counts, neighbours, probabilities)``: the number of neighbours of each
+    node and all their neighbours, node after node, with each edge's weight divided by its
+    node's total (`transition_rows`); `csr_rows` reads a CSR matrix, a store reads a batch.
+    `degree[u]` is u's number of neighbours, known for every node before its row is read.
+    `seeds` is the personalisation (node -> weight), divided by each seed's degree when
+    `degree_normalize` (A2RAG eq. 10, as `PageRank.run`).
+
+    Round after round, every node whose residual reaches ``eps * degree`` (ACL's degree-scaled
+    rule, 1 for a node without neighbours) is pushed: it keeps ``1 - alpha`` of its residual as
+    score and spreads ``alpha`` of it over its edges in proportion to their weights (a node
+    without neighbours sends it back to the personalisation, as `PageRank.run` does with
+    dangling mass). On return every residual is below its threshold: each score is a lower
+    bound of the exact PPR, and on an unweighted graph ``exact(v) - score(v) <= eps *
+    degree(v)``. Rows read are those of pushed nodes only, at most ``1 / ((1 - alpha) eps)``
+    neighbours in all whatever the graph's size, and a hub needs a residual proportional to
+    its degree before it is read. The arithmetic depends only on the rows, in the order
+    returned, so two stores returning the same rows give bit-identical scores."""
     if not 0.0 <= alpha < 1.0:
         raise ValueError(f"alpha must be in [0, 1), got {alpha}")
     if eps <= 0:
         raise ValueError(f"eps must be positive, got {eps}")
-    known: dict[int, tuple[np.ndarray, np.ndarray, float]] = {}
-
-    def fetch(nodes: Sequence[int]) -> None:
-        missing = [u for u in nodes if u not in known]
-        if missing:
-            got = rows(missing)
-            for u in missing:
-                nbrs, weights = got.get(u, (np.zeros(0, np.int64), np.zeros(0)))
-                weights = np.asarray(weights, dtype=np.float64)
-                known[u] = (np.asarray(nbrs, dtype=np.int64), weights, float(weights.sum()))
-
-    fetch(sorted(int(s) for s in seeds))
-    pi: dict[int, float] = {}
+    degree = np.asarray(degree)
+    n = len(degree)
+    pi = np.zeros(n, dtype=np.float64)
     for s, w in seeds.items():
+        if not 0 <= int(s) < n:
+            raise ValueError(f"personalization node {s} is outside the graph (n={n})")
+        if w < 0:
+            raise ValueError("personalization weights must be non-negative")
         weight = float(w)
         if degree_normalize:
-            weight /= max(len(known[int(s)][0]), 1)
-        if weight < 0:
-            raise ValueError("personalization weights must be non-negative")
-        pi[int(s)] = pi.get(int(s), 0.0) + weight
-    total = sum(pi.values())
+            weight /= max(int(degree[int(s)]), 1)
+        pi[int(s)] += weight
+    total = pi.sum()
     if total <= 0:
         raise ValueError("personalization has no positive weight on any node")
-    pi = {s: w / total for s, w in pi.items()}
+    pi /= total
+    restart_nodes = np.flatnonzero(pi)
+    restart_weights = pi[restart_nodes]
+    threshold = eps * np.maximum(degree, 1).astype(np.float64)
     p = np.zeros(n, dtype=np.float64)
-    residual = dict(pi)
+    residual = pi.copy()
     for _ in range(max_rounds):
-        active = sorted(u for u, r in residual.items() if r >= eps)
-        if not active:
+        active = np.flatnonzero(residual >= threshold)
+        if not len(active):
             break
-        fetch(active)
-        for u in active:
-            ru = residual.pop(u, 0.0)
-            if ru <= 0.0:
-                continue
-            p[u] += (1.0 - alpha) * ru
-            nbrs, weights, out = known[u]
-            if out > 0:
-                share = alpha * ru / out
-                for v, w in zip(nbrs.tolist(), weights.tolist(), strict=True):
-                    residual[v] = residual.get(v, 0.0) + share * w
-            else:  # dangling: the walk restarts from the personalisation
-                for s, w in pi.items():
-                    residual[s] = residual.get(s, 0.0) + alpha * ru * w
+        mass = residual[active]
+        residual[active] = 0.0
+        p[active] += (1.0 - alpha) * mass
+        counts, nbrs, probs = rows(active)
+        spread = alpha * mass
+        _scatter(counts, nbrs, probs, spread, residual)
+        dangling = counts == 0
+        if dangling.any():  # no neighbours: the walk restarts from the personalisation
+            residual[restart_nodes] += float(spread[dangling].sum()) * restart_weights
     return p
+
+
+def _scatter(
+    counts: np.ndarray, nbrs: np.ndarray, probs: np.ndarray, x: np.ndarray, y: np.ndarray
+) -> None:
+    """``y[v] += x[i] * probs[e]`` for every edge e (i -> v) of the batch, edge after edge."""
+    if not len(nbrs):
+        return
+    if _CSC_MATVEC is not None:  # the batch's rows are the columns of a CSC matrix
+        indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        _CSC_MATVEC(len(y), len(counts), indptr, nbrs.astype(np.int64, copy=False), probs, x, y)
+    else:
+        np.add.at(y, nbrs, np.repeat(x, counts) * probs)
 
 
 def top_nodes(scores: np.ndarray, k: int, *, exclude: Sequence[int] = ()) -> list[int]:

@@ -26,6 +26,7 @@ import numpy as np
 from scipy import sparse
 
 from graphseek.errors import IndexBusyError, IndexFormatError
+from graphseek.knowledge.adjacency import undirected_adjacency
 from graphseek.knowledge.graph.store import (
     DATABASE,
     FORMAT,
@@ -195,7 +196,7 @@ def _copy_rows(cur: Any, table: str, columns: tuple[str, ...], rows: Any) -> int
 
 def delete_graph(cur: Any) -> None:
     """Remove every graph row (inside the writer's transaction)."""
-    for table in (*GRAPH_TABLES, "graph_vectors"):
+    for table in (*GRAPH_TABLES, "graph_vectors", "entity_rows"):
         cur.execute(f"DELETE FROM {table}")
     cur.execute("DELETE FROM meta WHERE key = 'graph_manifest'")
 
@@ -243,12 +244,36 @@ def import_graph(cur: Any, directory: Path, passage_ids: list[str]) -> dict[str,
             ("kind", "row", "item_id", "embedding"),
             ((kind, i, ids[i], vectors[i]) for i in range(len(vectors))),
         )
+    _copy_entity_rows(cur, sparse.load_npz(directory / "adjacency_entity.npz"))
     cur.execute(
         "INSERT INTO meta (key, value) VALUES ('graph_manifest', %s) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (Jsonb(manifest),),
     )
     return manifest  # type: ignore[no-any-return]
+
+
+def _copy_entity_rows(cur: Any, adjacency: Any) -> int:
+    """The rows of the undirected entity graph, as the directory backend's `GraphView` has it,
+    into ``entity_rows`` (see `graphseek.knowledge.postgres.schema`, v4)."""
+    a = undirected_adjacency(adjacency)
+    indptr = a.indptr
+    indices = a.indices.astype("<i8")
+    weights = a.data.astype("<f8")
+    return _copy_rows(
+        cur,
+        "entity_rows",
+        ("ord", "degree", "neighbours", "weights"),
+        (
+            (
+                i,
+                int(indptr[i + 1] - indptr[i]),
+                indices[indptr[i] : indptr[i + 1]].tobytes(),
+                weights[indptr[i] : indptr[i + 1]].tobytes(),
+            )
+            for i in range(a.shape[0])
+        ),
+    )
 
 
 def export_graph(store: PostgresGraphStore, directory: Path) -> Path:

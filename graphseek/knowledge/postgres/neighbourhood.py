@@ -6,11 +6,13 @@ of reads:
 
 - the **catalogue** (`catalogue()`), read once per index revision: entity ids, names, aliases,
   types and descriptions, the number of passages each entity is linked to, the entity vectors,
-  the distinct relation labels. This is what seed finding needs (names in the query, entity
-  similarity), the graph's counterpart of the passage list and the bm25s index a worker holds.
+  the distinct relation labels, each entity's number of neighbours. This is what seed finding
+  (names in the query, entity similarity) and push PPR's thresholds need, the graph's
+  counterpart of the passage list and the bm25s index a worker holds.
 - **neighbourhood reads**, per query, each one indexed query for a whole frontier: the relations
   incident to a set of entities (with their provenance passages), the passages linked to a set
-  of entities, the entities linked to a set of passages, the vectors of a set of relations.
+  of entities, the entities linked to a set of passages, the vectors of a set of relations, the
+  rows of a set of entities in the undirected entity graph (``entity_rows``, push PPR's reads).
   Relations, links, mentions, hyperedges and the relation vectors (the bulk of a graph) are
   never loaded whole.
 
@@ -65,6 +67,8 @@ class Catalogue:
     types: list[list[str]]
     descriptions: list[str]
     passage_degree: np.ndarray  # int64, passages linked to each entity
+    degree: np.ndarray  # int64, neighbours of each entity on the undirected entity graph
+    has_rows: bool  # the index stores the undirected graph's rows (`entity_rows`, schema v4)
     entity_vectors: np.ndarray | None
     relation_labels: list[str]  # distinct, sorted
 
@@ -98,14 +102,16 @@ class PostgresNeighbourhood:
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
-            if stored is None or stored[0] != self.revision:
-                raise IndexBusyError(
-                    f"The index at {self.source} was rewritten while its graph was being read; "
-                    "retry."
-                )
+            self._check_revision(stored[0] if stored else None)
             rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params)).fetchall()
         self.reads.add(len(rows))
         return rows
+
+    def _check_revision(self, stored: Any) -> None:
+        if stored != self.revision:
+            raise IndexBusyError(
+                f"The index at {self.source} was rewritten while its graph was being read; retry."
+            )
 
     # -- catalogue (once per revision) ------------------------------------------------------
 
@@ -125,6 +131,21 @@ class PostgresNeighbourhood:
             entity_vectors = np.ascontiguousarray(
                 np.vstack([as_array(r[1]) for r in vectors]), dtype=np.float32
             )
+        # the undirected entity graph's neighbour counts: stored with its rows (v4), or
+        # counted from the relations as the directory store's adjacency has them (no loops, an
+        # entity pair joined by relations of positive weight counted once)
+        stored = self._rows("SELECT ord, degree FROM entity_rows ORDER BY ord")
+        has_rows = [r[0] for r in stored] == list(range(len(entities)))
+        if has_rows:
+            neighbours = {e: d for e, (_, d) in zip([r[0] for r in entities], stored, strict=True)}
+        else:
+            neighbours = dict(
+                self._rows(
+                    "SELECT e, count(*) FROM (SELECT source AS e, target AS o FROM relations "
+                    "WHERE source <> target AND weight > 0 UNION SELECT target, source FROM "
+                    "relations WHERE source <> target AND weight > 0) pairs GROUP BY e"
+                )
+            )
         labels = [r[0] for r in self._rows("SELECT DISTINCT label FROM relations ORDER BY 1")]
         return Catalogue(
             entity_ids=ids,
@@ -133,28 +154,40 @@ class PostgresNeighbourhood:
             types=[types.get(e, []) for e in ids],
             descriptions=[r[2] for r in entities],
             passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
+            degree=np.array([int(neighbours.get(e, 0)) for e in ids], dtype=np.int64),
+            has_rows=has_rows,
             entity_vectors=entity_vectors,
             relation_labels=sorted(set(labels)),
         )
 
     # -- neighbourhood reads (per query, one query per frontier) -----------------------------
 
-    def incident_relations(self, entity_ids: Iterable[str]) -> list[RelationRow]:
-        """Relations with a source or target among `entity_ids`, in global order."""
-        ids = sorted(set(entity_ids))
-        if not ids:
-            return []
+    def _relation_rows(self, where: str, params: Sequence[Any]) -> list[RelationRow]:
         rows = self._rows(
             "SELECT r.ord, r.id, r.source, r.label, r.target, r.weight, r.kind, "
             "coalesce((SELECT array_agg(rp.passage_id ORDER BY rp.rowid) FROM relation_passages "
-            "rp WHERE rp.relation_id = r.id), '{}') FROM relations r "
-            "WHERE r.source = ANY(%s) OR r.target = ANY(%s) ORDER BY r.ord",
-            (ids, ids),
+            f"rp WHERE rp.relation_id = r.id), '{{}}') FROM relations r WHERE {where} "
+            "ORDER BY r.ord",
+            params,
         )
         return [
             RelationRow(int(o), rid, s, label, t, float(w), k, tuple(pids))
             for o, rid, s, label, t, w, k, pids in rows
         ]
+
+    def incident_relations(self, entity_ids: Iterable[str]) -> list[RelationRow]:
+        """Relations with a source or target among `entity_ids`, in global order."""
+        ids = sorted(set(entity_ids))
+        if not ids:
+            return []
+        return self._relation_rows("r.source = ANY(%s) OR r.target = ANY(%s)", (ids, ids))
+
+    def relations(self, relation_ids: Iterable[str]) -> list[RelationRow]:
+        """These relations (by id), in global order."""
+        ids = sorted(set(relation_ids))
+        if not ids:
+            return []
+        return self._relation_rows("r.id = ANY(%s)", (ids,))
 
     def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
         """(entity id, passage id) links of these entities."""
@@ -181,6 +214,35 @@ class PostgresNeighbourhood:
                 (ids,),
             )
         ]
+
+    def entity_rows(
+        self, positions: Iterable[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows of these entity positions in the undirected entity graph (``entity_rows``;
+        an index written before schema v4 has none): ``(positions, counts, neighbours,
+        weights)``, the positions found (ascending) with their numbers of neighbours, then all
+        their neighbours' positions and edge weights, row after row."""
+        ords = sorted({int(p) for p in positions})
+        rows: list[tuple[Any, ...]] = []
+        if ords:
+            # one statement, so one round trip and one snapshot for the revision and the rows
+            # (push PPR reads once per round)
+            with self._pool.connection() as conn:
+                got = conn.execute(
+                    "SELECT value #>> '{}', NULL, NULL, NULL, NULL FROM meta "
+                    "WHERE key = 'revision' UNION ALL SELECT NULL, ord, degree, neighbours, "
+                    "weights FROM entity_rows WHERE ord = ANY(%s) ORDER BY 2 NULLS FIRST",
+                    (ords,),
+                ).fetchall()
+            self._check_revision(got[0][0] if got and got[0][1] is None else None)
+            rows = [r[1:] for r in got[1:]]
+            self.reads.add(len(rows))
+        return (
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[1] for r in rows], dtype=np.int64),
+            np.frombuffer(b"".join(r[2] for r in rows), dtype="<i8").astype(np.int64),
+            np.frombuffer(b"".join(r[3] for r in rows), dtype="<f8").astype(np.float64),
+        )
 
     def relation_vectors(self, relation_ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these relations (relations without one are absent)."""

@@ -32,6 +32,11 @@ migration: append a new one.
 - v3: ``bm25_files``, the saved bm25s index (file name -> bytes), written by every write with
   the passages it ranks, so a worker loads the lexical index instead of building it. An index
   migrated from v2 has none until its next write; its workers build bm25s from the passages.
+- v4: ``entity_rows``, one row per entity of the undirected entity graph (`GraphView.undirected`):
+  its number of neighbours, its neighbours' positions (int64) and edge weights (float64) as
+  bytes, written with the graph. Push PPR (progressive's Stage 3) reads the rows of the nodes it
+  pushes from it, one indexed read per round, instead of their relations. An index migrated from
+  v3 has none until its next write; its readers read the relations instead (same rows).
 """
 
 from __future__ import annotations
@@ -134,11 +139,17 @@ _V3 = """
 CREATE TABLE bm25_files (name text PRIMARY KEY, data bytea NOT NULL);
 """
 
+_V4 = """
+CREATE TABLE entity_rows (ord bigint PRIMARY KEY, degree integer NOT NULL,
+    neighbours bytea NOT NULL, weights bytea NOT NULL);
+"""
+
 #: (version, description, SQL); applied in order, each in the writer's transaction
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "passages with pgvector HNSW, graph tables, graph vectors, meta", _V1),
     (2, "indexes for the per-query neighbourhood reads", _V2),
     (3, "bm25s postings stored with the index", _V3),
+    (4, "the undirected entity graph's rows, for push PPR", _V4),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
