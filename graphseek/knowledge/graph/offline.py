@@ -41,6 +41,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -281,9 +282,13 @@ class OfflineExtractor:
         out: list[Extraction] = []
         _FORKED = self
         try:
-            context = multiprocessing.get_context("fork")
+            with warnings.catch_warnings():
+                # Python 3.12+ warns about fork() in a process with threads (here: idle
+                # embedding workers); the forked workers only run spaCy and this module
+                warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
+                pool = multiprocessing.get_context("fork").Pool(processes)
             with (
-                context.Pool(processes) as pool,
+                pool,
                 progress_bar("extracting", len(passages), self.show_progress) as bar,
             ):
                 for part in pool.imap(_extract_chunk, chunks):
