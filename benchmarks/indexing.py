@@ -12,9 +12,10 @@ a fresh child process (so peak RSS is per size):
 It prints passages/s, the ratio index / raw encoder (target <= 2x; wall, and CPU time of the
 process and its extraction workers, which a host shared with other work inflates far less), the
 offline extraction rate (target >= 100 passages/s; wall, and per CPU second), peak RSS of the
-process and of the largest worker, the tokens the build embedded (passages vs graph strings:
-the encoder alone needs (all tokens / passage tokens) x the raw encoder time), then how each
-stage grows from one size to the next.
+process (the extraction workers are forked from it and share its pages; each adds
+spaCy's working set), the tokens the build embedded (passages vs graph strings: the encoder
+alone needs about (all tokens / passage tokens) x the raw encoder time; the short graph strings
+cost somewhat less per token than passages), then how each stage grows with size.
 ``--text-mb X`` also indexes one plain-text file of X MB (default chunking) the same way.
 
     .venv/bin/python benchmarks/indexing.py [--sizes 1000,10000] [--text-mb 5] [--no-graph]
@@ -72,8 +73,8 @@ def text_file(data_dir: Path, megabytes: float, path: Path) -> Path:
     return path
 
 
-def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
-    return resource.getrusage(who).ru_maxrss / 1024.0
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def cpu_seconds() -> float:
@@ -180,7 +181,6 @@ def child(args: argparse.Namespace) -> None:
                     "extract_rate": extract_rate,
                     "extract_cpu_s": extract_cpu,
                     "peak_rss_mb": peak_rss_mb(),
-                    "worker_peak_rss_mb": peak_rss_mb(resource.RUSAGE_CHILDREN),
                     "tokens": embedded_tokens(index, passages),
                     "rss_before_index_mb": rss_before,
                     "backend": getattr(embedder, "backend", "?"),
@@ -224,8 +224,7 @@ def show(label: str, row: dict[str, Any]) -> None:
     print(
         f"{label:>10} {row['n']:>8} {row['raw_encoder_s']:>9.1f} {row['index_s']:>9.1f} "
         f"{row['n'] / row['index_s']:>9.1f} {ratio:>7.2f}x {cpu_ratio:>7.2f}x "
-        f"{(f'{rate:.0f}' if rate else '-'):>9} {cpu_rate:>9} {row['peak_rss_mb']:>9.0f} "
-        f"{row.get('worker_peak_rss_mb', 0):>9.0f}",
+        f"{(f'{rate:.0f}' if rate else '-'):>9} {cpu_rate:>9} {row['peak_rss_mb']:>9.0f}",
         flush=True,
     )
     tokens = row.get("tokens") or {}
@@ -236,7 +235,7 @@ def show(label: str, row: dict[str, Any]) -> None:
         print(
             f"{'':>10} tokens embedded: passages {passages:,}"
             + (f"; graph strings: {parts}" if parts else "")
-            + f" -> encoder-bound floor of idx/raw ~{floor:.2f}x",
+            + f" -> all / passage tokens {floor:.2f}x (the encoder-bound part of idx/raw)",
             flush=True,
         )
 
@@ -260,8 +259,7 @@ def main() -> None:
     print(f"graph: {'no' if args.no_graph else 'yes (offline)'}; cores: {os.cpu_count()}")
     print(
         f"{'input':>10} {'passages':>8} {'raw enc s':>9} {'index s':>9} {'pass/s':>9} "
-        f"{'idx/raw':>8} {'CPU i/r':>8} {'extract/s':>9} {'ext/CPU s':>9} {'peak MB':>9} "
-        f"{'worker MB':>9}"
+        f"{'idx/raw':>8} {'CPU i/r':>8} {'extract/s':>9} {'ext/CPU s':>9} {'peak MB':>9}"
     )
     rows = []
     for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
