@@ -41,6 +41,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import sys
 import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -315,7 +316,9 @@ def default_processes() -> int:
 
 
 def _can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
+    """Workers are forked on Linux only (macOS system libraries are not fork-safe; spawning
+    would load the pipeline again in every worker)."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
 _FORKED: OfflineExtractor | None = None
