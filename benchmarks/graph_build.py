@@ -88,7 +88,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/graphseek-graph-bench"))
     parser.add_argument("--datasets", nargs="+", default=list(CORPORA), choices=list(CORPORA))
     parser.add_argument("--limit", type=int, default=0, help="first N passages only (0: all)")
-    parser.add_argument("--n-process", type=int, default=1, help="spaCy processes")
+    parser.add_argument(
+        "--n-process",
+        type=int,
+        default=None,
+        help="extraction worker processes (default: one per core, up to 4)",
+    )
     parser.add_argument("--no-openie", action="store_true")
     parser.add_argument(
         "--torch-threads",
@@ -103,7 +108,7 @@ def main() -> int:
         torch.set_num_threads(args.torch_threads)
     print(
         f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
-        f"torch threads {torch.get_num_threads()}, spaCy processes {args.n_process}"
+        f"torch threads {torch.get_num_threads()}, extraction processes {args.n_process or 'auto'}"
     )
 
     for name in args.datasets:

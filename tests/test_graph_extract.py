@@ -95,6 +95,19 @@ def test_offline_facts_are_sentences(offline: list[Extraction]) -> None:
     assert [names[m] for m in curry.facts[1].mentions] == ["Stephen Curry", "Akron", "Ohio"]
 
 
+def test_worker_processes_give_the_single_process_extractions(
+    offline: list[Extraction], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphseek.knowledge.graph import offline as module
+
+    monkeypatch.setattr(module, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(module, "CHUNK", 1)
+    passages = [CURRY, NBA, FILM] * 3
+    forked = OfflineExtractor(n_process=2).extract(passages)
+    assert forked == offline * 3
+    assert OfflineExtractor(n_process=1).extract(passages) == offline * 3
+
+
 def test_rule_coreferencer_rewrites_pronouns() -> None:
     out = RuleCoreferencer().resolve([CURRY, FILM])
     assert out[0].id == CURRY.id and out[0].title == CURRY.title

@@ -1,6 +1,8 @@
 """`OfflineExtractor`: entities, aliases, relations and n-ary facts from spaCy, with no LLM.
 
-Per passage (one `nlp.pipe` pass, batched, ``n_process=1`` by default):
+Per passage (one `nlp.pipe` pass, batched; a corpus of at least `PARALLEL_MIN` passages is
+split into chunks extracted by worker processes, one per core up to `MAX_PROCESSES`, see
+`OfflineExtractor.extract`):
 
 - **Entities**: named entities (types = NER labels; cardinal/ordinal/percent/quantity dropped),
   and noun chunks that are not named entities (type ``CONCEPT``; leading articles, possessives
@@ -29,12 +31,18 @@ Per passage (one `nlp.pipe` pass, batched, ``n_process=1`` by default):
 Speed: the ``attribute_ruler`` and ``lemmatizer`` pipes are disabled; part-of-speech tags are
 mapped from the tagger's fine tags with the ruler's own tag table (99+% agreement), and lemmas are
 computed only for relation verbs with the rule lemmatizer, cached. The rest (tok2vec, tagger,
-parser, ner) is the cost floor of the small English model; see ``benchmarks/graph_build.py``.
+parser, ner) is the cost floor of the small English model (about 12 ms of CPU per 2Wiki
+passage, 85% of it inside spaCy); see ``benchmarks/graph_build.py`` and
+``benchmarks/indexing.py``.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
+import sys
+import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -81,6 +89,13 @@ DEFAULT_NER_LABELS: frozenset[str] = frozenset(
 
 #: pipes the extractor does not run (see the module docstring)
 DISABLED_PIPES: tuple[str, ...] = ("attribute_ruler", "lemmatizer")
+
+PARALLEL_MIN = 256
+"""`extract` runs worker processes only for at least this many passages (starting them and
+shipping results back costs about a second)."""
+MAX_PROCESSES = 4
+CHUNK = 32
+"""Passages per task sent to a worker process (small enough for a smooth progress bar)."""
 
 PERSON_PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "himself", "herself"})
 THING_PRONOUNS = frozenset({"it", "its", "itself"})
@@ -197,7 +212,7 @@ class OfflineExtractor:
         self,
         *,
         batch_size: int = 64,
-        n_process: int = 1,
+        n_process: int | None = None,
         ner_labels: Iterable[str] = DEFAULT_NER_LABELS,
         noun_chunks: bool = True,
         resolve_pronouns: bool = True,
@@ -205,10 +220,10 @@ class OfflineExtractor:
         min_fact_entities: int = 2,
         show_progress: bool = False,
     ) -> None:
-        if batch_size < 1 or n_process < 1:
+        if batch_size < 1 or (n_process is not None and n_process < 1):
             raise ValueError("batch_size and n_process must be >= 1")
         self.batch_size = batch_size
-        self.n_process = n_process
+        self.n_process = n_process if n_process is not None else default_processes()
         self.ner_labels = frozenset(ner_labels)
         self.noun_chunks = noun_chunks
         self.resolve_pronouns = resolve_pronouns
@@ -234,10 +249,8 @@ class OfflineExtractor:
         return self._tables
 
     def parse(self, passages: Sequence[Passage]) -> Iterator[Any]:
-        """spaCy docs of the passages' texts, in order."""
-        docs: Iterable[Any] = self.nlp.pipe(
-            (p.text for p in passages), batch_size=self.batch_size, n_process=self.n_process
-        )
+        """spaCy docs of the passages' texts, in order (in this process)."""
+        docs: Iterable[Any] = self.nlp.pipe((p.text for p in passages), batch_size=self.batch_size)
         from graphseek.knowledge.progress import bar as progress_bar
 
         with progress_bar("extracting", len(passages), self.show_progress) as bar:
@@ -246,10 +259,47 @@ class OfflineExtractor:
                 bar.update(1)
 
     def extract(self, passages: Sequence[Passage]) -> list[Extraction]:
+        """The extraction of every passage, in order. At least `PARALLEL_MIN` passages with
+        `n_process` > 1 run in worker processes forked from this one (they share the loaded
+        pipeline), `CHUNK` passages per task: parsing *and* analysis are parallel, and the
+        results are the ones a single process gives."""
+        processes = min(self.n_process, -(-len(passages) // CHUNK))
+        if processes <= 1 or len(passages) < PARALLEL_MIN or not _can_fork():
+            return self._extract_here(passages)
+        return self._extract_forked(passages, processes)
+
+    def _extract_here(self, passages: Sequence[Passage]) -> list[Extraction]:
         return [
             self.extract_doc(doc, passage)
             for doc, passage in zip(self.parse(passages), passages, strict=True)
         ]
+
+    def _extract_forked(self, passages: Sequence[Passage], processes: int) -> list[Extraction]:
+        from graphseek.knowledge.progress import bar as progress_bar
+
+        global _FORKED
+        _ = self.tables  # loaded before the fork, so the workers inherit the pipeline
+        chunks = [list(passages[i : i + CHUNK]) for i in range(0, len(passages), CHUNK)]
+        out: list[Extraction] = []
+        _FORKED = self
+        try:
+            with warnings.catch_warnings():
+                # Python 3.12+ warns about fork() in a process with threads (here: idle
+                # embedding workers); the forked workers only run spaCy and this module
+                warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
+                pool = multiprocessing.get_context("fork").Pool(processes)
+            with (
+                pool,
+                progress_bar("extracting", len(passages), self.show_progress) as bar,
+            ):
+                for part in pool.imap(_extract_chunk, chunks):
+                    out.extend(part)
+                    bar.update(len(part))
+                pool.close()
+                pool.join()  # reaped: their CPU time shows in RUSAGE_CHILDREN
+        finally:
+            _FORKED = None
+        return out
 
     def extract_doc(self, doc: Any, passage: Passage) -> Extraction:
         """The extraction of one parsed passage (a doc from `parse`)."""
@@ -258,6 +308,28 @@ class OfflineExtractor:
     def analyse(self, doc: Any, passage: Passage) -> _DocAnalysis:
         """The full analysis of one parsed passage (used by the rule coreferencer)."""
         return _DocAnalysis(doc, passage, self)
+
+
+def default_processes() -> int:
+    """One extraction process per core, at most `MAX_PROCESSES`."""
+    return max(1, min(os.cpu_count() or 1, MAX_PROCESSES))
+
+
+def _can_fork() -> bool:
+    """Workers are forked on Linux only (macOS system libraries are not fork-safe; spawning
+    would load the pipeline again in every worker)."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+_FORKED: OfflineExtractor | None = None
+"""The extractor a forked worker process uses (set in the parent just before the fork)."""
+
+
+def _extract_chunk(passages: list[Passage]) -> list[Extraction]:
+    extractor = _FORKED
+    assert extractor is not None, "extraction worker started without an extractor"
+    docs = extractor.nlp.pipe((p.text for p in passages), batch_size=extractor.batch_size)
+    return [extractor.extract_doc(d, p) for d, p in zip(docs, passages, strict=True)]
 
 
 class _DocAnalysis:
