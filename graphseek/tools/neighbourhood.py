@@ -28,6 +28,7 @@ not depend on it).
 from __future__ import annotations
 
 import contextvars
+import copy
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -36,11 +37,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from graphseek.knowledge.graph.models import Topic
 from graphseek.tools.graph_access import (
     GraphView,
     passage_search_for,
     revision_of,
 )
+from graphseek.tools.graph_arrays import topic_matrix
 from graphseek.tools.higra import (
     HiGraConfig,
     HiGraRetriever,
@@ -70,6 +73,15 @@ _SHARED = (
     "entity_bm25",
     "passage_degree",
     "_label_token_index",
+)
+#: cached properties of a view that depend on its hyperedges and topics
+_HYPER_CACHED = (
+    "topic_pos",
+    "topic_members",
+    "topic_bm25",
+    "hyperedge_bm25",
+    "hyperedge_incidence",
+    "topic_vectors",
 )
 
 
@@ -110,6 +122,38 @@ class RemoteGraph:
         for key in _SHARED:  # compute once (name index, entity BM25, ...)
             getattr(base, key)
         self.base = base
+        self._hyper: GraphView | None = None
+        self._hyper_lock = threading.Lock()
+
+    def hyper_view(self) -> GraphView:
+        """The catalogue view with the hyperedge catalogue (read on first use): every topic and
+        every hyperedge's relation text and topic, without members or passages, with the
+        topic and hyperedge rankings computed once (BM25 over the topics and the hyperedges,
+        the topic centroids the server averaged). G-RAGent's `retrieve_subgraph` finds its
+        topic on it, then reads the hyperedges it shows (`hyperedges`)."""
+        with self._hyper_lock:
+            if self._hyper is None:
+                source = self.source
+                view = copy.copy(self.base)
+                view.__dict__ = {
+                    k: v for k, v in self.base.__dict__.items() if k not in _HYPER_CACHED
+                }
+                view.topics = source.topics()
+                view.hyperedges = source.hyperedge_labels()
+                centroids = source.topic_centroids()
+                vectors = None
+                if centroids is not None and view.topics:
+                    dim = len(next(iter(centroids.values()))) if centroids else source.dim
+                    vectors = topic_matrix(view.topics, centroids, dim)
+                view.__dict__["topic_vectors"] = vectors
+                for key in _HYPER_CACHED[:4]:  # rankings and topic groups, computed once
+                    getattr(view, key)
+                self._hyper = view
+            return self._hyper
+
+    def topics(self) -> list[Topic]:
+        """The topics (from the hyperedge catalogue)."""
+        return list(self.hyper_view().topics)
 
     @property
     def reads(self) -> Any:

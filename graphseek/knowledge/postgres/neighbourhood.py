@@ -12,9 +12,13 @@ of reads:
 - **neighbourhood reads**, per query, each one indexed query for a whole frontier: the relations
   incident to a set of entities (with their provenance passages), the passages linked to a set
   of entities, the entities linked to a set of passages, the vectors of a set of relations, the
-  rows of a set of entities in the undirected entity graph (``entity_rows``, push PPR's reads).
-  Relations, links, mentions, hyperedges and the relation vectors (the bulk of a graph) are
-  never loaded whole.
+  rows of a set of entities in the undirected entity graph (``entity_rows``, push PPR's reads),
+  the hyperedges (members, passages) of a set of entities or ids.
+- the **hyperedge catalogue**, read once per revision and only by G-RAGent's primitives:
+  the topics, each hyperedge's relation text and topic (what free-text topic matching ranks),
+  and each topic's centroid, averaged by the server (`topic_centroids`).
+  Relations, links, mentions, hyperedge members and passages, and the relation and hyperedge
+  vectors (the bulk of a graph) are never loaded whole.
 
 Every read runs on a pooled connection in a REPEATABLE READ snapshot that first checks the
 index revision (`IndexBusyError` when a writer has committed since the retriever was built), and
@@ -24,6 +28,7 @@ neighbourhood, not the graph.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.errors import IndexBusyError
+from graphseek.knowledge.graph.models import HyperEdge, Topic
 from graphseek.knowledge.graph.store import aliases_and_types
 from graphseek.knowledge.postgres.graph import as_array
 
@@ -255,3 +261,68 @@ class PostgresNeighbourhood:
             (ids,),
         )
         return {rid: as_array(v) for rid, v in rows}
+
+    # -- hyperedges and topics (G-RAGent's primitives) ---------------------------------------
+
+    def topics(self) -> list[Topic]:
+        """Every topic, in order (as the directory store's ``topics()``)."""
+        rows = self._rows("SELECT id, label, keywords, size FROM topics ORDER BY ord")
+        return [
+            Topic(id=tid, label=label, keywords=json.loads(kw), size=size)
+            for tid, label, kw, size in rows
+        ]
+
+    def hyperedge_labels(self) -> list[HyperEdge]:
+        """Every hyperedge's id, relation text and topic, in order, without members or
+        passages (what ranking hyperedges and grouping them by topic need)."""
+        rows = self._rows("SELECT id, relation, topic_id FROM hyperedges ORDER BY ord")
+        return [HyperEdge(id=h, relation=r, entity_ids=[], topic_id=t) for h, r, t in rows]
+
+    def topic_centroids(self) -> dict[str, np.ndarray] | None:
+        """Topic id -> mean of its hyperedges' vectors (pgvector's ``avg``: float8 sums of the
+        float4 vectors in hyperedge order, divided, rounded to float4), computed by the server;
+        None unless every hyperedge has its vector, in order (as the directory view needs)."""
+        complete = self._rows(
+            "SELECT (SELECT coalesce(array_agg(item_id ORDER BY row), '{}') FROM graph_vectors "
+            "WHERE kind = 'hyperedge_vectors') = (SELECT coalesce(array_agg(id ORDER BY ord), "
+            "'{}') FROM hyperedges) AND EXISTS (SELECT 1 FROM hyperedges)"
+        )
+        if not complete or not complete[0][0]:
+            return None
+        rows = self._rows(
+            "SELECT h.topic_id, avg(v.embedding ORDER BY h.ord) FROM hyperedges h JOIN "
+            "graph_vectors v ON v.kind = 'hyperedge_vectors' AND v.item_id = h.id "
+            "WHERE h.topic_id IS NOT NULL GROUP BY h.topic_id"
+        )
+        return {t: as_array(v) for t, v in rows}
+
+    def _hyperedges(self, where: str, params: Sequence[Any]) -> list[HyperEdge]:
+        rows = self._rows(
+            "SELECT h.id, h.relation, h.topic_id, coalesce((SELECT array_agg(m.entity_id "
+            "ORDER BY m.position, m.rowid) FROM hyperedge_members m WHERE m.hyperedge_id = h.id), "
+            "'{}'), coalesce((SELECT array_agg(p.passage_id ORDER BY p.rowid) FROM "
+            f"hyperedge_passages p WHERE p.hyperedge_id = h.id), '{{}}') FROM hyperedges h "
+            f"WHERE {where} ORDER BY h.ord",
+            params,
+        )
+        return [
+            HyperEdge(id=h, relation=r, entity_ids=list(m), passage_ids=list(p), topic_id=t)
+            for h, r, t, m, p in rows
+        ]
+
+    def hyperedges(self, hyperedge_ids: Iterable[str]) -> list[HyperEdge]:
+        """These hyperedges (by id), whole, in order."""
+        ids = sorted(set(hyperedge_ids))
+        if not ids:
+            return []
+        return self._hyperedges("h.id = ANY(%s)", (ids,))
+
+    def hyperedges_of(self, entity_ids: Iterable[str]) -> list[HyperEdge]:
+        """The hyperedges with a member among `entity_ids`, whole, in order."""
+        ids = sorted(set(entity_ids))
+        if not ids:
+            return []
+        return self._hyperedges(
+            "h.id IN (SELECT hyperedge_id FROM hyperedge_members WHERE entity_id = ANY(%s))",
+            (ids,),
+        )
