@@ -251,6 +251,40 @@ def _no_whole_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graph_access, "load_graph_view", directory_only)
 
 
+def test_entity_vectors_stay_in_the_database(
+    pg_big: Any, big_dir_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The catalogue holds no entity vectors: rows are read by position, and the similarity
+    of every entity is the database's exact nearest entities (pgvector) scored like the
+    directory's matrix, so its top entities and their scores are the directory's."""
+    from graphseek.tools import neighbourhood
+    from graphseek.tools.graph_access import (
+        graph_view,
+        passage_search_for,
+        single_threaded_blas,
+        top_positions,
+    )
+
+    monkeypatch.setattr(neighbourhood, "DENSE_CANDIDATES", 6)
+    remote = neighbourhood.remote_graph(pg_big)
+    vectors = remote.base.entity_vectors
+    assert isinstance(vectors, neighbourhood.EntityVectors)
+    full = graph_view(big_dir_index).entity_vectors
+    assert full is not None and len(vectors) == len(full) > 6
+    some = [5, 0, len(full) - 1, 5]
+    assert np.array_equal(vectors[some], full[some]) and np.array_equal(vectors[3], full[3])
+    embed = passage_search_for(big_dir_index).embed
+    for query in QUERIES:
+        qv = np.asarray(embed(query), dtype=np.float32)
+        with single_threaded_blas():
+            expected = full @ qv
+        got = vectors @ qv
+        top = top_positions(expected, 6, positive=False)
+        assert top_positions(got, 6, positive=False) == top, query
+        assert np.array_equal(got[top], expected[top]), query
+        assert np.isinf(np.delete(got, top)).all(), query
+
+
 TRIPLE = {"subject": "Ada Lovelace", "relation": "father", "object": "?p"}
 
 

@@ -370,7 +370,8 @@ class GraphView:
         lexical = bm25 if bm25 is not None else np.zeros(self.n_entities, dtype=np.float32)
         dense = None
         if query_vector is not None and self.entity_vectors is not None and self.n_entities:
-            dense = self.entity_vectors @ np.asarray(query_vector, dtype=np.float32)
+            with single_threaded_blas():  # (a row's product then does not depend on threads)
+                dense = self.entity_vectors @ np.asarray(query_vector, dtype=np.float32)
         return lexical, dense
 
     def rank_entities(

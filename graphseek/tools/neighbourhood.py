@@ -4,10 +4,12 @@ An index that can serve its graph one neighbourhood at a time (`index.graph_neig
 the PostgreSQL backend: `graphseek.knowledge.postgres.neighbourhood`) is not loaded into a
 `GraphView` by the graph retrievers. Instead:
 
-- the **catalogue** (entities' ids, names, aliases, types, vectors, number of linked passages;
-  the distinct relation labels) is read once per index revision into a `GraphView` with every
+- the **catalogue** (entities' ids, names, aliases, types, number of linked passages; the
+  distinct relation labels) is read once per index revision into a `GraphView` with every
   entity and no relation (`RemoteGraph.base`); it finds the seeds, exactly as over the whole
-  graph (names in the query, hybrid entity similarity, tie-breaks by passage count);
+  graph (names in the query, hybrid entity similarity, tie-breaks by passage count). Its entity
+  vectors stay in the database (`EntityVectors`): the dense side of entity similarity is the
+  database's nearest entities, scored as the whole matrix would score them;
 - per query, a `LocalGraph` reads what the algorithm touches, a frontier per query: the
   relations incident to the seeds and, where needed, to their neighbours (HiGra's radius-r
   subgraph; A2RAG's local and bridge stages), the passages linked to the subgraph's entities,
@@ -43,7 +45,7 @@ from graphseek.tools.graph_access import (
     passage_search_for,
     revision_of,
 )
-from graphseek.tools.graph_arrays import topic_matrix
+from graphseek.tools.graph_arrays import single_threaded_blas, topic_matrix
 from graphseek.tools.higra import (
     HiGraConfig,
     HiGraRetriever,
@@ -85,6 +87,72 @@ _HYPER_CACHED = (
 )
 
 
+#: how many nearest entities `EntityVectors @ q` asks the database for: deeper than any
+#: ranking of the retrievers (HiGra's 4 x candidate_depth = 320 is the deepest)
+DENSE_CANDIDATES = 1024
+
+
+class EntityVectors:
+    """The entity vectors of a graph kept in its store, as the algorithms use a matrix of them:
+    ``vectors[positions]`` reads those rows; ``vectors @ q`` (cosine similarity of every
+    entity, the query vector being unit) asks the database for the `DENSE_CANDIDATES` nearest
+    entities (pgvector, exact), reads their vectors and scores them with the same float32
+    product as the whole matrix would; every other entity scores -inf. So any ranking of up
+    to `DENSE_CANDIDATES` entities by these scores is the whole matrix's, while a worker holds
+    no vectors."""
+
+    def __init__(self, source: Any, n: int) -> None:
+        self.source = source
+        self.n = n
+        self.shape = (n, int(source.dim))
+        self.dtype = np.dtype(np.float32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, positions: Any) -> np.ndarray:
+        if isinstance(positions, int | np.integer):
+            return self.source.entity_vectors([int(positions)])[0]  # type: ignore[no-any-return]
+        return self.source.entity_vectors(np.asarray(positions, dtype=np.int64).tolist())  # type: ignore[no-any-return]
+
+    def __matmul__(self, query_vector: np.ndarray) -> np.ndarray:
+        qv = np.asarray(query_vector, dtype=np.float32)
+        near = np.sort(np.asarray(self.source.nearest_entities(qv, DENSE_CANDIDATES), np.int64))
+        scores = np.full(self.n, -np.inf, dtype=np.float32)
+        if len(near):
+            rows, matrix = same_kernel_rows(near, self.n, self.__getitem__)
+            with single_threaded_blas():  # as the whole matrix's product
+                product = matrix @ qv
+            keep = np.isin(rows, near)  # (not the padding, nor the tail's other rows)
+            scores[rows[keep]] = product[keep]
+        return scores
+
+
+#: rows a BLAS matrix-vector kernel handles in one block (the product of a row in a full
+#: block does not depend on the other rows; the last, partial block is computed differently)
+KERNEL_BLOCK = 16
+
+
+def same_kernel_rows(
+    positions: np.ndarray, n: int, read: Callable[[np.ndarray], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(row positions, -1 for padding; their vectors) laid out so that ``matrix @ q`` gives
+    each row the float32 product the whole n-row matrix gives it: rows of the whole matrix's
+    full blocks in full blocks (zero rows pad the last), then, if any is asked for, the whole
+    matrix's partial tail block, read whole and last, as in the whole matrix."""
+    tail = n % KERNEL_BLOCK
+    body = positions[positions < n - tail]
+    layout = [body, np.full(-len(body) % KERNEL_BLOCK, -1, dtype=np.int64)]
+    if tail and (positions >= n - tail).any():
+        layout.append(np.arange(n - tail, n, dtype=np.int64))
+    rows = np.concatenate(layout)
+    real = rows >= 0
+    read_rows = read(rows[real])
+    matrix = np.zeros((len(rows), read_rows.shape[1]), dtype=np.float32)
+    matrix[real] = read_rows
+    return rows, matrix
+
+
 class RemoteGraph:
     """An index's graph as a catalogue view plus a source of neighbourhood reads."""
 
@@ -108,7 +176,7 @@ class RemoteGraph:
             passage_titles=list(titles),
             links=sp.csr_matrix((n, len(passage_ids)), dtype=np.float64),
             adjacency=sp.csr_matrix((n, n), dtype=np.float64),
-            entity_vectors=cat.entity_vectors,
+            entity_vectors=EntityVectors(source, n) if cat.has_entity_vectors else None,  # type: ignore[arg-type]
             source=str(getattr(source, "source", "")),
         )
         # what the whole graph would give: passage counts, and the labels of every relation

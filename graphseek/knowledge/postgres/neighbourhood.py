@@ -5,10 +5,13 @@
 of reads:
 
 - the **catalogue** (`catalogue()`), read once per index revision: entity ids, names, aliases,
-  types and descriptions, the number of passages each entity is linked to, the entity vectors,
-  the distinct relation labels, each entity's number of neighbours. This is what seed finding
-  (names in the query, entity similarity) and push PPR's thresholds need, the graph's
-  counterpart of the passage list and the bm25s index a worker holds.
+  types and descriptions, the number of passages each entity is linked to, the distinct
+  relation labels, each entity's number of neighbours. This is what seed finding (names in the
+  query, lexical entity similarity) and push PPR's thresholds need, the graph's counterpart of
+  the passage list and the bm25s index a worker holds. The entity vectors are not in it: a
+  query asks the database for the entities nearest its vector (`nearest_entities`, pgvector,
+  exact) and reads the vectors of the entities it scores (`entity_vectors`), counted apart in
+  `vector_reads`.
 - **neighbourhood reads**, per query, each one indexed query for a whole frontier: the relations
   incident to a set of entities (with their provenance passages), the passages linked to a set
   of entities, the entities linked to a set of passages, the vectors of a set of relations, the
@@ -75,7 +78,7 @@ class Catalogue:
     passage_degree: np.ndarray  # int64, passages linked to each entity
     degree: np.ndarray  # int64, neighbours of each entity on the undirected entity graph
     has_rows: bool  # the index stores the undirected graph's rows (`entity_rows`, schema v4)
-    entity_vectors: np.ndarray | None
+    has_entity_vectors: bool  # every entity has its vector (read per query, not here)
     relation_labels: list[str]  # distinct, sorted
 
 
@@ -103,6 +106,8 @@ class PostgresNeighbourhood:
         self.source: str = index.uri
         self.dim = int(index.manifest["embedder"]["dim"])
         self.reads = ReadCounter()
+        #: reads of entity vectors (nearest entities, rows), apart from the graph reads
+        self.vector_reads = ReadCounter()
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._pool.connection() as conn, conn.transaction():
@@ -128,15 +133,14 @@ class PostgresNeighbourhood:
             self._rows("SELECT entity_id, count(*) FROM entity_passages GROUP BY entity_id")
         )
         ids = [r[0] for r in entities]
-        vectors = self._rows(
-            "SELECT item_id, embedding FROM graph_vectors WHERE kind = 'entity_vectors' "
-            "ORDER BY row"
+        # the entity vectors stay in the database (`nearest_entities`, `entity_vectors`): here
+        # only whether every entity has its vector, in order (as the directory view needs)
+        complete = self._rows(
+            "SELECT (SELECT coalesce(array_agg(item_id ORDER BY row), '{}') FROM graph_vectors "
+            "WHERE kind = 'entity_vectors') = (SELECT coalesce(array_agg(id ORDER BY ord), '{}') "
+            "FROM entities) AND EXISTS (SELECT 1 FROM entities)"
         )
-        entity_vectors = None
-        if vectors and [r[0] for r in vectors] == ids:
-            entity_vectors = np.ascontiguousarray(
-                np.vstack([as_array(r[1]) for r in vectors]), dtype=np.float32
-            )
+        has_vectors = bool(complete and complete[0][0])
         # the undirected entity graph's neighbour counts: stored with its rows (v4), or
         # counted from the relations as the directory store's adjacency has them (no loops, an
         # entity pair joined by relations of positive weight counted once)
@@ -162,7 +166,7 @@ class PostgresNeighbourhood:
             passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
             degree=np.array([int(neighbours.get(e, 0)) for e in ids], dtype=np.int64),
             has_rows=has_rows,
-            entity_vectors=entity_vectors,
+            has_entity_vectors=has_vectors,
             relation_labels=sorted(set(labels)),
         )
 
@@ -326,3 +330,40 @@ class PostgresNeighbourhood:
             "h.id IN (SELECT hyperedge_id FROM hyperedge_members WHERE entity_id = ANY(%s))",
             (ids,),
         )
+
+    # -- entity vectors (per query) ------------------------------------------------------------
+
+    def _vector_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+            self._check_revision(stored[0] if stored else None)
+            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params)).fetchall()
+        self.vector_reads.add(len(rows))
+        return rows
+
+    def nearest_entities(self, query_vector: np.ndarray, n: int) -> list[int]:
+        """Positions of the `n` entities whose vectors are nearest the query by cosine
+        distance (pgvector ``<=>``, an exact scan: the entity vectors have no ANN index),
+        ties by position."""
+        q = "[" + ",".join(repr(float(x)) for x in np.asarray(query_vector, np.float32)) + "]"
+        rows = self._vector_rows(
+            "SELECT row FROM graph_vectors WHERE kind = 'entity_vectors' "
+            "ORDER BY embedding <=> %s::vector, row LIMIT %s",
+            (q, int(n)),
+        )
+        return [int(r[0]) for r in rows]
+
+    def entity_vectors(self, positions: Sequence[int]) -> np.ndarray:
+        """The vectors of these entity positions, in that order (float32, one row each)."""
+        wanted = [int(p) for p in positions]
+        if not wanted:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        rows = dict(
+            self._vector_rows(
+                "SELECT row, embedding FROM graph_vectors "
+                "WHERE kind = 'entity_vectors' AND row = ANY(%s)",
+                (sorted(set(wanted)),),
+            )
+        )
+        return np.vstack([as_array(rows[p]) for p in wanted]).astype(np.float32)
