@@ -117,10 +117,18 @@ class EntityVectors:
 
     def __matmul__(self, query_vector: np.ndarray) -> np.ndarray:
         qv = np.asarray(query_vector, dtype=np.float32)
-        near = np.sort(np.asarray(self.source.nearest_entities(qv, DENSE_CANDIDATES), np.int64))
+        found, vectors = self.source.nearest_entities(qv, DENSE_CANDIDATES)
+        have = dict(zip(found, vectors, strict=True))
+        near = np.sort(np.asarray(found, dtype=np.int64))
+
+        def read(positions: np.ndarray) -> np.ndarray:  # the tail block's other rows, if any
+            missing = [int(p) for p in positions if int(p) not in have]
+            have.update(zip(missing, self[missing], strict=True))
+            return np.vstack([have[int(p)] for p in positions]).astype(np.float32)
+
         scores = np.full(self.n, -np.inf, dtype=np.float32)
         if len(near):
-            rows, matrix = same_kernel_rows(near, self.n, self.__getitem__)
+            rows, matrix = same_kernel_rows(near, self.n, read)
             with single_threaded_blas():  # as the whole matrix's product
                 product = matrix @ qv
             keep = np.isin(rows, near)  # (not the padding, nor the tail's other rows)

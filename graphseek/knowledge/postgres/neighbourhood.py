@@ -338,27 +338,33 @@ class PostgresNeighbourhood:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
             self._check_revision(stored[0] if stored else None)
-            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params)).fetchall()
+            # binary: pgvector's loader reads each vector as bytes, not as text to parse
+            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params), binary=True).fetchall()
         self.vector_reads.add(len(rows))
         return rows
 
-    def nearest_entities(self, query_vector: np.ndarray, n: int) -> list[int]:
-        """Positions of the `n` entities whose vectors are nearest the query by cosine
-        distance (pgvector ``<=>``, an exact scan: the entity vectors have no ANN index),
-        ties by position."""
-        q = "[" + ",".join(repr(float(x)) for x in np.asarray(query_vector, np.float32)) + "]"
-        rows = self._vector_rows(
-            "SELECT row FROM graph_vectors WHERE kind = 'entity_vectors' "
-            "ORDER BY embedding <=> %s::vector, row LIMIT %s",
-            (q, int(n)),
+    def nearest_entities(self, query_vector: np.ndarray, n: int) -> tuple[list[int], np.ndarray]:
+        """The positions of the `n` entities whose vectors are nearest the query by cosine
+        distance (pgvector ``<=>``, an exact scan: the entity vectors have no ANN index), ties
+        by position (in no particular order), and their vectors (float32, one row each)."""
+        rows = self._vector_rows(  # (sorting the positions only, then reading the vectors)
+            "SELECT g.row, g.embedding FROM (SELECT row FROM graph_vectors "
+            "WHERE kind = 'entity_vectors' ORDER BY embedding <=> %s, row LIMIT %s) near "
+            "JOIN graph_vectors g ON g.kind = 'entity_vectors' AND g.row = near.row",
+            (np.asarray(query_vector, dtype=np.float32), int(n)),
         )
-        return [int(r[0]) for r in rows]
+        return [int(r[0]) for r in rows], self._stack([r[1] for r in rows])
+
+    def _stack(self, vectors: list[Any]) -> np.ndarray:
+        if not vectors:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack([as_array(v) for v in vectors]).astype(np.float32)
 
     def entity_vectors(self, positions: Sequence[int]) -> np.ndarray:
         """The vectors of these entity positions, in that order (float32, one row each)."""
         wanted = [int(p) for p in positions]
         if not wanted:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return self._stack([])
         rows = dict(
             self._vector_rows(
                 "SELECT row, embedding FROM graph_vectors "
@@ -366,4 +372,4 @@ class PostgresNeighbourhood:
                 (sorted(set(wanted)),),
             )
         )
-        return np.vstack([as_array(rows[p]) for p in wanted]).astype(np.float32)
+        return self._stack([rows[p] for p in wanted])
