@@ -452,6 +452,41 @@ def test_every_topology_answers_the_same_from_both_backends(
     assert answered, topology  # the workflow answered something
 
 
+def test_a_pattern_with_no_anchored_end_reads_the_relations_not_the_graph(
+    pg_big: Any, big_dir_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A triple pattern with both ends free ranks every relation (BM25 over all of them): over
+    Postgres it reads the relations table once per revision (ends, labels, no passages) and
+    then only the passages of the relations it matched, with the directory's output."""
+    from test_lc_tools import _call
+
+    from graphseek.tools import dual_channel
+    from graphseek.tools.neighbourhood import remote_graph
+
+    _no_whole_graph(monkeypatch)
+    remote = remote_graph(pg_big)
+    remote.relation_view()  # the relations table, once per revision
+    reads = remote.reads
+    reads.reset()
+    free = [["?x", "born in", "?y"], ["?a", "die of", "?b"], ["?x", "designed by", "?y"]]
+    for pattern in free:
+        expected = dual_channel.relational_query(big_dir_index, pattern)
+        got = dual_channel.relational_query(pg_big, pattern)
+        assert got.triples and got.passage_ids, pattern
+        assert (got.triples, got.bindings, got.names) == (
+            expected.triples,
+            expected.bindings,
+            expected.names,
+        )
+        assert reads.reset() == (1, len(got.triples)), pattern  # the matched relations
+        args = {"patterns": [dict(zip(("subject", "relation", "object"), pattern, strict=True))]}
+        got_msg, expected_msg = (
+            _call("relational_query", args, ix) for ix in (pg_big, big_dir_index)
+        )
+        assert (got_msg.content, got_msg.artifact) == (expected_msg.content, expected_msg.artifact)
+        reads.reset()
+
+
 def test_eval_against_either_backend_gives_the_same_recall(
     pg_index: Any, dir_graph_index: Any, tiny_passages: list[Passage], tmp_path: Path
 ) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -161,6 +162,13 @@ def same_kernel_rows(
     return rows, matrix
 
 
+def _fields_and_shared(view: GraphView) -> dict[str, Any]:
+    """A view's fields and the shared cached properties (`_SHARED`), without the other cached
+    properties (they depend on the relations or hyperedges a copy replaces)."""
+    fields = {f.name for f in dataclasses.fields(view)}
+    return {k: v for k, v in view.__dict__.items() if k in fields or k in _SHARED}
+
+
 class RemoteGraph:
     """An index's graph as a catalogue view plus a source of neighbourhood reads."""
 
@@ -199,6 +207,7 @@ class RemoteGraph:
             getattr(base, key)
         self.base = base
         self._hyper: GraphView | None = None
+        self._relations: GraphView | None = None
         self._hyper_lock = threading.Lock()
 
     def hyper_view(self) -> GraphView:
@@ -211,9 +220,7 @@ class RemoteGraph:
             if self._hyper is None:
                 source = self.source
                 view = copy.copy(self.base)
-                view.__dict__ = {
-                    k: v for k, v in self.base.__dict__.items() if k not in _HYPER_CACHED
-                }
+                view.__dict__ = _fields_and_shared(self.base)
                 view.topics = source.topics()
                 view.hyperedges = source.hyperedge_labels()
                 centroids = source.topic_centroids()
@@ -226,6 +233,29 @@ class RemoteGraph:
                     getattr(view, key)
                 self._hyper = view
             return self._hyper
+
+    def relation_view(self) -> GraphView:
+        """The catalogue view with every relation's ends, label, weight and kind but no
+        passages (read on first use per revision): what ranking every relation by its
+        verbalisation needs (`dual_channel`'s triple pattern with no anchored end, BM25 over all
+        relations, whose statistics are those of the whole set). The passages of the relations
+        it matches are read by id."""
+        with self._hyper_lock:
+            if self._relations is None:
+                pos = self.base.entity_pos
+                rows = [r for r in self.source.relation_list() if r[1] in pos and r[3] in pos]
+                view = copy.copy(self.base)
+                view.__dict__ = _fields_and_shared(self.base)
+                view.relation_ids = [r[0] for r in rows]
+                view.rel_source = np.array([pos[r[1]] for r in rows], dtype=np.int64)
+                view.rel_target = np.array([pos[r[3]] for r in rows], dtype=np.int64)
+                view.rel_labels = [r[2] for r in rows]
+                view.rel_passages = [[] for _ in rows]
+                view.rel_kinds = [r[5] for r in rows]
+                view.rel_weights = np.array([r[4] for r in rows], dtype=np.float64)
+                view.relation_bm25  # noqa: B018  (built once)
+                self._relations = view
+            return self._relations
 
     def topics(self) -> list[Topic]:
         """The topics (from the hyperedge catalogue)."""

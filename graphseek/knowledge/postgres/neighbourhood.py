@@ -331,6 +331,15 @@ class PostgresNeighbourhood:
             (ids,),
         )
 
+    def relation_list(self) -> list[tuple[str, str, str, str, float, str]]:
+        """Every relation's (id, source, label, target, weight, kind), in order, without its
+        passages: what ranking all relations by their verbalisation needs (a triple pattern
+        with no anchored end)."""
+        rows = self._rows(
+            "SELECT id, source, label, target, weight, kind FROM relations ORDER BY ord"
+        )
+        return [(i, s, lab, t, float(w), k) for i, s, lab, t, w, k in rows]
+
     # -- entity vectors (per query) ------------------------------------------------------------
 
     def _vector_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
