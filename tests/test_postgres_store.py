@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from graphseek.errors import IndexBusyError, IndexFormatError, IndexNotFoundError
+from graphseek.graphs import TOPOLOGIES
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.postgres.uri import parse_postgres_uri
 
@@ -237,6 +238,53 @@ def test_a_query_reads_its_neighbourhood_not_the_graph(
     assert "ppr" in stages and "local" in stages  # push PPR and the one-hop stage both ran
 
 
+def _no_whole_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make loading a Postgres graph whole fail the test (a directory graph still loads)."""
+    from graphseek.tools import graph_access
+
+    load = graph_access.load_graph_view
+
+    def directory_only(index: Any) -> Any:
+        assert not hasattr(index, "graph_neighbourhood"), "a Postgres graph was loaded whole"
+        return load(index)
+
+    monkeypatch.setattr(graph_access, "load_graph_view", directory_only)
+
+
+def test_entity_vectors_stay_in_the_database(
+    pg_big: Any, big_dir_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The catalogue holds no entity vectors: rows are read by position, and the similarity
+    of every entity is the database's exact nearest entities (pgvector) scored like the
+    directory's matrix, so its top entities and their scores are the directory's."""
+    from graphseek.tools import neighbourhood
+    from graphseek.tools.graph_access import (
+        graph_view,
+        passage_search_for,
+        single_threaded_blas,
+        top_positions,
+    )
+
+    monkeypatch.setattr(neighbourhood, "DENSE_CANDIDATES", 6)
+    remote = neighbourhood.remote_graph(pg_big)
+    vectors = remote.base.entity_vectors
+    assert isinstance(vectors, neighbourhood.EntityVectors)
+    full = graph_view(big_dir_index).entity_vectors
+    assert full is not None and len(vectors) == len(full) > 6
+    some = [5, 0, len(full) - 1, 5]
+    assert np.array_equal(vectors[some], full[some]) and np.array_equal(vectors[3], full[3])
+    embed = passage_search_for(big_dir_index).embed
+    for query in QUERIES:
+        qv = np.asarray(embed(query), dtype=np.float32)
+        with single_threaded_blas():
+            expected = full @ qv
+        got = vectors @ qv
+        top = top_positions(expected, 6, positive=False)
+        assert top_positions(got, 6, positive=False) == top, query
+        assert np.array_equal(got[top], expected[top]), query
+        assert np.isinf(np.delete(got, top)).all(), query
+
+
 TRIPLE = {"subject": "Ada Lovelace", "relation": "father", "object": "?p"}
 
 
@@ -257,16 +305,9 @@ def test_graph_tools_and_adaptive_stages_read_neighbourhoods(
 
     from graphseek.graphs.graph_context import progressive_stage, relational_channel
     from graphseek.state.context import Context
-    from graphseek.tools import graph_access
     from graphseek.tools.graph_retrievers import progressive_retriever
 
-    load = graph_access.load_graph_view
-
-    def directory_only(index: Any) -> Any:
-        assert not hasattr(index, "graph_neighbourhood"), "a Postgres graph was loaded whole"
-        return load(index)
-
-    monkeypatch.setattr(graph_access, "load_graph_view", directory_only)
+    _no_whole_graph(monkeypatch)
     graph_rows = _graph_rows(pg_big)
     calls = [
         ("search_entities", {"query": "Ada Lovelace"}),
@@ -314,6 +355,136 @@ def test_graph_tools_and_adaptive_stages_read_neighbourhoods(
         assert [h.passage.id for h in got.hits] == [h.passage.id for h in expected.hits], query
         assert got.lines == expected.lines and got.note == expected.note, query
         assert got.lines, query
+
+
+def test_hypergraph_primitives_and_topics_read_what_they_touch(
+    pg_index: Any, pg_big: Any, big_dir_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """G-RAGent's primitives (topic sub-hypergraph by id and by free text, node features,
+    neighbour checks), as functions, as tools and as workflow steps, and the topic labels give
+    over Postgres what they give over the directory without loading the graph: after the
+    hyperedge catalogue (read once), an entity's primitive reads the same rows whether or not
+    the graph holds 40 unrelated passages."""
+    from test_lc_tools import _call
+
+    from graphseek.graphs.graph_context import hypergraph_action, topic_labels
+    from graphseek.state.context import Context
+    from graphseek.tools import hypergraph
+    from graphseek.tools.neighbourhood import remote_graph
+
+    _no_whole_graph(monkeypatch)
+    graph_rows = _graph_rows(pg_big)
+    labels = topic_labels(Context(index=big_dir_index))
+    assert labels and topic_labels(Context(index=pg_big)) == labels
+    topic = hypergraph.topics_of(big_dir_index)[0].id  # type: ignore[index]
+    calls: list[tuple[str, tuple[Any, ...]]] = [
+        ("retrieve_subgraph", (topic,)),
+        ("retrieve_subgraph", ("Analytical Engine computer",)),
+        ("retrieve_subgraph", ("Greek War of Independence",)),
+        ("node_feature", ("Lord Byron", "all")),
+        ("node_feature", ("Marie Curie", "passages")),
+        ("neighbor_check", ("Lord Byron", "died")),
+        ("neighbor_check", ("Missolonghi",)),
+    ]
+    reads = [remote_graph(ix).reads for ix in (pg_index, pg_big)]
+    for ix in (pg_index, pg_big):  # the hyperedge catalogue, once per revision
+        remote_graph(ix).hyper_view()
+    for name, args in calls:
+        fn = getattr(hypergraph, name)
+        expected = fn(big_dir_index, *args)
+        for r in reads:
+            r.reset()
+        got = fn(pg_big, *args)
+        assert got == expected, (name, args)
+        assert got.found and got.passage_ids, (name, got.text)
+        queries, rows = reads[1].reset()
+        assert queries <= 2 and rows < graph_rows / 3, (name, queries, rows)
+        if name != "retrieve_subgraph":  # an entity's primitive reads its own rows
+            assert fn(pg_index, *args) == got, name
+            assert reads[0].reset() == (queries, rows), name
+    tools = [
+        ("retrieve_subgraph", {"topic": topic}),
+        ("retrieve_subgraph", {"topic": labels[-1], "query": "Who designed the engine?"}),
+        ("node_feature", {"entity": "Ada Lovelace", "attr": "aliases"}),
+        ("neighbor_check", {"entity": "Marie Curie", "relation": "born", "query": "Curie"}),
+    ]
+    for name, args in tools:
+        expected_msg = _call(name, args, big_dir_index)
+        got_msg = _call(name, args, pg_big)
+        assert (got_msg.content, got_msg.artifact) == (expected_msg.content, expected_msg.artifact)
+    for primitive, kwargs in (
+        ("retrieve_subgraph", {"topic": labels[0]}),
+        ("node_feature", {"entity": "Lord Byron", "attr": "passages"}),
+        ("neighbor_check", {"entity": "Lord Byron", "attr": "died"}),
+    ):
+        expected_step, got_step = (
+            hypergraph_action(Context(index=ix), primitive, QUESTION, **kwargs)
+            for ix in (big_dir_index, pg_big)
+        )
+        assert [h.passage.id for h in got_step.hits] == [h.passage.id for h in expected_step.hits]
+        assert (got_step.lines, got_step.note) == (expected_step.lines, expected_step.note)
+        assert got_step.lines, primitive
+
+
+@pytest.mark.parametrize("topology", list(TOPOLOGIES))
+def test_every_topology_answers_the_same_from_both_backends(
+    pg_index: Any, dir_graph_index: Any, topology: str
+) -> None:
+    """Each workflow (offline policies) gives the same answer, abstention and grounding
+    passages (evidence and every passage retrieved) over the Postgres and the directory
+    index of the same corpus."""
+    from graphseek.graphs import get_workflow
+    from graphseek.state.context import Context
+
+    def outcome(index: Any, question: str) -> tuple[Any, ...]:
+        out = get_workflow(topology).invoke(
+            {"question": question},
+            context=Context(index=index, llm="offline", profile="wikipedia"),
+        )
+        evidence = [e.passage_id for e in out.get("evidence", [])]
+        return out.get("answer"), out.get("abstained"), evidence, out.get("retrieved_ids")
+
+    answered = 0
+    for question in QUERIES[:3]:
+        expected = outcome(dir_graph_index, question)
+        assert outcome(pg_index, question) == expected, (topology, question)
+        answered += bool(expected[0])
+    assert answered, topology  # the workflow answered something
+
+
+def test_a_pattern_with_no_anchored_end_reads_the_relations_not_the_graph(
+    pg_big: Any, big_dir_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A triple pattern with both ends free ranks every relation (BM25 over all of them): over
+    Postgres it reads the relations table once per revision (ends, labels, no passages) and
+    then only the passages of the relations it matched, with the directory's output."""
+    from test_lc_tools import _call
+
+    from graphseek.tools import dual_channel
+    from graphseek.tools.neighbourhood import remote_graph
+
+    _no_whole_graph(monkeypatch)
+    remote = remote_graph(pg_big)
+    remote.relation_view()  # the relations table, once per revision
+    reads = remote.reads
+    reads.reset()
+    free = [["?x", "born in", "?y"], ["?a", "die of", "?b"], ["?x", "designed by", "?y"]]
+    for pattern in free:
+        expected = dual_channel.relational_query(big_dir_index, pattern)
+        got = dual_channel.relational_query(pg_big, pattern)
+        assert got.triples and got.passage_ids, pattern
+        assert (got.triples, got.bindings, got.names) == (
+            expected.triples,
+            expected.bindings,
+            expected.names,
+        )
+        assert reads.reset() == (1, len(got.triples)), pattern  # the matched relations
+        args = {"patterns": [dict(zip(("subject", "relation", "object"), pattern, strict=True))]}
+        got_msg, expected_msg = (
+            _call("relational_query", args, ix) for ix in (pg_big, big_dir_index)
+        )
+        assert (got_msg.content, got_msg.artifact) == (expected_msg.content, expected_msg.artifact)
+        reads.reset()
 
 
 def test_eval_against_either_backend_gives_the_same_recall(

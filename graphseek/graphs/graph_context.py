@@ -228,11 +228,11 @@ def relational_channel(context: Context, query: str) -> GraphResult:
 
 
 def topic_labels(context: Context) -> list[str]:
-    """The semantic topics of the index's hypergraph ([] without a graph)."""
-    view = knowledge_graph(resolve_index(context))
-    if view is None:
-        return []
-    return [f"{t.label}" for t in view.topics]
+    """The semantic topics of the index's hypergraph ([] without a graph); over a graph kept
+    in its store (PostgreSQL), read without loading the graph."""
+    from graphseek.tools.hypergraph import topics_of
+
+    return [f"{t.label}" for t in topics_of(resolve_index(context)) or []]
 
 
 def hypergraph_action(

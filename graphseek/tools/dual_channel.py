@@ -18,6 +18,7 @@ bindings, and a linearisation for a prompt.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -189,8 +190,12 @@ def relational_query(
                 if not found:
                     result.unresolved.append(f"no entity matches {term!r}")
                 ends.append(found)
-        view = base if local is None else _local_view(source, local, ends, pattern.relation, embed)
+        view = base if local is None else _local_view(local, ends, pattern.relation, embed)
         matches = _match(view, ends[0], pattern.relation, ends[1], top_k, embed)
+        if local is not None and ends[0] is None and ends[1] is None:
+            # ranked on the relations catalogue (no passages): read the matched relations
+            local.read_relations(view.relation_ids[r] for r, _, _ in matches)
+            view = _with_passages(view, local.view())
         for r, score, forward in matches:
             s, t = int(view.rel_source[r]), int(view.rel_target[r])
             subj, obj = (s, t) if forward else (t, s)
@@ -220,15 +225,22 @@ def relational_query(
     return result
 
 
-def _local_view(
-    source: Any, local: Any, ends: list[list[int] | None], relation: str, embed: Any
-) -> GraphView:
+def _with_passages(view: GraphView, read: GraphView) -> GraphView:
+    """`view` (the relations catalogue) with the passages of the relations `read` holds."""
+    passages = dict(zip(read.relation_ids, read.rel_passages, strict=True))
+    out = copy.copy(view)
+    out.rel_passages = [passages.get(rid, []) for rid in view.relation_ids]
+    return out
+
+
+def _local_view(local: Any, ends: list[list[int] | None], relation: str, embed: Any) -> GraphView:
     """What `_match` needs for one pattern over a graph kept in its store (a `LocalGraph`): the
-    relations of its anchored end, with their vectors; the whole graph only for a pattern with
-    no anchored end (it ranks every relation)."""
+    relations of its anchored end, with their vectors; for a pattern with no anchored end (it
+    ranks every relation) the relations catalogue: every relation without its passages, read
+    once per revision (`RemoteGraph.relation_view`), a scan of the relations table."""
     anchors = ends[0] if ends[0] is not None else ends[1]
     if anchors is None:
-        return graph_view(source)
+        return local.remote.relation_view()  # type: ignore[no-any-return]
     local.expand(anchors)
     if embed is not None and not is_placeholder(relation):
         view = local.view()

@@ -370,7 +370,8 @@ class GraphView:
         lexical = bm25 if bm25 is not None else np.zeros(self.n_entities, dtype=np.float32)
         dense = None
         if query_vector is not None and self.entity_vectors is not None and self.n_entities:
-            dense = self.entity_vectors @ np.asarray(query_vector, dtype=np.float32)
+            with single_threaded_blas():  # (a row's product then does not depend on threads)
+                dense = self.entity_vectors @ np.asarray(query_vector, dtype=np.float32)
         return lexical, dense
 
     def rank_entities(
@@ -461,12 +462,12 @@ class GraphView:
         """Normalised mean of each topic's hyperedge vectors (None without hyperedge vectors)."""
         if self.hyperedge_vectors is None or not self.topics:
             return None
-        out = np.zeros((len(self.topics), self.hyperedge_vectors.shape[1]), dtype=np.float32)
-        for t, members in enumerate(self.topic_members):
-            if members:
-                v = self.hyperedge_vectors[members].mean(axis=0)
-                out[t] = v / max(float(np.linalg.norm(v)), 1e-12)
-        return out
+        means = {
+            self.topics[t].id: mean_vector(self.hyperedge_vectors[members])
+            for t, members in enumerate(self.topic_members)
+            if members
+        }
+        return topic_matrix(self.topics, means, self.hyperedge_vectors.shape[1])
 
     # ------------------------------------------------------------------------------ names
 
@@ -524,6 +525,25 @@ def hybrid_ranking(
     if len(lists) == 1:
         return [(p, float(lexical[p])) for p in lists[0][:k]]
     return [(int(p), s) for p, s in rrf(lists, k=SIMILARITY_RRF_K)[:k]]
+
+
+def mean_vector(vectors: np.ndarray) -> np.ndarray:
+    """The mean of float32 rows as pgvector's ``avg`` computes it: float64 sums, row after row,
+    divided by the count, rounded to float32 (so a Postgres index's server-side topic
+    centroids equal the directory's)."""
+    total = np.asarray(vectors, dtype=np.float32).astype(np.float64).sum(axis=0)
+    return (total / len(vectors)).astype(np.float32)
+
+
+def topic_matrix(topics: Sequence[Topic], means: dict[str, np.ndarray], dim: int) -> np.ndarray:
+    """One unit row per topic: its hyperedges' mean vector normalised (zeros for a topic
+    without one)."""
+    out = np.zeros((len(topics), dim), dtype=np.float32)
+    for t, topic in enumerate(topics):
+        v = means.get(topic.id)
+        if v is not None:
+            out[t] = v / max(float(np.linalg.norm(v)), 1e-12)
+    return out
 
 
 def _bm25(texts: list[str]) -> BM25Index | None:

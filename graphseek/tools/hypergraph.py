@@ -10,9 +10,15 @@
 - `neighbor_check(source, entity, relation=None)`: the hyperedges an entity takes part in (and its
   binary relations), those matching `relation` first when it is given.
 
-`source` is an index (its graph is loaded once, see `graph_view`) or a `GraphView`. Every
-primitive returns a `GraphText`: hyperedges linearised as ``HyperEdge_j: <relation> involves
-[name_1, ..., name_k]`` (G-RAGent §2.1), and the passage ids that ground them.
+`source` is an index (its graph is loaded once, see `graph_view`) or a `GraphView`. Over an
+index that keeps its graph in its store (PostgreSQL, `index.graph_neighbourhood()`) nothing is
+loaded whole: the primitives find entities on the catalogue (`neighbourhood.RemoteGraph`) and
+topics on the hyperedge catalogue (`RemoteGraph.hyper_view`: topics, hyperedge texts and topic
+centroids, read once per revision), then read, in one indexed query each, the hyperedges they
+show (by id, or by member entity), the entity's relations and its passage links; the output is
+the directory's. Every primitive returns a `GraphText`: hyperedges linearised as
+``HyperEdge_j: <relation> involves [name_1, ..., name_k]`` (G-RAGent §2.1), and the passage ids
+that ground them.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from graphseek.knowledge.fusion import rrf
-from graphseek.knowledge.graph.models import linearise_hyperedge
+from graphseek.knowledge.graph.models import HyperEdge, Topic, linearise_hyperedge
 from graphseek.tools.graph_access import (
+    GraphNotFoundError,
     GraphText,
     GraphView,
     graph_view,
@@ -38,22 +45,40 @@ ATTRIBUTES: tuple[str, ...] = get_args(Attribute)
 TOPIC_VOTE_DEPTH = 20
 
 
-def _view_and_embed(source: Any) -> tuple[GraphView, Callable[[str], np.ndarray] | None]:
-    if isinstance(source, GraphView):
-        return source, None
-    view = graph_view(source)
-    embed = getattr(source, "embed", None)
+def _remote(source: Any) -> Any:
+    """The `RemoteGraph` of an index that keeps its graph in its store, else None."""
+    if isinstance(source, GraphView) or not callable(getattr(source, "graph_neighbourhood", None)):
+        return None
+    from graphseek.tools.neighbourhood import remote_graph
+
+    return remote_graph(source)
+
+
+def _embedder(source: Any) -> Callable[[str], np.ndarray] | None:
+    embed = None if isinstance(source, GraphView) else getattr(source, "embed", None)
     if embed is None:
-        return view, None
-    return view, lambda text: np.asarray(embed([text])[0], dtype=np.float32)
+        return None
+    return lambda text: np.asarray(embed([text])[0], dtype=np.float32)
+
+
+def topics_of(source: Any) -> list[Topic] | None:
+    """The topics of the graph of `source` (None when it has no graph); over a graph kept in
+    its store, read with the hyperedge catalogue, not with the graph."""
+    try:
+        remote = _remote(source)
+        if remote is not None:
+            return remote.topics()  # type: ignore[no-any-return]
+        return list(graph_view(source).topics)
+    except (GraphNotFoundError, NotImplementedError):
+        return None
 
 
 def _names(view: GraphView) -> dict[str, str]:
     return dict(zip(view.entity_ids, view.names, strict=True))
 
 
-def _hyperedge_passages(view: GraphView, positions: list[int]) -> list[str]:
-    return list(dict.fromkeys(pid for h in positions for pid in view.hyperedges[h].passage_ids))
+def _passages(edges: list[HyperEdge]) -> list[str]:
+    return list(dict.fromkeys(pid for edge in edges for pid in edge.passage_ids))
 
 
 def find_topic(view: GraphView, text: str, query_vector: np.ndarray | None = None) -> int | None:
@@ -86,7 +111,9 @@ def find_topic(view: GraphView, text: str, query_vector: np.ndarray | None = Non
 
 def retrieve_subgraph(source: Any, topic: str, *, max_edges: int = 30) -> GraphText:
     """The sub-hypergraph of a topic (id or free text), at most `max_edges` hyperedges."""
-    view, embed = _view_and_embed(source)
+    remote = _remote(source)
+    view = remote.hyper_view() if remote is not None else graph_view(source)
+    embed = _embedder(source)
     exact = topic.strip() in view.topic_pos
     qv = embed(topic) if embed is not None and not exact and topic.strip() else None
     t = find_topic(view, topic, qv)
@@ -97,7 +124,10 @@ def retrieve_subgraph(source: Any, topic: str, *, max_edges: int = 30) -> GraphT
         scores = view.hyperedge_bm25.scores(topic)[members]
         order = np.lexsort((np.arange(len(members)), -scores))
         members = [members[i] for i in order]
-    shown = members[:max_edges]
+    shown = [view.hyperedges[h] for h in members[:max_edges]]
+    if remote is not None:  # the catalogue's hyperedges have no members: read those shown
+        whole = {h.id: h for h in remote.source.hyperedges(h.id for h in shown)}
+        shown = [whole[h.id] for h in shown]
     info = view.topics[t]
     names = _names(view)
     lines = [
@@ -105,14 +135,15 @@ def retrieve_subgraph(source: Any, topic: str, *, max_edges: int = 30) -> GraphT
         + (f", showing {len(shown)}" if len(shown) < len(members) else "")
         + ")"
     ]
-    lines += [linearise_hyperedge(view.hyperedges[h], names, j) for j, h in enumerate(shown, 1)]
-    entity_ids = list(dict.fromkeys(e for h in shown for e in view.hyperedges[h].entity_ids))
-    return GraphText("\n".join(lines), _hyperedge_passages(view, shown), entity_ids)
+    lines += [linearise_hyperedge(edge, names, j) for j, edge in enumerate(shown, 1)]
+    entity_ids = list(dict.fromkeys(e for edge in shown for e in edge.entity_ids))
+    return GraphText("\n".join(lines), _passages(shown), entity_ids)
 
 
 def node_feature(source: Any, entity: str, attr: Attribute | str = "all") -> GraphText:
     """One attribute of an entity (given by id, name or alias)."""
-    view, _ = _view_and_embed(source)
+    remote = _remote(source)
+    view = remote.base if remote is not None else graph_view(source)
     if attr not in ATTRIBUTES:
         return GraphText(
             f"Unknown attribute {attr!r}; use one of {', '.join(ATTRIBUTES)}.", found=False
@@ -120,18 +151,26 @@ def node_feature(source: Any, entity: str, attr: Attribute | str = "all") -> Gra
     e = resolve_entity(view, entity)
     if e is None:
         return GraphText(f"No entity matches {entity!r}.", found=False)
+    if remote is not None:  # read the entity's passage links
+        from graphseek.tools.neighbourhood import LocalGraph
+
+        local = LocalGraph(remote)
+        local.link([e])
+        passages = local.view().passages_of(e)
+    else:
+        passages = view.passages_of(e)
     name = view.names[e]
     values: dict[str, str] = {
         "name": name,
         "aliases": ", ".join(view.aliases[e]) or "(none)",
         "types": ", ".join(view.types[e]) or "(none)",
         "description": view.descriptions[e] or "(none)",
-        "passages": ", ".join(view.passages_of(e)) or "(none)",
+        "passages": ", ".join(passages) or "(none)",
     }
     keys = [k for k in ATTRIBUTES if k != "all"] if attr == "all" else [attr]
     lines = [f"Entity {view.entity_ids[e]} ({name})"]
     lines += [f"{k}: {values[k]}" for k in keys]
-    return GraphText("\n".join(lines), view.passages_of(e), [view.entity_ids[e]])
+    return GraphText("\n".join(lines), passages, [view.entity_ids[e]])
 
 
 def neighbor_check(
@@ -139,15 +178,25 @@ def neighbor_check(
 ) -> GraphText:
     """The hyperedges and binary relations of an entity (at most `max_edges` of each); with
     `relation`, only those whose text shares a word stem with it, best match first."""
-    view, _ = _view_and_embed(source)
+    remote = _remote(source)
+    view = remote.base if remote is not None else graph_view(source)
     e = resolve_entity(view, entity)
     if e is None:
         return GraphText(f"No entity matches {entity!r}.", found=False)
+    if remote is not None:  # read the entity's relations and hyperedges
+        from graphseek.tools.neighbourhood import LocalGraph
+
+        local = LocalGraph(remote)
+        local.expand([e])
+        view = local.view()
+        all_edges = remote.source.hyperedges_of([view.entity_ids[e]])
+    else:
+        all_edges = [view.hyperedges[int(h)] for h in view.hyperedges_of(e)]
     names = _names(view)
-    edges = [int(h) for h in view.hyperedges_of(e)]
+    edges = list(range(len(all_edges)))
     rels = [int(r) for r in view.relations_of(e)]
     if relation:
-        edges = _filter(edges, [view.hyperedges[h].relation for h in edges], relation)
+        edges = _filter(edges, [all_edges[h].relation for h in edges], relation)
         rels = _filter(rels, [view.rel_labels[r] for r in rels], relation)
     else:
         order = {"extracted": 0, "predicted": 1}
@@ -158,15 +207,16 @@ def neighbor_check(
         f" for relation {relation!r}" if relation else ""
     )
     lines = [header]
-    lines += [linearise_hyperedge(view.hyperedges[h], names, j) for j, h in enumerate(edges, 1)]
+    shown = [all_edges[h] for h in edges]
+    lines += [linearise_hyperedge(edge, names, j) for j, edge in enumerate(shown, 1)]
     for r in rels:
         s, label, t = view.relation_triple(r)
         lines.append(f"Relation: ({s}, {label}, {t})")
     if len(lines) == 1:
         lines.append("(no hyperedge or relation found)")
-    passages = _hyperedge_passages(view, edges)
+    passages = _passages(shown)
     passages += [p for r in rels for p in view.rel_passages[r] if p not in passages]
-    neighbours = {x for h in edges for x in view.hyperedges[h].entity_ids}
+    neighbours = {x for edge in shown for x in edge.entity_ids}
     neighbours |= {
         view.entity_ids[int(x)] for r in rels for x in (view.rel_source[r], view.rel_target[r])
     }

@@ -463,13 +463,6 @@ class PrimitiveResult:
     note: str = ""
 
 
-def _graph_or_none(index: Any) -> Any:
-    try:
-        return graph_view(index)
-    except (GraphNotFoundError, NotImplementedError):
-        return None
-
-
 def _merge_hits(*groups: Sequence[Hit], k: int) -> list[Hit]:
     seen: dict[str, Hit] = {}
     for group in groups:
@@ -491,8 +484,8 @@ def run_primitive(
     neighbor_check(entity, relation)) grounded for a step: the passages it maps back to, ranked
     by the query's hybrid search (unmatched ones after), then the query's own passages. Without
     a graph, or when the primitive finds nothing: the query's hybrid passages."""
-    view = _graph_or_none(index)
-    if view is None:
+    topics = hypergraph.topics_of(index)
+    if topics is None:
         return PrimitiveResult(
             hits=retrieve(index, query or topic, k, "hybrid"), note=NO_GRAPH_NOTE
         )
@@ -501,7 +494,7 @@ def run_primitive(
     elif primitive == "neighbor_check" and entity:
         found = hypergraph.neighbor_check(index, entity, attr or None)
     else:
-        by_label = {t.label: t.id for t in view.topics}
+        by_label = {t.label: t.id for t in topics}
         found = hypergraph.retrieve_subgraph(index, by_label.get(topic, topic) or query)
     lines = [line for line in found.text.splitlines() if line.strip()][:MAX_LINES]
     searched = retrieve(index, query or topic, k, "hybrid")

@@ -4,10 +4,12 @@ An index that can serve its graph one neighbourhood at a time (`index.graph_neig
 the PostgreSQL backend: `graphseek.knowledge.postgres.neighbourhood`) is not loaded into a
 `GraphView` by the graph retrievers. Instead:
 
-- the **catalogue** (entities' ids, names, aliases, types, vectors, number of linked passages;
-  the distinct relation labels) is read once per index revision into a `GraphView` with every
+- the **catalogue** (entities' ids, names, aliases, types, number of linked passages; the
+  distinct relation labels) is read once per index revision into a `GraphView` with every
   entity and no relation (`RemoteGraph.base`); it finds the seeds, exactly as over the whole
-  graph (names in the query, hybrid entity similarity, tie-breaks by passage count);
+  graph (names in the query, hybrid entity similarity, tie-breaks by passage count). Its entity
+  vectors stay in the database (`EntityVectors`): the dense side of entity similarity is the
+  database's nearest entities, scored as the whole matrix would score them;
 - per query, a `LocalGraph` reads what the algorithm touches, a frontier per query: the
   relations incident to the seeds and, where needed, to their neighbours (HiGra's radius-r
   subgraph; A2RAG's local and bridge stages), the passages linked to the subgraph's entities,
@@ -28,6 +30,8 @@ not depend on it).
 from __future__ import annotations
 
 import contextvars
+import copy
+import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -36,11 +40,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from graphseek.knowledge.graph.models import Topic
 from graphseek.tools.graph_access import (
     GraphView,
     passage_search_for,
     revision_of,
 )
+from graphseek.tools.graph_arrays import single_threaded_blas, topic_matrix
 from graphseek.tools.higra import (
     HiGraConfig,
     HiGraRetriever,
@@ -71,6 +77,96 @@ _SHARED = (
     "passage_degree",
     "_label_token_index",
 )
+#: cached properties of a view that depend on its hyperedges and topics
+_HYPER_CACHED = (
+    "topic_pos",
+    "topic_members",
+    "topic_bm25",
+    "hyperedge_bm25",
+    "hyperedge_incidence",
+    "topic_vectors",
+)
+
+
+#: how many nearest entities `EntityVectors @ q` asks the database for: deeper than any
+#: ranking of the retrievers (HiGra's 4 x candidate_depth = 320 is the deepest)
+DENSE_CANDIDATES = 1024
+
+
+class EntityVectors:
+    """The entity vectors of a graph kept in its store, as the algorithms use a matrix of them:
+    ``vectors[positions]`` reads those rows; ``vectors @ q`` (cosine similarity of every
+    entity, the query vector being unit) asks the database for the `DENSE_CANDIDATES` nearest
+    entities (pgvector, exact), reads their vectors and scores them with the same float32
+    product as the whole matrix would; every other entity scores -inf. So any ranking of up
+    to `DENSE_CANDIDATES` entities by these scores is the whole matrix's, while a worker holds
+    no vectors."""
+
+    def __init__(self, source: Any, n: int) -> None:
+        self.source = source
+        self.n = n
+        self.shape = (n, int(source.dim))
+        self.dtype = np.dtype(np.float32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, positions: Any) -> np.ndarray:
+        if isinstance(positions, int | np.integer):
+            return self.source.entity_vectors([int(positions)])[0]  # type: ignore[no-any-return]
+        return self.source.entity_vectors(np.asarray(positions, dtype=np.int64).tolist())  # type: ignore[no-any-return]
+
+    def __matmul__(self, query_vector: np.ndarray) -> np.ndarray:
+        qv = np.asarray(query_vector, dtype=np.float32)
+        found, vectors = self.source.nearest_entities(qv, DENSE_CANDIDATES)
+        have = dict(zip(found, vectors, strict=True))
+        near = np.sort(np.asarray(found, dtype=np.int64))
+
+        def read(positions: np.ndarray) -> np.ndarray:  # the tail block's other rows, if any
+            missing = [int(p) for p in positions if int(p) not in have]
+            have.update(zip(missing, self[missing], strict=True))
+            return np.vstack([have[int(p)] for p in positions]).astype(np.float32)
+
+        scores = np.full(self.n, -np.inf, dtype=np.float32)
+        if len(near):
+            rows, matrix = same_kernel_rows(near, self.n, read)
+            with single_threaded_blas():  # as the whole matrix's product
+                product = matrix @ qv
+            keep = np.isin(rows, near)  # (not the padding, nor the tail's other rows)
+            scores[rows[keep]] = product[keep]
+        return scores
+
+
+#: rows a BLAS matrix-vector kernel handles in one block (the product of a row in a full
+#: block does not depend on the other rows; the last, partial block is computed differently)
+KERNEL_BLOCK = 16
+
+
+def same_kernel_rows(
+    positions: np.ndarray, n: int, read: Callable[[np.ndarray], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(row positions, -1 for padding; their vectors) laid out so that ``matrix @ q`` gives
+    each row the float32 product the whole n-row matrix gives it: rows of the whole matrix's
+    full blocks in full blocks (zero rows pad the last), then, if any is asked for, the whole
+    matrix's partial tail block, read whole and last, as in the whole matrix."""
+    tail = n % KERNEL_BLOCK
+    body = positions[positions < n - tail]
+    layout = [body, np.full(-len(body) % KERNEL_BLOCK, -1, dtype=np.int64)]
+    if tail and (positions >= n - tail).any():
+        layout.append(np.arange(n - tail, n, dtype=np.int64))
+    rows = np.concatenate(layout)
+    real = rows >= 0
+    read_rows = read(rows[real])
+    matrix = np.zeros((len(rows), read_rows.shape[1]), dtype=np.float32)
+    matrix[real] = read_rows
+    return rows, matrix
+
+
+def _fields_and_shared(view: GraphView) -> dict[str, Any]:
+    """A view's fields and the shared cached properties (`_SHARED`), without the other cached
+    properties (they depend on the relations or hyperedges a copy replaces)."""
+    fields = {f.name for f in dataclasses.fields(view)}
+    return {k: v for k, v in view.__dict__.items() if k in fields or k in _SHARED}
 
 
 class RemoteGraph:
@@ -96,7 +192,7 @@ class RemoteGraph:
             passage_titles=list(titles),
             links=sp.csr_matrix((n, len(passage_ids)), dtype=np.float64),
             adjacency=sp.csr_matrix((n, n), dtype=np.float64),
-            entity_vectors=cat.entity_vectors,
+            entity_vectors=EntityVectors(source, n) if cat.has_entity_vectors else None,  # type: ignore[arg-type]
             source=str(getattr(source, "source", "")),
         )
         # what the whole graph would give: passage counts, and the labels of every relation
@@ -110,6 +206,60 @@ class RemoteGraph:
         for key in _SHARED:  # compute once (name index, entity BM25, ...)
             getattr(base, key)
         self.base = base
+        self._hyper: GraphView | None = None
+        self._relations: GraphView | None = None
+        self._hyper_lock = threading.Lock()
+
+    def hyper_view(self) -> GraphView:
+        """The catalogue view with the hyperedge catalogue (read on first use): every topic and
+        every hyperedge's relation text and topic, without members or passages, with the
+        topic and hyperedge rankings computed once (BM25 over the topics and the hyperedges,
+        the topic centroids the server averaged). G-RAGent's `retrieve_subgraph` finds its
+        topic on it, then reads the hyperedges it shows (`hyperedges`)."""
+        with self._hyper_lock:
+            if self._hyper is None:
+                source = self.source
+                view = copy.copy(self.base)
+                view.__dict__ = _fields_and_shared(self.base)
+                view.topics = source.topics()
+                view.hyperedges = source.hyperedge_labels()
+                centroids = source.topic_centroids()
+                vectors = None
+                if centroids is not None and view.topics:
+                    dim = len(next(iter(centroids.values()))) if centroids else source.dim
+                    vectors = topic_matrix(view.topics, centroids, dim)
+                view.__dict__["topic_vectors"] = vectors
+                for key in _HYPER_CACHED[:4]:  # rankings and topic groups, computed once
+                    getattr(view, key)
+                self._hyper = view
+            return self._hyper
+
+    def relation_view(self) -> GraphView:
+        """The catalogue view with every relation's ends, label, weight and kind but no
+        passages (read on first use per revision): what ranking every relation by its
+        verbalisation needs (`dual_channel`'s triple pattern with no anchored end, BM25 over all
+        relations, whose statistics are those of the whole set). The passages of the relations
+        it matches are read by id."""
+        with self._hyper_lock:
+            if self._relations is None:
+                pos = self.base.entity_pos
+                rows = [r for r in self.source.relation_list() if r[1] in pos and r[3] in pos]
+                view = copy.copy(self.base)
+                view.__dict__ = _fields_and_shared(self.base)
+                view.relation_ids = [r[0] for r in rows]
+                view.rel_source = np.array([pos[r[1]] for r in rows], dtype=np.int64)
+                view.rel_target = np.array([pos[r[3]] for r in rows], dtype=np.int64)
+                view.rel_labels = [r[2] for r in rows]
+                view.rel_passages = [[] for _ in rows]
+                view.rel_kinds = [r[5] for r in rows]
+                view.rel_weights = np.array([r[4] for r in rows], dtype=np.float64)
+                view.relation_bm25  # noqa: B018  (built once)
+                self._relations = view
+            return self._relations
+
+    def topics(self) -> list[Topic]:
+        """The topics (from the hyperedge catalogue)."""
+        return list(self.hyper_view().topics)
 
     @property
     def reads(self) -> Any:

@@ -5,16 +5,23 @@
 of reads:
 
 - the **catalogue** (`catalogue()`), read once per index revision: entity ids, names, aliases,
-  types and descriptions, the number of passages each entity is linked to, the entity vectors,
-  the distinct relation labels, each entity's number of neighbours. This is what seed finding
-  (names in the query, entity similarity) and push PPR's thresholds need, the graph's
-  counterpart of the passage list and the bm25s index a worker holds.
+  types and descriptions, the number of passages each entity is linked to, the distinct
+  relation labels, each entity's number of neighbours. This is what seed finding (names in the
+  query, lexical entity similarity) and push PPR's thresholds need, the graph's counterpart of
+  the passage list and the bm25s index a worker holds. The entity vectors are not in it: a
+  query asks the database for the entities nearest its vector (`nearest_entities`, pgvector,
+  exact) and reads the vectors of the entities it scores (`entity_vectors`), counted apart in
+  `vector_reads`.
 - **neighbourhood reads**, per query, each one indexed query for a whole frontier: the relations
   incident to a set of entities (with their provenance passages), the passages linked to a set
   of entities, the entities linked to a set of passages, the vectors of a set of relations, the
-  rows of a set of entities in the undirected entity graph (``entity_rows``, push PPR's reads).
-  Relations, links, mentions, hyperedges and the relation vectors (the bulk of a graph) are
-  never loaded whole.
+  rows of a set of entities in the undirected entity graph (``entity_rows``, push PPR's reads),
+  the hyperedges (members, passages) of a set of entities or ids.
+- the **hyperedge catalogue**, read once per revision and only by G-RAGent's primitives:
+  the topics, each hyperedge's relation text and topic (what free-text topic matching ranks),
+  and each topic's centroid, averaged by the server (`topic_centroids`).
+  Relations, links, mentions, hyperedge members and passages, and the relation and hyperedge
+  vectors (the bulk of a graph) are never loaded whole.
 
 Every read runs on a pooled connection in a REPEATABLE READ snapshot that first checks the
 index revision (`IndexBusyError` when a writer has committed since the retriever was built), and
@@ -24,6 +31,7 @@ neighbourhood, not the graph.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.errors import IndexBusyError
+from graphseek.knowledge.graph.models import HyperEdge, Topic
 from graphseek.knowledge.graph.store import aliases_and_types
 from graphseek.knowledge.postgres.graph import as_array
 
@@ -69,7 +78,7 @@ class Catalogue:
     passage_degree: np.ndarray  # int64, passages linked to each entity
     degree: np.ndarray  # int64, neighbours of each entity on the undirected entity graph
     has_rows: bool  # the index stores the undirected graph's rows (`entity_rows`, schema v4)
-    entity_vectors: np.ndarray | None
+    has_entity_vectors: bool  # every entity has its vector (read per query, not here)
     relation_labels: list[str]  # distinct, sorted
 
 
@@ -97,6 +106,8 @@ class PostgresNeighbourhood:
         self.source: str = index.uri
         self.dim = int(index.manifest["embedder"]["dim"])
         self.reads = ReadCounter()
+        #: reads of entity vectors (nearest entities, rows), apart from the graph reads
+        self.vector_reads = ReadCounter()
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._pool.connection() as conn, conn.transaction():
@@ -122,15 +133,14 @@ class PostgresNeighbourhood:
             self._rows("SELECT entity_id, count(*) FROM entity_passages GROUP BY entity_id")
         )
         ids = [r[0] for r in entities]
-        vectors = self._rows(
-            "SELECT item_id, embedding FROM graph_vectors WHERE kind = 'entity_vectors' "
-            "ORDER BY row"
+        # the entity vectors stay in the database (`nearest_entities`, `entity_vectors`): here
+        # only whether every entity has its vector, in order (as the directory view needs)
+        complete = self._rows(
+            "SELECT (SELECT coalesce(array_agg(item_id ORDER BY row), '{}') FROM graph_vectors "
+            "WHERE kind = 'entity_vectors') = (SELECT coalesce(array_agg(id ORDER BY ord), '{}') "
+            "FROM entities) AND EXISTS (SELECT 1 FROM entities)"
         )
-        entity_vectors = None
-        if vectors and [r[0] for r in vectors] == ids:
-            entity_vectors = np.ascontiguousarray(
-                np.vstack([as_array(r[1]) for r in vectors]), dtype=np.float32
-            )
+        has_vectors = bool(complete and complete[0][0])
         # the undirected entity graph's neighbour counts: stored with its rows (v4), or
         # counted from the relations as the directory store's adjacency has them (no loops, an
         # entity pair joined by relations of positive weight counted once)
@@ -156,7 +166,7 @@ class PostgresNeighbourhood:
             passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
             degree=np.array([int(neighbours.get(e, 0)) for e in ids], dtype=np.int64),
             has_rows=has_rows,
-            entity_vectors=entity_vectors,
+            has_entity_vectors=has_vectors,
             relation_labels=sorted(set(labels)),
         )
 
@@ -255,3 +265,120 @@ class PostgresNeighbourhood:
             (ids,),
         )
         return {rid: as_array(v) for rid, v in rows}
+
+    # -- hyperedges and topics (G-RAGent's primitives) ---------------------------------------
+
+    def topics(self) -> list[Topic]:
+        """Every topic, in order (as the directory store's ``topics()``)."""
+        rows = self._rows("SELECT id, label, keywords, size FROM topics ORDER BY ord")
+        return [
+            Topic(id=tid, label=label, keywords=json.loads(kw), size=size)
+            for tid, label, kw, size in rows
+        ]
+
+    def hyperedge_labels(self) -> list[HyperEdge]:
+        """Every hyperedge's id, relation text and topic, in order, without members or
+        passages (what ranking hyperedges and grouping them by topic need)."""
+        rows = self._rows("SELECT id, relation, topic_id FROM hyperedges ORDER BY ord")
+        return [HyperEdge(id=h, relation=r, entity_ids=[], topic_id=t) for h, r, t in rows]
+
+    def topic_centroids(self) -> dict[str, np.ndarray] | None:
+        """Topic id -> mean of its hyperedges' vectors (pgvector's ``avg``: float8 sums of the
+        float4 vectors in hyperedge order, divided, rounded to float4), computed by the server;
+        None unless every hyperedge has its vector, in order (as the directory view needs)."""
+        complete = self._rows(
+            "SELECT (SELECT coalesce(array_agg(item_id ORDER BY row), '{}') FROM graph_vectors "
+            "WHERE kind = 'hyperedge_vectors') = (SELECT coalesce(array_agg(id ORDER BY ord), "
+            "'{}') FROM hyperedges) AND EXISTS (SELECT 1 FROM hyperedges)"
+        )
+        if not complete or not complete[0][0]:
+            return None
+        rows = self._rows(
+            "SELECT h.topic_id, avg(v.embedding ORDER BY h.ord) FROM hyperedges h JOIN "
+            "graph_vectors v ON v.kind = 'hyperedge_vectors' AND v.item_id = h.id "
+            "WHERE h.topic_id IS NOT NULL GROUP BY h.topic_id"
+        )
+        return {t: as_array(v) for t, v in rows}
+
+    def _hyperedges(self, where: str, params: Sequence[Any]) -> list[HyperEdge]:
+        rows = self._rows(
+            "SELECT h.id, h.relation, h.topic_id, coalesce((SELECT array_agg(m.entity_id "
+            "ORDER BY m.position, m.rowid) FROM hyperedge_members m WHERE m.hyperedge_id = h.id), "
+            "'{}'), coalesce((SELECT array_agg(p.passage_id ORDER BY p.rowid) FROM "
+            f"hyperedge_passages p WHERE p.hyperedge_id = h.id), '{{}}') FROM hyperedges h "
+            f"WHERE {where} ORDER BY h.ord",
+            params,
+        )
+        return [
+            HyperEdge(id=h, relation=r, entity_ids=list(m), passage_ids=list(p), topic_id=t)
+            for h, r, t, m, p in rows
+        ]
+
+    def hyperedges(self, hyperedge_ids: Iterable[str]) -> list[HyperEdge]:
+        """These hyperedges (by id), whole, in order."""
+        ids = sorted(set(hyperedge_ids))
+        if not ids:
+            return []
+        return self._hyperedges("h.id = ANY(%s)", (ids,))
+
+    def hyperedges_of(self, entity_ids: Iterable[str]) -> list[HyperEdge]:
+        """The hyperedges with a member among `entity_ids`, whole, in order."""
+        ids = sorted(set(entity_ids))
+        if not ids:
+            return []
+        return self._hyperedges(
+            "h.id IN (SELECT hyperedge_id FROM hyperedge_members WHERE entity_id = ANY(%s))",
+            (ids,),
+        )
+
+    def relation_list(self) -> list[tuple[str, str, str, str, float, str]]:
+        """Every relation's (id, source, label, target, weight, kind), in order, without its
+        passages: what ranking all relations by their verbalisation needs (a triple pattern
+        with no anchored end)."""
+        rows = self._rows(
+            "SELECT id, source, label, target, weight, kind FROM relations ORDER BY ord"
+        )
+        return [(i, s, lab, t, float(w), k) for i, s, lab, t, w, k in rows]
+
+    # -- entity vectors (per query) ------------------------------------------------------------
+
+    def _vector_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+            self._check_revision(stored[0] if stored else None)
+            # binary: pgvector's loader reads each vector as bytes, not as text to parse
+            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params), binary=True).fetchall()
+        self.vector_reads.add(len(rows))
+        return rows
+
+    def nearest_entities(self, query_vector: np.ndarray, n: int) -> tuple[list[int], np.ndarray]:
+        """The positions of the `n` entities whose vectors are nearest the query by cosine
+        distance (pgvector ``<=>``, an exact scan: the entity vectors have no ANN index), ties
+        by position (in no particular order), and their vectors (float32, one row each)."""
+        rows = self._vector_rows(  # (sorting the positions only, then reading the vectors)
+            "SELECT g.row, g.embedding FROM (SELECT row FROM graph_vectors "
+            "WHERE kind = 'entity_vectors' ORDER BY embedding <=> %s, row LIMIT %s) near "
+            "JOIN graph_vectors g ON g.kind = 'entity_vectors' AND g.row = near.row",
+            (np.asarray(query_vector, dtype=np.float32), int(n)),
+        )
+        return [int(r[0]) for r in rows], self._stack([r[1] for r in rows])
+
+    def _stack(self, vectors: list[Any]) -> np.ndarray:
+        if not vectors:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack([as_array(v) for v in vectors]).astype(np.float32)
+
+    def entity_vectors(self, positions: Sequence[int]) -> np.ndarray:
+        """The vectors of these entity positions, in that order (float32, one row each)."""
+        wanted = [int(p) for p in positions]
+        if not wanted:
+            return self._stack([])
+        rows = dict(
+            self._vector_rows(
+                "SELECT row, embedding FROM graph_vectors "
+                "WHERE kind = 'entity_vectors' AND row = ANY(%s)",
+                (sorted(set(wanted)),),
+            )
+        )
+        return self._stack([rows[p] for p in wanted])
