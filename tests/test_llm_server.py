@@ -151,7 +151,9 @@ def test_every_topology_answers_through_a_real_server(monkeypatch, tiny_index, t
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == served_tokens(
         server, world
     )
-    assert result.usage.llm_seconds > 0 and result.usage.seconds >= result.usage.llm_seconds
+    assert result.usage.llm_seconds > 0 and result.usage.seconds > 0
+    if not topology.endswith(":competitive"):  # one call at a time: model time within the run's
+        assert result.usage.seconds >= result.usage.llm_seconds
     # each request bounds its reply
     assert all(body.get("max_tokens") == 1024 for body in server.requests)
     if topology in EXPECTED_TRACE:
