@@ -58,7 +58,9 @@ def knowledge_graph(index: Any) -> Any | None:
 def has_knowledge_graph(index: Any) -> bool:
     """Whether the index has a knowledge graph, without loading one kept in its store
     (PostgreSQL: read per query)."""
-    if callable(getattr(index, "graph_neighbourhood", None)):
+    from graphseek.tools.graph_access import reads_neighbourhoods
+
+    if reads_neighbourhoods(index):
         return bool(getattr(index, "has_graph", False))
     return knowledge_graph(index) is not None
 
@@ -129,14 +131,9 @@ def progressive_stage(
         step = "stage_bridge" if stage == "bridge" else "stage_ppr"
         state = previous
     ranking = [pid for pid, _ in search(query, k)] if step == "stage_ppr" else []
-    if local is not None:
-        view, state = run_stage(local, step, state, passage_ranking=ranking)
-    elif step == "stage_local":
-        state = pr.stage_local(view, state)
-    elif step == "stage_bridge":
-        state = pr.stage_bridge(view, state)
-    else:
-        state = pr.stage_ppr(view, state, passage_ranking=ranking)
+    view, state = run_stage(
+        local if local is not None else view, step, state, passage_ranking=ranking
+    )
     passages = pr.evidence_passages(view, state)[:k]
     found = [
         Hit(passage=index.get(pid), score=1.0 / r, rank=r)

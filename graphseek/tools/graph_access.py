@@ -84,6 +84,7 @@ __all__ = [
     "passage_lookup_for",
     "passage_search_for",
     "ranks_of",
+    "reads_neighbourhoods",
     "resolve_entity",
     "revision_of",
     "set_graph_view",
@@ -107,6 +108,13 @@ _views_lock = threading.Lock()
 def revision_of(index: Any) -> str:
     """`index.revision` (changes when the index is rewritten), "" for objects without one."""
     return str(getattr(index, "revision", ""))
+
+
+def reads_neighbourhoods(index: Any) -> bool:
+    """Whether the index serves its graph one neighbourhood at a time (PostgreSQL): then the
+    retrievers and tools read what each query touches instead of loading the graph
+    (`graphseek.tools.neighbourhood`)."""
+    return callable(getattr(index, "graph_neighbourhood", None))
 
 
 def graph_view(index: Any) -> GraphView:

@@ -15,7 +15,7 @@ from typing import Any
 
 from graphseek.errors import IndexBusyError
 from graphseek.knowledge.passages import Hit
-from graphseek.tools.graph_access import revision_of
+from graphseek.tools.graph_access import reads_neighbourhoods, revision_of
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
 
@@ -39,18 +39,11 @@ def _cached(cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: Any, 
     return retriever
 
 
-def _reads_neighbourhoods(index: Any) -> bool:
-    """Whether the index serves its graph one neighbourhood at a time (PostgreSQL): then the
-    retrievers read what each query touches instead of loading the graph
-    (`graphseek.tools.neighbourhood`)."""
-    return callable(getattr(index, "graph_neighbourhood", None))
-
-
 def higra_retriever(index: Any) -> HiGraRetriever:
     """The `HiGraRetriever` of an index (default `HiGraConfig`), built once per index revision."""
 
     def make() -> HiGraRetriever:
-        if _reads_neighbourhoods(index):
+        if reads_neighbourhoods(index):
             from graphseek.tools.neighbourhood import HiGraNeighbourhood
 
             return HiGraNeighbourhood.from_index(index, HiGraConfig())
@@ -63,7 +56,7 @@ def progressive_retriever(index: Any) -> ProgressiveRetriever:
     """The `ProgressiveRetriever` of an index, built once per index revision."""
 
     def make() -> ProgressiveRetriever:
-        if _reads_neighbourhoods(index):
+        if reads_neighbourhoods(index):
             from graphseek.tools.neighbourhood import ProgressiveNeighbourhood
 
             return ProgressiveNeighbourhood.from_index(index, ProgressiveConfig())

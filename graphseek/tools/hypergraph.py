@@ -36,6 +36,7 @@ from graphseek.tools.graph_access import (
     GraphView,
     graph_view,
     label_similarity,
+    reads_neighbourhoods,
     resolve_entity,
     top_positions,
 )
@@ -47,7 +48,7 @@ TOPIC_VOTE_DEPTH = 20
 
 def _remote(source: Any) -> Any:
     """The `RemoteGraph` of an index that keeps its graph in its store, else None."""
-    if isinstance(source, GraphView) or not callable(getattr(source, "graph_neighbourhood", None)):
+    if not reads_neighbourhoods(source):
         return None
     from graphseek.tools.neighbourhood import remote_graph
 

@@ -44,8 +44,10 @@ from graphseek.tools.graph_access import (
     GraphText,
     graph_view,
     label_similarity,
+    reads_neighbourhoods,
     resolve_entity,
 )
+from graphseek.tools.neighbourhood import local_graph, run_stage
 from graphseek.tools.retrievers import resolve_index, retrieve
 
 DEFAULT_CHAR_BUDGET = 4000
@@ -122,7 +124,7 @@ def _graph_output(result: GraphText, budget: int) -> ToolOutput:
 
 def _run_graph(runtime: ToolRuntime[Context], fn: Callable[[Any, int], ToolOutput]) -> ToolOutput:
     index = resolve_index(runtime.context)
-    if callable(getattr(index, "graph_neighbourhood", None)):  # a graph kept in its store
+    if reads_neighbourhoods(index):  # a graph kept in its store
         if not getattr(index, "has_graph", False):
             return NO_GRAPH, {"passage_ids": []}
     else:
@@ -137,8 +139,6 @@ def _graph_reader(index: Any) -> tuple[Any, Any]:
     """(view to find entities in, `LocalGraph` or None): over a graph kept in its store
     (PostgreSQL) the catalogue view and a reader of neighbourhoods, so a tool reads the rows
     around its entities; otherwise the whole graph's view and None."""
-    from graphseek.tools.neighbourhood import local_graph
-
     local = local_graph(index)
     return (local.base if local is not None else graph_view(index)), local
 
@@ -381,12 +381,7 @@ def bridge_discovery(
                 {"passage_ids": []},
             )
         cfg = progressive.ProgressiveConfig(bridge_hops=hops)
-        if local is not None:
-            from graphseek.tools.neighbourhood import run_stage
-
-            view, state = run_stage(local, "stage_bridge", state, cfg)
-        else:
-            state = progressive.stage_bridge(view, state, cfg)
+        view, state = run_stage(local if local is not None else view, "stage_bridge", state, cfg)
         names = [view.names[view.entity_pos[b]] for b in state.bridges]
         lines = [
             "Seeds: " + ", ".join(view.names[view.entity_pos[e]] for e in state.entity_seeds),
@@ -417,12 +412,7 @@ def ppr_search(entities: list[str], runtime: ToolRuntime[Context], k: int = 5) -
         if not state.entity_seeds:
             return "None of these entities is in the graph.", {"passage_ids": []}
         cfg = progressive.ProgressiveConfig(max_passages=k)
-        if local is not None:
-            from graphseek.tools.neighbourhood import run_stage
-
-            view, state = run_stage(local, "stage_ppr", state, cfg)
-        else:
-            state = progressive.stage_ppr(view, state, cfg)
+        view, state = run_stage(local if local is not None else view, "stage_ppr", state, cfg)
         passages = [index.get(pid) for pid in state.passages]
         text = format_passages(passages, budget)
         return text, {"passage_ids": list(state.passages), "entity_ids": state.entity_seeds}

@@ -44,6 +44,7 @@ from graphseek.knowledge.graph.models import Topic
 from graphseek.tools.graph_access import (
     GraphView,
     passage_search_for,
+    reads_neighbourhoods,
     revision_of,
 )
 from graphseek.tools.graph_arrays import single_threaded_blas, topic_matrix
@@ -53,7 +54,7 @@ from graphseek.tools.higra import (
     extract_subgraph,
     subgraph_relations,
 )
-from graphseek.tools.ppr import top_nodes, transition_rows
+from graphseek.tools.ppr import row_positions, top_nodes, transition_rows
 from graphseek.tools.progressive import (
     ProgressiveConfig,
     ProgressiveRetriever,
@@ -62,6 +63,7 @@ from graphseek.tools.progressive import (
     _TokenIndex,
     check,
     entity_ppr,
+    run_step,
     stage_bridge,
     stage_local,
     stage_ppr,
@@ -77,15 +79,9 @@ _SHARED = (
     "passage_degree",
     "_label_token_index",
 )
-#: cached properties of a view that depend on its hyperedges and topics
-_HYPER_CACHED = (
-    "topic_pos",
-    "topic_members",
-    "topic_bm25",
-    "hyperedge_bm25",
-    "hyperedge_incidence",
-    "topic_vectors",
-)
+#: cached properties of the hyperedge catalogue's view computed once per revision: the topic
+#: groups and the topic and hyperedge rankings
+_HYPER_RANKINGS = ("topic_pos", "topic_members", "topic_bm25", "hyperedge_bm25")
 
 
 #: how many nearest entities `EntityVectors @ q` asks the database for: deeper than any
@@ -229,7 +225,7 @@ class RemoteGraph:
                     dim = len(next(iter(centroids.values()))) if centroids else source.dim
                     vectors = topic_matrix(view.topics, centroids, dim)
                 view.__dict__["topic_vectors"] = vectors
-                for key in _HYPER_CACHED[:4]:  # rankings and topic groups, computed once
+                for key in _HYPER_RANKINGS:
                     getattr(view, key)
                 self._hyper = view
             return self._hyper
@@ -375,10 +371,8 @@ class LocalGraph:
                 np.array([k for ks in keys for k in ks], dtype=np.int64),
                 np.array([row[k] for row, ks in zip(rows, keys, strict=True) for k in ks]),
             )
-        starts, counts = self._row_start[nodes], self._row_count[nodes]
-        total = int(counts.sum())
-        # positions of every neighbour of the batch in the buffers, row after row
-        at = np.arange(total) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        counts = self._row_count[nodes]
+        at = row_positions(self._row_start[nodes], counts)
         weights = self._row_weights[at]
         return counts, self._row_nbrs[at], transition_rows(counts, weights)
 
@@ -576,18 +570,22 @@ class ProgressiveNeighbourhood(ProgressiveRetriever):
 
 
 def run_stage(
-    local: LocalGraph,
+    graph: LocalGraph | GraphView,
     step: StepName,
     state: ProgressiveState,
     config: ProgressiveConfig | None = None,
     *,
     passage_ranking: Sequence[str] = (),
 ) -> tuple[GraphView, ProgressiveState]:
-    """Read into `local` what one of A2RAG's stages needs, run it (no sufficiency check), and
-    return the view it ran on with the new state: Stage 1 reads the seeds' relations, Stage 2
-    their neighbours' too (the L = 2 hop ball), Stage 3 the rows of the nodes `entity_ppr`
-    pushes and the links of the top-M nodes. The relations of `state` (evidence of earlier
-    stages) are read by id, so `evidence_passages` sees them."""
+    """Run one of A2RAG's stages (no sufficiency check) and return the view it ran on with the
+    new state. On a whole graph's `GraphView`, `progressive.run_step`. On a `LocalGraph`, first
+    read what the stage needs: Stage 1 the seeds' relations, Stage 2 their neighbours' too (the
+    L = 2 hop ball), Stage 3 the rows of the nodes `entity_ppr` pushes and the links of the
+    top-M nodes; the relations of `state` (evidence of earlier stages) are read by id, so
+    `evidence_passages` sees them."""
+    if isinstance(graph, GraphView):
+        return graph, run_step(graph, step, state, config, passage_ranking=passage_ranking)
+    local = graph
     cfg = config or ProgressiveConfig()
     pos = local.base.entity_pos
     seeds = [pos[e] for e in state.entity_seeds]
@@ -613,7 +611,7 @@ def run_stage(
 def local_graph(index: Any) -> LocalGraph | None:
     """A fresh `LocalGraph` of `index` when it serves its graph one neighbourhood at a time
     (PostgreSQL), else None (load the whole graph with `graph_view`)."""
-    if not callable(getattr(index, "graph_neighbourhood", None)):
+    if not reads_neighbourhoods(index):
         return None
     return LocalGraph(remote_graph(index))
 

@@ -233,9 +233,16 @@ def transition_rows(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return weights / totals[owner]
 
 
+def row_positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Where the entries of some rows lie in flat buffers that hold rows entry after entry: the
+    row starting at ``starts[i]`` with ``counts[i]`` entries, for each i in turn."""
+    total = int(counts.sum())
+    return np.arange(total) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+
+
 def csr_rows(adjacency: sp.csr_matrix) -> BatchRows:
     """`push_pagerank`'s reader over an in-memory CSR matrix (row i: node i's neighbours)."""
-    a = sp.csr_matrix(adjacency)
+    a = sp.csr_matrix(adjacency, copy=True)  # (pruned below: not the caller's arrays)
     if not a.has_sorted_indices:
         a = a.sorted_indices()
     a.eliminate_zeros()
@@ -252,8 +259,8 @@ def csr_rows(adjacency: sp.csr_matrix) -> BatchRows:
         out_probs = np.empty(total, dtype=np.float64)
         if total and _CSR_ROW_INDEX is not None:
             _CSR_ROW_INDEX(len(nodes), nodes, indptr, indices, probs, out_indices, out_probs)
-        elif total:  # positions of every neighbour of the batch, row after row
-            at = np.arange(total) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        elif total:
+            at = row_positions(starts, counts)
             out_indices, out_probs = indices[at], probs[at]
         return counts, out_indices, out_probs
 

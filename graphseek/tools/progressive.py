@@ -559,6 +559,24 @@ class ProgressiveResult:
         return self.state.ended_at
 
 
+def run_step(
+    view: GraphView,
+    step: StepName,
+    state: ProgressiveState,
+    config: ProgressiveConfig | None = None,
+    *,
+    passage_ranking: Sequence[str] = (),
+) -> ProgressiveState:
+    """One of the three stages on `view` (no sufficiency check); `passage_ranking` breaks
+    Stage 3's ties (`stage_ppr`)."""
+    cfg = config or ProgressiveConfig()
+    if step == "stage_local":
+        return stage_local(view, state, cfg)
+    if step == "stage_bridge":
+        return stage_bridge(view, state, cfg)
+    return stage_ppr(view, state, cfg, passage_ranking=passage_ranking)
+
+
 class ProgressiveRetriever:
     """Seeds, then Stage 1 -> 2 -> 3 with a sufficiency check after each."""
 
@@ -627,12 +645,7 @@ class ProgressiveRetriever:
         """Run one stage and the sufficiency check; returns the view they ran on (here the
         whole graph; `graphseek.tools.neighbourhood` reads what the stage needs instead)."""
         view, cfg = self.view, self.config
-        if step == "stage_local":
-            state = stage_local(view, state, cfg)
-        elif step == "stage_bridge":
-            state = stage_bridge(view, state, cfg)
-        else:
-            state = stage_ppr(view, state, cfg, passage_ranking=ranking)
+        state = run_step(view, step, state, cfg, passage_ranking=ranking)
         return view, check(view, state, cfg)
 
     def rank_passages(
@@ -679,6 +692,7 @@ __all__ = [
     "entity_ppr",
     "evidence_passages",
     "next_step",
+    "run_step",
     "progressive_retrieve",
     "relation_seeds",
     "stage_bridge",

@@ -109,14 +109,33 @@ class PostgresNeighbourhood:
         #: reads of entity vectors (nearest entities, rows), apart from the graph reads
         self.vector_reads = ReadCounter()
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def _rows(
+        self, sql: str, params: Sequence[Any] = (), *, vectors: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """The rows of `sql` in a read-only snapshot of this revision, counted in `reads`, or
+        with `vectors` in `vector_reads` and transferred in binary (pgvector's loader then reads
+        each vector as bytes, not as text to parse)."""
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
             self._check_revision(stored[0] if stored else None)
-            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params)).fetchall()
-        self.reads.add(len(rows))
+            rows: list[tuple[Any, ...]] = conn.execute(
+                sql, tuple(params), binary=vectors
+            ).fetchall()
+        (self.vector_reads if vectors else self.reads).add(len(rows))
         return rows
+
+    def _vectors_complete(self, kind: str, table: str) -> bool:
+        """Whether `table` has rows and the stored vectors of `kind` are exactly its rows' ids,
+        in order (as a directory view's vector matrix is). `kind` and `table` are this module's
+        constants, never user input."""
+        found = self._rows(
+            "SELECT (SELECT coalesce(array_agg(item_id ORDER BY row), '{}') FROM graph_vectors "
+            f"WHERE kind = %s) = (SELECT coalesce(array_agg(id ORDER BY ord), '{{}}') FROM {table}) "
+            f"AND EXISTS (SELECT 1 FROM {table})",
+            (kind,),
+        )
+        return bool(found and found[0][0])
 
     def _check_revision(self, stored: Any) -> None:
         if stored != self.revision:
@@ -135,12 +154,7 @@ class PostgresNeighbourhood:
         ids = [r[0] for r in entities]
         # the entity vectors stay in the database (`nearest_entities`, `entity_vectors`): here
         # only whether every entity has its vector, in order (as the directory view needs)
-        complete = self._rows(
-            "SELECT (SELECT coalesce(array_agg(item_id ORDER BY row), '{}') FROM graph_vectors "
-            "WHERE kind = 'entity_vectors') = (SELECT coalesce(array_agg(id ORDER BY ord), '{}') "
-            "FROM entities) AND EXISTS (SELECT 1 FROM entities)"
-        )
-        has_vectors = bool(complete and complete[0][0])
+        has_vectors = self._vectors_complete("entity_vectors", "entities")
         # the undirected entity graph's neighbour counts: stored with its rows (v4), or
         # counted from the relations as the directory store's adjacency has them (no loops, an
         # entity pair joined by relations of positive weight counted once)
@@ -286,12 +300,7 @@ class PostgresNeighbourhood:
         """Topic id -> mean of its hyperedges' vectors (pgvector's ``avg``: float8 sums of the
         float4 vectors in hyperedge order, divided, rounded to float4), computed by the server;
         None unless every hyperedge has its vector, in order (as the directory view needs)."""
-        complete = self._rows(
-            "SELECT (SELECT coalesce(array_agg(item_id ORDER BY row), '{}') FROM graph_vectors "
-            "WHERE kind = 'hyperedge_vectors') = (SELECT coalesce(array_agg(id ORDER BY ord), "
-            "'{}') FROM hyperedges) AND EXISTS (SELECT 1 FROM hyperedges)"
-        )
-        if not complete or not complete[0][0]:
+        if not self._vectors_complete("hyperedge_vectors", "hyperedges"):
             return None
         rows = self._rows(
             "SELECT h.topic_id, avg(v.embedding ORDER BY h.ord) FROM hyperedges h JOIN "
@@ -342,25 +351,16 @@ class PostgresNeighbourhood:
 
     # -- entity vectors (per query) ------------------------------------------------------------
 
-    def _vector_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self._pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
-            self._check_revision(stored[0] if stored else None)
-            # binary: pgvector's loader reads each vector as bytes, not as text to parse
-            rows: list[tuple[Any, ...]] = conn.execute(sql, tuple(params), binary=True).fetchall()
-        self.vector_reads.add(len(rows))
-        return rows
-
     def nearest_entities(self, query_vector: np.ndarray, n: int) -> tuple[list[int], np.ndarray]:
         """The positions of the `n` entities whose vectors are nearest the query by cosine
         distance (pgvector ``<=>``, an exact scan: the entity vectors have no ANN index), ties
         by position (in no particular order), and their vectors (float32, one row each)."""
-        rows = self._vector_rows(  # (sorting the positions only, then reading the vectors)
+        rows = self._rows(  # (sorting the positions only, then reading the vectors)
             "SELECT g.row, g.embedding FROM (SELECT row FROM graph_vectors "
             "WHERE kind = 'entity_vectors' ORDER BY embedding <=> %s, row LIMIT %s) near "
             "JOIN graph_vectors g ON g.kind = 'entity_vectors' AND g.row = near.row",
             (np.asarray(query_vector, dtype=np.float32), int(n)),
+            vectors=True,
         )
         return [int(r[0]) for r in rows], self._stack([r[1] for r in rows])
 
@@ -375,10 +375,11 @@ class PostgresNeighbourhood:
         if not wanted:
             return self._stack([])
         rows = dict(
-            self._vector_rows(
+            self._rows(
                 "SELECT row, embedding FROM graph_vectors "
                 "WHERE kind = 'entity_vectors' AND row = ANY(%s)",
                 (sorted(set(wanted)),),
+                vectors=True,
             )
         )
         return self._stack([rows[p] for p in wanted])
