@@ -273,6 +273,50 @@ def test_ctrl_c_mid_build_is_one_line_exit_130_and_leaves_nothing(
     assert digest(index_copy) == before and leftovers(index_copy) == []
 
 
+def _children(pid: int) -> list[str]:
+    """The child processes of `pid` (Linux: /proc)."""
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="extraction workers are forked on Linux only"
+)
+def test_ctrl_c_during_forked_extraction_is_one_line_from_the_parent_only(
+    tmp_path: Path, index_copy: Path, tiny_passages: list[Passage]
+) -> None:
+    """A terminal's Ctrl-C reaches the whole process group, extraction workers included: the
+    parent alone reports it (workers printing "Process ForkPoolWorker-1:" or a traceback was
+    the defect), exit 130, the old index intact."""
+    corpus = tiny_corpus_file(tmp_path, tiny_passages, copies=60)  # >= PARALLEL_MIN: forked
+    before = digest(index_copy)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "graphseek.cli", "index", str(corpus), "--out", str(index_copy)]
+        + ["--quiet"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    deadline = time.monotonic() + 300  # a generous bound for a loaded machine
+    while not _children(proc.pid):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"no extraction worker was started: {proc.communicate()[1]}")
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["graphseek: interrupted; nothing was left half-written."]
+    assert out == ""
+    assert digest(index_copy) == before and leftovers(index_copy) == []
+
+
 _CTRL_C_INSIDE_EXEC = """
 import sys
 import graphseek.cli as cli

@@ -41,6 +41,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import warnings
 from bisect import bisect_right
@@ -282,16 +283,25 @@ class OfflineExtractor:
         chunks = [list(passages[i : i + CHUNK]) for i in range(0, len(passages), CHUNK)]
         out: list[Extraction] = []
         _FORKED = self
+        # Ctrl-C is held back while the workers are forked (they are born with it blocked, and
+        # ignore it once started: `_worker_start`); here it is delivered inside the pool's
+        # block, which ends the workers
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            with warnings.catch_warnings():
-                # Python 3.12+ warns about fork() in a process with threads (here: idle
-                # embedding workers); the forked workers only run spaCy and this module
-                warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
-                pool = multiprocessing.get_context("fork").Pool(processes)
+            try:
+                with warnings.catch_warnings():
+                    # Python 3.12+ warns about fork() in a process with threads (here: idle
+                    # embedding workers); the forked workers only run spaCy and this module
+                    warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
+                    pool = multiprocessing.get_context("fork").Pool(processes, _worker_start)
+            except BaseException:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                raise
             with (
                 pool,
                 progress_bar("extracting", len(passages), self.show_progress) as bar,
             ):
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 for part in pool.imap(_extract_chunk, chunks):
                     out.extend(part)
                     bar.update(len(part))
@@ -319,6 +329,15 @@ def _can_fork() -> bool:
     """Workers are forked on Linux only (macOS system libraries are not fork-safe; spawning
     would load the pipeline again in every worker)."""
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _worker_start() -> None:
+    """A worker ignores Ctrl-C: the terminal sends SIGINT to the whole process group, and the
+    parent alone handles it (it ends the pool and reports the interruption in one line);
+    otherwise each worker would print its own KeyboardInterrupt. (Forked with SIGINT blocked,
+    so the parent's handler never runs here, not even in the fork hooks of other libraries.)"""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 _FORKED: OfflineExtractor | None = None
