@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention
-from graphseek.knowledge.graph.align import exact_groups, types_compatible
+from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, align
+from graphseek.knowledge.graph.align import exact_groups, radius_pairs, types_compatible
 from graphseek.knowledge.graph.text import (
     is_acronym_of,
     names_match,
@@ -191,6 +191,38 @@ def test_incremental_alignment_matches_full(embed) -> None:  # type: ignore[no-u
     again = Aligner(embed=counting).align(CURRY_AND_NEW_YORK, cache)
     assert calls[0] == 3  # only the three new entities are embedded
     assert [e.model_dump() for e in again.entities] == [e.model_dump() for e in full.entities]
+
+
+def clustered_vectors(clusters: int, size: int, dim: int, seed: int = 0) -> np.ndarray:
+    """`clusters` groups of `size` unit vectors, each group's members close to its centre."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim))
+    points = np.repeat(centres, size, axis=0) + 0.45 * rng.standard_normal((clusters * size, dim))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    return points.astype(np.float32)
+
+
+def test_approximate_candidate_search_finds_nearly_every_exact_pair() -> None:
+    vectors = clustered_vectors(400, 8, 48)
+    queries = list(range(len(vectors)))
+    exact = radius_pairs(vectors, queries, 0.25, 5)
+    approx = radius_pairs(vectors, queries, 0.25, 5, exact_max=0)
+    assert len(exact) > 5_000  # the clusters hold many candidate pairs
+    assert len(set(exact) & set(approx)) >= 0.97 * len(exact)
+    for (i, j), sim in approx.items():  # what it finds is within the radius, scored exactly
+        assert i < j and sim >= 0.75 - 1e-5
+        assert sim == pytest.approx(float(vectors[i] @ vectors[j]), abs=1e-5)
+    per_query = np.bincount(np.array(list(approx)).ravel(), minlength=len(vectors))
+    assert per_query.max() <= 2 * 5  # at most max_neighbors found per query, either side
+    assert radius_pairs(vectors, queries, 0.25, 5, exact_max=0) == approx  # same input, same pairs
+
+
+def test_alignment_above_the_exact_limit_gives_the_same_entities(embed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    exact = Aligner(embed=embed).align(CURRY_AND_NEW_YORK)
+    monkeypatch.setattr(align, "EXACT_PAIRS_MAX", 0)  # every search goes through HNSW
+    approx = Aligner(embed=embed).align(CURRY_AND_NEW_YORK)
+    assert [e.model_dump() for e in approx.entities] == [e.model_dump() for e in exact.entities]
+    assert approx.pairs == exact.pairs
 
 
 def test_semantic_merge_with_scripted_llm(embed) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,8 @@
    The groups are the *base entities*.
 2. **Semantic merging**: base entities are embedded (MiniLM over ``"name; aliases; types"``);
    every pair within cosine distance `tau` of each other (FAISS range search, at most
-   `max_neighbors` per entity) is a candidate, i.e. the clusters are the connected components of
+   `max_neighbors` per entity; above `EXACT_PAIRS_MAX` base entities an HNSW search that
+   finds nearly all of them in n log n instead of n^2 work) is a candidate, i.e. the clusters are the connected components of
    the radius graph (DBSCAN with ``min_samples=1``). Merges inside a cluster are decided
    - by the LLM (structured output, `MergeGroups`), one call per cluster chunk of at most
      `max_cluster_size` entities, in parallel; or
@@ -24,8 +25,10 @@ Provenance is kept: every entity lists the mention ids and passage ids it came f
 Incremental use: `AlignmentCache` carries the previous run's base-entity embeddings and pair
 decisions. Base entities whose member mentions did not change keep their decisions with each
 other; only new or changed base entities are searched and decided. With the offline decision this
-gives exactly the entities of a full rebuild; with an LLM, clusters touched by new entities are
-re-asked (answers for unchanged prompts come from the response cache).
+gives exactly the entities of a full rebuild (up to `EXACT_PAIRS_MAX` base entities; above it the
+approximate search of a rebuild can find a few pairs the update's did not, or the reverse); with
+an LLM, clusters touched by new entities are re-asked (answers for unchanged prompts come from
+the response cache).
 """
 
 from __future__ import annotations
@@ -298,42 +301,93 @@ def cached_encode(texts: Sequence[str], embed: Embed, cache: dict[str, np.ndarra
     return np.stack([cache[t] for t in texts]).astype(np.float32, copy=False)
 
 
+EXACT_PAIRS_MAX = 100_000
+"""Up to this many base entities, semantic-merge candidates come from an exact search, which
+compares every pair: n^2 work, about 10 s of CPU at 63K entities (the 2Wiki corpus) and hours at
+the ~1M entities of a 100K-passage corpus. Above it they come from an HNSW graph
+(`hnsw_neighbours`), which found 98.8% of the exact pairs at 2Wiki's 63K. `benchmarks/alignment_scaling.py` prints both, with the share of the exact
+pairs found."""
+HNSW_LINKS = 32
+"""Links per vector of the approximate search's HNSW graph (FAISS `IndexHNSWFlat`)."""
+HNSW_BUILD_DEPTH = 40
+"""Candidates kept while the HNSW graph is built (``efConstruction``)."""
+HNSW_SEARCH_DEPTH = 64
+"""Candidates kept per query while it searches (``efSearch``; at least the neighbours asked)."""
+
+
 def radius_pairs(
-    vectors: np.ndarray, queries: Sequence[int], tau: float, max_neighbors: int
+    vectors: np.ndarray,
+    queries: Sequence[int],
+    tau: float,
+    max_neighbors: int,
+    *,
+    exact_max: int | None = None,
 ) -> dict[tuple[int, int], float]:
     """Index pairs (i < j) with cosine >= 1 - tau, i or j in `queries`; at most `max_neighbors`
-    (the nearest) per query."""
-    import faiss
-
+    (the nearest) per query. Exact up to `exact_max` vectors (default `EXACT_PAIRS_MAX`); above
+    it the nearest come from `hnsw_neighbours` (approximate: a few pairs are missed)."""
     out: dict[tuple[int, int], float] = {}
     if len(vectors) < 2 or not queries:
         return out
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    data = np.ascontiguousarray(vectors, dtype=np.float32)
     q = np.asarray(queries, dtype=np.int64)
     threshold = 1.0 - tau - 1e-6
-    for chunk in range(0, len(q), 4096):
-        ids = q[chunk : chunk + 4096]
-        lims, sims, found = index.range_search(
-            np.ascontiguousarray(vectors[ids], dtype=np.float32), threshold
-        )
-        for row, i in enumerate(ids.tolist()):
-            lo, hi = int(lims[row]), int(lims[row + 1])
-            if hi - lo <= 1:
+    if len(data) <= (EXACT_PAIRS_MAX if exact_max is None else exact_max):
+        rows = _exact_radius(data, q, threshold)
+    else:
+        rows = hnsw_neighbours(data, q, max_neighbors + 1, threshold)
+    for i, (cand, sim) in zip(q.tolist(), rows, strict=True):
+        order = np.lexsort((cand, -sim))
+        kept = 0
+        for k in order.tolist():
+            j = int(cand[k])
+            if j == i:
                 continue
-            cand = found[lo:hi]
-            sim = sims[lo:hi]
-            order = np.lexsort((cand, -sim))
-            kept = 0
-            for k in order.tolist():
-                j = int(cand[k])
-                if j == i:
-                    continue
-                pair = (i, j) if i < j else (j, i)
-                out.setdefault(pair, float(sim[k]))
-                kept += 1
-                if kept >= max_neighbors:
-                    break
+            pair = (i, j) if i < j else (j, i)
+            out.setdefault(pair, float(sim[k]))
+            kept += 1
+            if kept >= max_neighbors:
+                break
+    return out
+
+
+def _exact_radius(
+    data: np.ndarray, queries: np.ndarray, threshold: float
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query: every row with inner product >= `threshold` (ids, similarities)."""
+    import faiss
+
+    index = faiss.IndexFlatIP(data.shape[1])
+    index.add(data)
+    out: list[tuple[np.ndarray, np.ndarray]] = []
+    for start in range(0, len(queries), 4096):
+        ids = queries[start : start + 4096]
+        lims, sims, found = index.range_search(data[ids], threshold)
+        out.extend(
+            (found[lims[r] : lims[r + 1]], sims[lims[r] : lims[r + 1]]) for r in range(len(ids))
+        )
+    return out
+
+
+def hnsw_neighbours(
+    data: np.ndarray, queries: np.ndarray, k: int, threshold: float
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query: its `k` nearest rows with inner product >= `threshold` (ids, similarities),
+    from a FAISS HNSW graph over `data` (approximate: a near pair can be missed; the
+    similarities of what it finds are exact). Building and searching grow as n log n."""
+    import faiss
+
+    index = faiss.IndexHNSWFlat(data.shape[1], HNSW_LINKS, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_BUILD_DEPTH
+    index.add(data)
+    index.hnsw.efSearch = max(HNSW_SEARCH_DEPTH, k)
+    out: list[tuple[np.ndarray, np.ndarray]] = []
+    for start in range(0, len(queries), 4096):
+        ids = queries[start : start + 4096]
+        sims, found = index.search(data[ids], k)
+        for row in range(len(ids)):
+            keep = (found[row] >= 0) & (sims[row] >= threshold)
+            out.append((found[row][keep], sims[row][keep]))
     return out
 
 
