@@ -17,8 +17,12 @@ spaCy's working set), the tokens the build embedded (passages vs graph strings: 
 alone needs about (all tokens / passage tokens) x the raw encoder time; the short graph strings
 cost somewhat less per token than passages), then how each stage grows with size.
 ``--text-mb X`` also indexes one plain-text file of X MB (default chunking) the same way.
+``--raw-max N``: sizes above N skip the raw encoder pass (at 100K passages it alone takes about
+25 minutes here); their raw encoder time is the largest measured size's, scaled by passage tokens
+(encoding is linear in tokens), and the row says so (``raw enc s`` marked ``~``).
 
     .venv/bin/python benchmarks/indexing.py [--sizes 1000,10000] [--text-mb 5] [--no-graph]
+        [--raw-max 10000]
 """
 
 from __future__ import annotations
@@ -143,9 +147,11 @@ def child(args: argparse.Namespace) -> None:
         embedder = get_embedder()  # loaded (and exported once) outside both timings
         embedder.encode(["warm up"])
         rss_before = peak_rss_mb()
-        t, c = time.perf_counter(), cpu_seconds()
-        encode_texts(embedder, [p.content for p in passages], batch_size=args.batch_size)
-        raw, raw_cpu = time.perf_counter() - t, cpu_seconds() - c
+        raw = raw_cpu = 0.0
+        if not args.skip_raw:
+            t, c = time.perf_counter(), cpu_seconds()
+            encode_texts(embedder, [p.content for p in passages], batch_size=args.batch_size)
+            raw, raw_cpu = time.perf_counter() - t, cpu_seconds() - c
         t, c = time.perf_counter(), cpu_seconds()
         index = Index.build(
             passages,
@@ -192,7 +198,7 @@ def child(args: argparse.Namespace) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_child(extra: list[str], base: argparse.Namespace) -> dict[str, Any]:
+def run_child(extra: list[str], base: argparse.Namespace, skip_raw: bool = False) -> dict[str, Any]:
     command = [
         sys.executable,
         "-m",
@@ -206,6 +212,8 @@ def run_child(extra: list[str], base: argparse.Namespace) -> dict[str, Any]:
     ]
     if base.no_graph:
         command.append("--no-graph")
+    if skip_raw:
+        command.append("--skip-raw")
     if base.progress:
         command.append("--progress")
     # run from the repository root, so the child imports this checkout's graphseek
@@ -215,14 +223,24 @@ def run_child(extra: list[str], base: argparse.Namespace) -> dict[str, Any]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def scale_raw(row: dict[str, Any], measured: dict[str, Any]) -> None:
+    """Give `row` (run with --skip-raw) the raw encoder time of `measured`, scaled by the
+    passages' token counts."""
+    factor = row["tokens"]["passages"] / measured["tokens"]["passages"]
+    row["raw_encoder_s"] = measured["raw_encoder_s"] * factor
+    row["raw_encoder_cpu_s"] = measured["raw_encoder_cpu_s"] * factor
+    row["raw_scaled_from"] = measured["n"]
+
+
 def show(label: str, row: dict[str, Any]) -> None:
     ratio = row["index_s"] / row["raw_encoder_s"] if row["raw_encoder_s"] else float("inf")
     cpu_ratio = row["index_cpu_s"] / row["raw_encoder_cpu_s"] if row["raw_encoder_cpu_s"] else 0
     rate = row["extract_rate"]
     cpu = row.get("extract_cpu_s")
     cpu_rate = f"{row['n'] / cpu:.0f}" if cpu else "-"
+    raw = f"{'~' if row.get('raw_scaled_from') else ''}{row['raw_encoder_s']:.1f}"
     print(
-        f"{label:>10} {row['n']:>8} {row['raw_encoder_s']:>9.1f} {row['index_s']:>9.1f} "
+        f"{label:>10} {row['n']:>8} {raw:>9} {row['index_s']:>9.1f} "
         f"{row['n'] / row['index_s']:>9.1f} {ratio:>7.2f}x {cpu_ratio:>7.2f}x "
         f"{(f'{rate:.0f}' if rate else '-'):>9} {cpu_rate:>9} {row['peak_rss_mb']:>9.0f}",
         flush=True,
@@ -248,6 +266,13 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--no-graph", action="store_true")
     parser.add_argument("--progress", action="store_true", help="show the stage bars")
+    parser.add_argument(
+        "--raw-max",
+        type=int,
+        default=0,
+        help="sizes above this skip the raw encoder pass (scaled from the largest measured)",
+    )
+    parser.add_argument("--skip-raw", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -261,11 +286,17 @@ def main() -> None:
         f"{'input':>10} {'passages':>8} {'raw enc s':>9} {'index s':>9} {'pass/s':>9} "
         f"{'idx/raw':>8} {'CPU i/r':>8} {'extract/s':>9} {'ext/CPU s':>9} {'peak MB':>9}"
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
-        row = run_child(["--size", str(size)], args)
+        measured = [r for r in rows if not r.get("raw_scaled_from")]
+        skip = bool(args.raw_max) and size > args.raw_max and bool(measured)
+        row = run_child(["--size", str(size)], args, skip_raw=skip)
+        if skip:
+            scale_raw(row, measured[-1])
         rows.append(row)
         show(f"{size}", row)
+        if skip:
+            print(f"{'':>10} ~ raw encoder time scaled from {row['raw_scaled_from']:,} passages")
     if args.text_mb:
         row = run_child(["--text-mb", str(args.text_mb)], args)
         show(f"{args.text_mb:g} MB txt", row)
