@@ -303,10 +303,10 @@ def cached_encode(texts: Sequence[str], embed: Embed, cache: dict[str, np.ndarra
 
 EXACT_PAIRS_MAX = 100_000
 """Up to this many base entities, semantic-merge candidates come from an exact search, which
-compares every pair: n^2 work, about 10 s of CPU at 63K entities (the 2Wiki corpus) and hours at
-the ~1M entities of a 100K-passage corpus. Above it they come from an HNSW graph
-(`hnsw_neighbours`), which found 98.8% of the exact pairs at 2Wiki's 63K. `benchmarks/alignment_scaling.py` prints both, with the share of the exact
-pairs found."""
+compares every pair: n^2 work, 40-50 CPU s at the 63K base entities of the 2Wiki corpus, about
+750 at 254K and hours at the ~1M of a 100K-passage corpus. Above it they come from an HNSW graph
+(`hnsw_neighbours`: 133 CPU s at 254K, finding 99.6% of the exact pairs).
+`benchmarks/alignment_scaling.py` prints both."""
 HNSW_LINKS = 32
 """Links per vector of the approximate search's HNSW graph (FAISS `IndexHNSWFlat`)."""
 HNSW_BUILD_DEPTH = 40
