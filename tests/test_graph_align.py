@@ -217,6 +217,22 @@ def test_approximate_candidate_search_finds_nearly_every_exact_pair() -> None:
     assert radius_pairs(vectors, queries, 0.25, 5, exact_max=0) == approx  # same input, same pairs
 
 
+def test_a_few_queries_against_many_vectors_stay_exact(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """An update of a large store searches its few new entities exactly: comparing them with
+    every vector costs less than building an HNSW graph over all of them."""
+    vectors = clustered_vectors(400, 8, 48)
+    few = [3, 1_000, 2_500]
+    exact = radius_pairs(vectors, few, 0.25, 5, exact_max=len(vectors))
+
+    def no_hnsw(*args: object) -> None:
+        raise AssertionError("an HNSW graph was built for 3 queries")
+
+    monkeypatch.setattr(align, "hnsw_neighbours", no_hnsw)
+    assert exact and radius_pairs(vectors, few, 0.25, 5, exact_max=200) == exact  # 3 x 3,200
+    with pytest.raises(AssertionError, match="HNSW"):  # every query: 3,200^2 > 200^2 pairs
+        radius_pairs(vectors, list(range(len(vectors))), 0.25, 5, exact_max=200)
+
+
 def test_alignment_above_the_exact_limit_gives_the_same_entities(embed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     exact = Aligner(embed=embed).align(CURRY_AND_NEW_YORK)
     monkeypatch.setattr(align, "EXACT_PAIRS_MAX", 0)  # every search goes through HNSW

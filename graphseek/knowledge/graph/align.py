@@ -324,15 +324,19 @@ def radius_pairs(
     exact_max: int | None = None,
 ) -> dict[tuple[int, int], float]:
     """Index pairs (i < j) with cosine >= 1 - tau, i or j in `queries`; at most `max_neighbors`
-    (the nearest) per query. Exact up to `exact_max` vectors (default `EXACT_PAIRS_MAX`); above
-    it the nearest come from `hnsw_neighbours` (approximate: a few pairs are missed)."""
+    (the nearest) per query. Exact while it compares at most `exact_max`² pairs (default
+    `EXACT_PAIRS_MAX`): every pair of up to `exact_max` vectors, or a few queries against many
+    more vectors (an update of a large store, where building an HNSW graph over all of them
+    would cost more than the exact search); above, the nearest come from `hnsw_neighbours`
+    (approximate: a few pairs are missed)."""
     out: dict[tuple[int, int], float] = {}
     if len(vectors) < 2 or not queries:
         return out
     data = np.ascontiguousarray(vectors, dtype=np.float32)
     q = np.asarray(queries, dtype=np.int64)
     threshold = 1.0 - tau - 1e-6
-    if len(data) <= (EXACT_PAIRS_MAX if exact_max is None else exact_max):
+    limit = EXACT_PAIRS_MAX if exact_max is None else exact_max
+    if len(q) * len(data) <= limit * limit:
         rows = _exact_radius(data, q, threshold)
     else:
         rows = hnsw_neighbours(data, q, max_neighbors + 1, threshold)
