@@ -8,8 +8,8 @@
 2. **Semantic merging**: base entities are embedded (MiniLM over ``"name; aliases; types"``);
    every pair within cosine distance `tau` of each other (FAISS range search, at most
    `max_neighbors` per entity; above `EXACT_PAIRS_MAX` base entities an HNSW search that
-   finds nearly all of them in n log n instead of n^2 work) is a candidate, i.e. the clusters are the connected components of
-   the radius graph (DBSCAN with ``min_samples=1``). Merges inside a cluster are decided
+   finds nearly all of them in n log n instead of n^2 work) is a candidate, i.e. the clusters
+   are the connected components of the radius graph (DBSCAN with ``min_samples=1``). Merges inside a cluster are decided
    - by the LLM (structured output, `MergeGroups`), one call per cluster chunk of at most
      `max_cluster_size` entities, in parallel; or
    - offline, per candidate pair: a name or alias of one matches one of the other
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -357,25 +357,23 @@ def radius_pairs(
 
 def _exact_radius(
     data: np.ndarray, queries: np.ndarray, threshold: float
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per query: every row with inner product >= `threshold` (ids, similarities)."""
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per query, in order: every row with inner product >= `threshold` (ids, similarities).
+    Searched 4,096 queries at a time, so only one block's results are held."""
     import faiss
 
     index = faiss.IndexFlatIP(data.shape[1])
     index.add(data)
-    out: list[tuple[np.ndarray, np.ndarray]] = []
     for start in range(0, len(queries), 4096):
         ids = queries[start : start + 4096]
         lims, sims, found = index.range_search(data[ids], threshold)
-        out.extend(
-            (found[lims[r] : lims[r + 1]], sims[lims[r] : lims[r + 1]]) for r in range(len(ids))
-        )
-    return out
+        for r in range(len(ids)):
+            yield found[lims[r] : lims[r + 1]], sims[lims[r] : lims[r + 1]]
 
 
 def hnsw_neighbours(
     data: np.ndarray, queries: np.ndarray, k: int, threshold: float
-) -> list[tuple[np.ndarray, np.ndarray]]:
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Per query: its `k` nearest rows with inner product >= `threshold` (ids, similarities),
     from a FAISS HNSW graph over `data` (approximate: a near pair can be missed; the
     similarities of what it finds are exact). Building and searching grow as n log n."""
@@ -385,14 +383,12 @@ def hnsw_neighbours(
     index.hnsw.efConstruction = HNSW_BUILD_DEPTH
     index.add(data)
     index.hnsw.efSearch = max(HNSW_SEARCH_DEPTH, k)
-    out: list[tuple[np.ndarray, np.ndarray]] = []
     for start in range(0, len(queries), 4096):
         ids = queries[start : start + 4096]
         sims, found = index.search(data[ids], k)
         for row in range(len(ids)):
             keep = (found[row] >= 0) & (sims[row] >= threshold)
-            out.append((found[row][keep], sims[row][keep]))
-    return out
+            yield found[row][keep], sims[row][keep]
 
 
 def name_pairs(
