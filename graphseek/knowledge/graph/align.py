@@ -305,7 +305,8 @@ EXACT_PAIRS_MAX = 100_000
 """Up to this many base entities, semantic-merge candidates come from an exact search, which
 compares every pair: n^2 work, 40-50 CPU s at the 63K base entities of the 2Wiki corpus, about
 750 at 254K and hours at the ~1M of a 100K-passage corpus. Above it they come from an HNSW graph
-(`hnsw_neighbours`: 133 CPU s at 254K, finding 99.6% of the exact pairs).
+(`hnsw_neighbours`: 142 CPU s at 254K and 601 at 1M, finding 99.3% and 97.9% of the exact
+pairs).
 `benchmarks/alignment_scaling.py` prints both."""
 HNSW_LINKS = 32
 """Links per vector of the approximate search's HNSW graph (FAISS `IndexHNSWFlat`)."""
