@@ -6,8 +6,8 @@ corpus ten times larger costs a hundred times more; above `EXACT_PAIRS_MAX` base
 build switches to an HNSW graph. This prints, per size, both searches' CPU seconds and the share
 of the exact pairs the HNSW search finds (pairs of a fixed sample of query entities).
 
-Vectors: the base-entity vectors of a graph index (by default the 2Wiki corpus's, 63K entities;
-build it with ``benchmarks/retrieval.py --out DIR --graph``), and larger sets made from them:
+Vectors: the base-entity vectors of a graph index (the 2Wiki corpus's has 63K entities; build
+it with ``benchmarks/retrieval.py --out DIR --graph``), and larger sets made from them:
 copy c is the real set turned by its own random rotation, so each copy keeps the real set's
 neighbourhoods and the copies are unrelated to each other (a corpus of many similar documents).
 The exact search's time at a size is measured on `--sample` queries and scaled to all of them
@@ -41,14 +41,9 @@ def rotated_copies(vectors: np.ndarray, copies: int, seed: int = 0) -> np.ndarra
     return np.ascontiguousarray(np.vstack(parts))
 
 
-def cpu() -> float:
-    return time.process_time()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default = Path(os.environ.get("GRAPHSEEK_CACHE_DIR", "/work/cache")) / "idx" / "2wiki-graph"
-    parser.add_argument("--index", type=Path, default=default, help="a graph index directory")
+    parser.add_argument("--index", type=Path, required=True, help="a graph index directory")
     parser.add_argument("--copies", default="1,4,16", help="set sizes, as copies of the real set")
     parser.add_argument("--sample", type=int, default=2048, help="query entities for recall")
     args = parser.parse_args()
@@ -70,14 +65,14 @@ def main() -> None:
         data = rotated_copies(real, copies)
         n = len(data)
         sample = np.sort(rng.choice(n, size=min(args.sample, n), replace=False)).tolist()
-        t = cpu()
+        t = time.process_time()
         exact = radius_pairs(data, sample, TAU, MAX_NEIGHBORS, exact_max=n)
-        exact_s = (cpu() - t) * n / len(sample)
+        exact_s = (time.process_time() - t) * n / len(sample)
         approx = radius_pairs(data, sample, TAU, MAX_NEIGHBORS, exact_max=0)
         found = len(set(exact) & set(approx)) / len(exact) if exact else 1.0
-        t = cpu()
+        t = time.process_time()
         radius_pairs(data, list(range(n)), TAU, MAX_NEIGHBORS, exact_max=0)
-        hnsw_s = cpu() - t
+        hnsw_s = time.process_time() - t
         print(
             f"{n:>10,} {exact_s:>12.1f} {hnsw_s:>11.1f} {exact_s / hnsw_s:>9.1f}x "
             f"{100 * found:>10.1f}%",

@@ -212,8 +212,9 @@ def test_approximate_candidate_search_finds_nearly_every_exact_pair() -> None:
     for (i, j), sim in approx.items():  # what it finds is within the radius, scored exactly
         assert i < j and sim >= 0.75 - 1e-5
         assert sim == pytest.approx(float(vectors[i] @ vectors[j]), abs=1e-5)
-    per_query = np.bincount(np.array(list(approx)).ravel(), minlength=len(vectors))
-    assert per_query.max() <= 2 * 5  # at most max_neighbors found per query, either side
+    for i in (0, 100, 2_000):  # each has 6-7 neighbours in its cluster: the nearest 5 are kept
+        alone = radius_pairs(vectors, [i], 0.25, 5, exact_max=0)
+        assert len(alone) == 5 and all(i in pair for pair in alone)
     assert radius_pairs(vectors, queries, 0.25, 5, exact_max=0) == approx  # same input, same pairs
 
 

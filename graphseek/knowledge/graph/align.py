@@ -9,7 +9,8 @@
    every pair within cosine distance `tau` of each other (FAISS range search, at most
    `max_neighbors` per entity; above `EXACT_PAIRS_MAX` base entities an HNSW search that
    finds nearly all of them in n log n instead of n^2 work) is a candidate, i.e. the clusters
-   are the connected components of the radius graph (DBSCAN with ``min_samples=1``). Merges inside a cluster are decided
+   are the connected components of the radius graph (DBSCAN with ``min_samples=1``). Merges
+   inside a cluster are decided
    - by the LLM (structured output, `MergeGroups`), one call per cluster chunk of at most
      `max_cluster_size` entities, in parallel; or
    - offline, per candidate pair: a name or alias of one matches one of the other
@@ -306,8 +307,7 @@ EXACT_PAIRS_MAX = 100_000
 compares every pair: n^2 work, 40-50 CPU s at the 63K base entities of the 2Wiki corpus, about
 750 at 254K and hours at the ~1M of a 100K-passage corpus. Above it they come from an HNSW graph
 (`hnsw_neighbours`: 142 CPU s at 254K and 601 at 1M, finding 99.3% and 97.9% of the exact
-pairs).
-`benchmarks/alignment_scaling.py` prints both."""
+pairs). `benchmarks/alignment_scaling.py` prints both."""
 HNSW_LINKS = 32
 """Links per vector of the approximate search's HNSW graph (FAISS `IndexHNSWFlat`)."""
 HNSW_BUILD_DEPTH = 40
