@@ -16,6 +16,11 @@ from typing import Any
 
 from graphseek.errors import GraphseekError, IndexBusyError
 
+GRAPH_VECTORS = ("minilm", "static")
+"""`graphseek index --graph-vectors` choices, default first: `GraphSettings.vectors` and
+`VECTOR_SPACES` of graphseek.knowledge.graph.build (not imported here, so the CLI starts fast;
+a test keeps them equal)."""
+
 DEMO_PACKAGE = "graphseek.knowledge.demo"
 
 
@@ -166,7 +171,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         bar.update(len(loaded.passages))
     _report_skipped(loaded.skipped)
     passages = loaded.passages
-    options = {"llm": args.graph_llm} if args.graph_llm else None
+    options: dict[str, Any] = {"vectors": args.graph_vectors}
+    if args.graph_llm:
+        options["llm"] = args.graph_llm
     index = Index.build(
         passages,
         args.out,
@@ -310,6 +317,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--graph-llm", default=None, help="model spec for graph extraction (default: offline)"
+    )
+    p.add_argument(
+        "--graph-vectors",
+        choices=GRAPH_VECTORS,
+        default=GRAPH_VECTORS[0],
+        help="how the graph embeds entities, relations and hyperedges: minilm (the passage "
+        "encoder on every string) or static (token vectors distilled from it, much faster)",
     )
     p.set_defaults(func=cmd_index)
 

@@ -933,3 +933,33 @@ def test_dense_search_uses_hnsw_above_the_threshold(
             (np.asarray(pg_index.embeddings[0]),),
         ).fetchall()
     assert plan and "passages_embedding_hnsw" in " ".join(r[0] for r in forced)
+
+
+def test_a_static_graph_reads_the_same_from_both_backends(
+    pg_server: Any, tiny_passages: list[Passage], tmp_path: Path
+) -> None:
+    """A graph with static vectors (`GraphSettings.vectors`): the Postgres neighbourhood view
+    knows its space from the stored manifest, so queries meet the entity vectors as the
+    directory store's view does."""
+    from graphseek.knowledge.index import Index
+    from graphseek.tools.graph_retrievers import higra_retriever
+    from graphseek.tools.retrievers import retrieve
+
+    options = {"vectors": "static"}
+    directory = Index.build(
+        tiny_passages, tmp_path / "static", show_progress=False, graph=True, graph_options=options
+    )
+    pg = Index.build(
+        tiny_passages,
+        uri_for(pg_server, "static_vectors"),
+        show_progress=False,
+        graph=True,
+        graph_options=options,
+    )
+    reopened = Index.open(pg.uri)
+    assert higra_retriever(reopened).view.vector_space == "static"
+    for name in ("higra", "progressive"):
+        for query in QUERIES:
+            expected = retrieve(directory, query, 5, name)
+            got = retrieve(reopened, query, 5, name)
+            assert [h.passage.id for h in got] == [h.passage.id for h in expected], (name, query)

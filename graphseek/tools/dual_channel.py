@@ -290,7 +290,8 @@ def _match(
     dense: dict[int, float] = {}
     if embed is not None and not free_label and candidates and view.relation_vectors is not None:
         order = sorted(candidates)
-        qv = embed([f"{view.names[anchors[0]]} {relation}"])[0]
+        text = f"{view.names[anchors[0]]} {relation}"
+        qv = view.graph_query(text, embed([text])[0])
         _, sims = view.relation_similarity(relation, qv, np.asarray(order, dtype=np.int64))
         if sims is not None:
             dense = {r: float(x) for r, x in zip(order, sims, strict=True)}

@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphseek.errors import IndexNotFoundError
+from graphseek.knowledge.graph.store import vector_space
 from graphseek.tools.graph_arrays import (
     SIMILARITY_RRF_K,
     GraphText,
@@ -235,4 +236,5 @@ def view_of_store(store: Any, source: str = "") -> GraphView:
         relation_vector_rows=relation_rows,
         hyperedge_vectors=hyperedge_vectors,
         source=source,
+        vector_space=vector_space(store.manifest),
     )

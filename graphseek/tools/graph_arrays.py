@@ -128,6 +128,8 @@ class GraphView:
     relation_vector_rows: np.ndarray | None = None
     hyperedge_vectors: np.ndarray | None = None
     source: str = ""
+    #: the space of the entity, relation and hyperedge vectors (`GraphSettings.vectors`)
+    vector_space: str = "minilm"
 
     def __post_init__(self) -> None:
         if not self.rel_kinds:
@@ -225,6 +227,18 @@ class GraphView:
         )
 
     # ------------------------------------------------------------------------------ basic lookups
+
+    def graph_query(self, text: str, vector: np.ndarray | None) -> np.ndarray | None:
+        """`text`'s vector in the space of this graph's vectors: `vector` (its MiniLM vector, as
+        passage search uses) when the graph embeds with MiniLM; its static encoding when the
+        graph's vectors are static (`graphseek.knowledge.static_embedder`)."""
+        if self.vector_space != "static":
+            return vector
+        if not text.strip():
+            return None
+        from graphseek.knowledge.static_embedder import get_static_encoder
+
+        return get_static_encoder().encode([text])[0]
 
     @property
     def n_entities(self) -> int:

@@ -445,12 +445,13 @@ class HiGraRetriever:
 
         # phase 1: similarity ranks
         qv = self.embed(query) if self.embed is not None and query.strip() else None
+        gv = view.graph_query(query, qv)  # against the graph's vectors
         lexical, _ = view.entity_similarity(query, None)
         mentions = match_mentions(view, query) if seeds is None and model is None else []
         # offline with names found, the entity ranking only breaks ties among the mentioned
         # entities: score the lexical candidates and the mentions instead of every entity
         partial = bool(mentions) and not cfg.full_entity_similarity
-        candidates = self._entity_candidates(lexical, qv, mentions if partial else None)
+        candidates = self._entity_candidates(lexical, gv, mentions if partial else None)
         passage_sim = self.passage_search(query, cfg.passage_top_k, qv)
         timings["similarity"] = _ms(t)
 
@@ -486,7 +487,7 @@ class HiGraRetriever:
         # phase 3: subgraph (`view` from here on holds it: the whole graph, or, over a graph
         # read one neighbourhood at a time, what was read of it)
         t = time.perf_counter()
-        view, entities, relations = self._subgraph(seed_pos, self._priority(lexical, qv))
+        view, entities, relations = self._subgraph(seed_pos, self._priority(lexical, gv))
         timings["subgraph"] = _ms(t)
 
         # phase 4: structural ranks
@@ -528,7 +529,7 @@ class HiGraRetriever:
 
         # phase 5: fusion
         t = time.perf_counter()
-        rel_sim = self._relation_similarity(view, query, qv, relations)
+        rel_sim = self._relation_similarity(view, query, gv, relations)
         fused_rel = fuse_ranks(
             rel_ppr, rel_sim, cfg.rrf_ppr_k, cfg.rrf_semantic_k, limit=cfg.prune_top_k
         )

@@ -117,7 +117,7 @@ def retrieve_subgraph(source: Any, topic: str, *, max_edges: int = 30) -> GraphT
     embed = _embedder(source)
     exact = topic.strip() in view.topic_pos
     qv = embed(topic) if embed is not None and not exact and topic.strip() else None
-    t = find_topic(view, topic, qv)
+    t = find_topic(view, topic, view.graph_query(topic, qv) if qv is not None else None)
     if t is None:
         return GraphText(f"No topic matches {topic!r}.", found=False)
     members = list(view.topic_members[t])

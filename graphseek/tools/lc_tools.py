@@ -258,7 +258,7 @@ def search_entities(query: str, runtime: ToolRuntime[Context], k: int = 8) -> To
     def run(index: Any, budget: int) -> ToolOutput:
         view, local = _graph_reader(index)
         qv = index.embed([query])[0] if query.strip() else None
-        ranked = view.rank_entities(query, k, qv)
+        ranked = view.rank_entities(query, k, view.graph_query(query, qv))
         if local is not None:
             local.link([e for e, _ in ranked])
             view = local.view()

@@ -190,6 +190,7 @@ class RemoteGraph:
             adjacency=sp.csr_matrix((n, n), dtype=np.float64),
             entity_vectors=EntityVectors(source, n) if cat.has_entity_vectors else None,  # type: ignore[arg-type]
             source=str(getattr(source, "source", "")),
+            vector_space=cat.vector_space,
         )
         # what the whole graph would give: passage counts, and the labels of every relation
         base.__dict__["passage_degree"] = cat.passage_degree
@@ -446,6 +447,7 @@ class LocalGraph:
             relation_vectors=relation_vectors,
             relation_vector_rows=relation_rows,
             source=base.source,
+            vector_space=base.vector_space,
         )
         for key in _SHARED:
             view.__dict__[key] = base.__dict__[key]

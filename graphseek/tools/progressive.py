@@ -621,7 +621,8 @@ class ProgressiveRetriever:
             sim = self.passage_search(query, max(k, cfg.max_passages), qv)
         timings["similarity"] = _ms(t)
         t = time.perf_counter()
-        state = start(view, query, query_vector=qv, config=cfg, entity_seeds=entity_seeds)
+        gv = view.graph_query(query, qv)
+        state = start(view, query, query_vector=gv, config=cfg, entity_seeds=entity_seeds)
         timings["seeds"] = _ms(t)
         step: StepName = "stage_local"
         while step != "done":

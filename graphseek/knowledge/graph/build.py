@@ -66,6 +66,14 @@ log = logging.getLogger(__name__)
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
+VECTOR_SPACES = ("minilm", "static")
+"""How a graph embeds the strings it stores vectors of (entities, relations, hyperedge
+sentences): ``"minilm"`` runs the packaged MiniLM on each; ``"static"`` averages token vectors
+distilled from it (`graphseek.knowledge.static_embedder`), at a negligible cost per string.
+Semantic merging embeds base entities with MiniLM in both (its neighbourhoods shape the graph:
+static vectors there cost 1-2 points of HiGra Recall@5 on the 2Wiki dev questions)."""
+
+
 @dataclass(frozen=True)
 class GraphSettings:
     """Construction parameters, saved in the manifest and reused by incremental updates."""
@@ -86,6 +94,15 @@ class GraphSettings:
     topic_keywords: int = 5
     embed_relations: bool = True
     seed: int = 0
+    vectors: str = "minilm"
+    """The space of the stored entity, relation and hyperedge vectors, one of `VECTOR_SPACES`
+    (a query is encoded in the same space when it is compared with them)."""
+
+    def __post_init__(self) -> None:
+        if self.vectors not in VECTOR_SPACES:
+            raise ValueError(
+                f"unknown graph vectors {self.vectors!r}; choose {' or '.join(VECTOR_SPACES)}"
+            )
 
 
 # -- embedding texts (stored vectors are looked up by these, so they must stay stable) ----------
@@ -136,6 +153,16 @@ class _StageEmbed:
             desc=self.label,
             unit="text",
         )
+
+
+def string_embed(settings: GraphSettings, embed: Embed) -> Embed:
+    """The encoder of the strings whose vectors the graph stores: `embed` (MiniLM, or what a
+    caller passed) for ``vectors="minilm"``, the static encoder for ``"static"``."""
+    if settings.vectors == "static":
+        from graphseek.knowledge.static_embedder import get_static_encoder
+
+        return get_static_encoder()
+    return embed
 
 
 def default_embed(show_progress: bool = False) -> Embed:
@@ -238,15 +265,20 @@ def _components(n: int, edges: Iterable[tuple[int, int]]) -> int:
 
 @dataclass
 class _Cache:
+    """Vectors already computed, by text: `vectors` in the graph's space (`GraphSettings.
+    vectors`), `alignment.vectors` in MiniLM's (base entities, descriptions); one dict when
+    both are MiniLM."""
+
     vectors: dict[str, np.ndarray]
     alignment: AlignmentCache
 
 
-def _cache_from_store(store: SQLiteGraphStore) -> _Cache:
-    vectors: dict[str, np.ndarray] = {}
+def _cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> _Cache:
+    aligned: dict[str, np.ndarray] = {}
     base_ids, base_texts, base_vectors, pairs = store.alignment_state()
     for text, vector in zip(base_texts, base_vectors, strict=False):
-        vectors[text] = vector
+        aligned[text] = vector
+    vectors = aligned if settings.vectors == "minilm" else {}
     entity_vectors, _ = store.entity_embeddings()
     for entity, vector in zip(store.entities(), entity_vectors, strict=False):
         vectors.setdefault(entity_text(entity), vector)
@@ -261,7 +293,7 @@ def _cache_from_store(store: SQLiteGraphStore) -> _Cache:
         vectors.setdefault(hyperedge_text(edge), vector)
     return _Cache(
         vectors=vectors,
-        alignment=AlignmentCache(vectors=vectors, base_ids=set(base_ids), pairs=pairs),
+        alignment=AlignmentCache(vectors=aligned, base_ids=set(base_ids), pairs=pairs),
     )
 
 
@@ -282,8 +314,11 @@ def assemble(
 ) -> GraphData:
     """Phases 2-5 over extracted passages (see the module docstring)."""
     timings = timings if timings is not None else {}
-    cache = cache or _Cache(vectors={}, alignment=AlignmentCache())
-    cache.alignment.vectors = cache.vectors
+    if cache is None:
+        cache = _Cache(vectors={}, alignment=AlignmentCache())
+        if settings.vectors == "minilm":
+            cache.alignment.vectors = cache.vectors
+    strings = string_embed(settings, embed)
     n_passages = len(passages)
 
     # Phase 2: alignment
@@ -383,7 +418,7 @@ def assemble(
     hyperedges = build_hyperedges(
         extractions, mention_entity, min_entities=settings.min_hyperedge_entities
     )
-    hyper_vectors = cached_encode([hyperedge_text(h) for h in hyperedges], embed, cache.vectors)
+    hyper_vectors = cached_encode([hyperedge_text(h) for h in hyperedges], strings, cache.vectors)
     hyperedges, topics = assign_topics(
         hyperedges, hyper_vectors, seed=settings.seed, keywords=settings.topic_keywords
     )
@@ -392,7 +427,7 @@ def assemble(
     # embeddings of entities and relations
     clock = _Clock()
     _stage(embed, "embedding graph")
-    entity_vectors = cached_encode([entity_text(e) for e in entities], embed, cache.vectors)
+    entity_vectors = cached_encode([entity_text(e) for e in entities], strings, cache.vectors)
     names = {e.id: e.name for e in entities}
     embedded = (
         [r for r in relations if r.kind in ("extracted", "predicted")]
@@ -400,7 +435,7 @@ def assemble(
         else []
     )
     relation_vectors = cached_encode(
-        [relation_text(r, names) for r in embedded], embed, cache.vectors
+        [relation_text(r, names) for r in embedded], strings, cache.vectors
     )
     clock.record(timings, "embed", n_passages)
 
@@ -529,6 +564,7 @@ def build_graph(
     theta: int = GraphSettings.theta,
     top_k_common: int = GraphSettings.top_k_common,
     cooccurrence: str = GraphSettings.cooccurrence,
+    vectors: str = GraphSettings.vectors,
     settings: GraphSettings | None = None,
     embed: Embed | None = None,
     max_concurrency: int = 8,
@@ -539,7 +575,7 @@ def build_graph(
     `extractor`: an `Extractor`, ``"offline"`` or ``"llm"``; None picks ``"llm"`` when `llm`
     resolves to a chat model, else ``"offline"``. `llm` (a spec, a role mapping or a chat model;
     roles ``"extractor"`` and ``"aligner"``) also drives semantic merging and Phase 3 linking;
-    without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`: see
+    without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`, `vectors`: see
     `GraphSettings` (a full `settings` object overrides them). Returns the opened store.
     """
     started = time.perf_counter()
@@ -549,7 +585,11 @@ def build_graph(
     check_target(out_dir)
     if settings is None:
         settings = GraphSettings(
-            tau=tau, theta=theta, top_k_common=top_k_common, cooccurrence=cooccurrence
+            tau=tau,
+            theta=theta,
+            top_k_common=top_k_common,
+            cooccurrence=cooccurrence,
+            vectors=vectors,
         )
     timings: dict[str, Any] = {}
     chosen = _resolve_extractor(extractor, llm, show_progress, max_concurrency)
@@ -570,9 +610,10 @@ def build_graph(
 def _settings_of(store: SQLiteGraphStore) -> GraphSettings:
     raw = store.manifest.get("settings") or {}
     known = {k: v for k, v in raw.items() if k in GraphSettings.__dataclass_fields__}
+    known.setdefault("vectors", "minilm")  # stores written before the setting existed
     try:
         return GraphSettings(**known)
-    except TypeError as exc:  # pragma: no cover - manifest edited by hand
+    except (TypeError, ValueError) as exc:  # pragma: no cover - manifest edited by hand
         raise IndexFormatError(f"bad settings in {store.dir}/manifest.json: {exc}") from exc
 
 
@@ -591,7 +632,7 @@ def _update(
     store = SQLiteGraphStore.open(store_dir)
     try:
         settings = _settings_of(store)
-        cache = _cache_from_store(store)
+        cache = _cache_from_store(store, settings)
         passages, extractions = change(store.passages(), store.extractions())
         name = extractor_name or store.manifest.get("extractor", "")
     finally:

@@ -84,6 +84,13 @@ __all__ = [
 # -- the protocol -------------------------------------------------------------------------------
 
 
+def vector_space(manifest: dict[str, Any] | None) -> str:
+    """The space of a graph's stored vectors, from its manifest's settings (`GraphSettings.
+    vectors`); stores written before the setting existed embedded with MiniLM."""
+    settings = (manifest or {}).get("settings") or {}
+    return str(settings.get("vectors") or "minilm")
+
+
 def aliases_and_types(
     rows: Callable[[str], Iterable[Sequence[Any]]],
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:

@@ -41,7 +41,7 @@ import numpy as np
 
 from graphseek.errors import IndexBusyError
 from graphseek.knowledge.graph.models import HyperEdge, Topic
-from graphseek.knowledge.graph.store import aliases_and_types
+from graphseek.knowledge.graph.store import aliases_and_types, vector_space
 from graphseek.knowledge.postgres.graph import as_array
 
 
@@ -80,6 +80,7 @@ class Catalogue:
     has_rows: bool  # the index stores the undirected graph's rows (`entity_rows`, schema v4)
     has_entity_vectors: bool  # every entity has its vector (read per query, not here)
     relation_labels: list[str]  # distinct, sorted
+    vector_space: str = "minilm"  # of the graph's vectors (`GraphSettings.vectors`)
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ class PostgresNeighbourhood:
                 )
             )
         labels = [r[0] for r in self._rows("SELECT DISTINCT label FROM relations ORDER BY 1")]
+        manifest = self._rows("SELECT value FROM meta WHERE key = 'graph_manifest'")
         return Catalogue(
             entity_ids=ids,
             names=[r[1] for r in entities],
@@ -182,6 +184,7 @@ class PostgresNeighbourhood:
             has_rows=has_rows,
             has_entity_vectors=has_vectors,
             relation_labels=sorted(set(labels)),
+            vector_space=vector_space(manifest[0][0] if manifest else None),
         )
 
     # -- neighbourhood reads (per query, one query per frontier) -----------------------------

@@ -1,0 +1,147 @@
+"""Static token vectors distilled from the packaged MiniLM, for the graph's short strings.
+
+A knowledge graph embeds about four times as many tokens as its passages hold (entity records,
+relations, hyperedge sentences: measured 3.94x on 1,000 2Wiki passages), so with MiniLM the
+graph costs more encoder time than the passages. `StaticEncoder` gives those strings vectors
+without running the transformer per string:
+
+- **Distillation** (once per model, cached like the ONNX export, ~11 s on 2 cores): every
+  vocabulary token is run through MiniLM alone (``[CLS] token [SEP]``, mean pooled, normalised);
+  the mean over the vocabulary is subtracted (the component every such vector shares, from the
+  [CLS]/[SEP] positions), as Model2Vec's distillation removes it with PCA.
+- **Encoding**: a text is WordPiece-tokenised with the packaged tokenizer, its token vectors
+  are averaged and L2-normalised (a few microseconds per string; no batching effects, so a
+  string always gets the same vector).
+
+The vectors live in their own space: a query is compared with them through
+`StaticEncoder.encode` too, never with a MiniLM vector. The graph records which space its
+vectors are in (`GraphSettings.vectors`).
+
+Written by hand rather than with `model2vec`: its distillation extra pins transformers <= 5.3
+(sentence-transformers here needs a newer one), and what is left, a table lookup and a mean, is a
+few lines of numpy.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphseek.knowledge.embedder import (
+    MODEL_NAME,
+    _fingerprint,
+    _max_seq_length,
+    cache_dir,
+    get_embedder,
+    model_dir,
+)
+
+STATIC_VERSION = 1
+"""Bump when the distillation changes, so cached tables are made again."""
+DISTILL_BATCH = 512
+"""Vocabulary tokens run through MiniLM per batch while distilling."""
+
+
+def table_path(directory: Path | None = None) -> Path:
+    """Where the distilled token table of the packaged model is cached."""
+    directory = directory or model_dir()
+    name = f"{MODEL_NAME}-{_fingerprint(directory)}-static-v{STATIC_VERSION}.npy"
+    return cache_dir() / "static" / name
+
+
+def _tokenizer(directory: Path) -> Any:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(_max_seq_length(directory))
+    return tokenizer
+
+
+def distill(embedder: Any, tokenizer: Any) -> np.ndarray:
+    """The token table: row t is MiniLM's vector of ``[CLS] t [SEP]``, minus the mean row."""
+    vocab = tokenizer.get_vocab()
+    size = max(vocab.values()) + 1
+    cls, sep = vocab["[CLS]"], vocab["[SEP]"]
+    ids = [np.asarray([cls, t, sep], dtype=np.int64) for t in range(size)]
+    table = np.asarray(embedder.encode_ids(ids, batch_size=DISTILL_BATCH), dtype=np.float32)
+    table -= table.mean(axis=0, keepdims=True)
+    return table
+
+
+def _save(table: np.ndarray, target: Path) -> None:
+    """Written beside `target` and renamed: a concurrent or interrupted run never leaves a
+    partial table."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, table)
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, target)
+    finally:
+        if os.path.exists(tmp_name):
+            os.unlink(tmp_name)
+
+
+class StaticEncoder:
+    """Encodes texts as the normalised mean of their distilled token vectors (module doc)."""
+
+    name = f"{MODEL_NAME}-static-v{STATIC_VERSION}"
+
+    def __init__(self, table: np.ndarray, tokenizer: Any) -> None:
+        self.table = np.ascontiguousarray(table, dtype=np.float32)
+        self.tokenizer = tokenizer
+        self.dim = int(self.table.shape[1])
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, embedder: Any = None) -> StaticEncoder:
+        """The packaged model's table, distilled on first use and cached on disk."""
+        directory = model_dir()
+        tokenizer = _tokenizer(directory)
+        path = table_path(directory)
+        table: np.ndarray | None = None
+        if path.is_file():
+            try:
+                table = np.load(path)
+            except (OSError, ValueError):
+                table = None  # damaged cache: made again below
+        if table is None or table.ndim != 2 or len(table) != tokenizer.get_vocab_size():
+            table = distill(embedder or get_embedder(), tokenizer)
+            _save(table, path)
+        return cls(table, tokenizer)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised vectors, rows in order; a text without tokens gets a zero row."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not len(texts):
+            return out
+        with self._lock:  # tokenizers' batch encoding is not documented as thread-safe
+            encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        filled = np.flatnonzero(lengths)
+        if not len(filled):
+            return out
+        ids = np.concatenate([np.asarray(encodings[i].ids, dtype=np.int64) for i in filled])
+        starts = np.concatenate([[0], np.cumsum(lengths[filled])[:-1]])
+        sums = np.add.reduceat(self.table[ids], starts, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        out[filled] = sums / np.maximum(norms, 1e-12)
+        return out
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode(texts)
+
+
+@lru_cache(maxsize=1)
+def get_static_encoder() -> StaticEncoder:
+    """The process-wide static encoder."""
+    return StaticEncoder.load()
