@@ -16,7 +16,7 @@ from typing import Any
 
 from graphseek.errors import GraphseekError, IndexBusyError
 
-GRAPH_VECTORS = ("minilm", "static")
+GRAPH_VECTORS = ("static", "minilm")
 """`graphseek index --graph-vectors` choices, default first: `GraphSettings.vectors` and
 `VECTOR_SPACES` of graphseek.knowledge.graph.build (not imported here, so the CLI starts fast;
 a test keeps them equal)."""

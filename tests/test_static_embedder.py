@@ -177,7 +177,11 @@ def test_static_graph_update_equals_a_rebuild(static_indexes, tiny_passages) -> 
 
 
 def test_minilm_graph_keeps_passing_the_query_vector(tiny_passages, tmp_path) -> None:
-    index = Index.build(tiny_passages[:4], tmp_path / "m", show_progress=False, graph=True)
+    options = {"vectors": "minilm"}
+    index = Index.build(
+        tiny_passages[:4], tmp_path / "m", show_progress=False, graph=True, graph_options=options
+    )
+    assert index.graph.manifest["settings"]["vectors"] == "minilm"
     from graphseek.tools.graph_access import graph_view
 
     view = graph_view(index)
