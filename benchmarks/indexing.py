@@ -262,7 +262,9 @@ def show(label: str, row: dict[str, Any]) -> None:
         passages = tokens["passages"]
         static = row.get("graph_vectors") == "static"
         # with static graph vectors only alignment's records still run through MiniLM
-        minilm = {k: v for k, v in tokens.items() if not static or k == "alignment records"}
+        minilm = {
+            k: v for k, v in tokens.items() if not static or k in ("passages", "alignment records")
+        }
         lookups = {k: v for k, v in tokens.items() if k not in minilm}
         floor = sum(minilm.values()) / passages if passages else 0.0
 
