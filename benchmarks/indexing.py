@@ -94,14 +94,10 @@ def embedded_tokens(index: Any, passages: list[Any]) -> dict[str, int]:
     """Tokens the build sent to the encoder, by kind: each distinct string once (the build's
     vector cache), counted with the model's tokenizer (256-token truncation, [CLS] and [SEP]).
     Passages vs graph strings is the floor of index time / raw encoder time."""
-    from tokenizers import Tokenizer
-
-    from graphseek.knowledge.embedder import model_dir
+    from graphseek.knowledge.embedder import load_tokenizer, model_dir
     from graphseek.knowledge.graph.build import entity_text, hyperedge_text, relation_text
 
-    tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-    tokenizer.enable_truncation(256)
-    tokenizer.no_padding()
+    tokenizer = load_tokenizer(model_dir())
 
     def count(texts: list[str]) -> int:
         return sum(len(e.ids) for e in tokenizer.encode_batch(texts))

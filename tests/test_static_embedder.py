@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphseek.knowledge import static_embedder as static_module
-from graphseek.knowledge.embedder import get_embedder, model_dir
+from graphseek.knowledge.embedder import get_embedder, load_tokenizer, model_dir
 from graphseek.knowledge.graph.build import VECTOR_SPACES, GraphSettings, entity_text
 from graphseek.knowledge.graph.store import vector_space
 from graphseek.knowledge.index import Index
@@ -38,7 +38,7 @@ def encoder() -> StaticEncoder:
 
 
 def test_distill_runs_each_token_alone_and_centres_the_table() -> None:
-    tokenizer = static_module._tokenizer(model_dir())
+    tokenizer = load_tokenizer(model_dir())
     fake = CountingEmbedder()
     table = distill(fake, tokenizer)
     assert table.shape == (tokenizer.get_vocab_size(), 384)

@@ -1,4 +1,6 @@
-"""One atomic directory writer, shared by the passage index and the graph store.
+"""One atomic directory writer, shared by the passage index and the graph store, and one
+atomic file writer for the single-file caches (`atomic_file`: the ONNX exports, the static
+token table).
 
 `atomic_directory(target)` is a context manager that yields a fresh building directory,
 ``<parent>/.<name>.building-<hex>``; when the block ends without an error it swaps that
@@ -22,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -115,6 +118,26 @@ def recover(target: Path) -> None:
             pass
     except IndexBusyError:
         pass
+
+
+@contextmanager
+def atomic_file(target: Path, *, mode: int = 0o644) -> Iterator[Path]:
+    """Yield a temporary path beside `target` (``.<name>.<random>.tmp``, created empty); when
+    the block succeeds the file written there is renamed onto `target`, so readers and
+    concurrent writers see the old file or a whole new one, never part of one; on any error,
+    ``KeyboardInterrupt`` included, it is removed and `target` is left as it was."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 @contextmanager

@@ -34,7 +34,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import threading
 import warnings
 from collections import OrderedDict
@@ -45,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from graphseek.knowledge.atomic import atomic_file
 
 log = logging.getLogger(__name__)
 
@@ -143,9 +144,6 @@ def quantize_query_model(source: Path, target: Path) -> Path:
         shape = weights.get(node.input[1])
         if shape is None or len(shape) != 2 or shape[0] > shape[1]:
             keep_fp32.append(node.name)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
     # the quantiser logs a pre-processing hint through the root logger, whose first use would
     # also install a stderr handler on it: a null handler and a muted level for the call
     root = logging.getLogger()
@@ -154,22 +152,19 @@ def quantize_query_model(source: Path, target: Path) -> Path:
     muted = logging.root.manager.disable
     logging.disable(logging.WARNING)
     try:
-        quantize_dynamic(
-            str(source),
-            tmp_name,
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            reduce_range=True,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=keep_fp32,
-        )
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
+        with atomic_file(target) as tmp:
+            quantize_dynamic(
+                str(source),
+                str(tmp),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                reduce_range=True,
+                op_types_to_quantize=["MatMul"],
+                nodes_to_exclude=keep_fp32,
+            )
     finally:
         logging.disable(muted)
         root.removeHandler(null)
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
     return target
 
 
@@ -179,6 +174,27 @@ def _load_sentence_transformer(device: str = "cpu") -> Any:
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(model_dir()), device=device)
+
+
+def _mean_pooled(hidden: Any, attention_mask: Any) -> Any:
+    """Sentence vectors from a transformer's token states (torch tensors): the mean over the
+    unmasked tokens, L2-normalised (what sentence-transformers does for this model)."""
+    import torch
+
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+
+
+def load_tokenizer(directory: Path) -> Any:
+    """The packaged model's `tokenizers` tokenizer, unpadded (tokenizer.json pads to a fixed
+    128 tokens), truncating at the model's window."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(_max_seq_length(directory))
+    return tokenizer
 
 
 def export_onnx(target: Path, model: Any = None) -> Path:
@@ -204,9 +220,7 @@ def export_onnx(target: Path, model: Any = None) -> Path:
             hidden = self.inner(
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+            return _mean_pooled(hidden, attention_mask)
 
     wrapped = _Pooled(transformer).eval()
     sample = model.tokenizer(["an example", "a second, longer example"], padding=True)
@@ -214,33 +228,24 @@ def export_onnx(target: Path, model: Any = None) -> Path:
         torch.tensor(sample[name], dtype=torch.long)
         for name in ("input_ids", "attention_mask", "token_type_ids")
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        axes = {"0": "batch", "1": "tokens"}
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                wrapped,
-                args,
-                tmp_name,
-                input_names=["input_ids", "attention_mask", "token_type_ids"],
-                output_names=["embedding"],
-                dynamic_axes={
-                    "input_ids": {0: axes["0"], 1: axes["1"]},
-                    "attention_mask": {0: axes["0"], 1: axes["1"]},
-                    "token_type_ids": {0: axes["0"], 1: axes["1"]},
-                    "embedding": {0: axes["0"]},
-                },
-                opset_version=17,
-                dynamo=False,
-            )
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    finally:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
+    axes = {"0": "batch", "1": "tokens"}
+    with atomic_file(target) as tmp, torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            wrapped,
+            args,
+            str(tmp),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["embedding"],
+            dynamic_axes={
+                "input_ids": {0: axes["0"], 1: axes["1"]},
+                "attention_mask": {0: axes["0"], 1: axes["1"]},
+                "token_type_ids": {0: axes["0"], 1: axes["1"]},
+                "embedding": {0: axes["0"]},
+            },
+            opset_version=17,
+            dynamo=False,
+        )
     return target
 
 
@@ -252,12 +257,9 @@ class _OnnxBackend:
 
         self.session = self._session(path)
         self.query_session = self._session(query_path) if query_path is not None else None
-        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        tokenizer.enable_truncation(_max_seq_length(directory))
-        # tokenizer.json pads to a fixed 128 tokens: single texts go unpadded, batches pad to
-        # their longest text
-        self.query_tokenizer = Tokenizer.from_str(tokenizer.to_str())
-        self.query_tokenizer.no_padding()
+        # single texts go unpadded, batches pad to their longest text
+        self.query_tokenizer = load_tokenizer(directory)
+        tokenizer = Tokenizer.from_str(self.query_tokenizer.to_str())
         pad_id = tokenizer.token_to_id("[PAD]")
         tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
         self.tokenizer = tokenizer
@@ -498,9 +500,7 @@ class Embedder:
                 mask[r, : len(row)] = 1
             with torch.no_grad():
                 hidden = transformer(input_ids=batch, attention_mask=mask).last_hidden_state
-            weights = mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+                pooled = _mean_pooled(hidden, mask)
             out[start : start + len(rows)] = pooled.numpy()
         return out
 

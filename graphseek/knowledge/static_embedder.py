@@ -24,8 +24,6 @@ few lines of numpy.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -34,12 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from graphseek.knowledge.atomic import atomic_file
 from graphseek.knowledge.embedder import (
     MODEL_NAME,
     _fingerprint,
-    _max_seq_length,
     cache_dir,
     get_embedder,
+    load_tokenizer,
     model_dir,
 )
 
@@ -56,15 +55,6 @@ def table_path(directory: Path | None = None) -> Path:
     return cache_dir() / "static" / name
 
 
-def _tokenizer(directory: Path) -> Any:
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(_max_seq_length(directory))
-    return tokenizer
-
-
 def distill(embedder: Any, tokenizer: Any) -> np.ndarray:
     """The token table: row t is MiniLM's vector of ``[CLS] t [SEP]``, minus the mean row."""
     vocab = tokenizer.get_vocab()
@@ -74,21 +64,6 @@ def distill(embedder: Any, tokenizer: Any) -> np.ndarray:
     table = np.asarray(embedder.encode_ids(ids, batch_size=DISTILL_BATCH), dtype=np.float32)
     table -= table.mean(axis=0, keepdims=True)
     return table
-
-
-def _save(table: np.ndarray, target: Path) -> None:
-    """Written beside `target` and renamed: a concurrent or interrupted run never leaves a
-    partial table."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.save(handle, table)
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    finally:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
 
 
 class StaticEncoder:
@@ -106,7 +81,7 @@ class StaticEncoder:
     def load(cls, embedder: Any = None) -> StaticEncoder:
         """The packaged model's table, distilled on first use and cached on disk."""
         directory = model_dir()
-        tokenizer = _tokenizer(directory)
+        tokenizer = load_tokenizer(directory)
         path = table_path(directory)
         table: np.ndarray | None = None
         if path.is_file():
@@ -116,7 +91,9 @@ class StaticEncoder:
                 table = None  # damaged cache: made again below
         if table is None or table.ndim != 2 or len(table) != tokenizer.get_vocab_size():
             table = distill(embedder or get_embedder(), tokenizer)
-            _save(table, path)
+            # a concurrent or interrupted run never leaves a partial table
+            with atomic_file(path) as tmp, open(tmp, "wb") as handle:
+                np.save(handle, table)
         return cls(table, tokenizer)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
