@@ -20,12 +20,15 @@ cost somewhat less per token than passages), then how each stage grows with size
 The graph's entities, relations and hyperedges get static vectors (`GraphSettings.vectors`, the
 default; the table is distilled once, outside the timings, as the ONNX export is; the tokens line
 counts those strings as static lookups); ``--graph-vectors minilm`` runs MiniLM on them instead.
+Semantic merging compares contextual mention vectors pooled from the passage pass
+(`GraphSettings.alignment`, the default: the build encodes passages once, inside the graph build,
+stage ``embed_passages``); ``--alignment records`` encodes each base entity's record string.
 ``--raw-max N``: sizes above N skip the raw encoder pass (at 100K passages it alone takes about
 25 minutes here); their raw encoder time is the largest measured size's, scaled by passage tokens
 (encoding is linear in tokens), and the row says so (``raw enc s`` marked ``~``).
 
     .venv/bin/python benchmarks/indexing.py [--sizes 1000,10000] [--text-mb 5] [--no-graph]
-        [--raw-max 10000] [--graph-vectors static|minilm]
+        [--raw-max 10000] [--graph-vectors static|minilm] [--alignment contextual|records]
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import json
 import os
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -113,7 +117,17 @@ def embedded_tokens(index: Any, passages: list[Any]) -> dict[str, int]:
         seen.update(new)
         return new
 
-    _, base_texts, _, _ = store.alignment_state()
+    base_ids, base_texts, _, _ = store.alignment_state()
+    if store.manifest.get("settings", {}).get("alignment") == "contextual":
+        # only base entities none of whose mentions got a contextual vector embed their record
+        embedded = set(store.mention_embeddings()[1])
+        with sqlite3.connect(store.dir / "graph.sqlite") as con:
+            covered = {
+                base
+                for base, mention in con.execute("SELECT base_id, id FROM mentions")
+                if mention in embedded
+            }
+        base_texts = [t for b, t in zip(base_ids, base_texts, strict=True) if b not in covered]
     entities = store.entities()
     names = {e.id: e.name for e in entities}
     _, relation_ids = store.relation_embeddings()
@@ -163,7 +177,7 @@ def child(args: argparse.Namespace) -> None:
             show_progress=args.progress,
             graph=not args.no_graph,
             batch_size=args.batch_size,
-            graph_options={"vectors": args.graph_vectors},
+            graph_options={"vectors": args.graph_vectors, "alignment": args.alignment},
         )
         total, total_cpu = time.perf_counter() - t, cpu_seconds() - c
         stages: dict[str, float] = {}
@@ -178,7 +192,8 @@ def child(args: argparse.Namespace) -> None:
                 extract_rate = float(timings["extract"]["passages_per_s"])
                 extract_cpu = timings["extract"].get("cpu_seconds")
         graph_total = sum(stages.values())
-        stages = {"passages+bm25+dense+write": max(0.0, total - graph_total), **stages}
+        # passages are encoded inside the graph build with contextual alignment ("embed_passages")
+        stages = {"rest: bm25, dense, writes": max(0.0, total - graph_total), **stages}
         print(
             json.dumps(
                 {
@@ -196,6 +211,7 @@ def child(args: argparse.Namespace) -> None:
                     "rss_before_index_mb": rss_before,
                     "backend": getattr(embedder, "backend", "?"),
                     "graph_vectors": args.graph_vectors,
+                    "alignment": args.alignment,
                 }
             ),
             flush=True,
@@ -216,6 +232,8 @@ def run_child(extra: list[str], base: argparse.Namespace, skip_raw: bool = False
         str(base.batch_size),
         "--graph-vectors",
         base.graph_vectors,
+        "--alignment",
+        base.alignment,
         *extra,
     ]
     if base.no_graph:
@@ -257,7 +275,8 @@ def show(label: str, row: dict[str, Any]) -> None:
     if tokens:
         passages = tokens["passages"]
         static = row.get("graph_vectors") == "static"
-        # with static graph vectors only alignment's records still run through MiniLM
+        # with static graph vectors only alignment's records still run through MiniLM (with
+        # contextual alignment, only those of base entities without a mention vector)
         minilm = {
             k: v for k, v in tokens.items() if not static or k in ("passages", "alignment records")
         }
@@ -290,6 +309,12 @@ def main() -> None:
         default="static",
         help="the graph's vector space (GraphSettings.vectors)",
     )
+    parser.add_argument(
+        "--alignment",
+        choices=("contextual", "records"),
+        default="contextual",
+        help="how semantic merging embeds base entities (GraphSettings.alignment)",
+    )
     parser.add_argument("--progress", action="store_true", help="show the stage bars")
     parser.add_argument(
         "--raw-max",
@@ -306,7 +331,11 @@ def main() -> None:
         return
 
     print(f"load average (1/5/15 min): {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    graph = "no" if args.no_graph else f"yes (offline, {args.graph_vectors} vectors)"
+    graph = (
+        "no"
+        if args.no_graph
+        else f"yes (offline, {args.graph_vectors} vectors, {args.alignment} alignment)"
+    )
     print(f"graph: {graph}; cores: {os.cpu_count()}")
     print(
         f"{'input':>10} {'passages':>8} {'raw enc s':>9} {'index s':>9} {'pass/s':>9} "

@@ -21,6 +21,10 @@ GRAPH_VECTORS = ("static", "minilm")
 `VECTOR_SPACES` of graphseek.knowledge.graph.build (not imported here, so the CLI starts fast;
 a test keeps them equal)."""
 
+ALIGNMENT_VECTORS = ("contextual", "records")
+"""`graphseek index --alignment` choices, default first: `GraphSettings.alignment` and
+`ALIGNMENT_VECTORS` of graphseek.knowledge.graph.contextual (a test keeps them equal)."""
+
 DEMO_PACKAGE = "graphseek.knowledge.demo"
 
 
@@ -171,7 +175,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         bar.update(len(loaded.passages))
     _report_skipped(loaded.skipped)
     passages = loaded.passages
-    options: dict[str, Any] = {"vectors": args.graph_vectors}
+    options: dict[str, Any] = {"vectors": args.graph_vectors, "alignment": args.alignment}
     if args.graph_llm:
         options["llm"] = args.graph_llm
     index = Index.build(
@@ -324,6 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=GRAPH_VECTORS[0],
         help="how the graph embeds entities, relations and hyperedges: minilm (the passage "
         "encoder on every string) or static (token vectors distilled from it, much faster)",
+    )
+    p.add_argument(
+        "--alignment",
+        choices=ALIGNMENT_VECTORS,
+        default=ALIGNMENT_VECTORS[0],
+        help="how entity alignment compares entities: contextual (their mentions' token "
+        "states from the passage pass, no second encoder pass) or records (the encoder on "
+        "each entity's name, aliases and types)",
     )
     p.set_defaults(func=cmd_index)
 

@@ -1,7 +1,7 @@
 """Static graph vectors: the token table distilled from MiniLM (cached on disk, made again when
 damaged), the encoder (mean of token rows, normalised, the same vector whatever the batch), and
 a graph built with ``vectors="static"``: its setting recorded, its entity vectors static while
-alignment still embeds with MiniLM, queries compared in its space, incremental updates equal to
+alignment embeds with MiniLM (contextual mention vectors), queries compared in its space, incremental updates equal to
 a rebuild, old stores read as MiniLM."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphseek.knowledge import static_embedder as static_module
-from graphseek.knowledge.embedder import get_embedder, load_tokenizer, model_dir
+from graphseek.knowledge.embedder import load_tokenizer, model_dir
 from graphseek.knowledge.graph.build import VECTOR_SPACES, GraphSettings, entity_text
 from graphseek.knowledge.graph.store import vector_space
 from graphseek.knowledge.index import Index
@@ -144,10 +144,9 @@ def test_static_graph_records_its_space_and_embeds_with_it(static_indexes, encod
     hyper, _ = store.hyperedge_embeddings()
     want = encoder.encode([h.relation for h in store.hyperedges()])
     np.testing.assert_allclose(hyper, want, atol=1e-6)
-    # semantic merging still compares base entities by their MiniLM vectors
-    _, texts, base_vectors, _ = store.alignment_state()
-    minilm = get_embedder().encode(list(texts))
-    assert (np.sum(np.asarray(base_vectors) * minilm, axis=1) > 0.999).all()
+    # semantic merging compares contextual MiniLM vectors (tests/test_contextual.py)
+    assert store.manifest["settings"]["alignment"] == "contextual"
+    assert len(store.mention_embeddings()[1]) > 0
 
 
 def test_queries_meet_a_static_graph_in_its_space(static_indexes, encoder) -> None:

@@ -37,7 +37,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -50,8 +50,9 @@ from graphseek.knowledge.atomic import atomic_file
 log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
-EXPORT_VERSION = 1
-"""Bump when the exported graph changes, so cached exports are redone."""
+EXPORT_VERSION = 2
+"""Bump when the exported graph changes, so cached exports are redone (2: the token states are
+a second output, for `Embedder.encode_spans`)."""
 QUANT_VERSION = 1
 """Bump when `quantize_query_model` changes, so cached query models are redone."""
 SMALL_BATCH = 8
@@ -198,9 +199,11 @@ def load_tokenizer(directory: Path) -> Any:
 
 
 def export_onnx(target: Path, model: Any = None) -> Path:
-    """Export the packaged model (transformer, mean pooling, L2 normalisation) to `target`.
+    """Export the packaged model (transformer, mean pooling, L2 normalisation) to `target`:
+    outputs ``embedding`` (the sentence vectors) and ``tokens`` (the last token states, which
+    `Embedder.encode_spans` pools over character spans).
 
-    Written to a temporary file beside `target` and renamed, so concurrent exports are safe."""
+        Written to a temporary file beside `target` and renamed, so concurrent exports are safe."""
     import torch
 
     model = model if model is not None else _load_sentence_transformer()
@@ -216,11 +219,11 @@ def export_onnx(target: Path, model: Any = None) -> Path:
             input_ids: torch.Tensor,
             attention_mask: torch.Tensor,
             token_type_ids: torch.Tensor,
-        ) -> torch.Tensor:
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             hidden = self.inner(
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
-            return _mean_pooled(hidden, attention_mask)
+            return _mean_pooled(hidden, attention_mask), hidden
 
     wrapped = _Pooled(transformer).eval()
     sample = model.tokenizer(["an example", "a second, longer example"], padding=True)
@@ -236,12 +239,13 @@ def export_onnx(target: Path, model: Any = None) -> Path:
             args,
             str(tmp),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["embedding"],
+            output_names=["embedding", "tokens"],
             dynamic_axes={
                 "input_ids": {0: axes["0"], 1: axes["1"]},
                 "attention_mask": {0: axes["0"], 1: axes["1"]},
                 "token_type_ids": {0: axes["0"], 1: axes["1"]},
                 "embedding": {0: axes["0"]},
+                "tokens": {0: axes["0"], 1: axes["1"]},
             },
             opset_version=17,
             dynamo=False,
@@ -314,15 +318,20 @@ class _OnnxBackend:
 
     def run_ids(self, ids: Sequence[np.ndarray]) -> np.ndarray:
         """Vectors of pre-tokenised texts, padded to the longest of them (fp32 model)."""
-        width = max(len(row) for row in ids)
-        batch = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for r, row in enumerate(ids):
-            batch[r, : len(row)] = row
-            mask[r, : len(row)] = 1
+        return self.run_states(ids, states=False)[0]
+
+    def run_states(
+        self, ids: Sequence[np.ndarray], states: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Vectors of pre-tokenised texts and, with `states`, their last token states
+        (batch x tokens x dim; padding rows are garbage)."""
+        batch, mask = _padded(ids)
         feeds = {"input_ids": batch, "attention_mask": mask, "token_type_ids": np.zeros_like(batch)}
-        (vectors,) = self.session.run(["embedding"], feeds)
-        return np.asarray(vectors, dtype=np.float32)
+        if not states:
+            (vectors,) = self.session.run(["embedding"], feeds)
+            return np.asarray(vectors, dtype=np.float32), None
+        vectors, hidden = self.session.run(["embedding", "tokens"], feeds)
+        return np.asarray(vectors, dtype=np.float32), np.asarray(hidden, dtype=np.float32)
 
     def run(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 1:
@@ -333,6 +342,39 @@ class _OnnxBackend:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         (vectors,) = self.session.run(["embedding"], feeds)
         return np.asarray(vectors, dtype=np.float32)
+
+
+def _padded(ids: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids padded to the longest row (int64), and the attention mask."""
+    width = max(len(row) for row in ids)
+    batch = np.zeros((len(ids), width), dtype=np.int64)
+    mask = np.zeros((len(ids), width), dtype=np.int64)
+    for r, row in enumerate(ids):
+        batch[r, : len(row)] = row
+        mask[r, : len(row)] = 1
+    return batch, mask
+
+
+def pool_spans(hidden: np.ndarray, offsets: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """Vectors of character spans of one text: the L2-normalised mean of the token states
+    (`hidden`, tokens x dim) whose character offsets (`offsets`, tokens x 2; special tokens
+    (0, 0)) overlap the span; a zero row where no token does (a span past the model's window).
+    `spans` is an (n, 2) integer array of [start, end) character offsets."""
+    out = np.zeros((len(spans), hidden.shape[-1]), dtype=np.float32)
+    if not len(spans) or not len(offsets):
+        return out
+    starts, ends = offsets[:, 0], offsets[:, 1]
+    real = ends > starts
+    select = (
+        real[None, :] & (ends[None, :] > spans[:, :1]) & (starts[None, :] < spans[:, 1:2])
+    ).astype(np.float32)
+    counts = select.sum(1)
+    found = counts > 0
+    if found.any():
+        pooled = select[found] @ hidden[: len(offsets)] / counts[found, None]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        out[found] = pooled / np.maximum(norms, 1e-12)
+    return out
 
 
 def _default_workers() -> int:
@@ -361,6 +403,7 @@ class Embedder:
         self.workers = workers or _default_workers()
         self._model: Any = None
         self._onnx: _OnnxBackend | None = None
+        self._plain_tokenizer: Any = None
         self._pool: ThreadPoolExecutor | None = None
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
@@ -484,31 +527,67 @@ class Embedder:
         the fp32 model in bulk batches (ONNX), or the torch transformer."""
         if not len(ids):
             return np.zeros((0, self.dim), dtype=np.float32)
+        return self._run_ids(ids, max(1, batch_size))
+
+    def encode_spans(
+        self, texts: Sequence[str], spans: Sequence[np.ndarray], batch_size: int = 64
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Vectors of `texts` (what bulk `encode` gives) and of character spans inside them,
+        pooled from the same run's token states (`pool_spans`; "late chunking"): one transformer
+        pass serves both. `spans[i]` is an (n, 2) array of [start, end) offsets in `texts[i]`;
+        its result is (n, dim), with a zero row for a span past the model's window."""
+        out_spans = [np.zeros((len(s), self.dim), dtype=np.float32) for s in spans]
+        if not len(texts):
+            return np.zeros((0, self.dim), dtype=np.float32), out_spans
+        tokenizer = self._tokenizer()
+        ids: list[np.ndarray] = []
+        offsets: list[np.ndarray] = []
+        for start in range(0, len(texts), TOKENIZE_CHUNK):
+            for e in tokenizer.encode_batch(list(texts[start : start + TOKENIZE_CHUNK])):
+                ids.append(np.asarray(e.ids, dtype=np.int32))
+                offsets.append(np.asarray(e.offsets, dtype=np.int32).reshape(-1, 2))
+        wanted = [np.asarray(s, dtype=np.int64).reshape(-1, 2) for s in spans]
+
+        def pool(batch: list[int], hidden: np.ndarray) -> None:
+            for r, i in enumerate(batch):
+                if len(wanted[i]):
+                    out_spans[i] = pool_spans(hidden[r], offsets[i], wanted[i])
+
+        vectors = self._run_ids(ids, max(1, batch_size), on_states=pool)
+        return vectors, out_spans
+
+    def _tokenizer(self) -> Any:
+        """The unpadded, truncating tokenizer (ids and character offsets)."""
         if self._onnx is not None:
-            return self._run_ids(ids, max(1, batch_size))
+            return self._onnx.query_tokenizer
+        if self._plain_tokenizer is None:
+            self._plain_tokenizer = load_tokenizer(model_dir())
+        return self._plain_tokenizer
+
+    def _states(
+        self, rows: Sequence[np.ndarray], states: bool
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Sentence vectors of one padded batch and, with `states`, its last token states."""
+        if self._onnx is not None:
+            return self._onnx.run_states(rows, states)
         import torch
 
-        transformer = self._model[0].auto_model
-        out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        for start in range(0, len(ids), batch_size):
-            rows = ids[start : start + batch_size]
-            width = max(len(r) for r in rows)
-            batch = torch.zeros((len(rows), width), dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, row in enumerate(rows):
-                batch[r, : len(row)] = torch.as_tensor(np.asarray(row, dtype=np.int64))
-                mask[r, : len(row)] = 1
-            with torch.no_grad():
-                hidden = transformer(input_ids=batch, attention_mask=mask).last_hidden_state
-                pooled = _mean_pooled(hidden, mask)
-            out[start : start + len(rows)] = pooled.numpy()
-        return out
+        batch, mask = (torch.as_tensor(a) for a in _padded(rows))
+        with torch.no_grad():
+            hidden = self._model[0].auto_model(input_ids=batch, attention_mask=mask)
+            hidden = hidden.last_hidden_state
+            pooled = _mean_pooled(hidden, mask).numpy()
+        return pooled.astype(np.float32), hidden.numpy() if states else None
 
-    def _run_ids(self, ids: Sequence[np.ndarray], batch_size: int) -> np.ndarray:
-        """Bulk ONNX runs over token ids: longest first, batches of at most `batch_size` texts
-        and `BATCH_TOKENS` tokens, on the worker threads; rows in input order."""
-        assert self._onnx is not None
-        backend = self._onnx
+    def _run_ids(
+        self,
+        ids: Sequence[np.ndarray],
+        batch_size: int,
+        on_states: Callable[[list[int], np.ndarray], None] | None = None,
+    ) -> np.ndarray:
+        """Bulk runs over token ids: longest first, batches of at most `batch_size` texts and
+        `BATCH_TOKENS` tokens, on the worker threads (ONNX); rows in input order. `on_states`
+        gets each batch's text positions and token states."""
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         batches: list[list[int]] = []
         for i in order:  # longest first: a batch's first text is its longest
@@ -521,9 +600,12 @@ class Embedder:
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
 
         def run(batch: list[int]) -> None:
-            out[batch] = backend.run_ids([ids[i] for i in batch])
+            vectors, hidden = self._states([ids[i] for i in batch], on_states is not None)
+            out[batch] = vectors
+            if on_states is not None and hidden is not None:
+                on_states(batch, hidden)
 
-        if self.workers <= 1 or len(batches) == 1:
+        if self._onnx is None or self.workers <= 1 or len(batches) == 1:
             for batch in batches:
                 run(batch)
         else:

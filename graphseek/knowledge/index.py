@@ -127,9 +127,15 @@ class Index:
 
         started = time.perf_counter()
         with atomic_directory(target) as tmp:
-            bm25, dense, encoder = _write_stores(items, tmp, show_progress, batch_size)
-            if graph:
+            # the graph first: its passage pass (for contextual alignment) gives the vectors
+            vectors = (
                 _build_graph(items, tmp / GRAPH_DIR, show_progress, graph_options)
+                if graph
+                else None
+            )
+            bm25, dense, encoder = _write_stores(
+                items, tmp, show_progress, batch_size, vectors=vectors
+            )
             manifest = _manifest(items, bm25, encoder, source, time.perf_counter() - started, tmp)
             _write_json(tmp / MANIFEST_FILE, manifest)
         logger.info(
@@ -568,10 +574,20 @@ def _build_graph(
     directory: Path,
     show_progress: bool,
     options: Mapping[str, Any] | None,
-) -> None:
+) -> np.ndarray | None:
+    """Build the graph of `items` into `directory`; returns the passage vectors its build
+    computed (rows in the order of `items`), or None when it computed none."""
     from graphseek.knowledge.graph import build_graph
 
-    build_graph(items, directory, show_progress=show_progress, **dict(options or {}))
+    vectors: list[np.ndarray] = []
+    build_graph(
+        items,
+        directory,
+        show_progress=show_progress,
+        on_passage_vectors=vectors.append,
+        **dict(options or {}),
+    )
+    return vectors[0] if vectors else None
 
 
 def _manifest(

@@ -5,8 +5,9 @@
    pairwise condition closed transitively), or share a name key inside one passage (one sense
    per discourse; NER types of one name often differ between sentences; see `exact_groups`).
    The groups are the *base entities*.
-2. **Semantic merging**: base entities are embedded (MiniLM over ``"name; aliases; types"``);
-   every pair within cosine distance `tau` of each other (FAISS range search, at most
+2. **Semantic merging**: base entities are embedded (by default the normalised sum of their
+   mentions' contextual vectors from the passage pass, `graphseek.knowledge.graph.contextual`;
+   else, and for entities without one, MiniLM over ``"name; aliases; types"``); every pair within cosine distance `tau` of each other (FAISS range search, at most
    `max_neighbors` per entity; above `EXACT_PAIRS_MAX` base entities an HNSW search that
    finds nearly all of them in n log n instead of n^2 work) is a candidate, i.e. the clusters
    are the connected components of the radius graph (DBSCAN with ``min_samples=1``). Merges
@@ -43,6 +44,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from graphseek.knowledge.graph.contextual import base_vectors
 from graphseek.knowledge.graph.models import CONCEPT, UNTYPED, Entity, Mention
 from graphseek.knowledge.graph.text import most_common, names_match, normalize_name, stable_id
 
@@ -417,6 +419,38 @@ def name_pairs(
     return out
 
 
+def variant_pairs(
+    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
+) -> set[tuple[int, int]]:
+    """Index pairs (i < j) of multi-word base entities whose names are variants of each other
+    (`any_name_match`: ``"Steph Curry"``/``"Stephen Curry"``), i or j in `queries`. Candidates
+    come from blocks of names with the same word count and the same word at one position;
+    blocks of more than `max_group` entities are skipped. Contextual vectors place a name's
+    variants apart when their passages differ; this finds the variants record vectors did."""
+    by_key: dict[tuple[int, int, str], list[int]] = defaultdict(list)
+    keys: list[set[tuple[int, int, str]]] = []
+    for k, record in enumerate(base):
+        found: set[tuple[int, int, str]] = set()
+        for name in record.names[:10]:
+            words = normalize_name(name).split()
+            if len(words) > 1:
+                found.update((len(words), p, w) for p, w in enumerate(words) if len(w) >= 3)
+        keys.append(found)
+        for key in found:
+            by_key[key].append(k)
+    out: set[tuple[int, int]] = set()
+    for i in queries:
+        for key in keys[i]:
+            group = by_key[key]
+            if len(group) > max_group:
+                continue
+            for j in group:
+                pair = (i, j) if i < j else (j, i)
+                if j != i and pair not in out and any_name_match(base[i], base[j]):
+                    out.add(pair)
+    return out
+
+
 def ambiguous_generics(
     base: Sequence[EntityRecord],
     position: dict[str, int],
@@ -503,8 +537,15 @@ class Aligner:
         self.show_progress = show_progress
 
     def align(
-        self, mentions: Sequence[Mention], cache: AlignmentCache | None = None
+        self,
+        mentions: Sequence[Mention],
+        cache: AlignmentCache | None = None,
+        mention_vectors: dict[str, np.ndarray] | None = None,
     ) -> AlignmentResult:
+        """Exact, then semantic merging of `mentions`. Base entities are compared by the
+        vectors of their record strings, or, given `mention_vectors` (contextual vectors by
+        mention id, `graphseek.knowledge.graph.contextual`), by the normalised sum of their
+        mentions' vectors (record strings only for those with none)."""
         cache = cache or AlignmentCache()
         mentions = sorted(mentions, key=lambda m: m.id)
         raw_count, raw_nodes = raw_entity_count(mentions)
@@ -515,7 +556,7 @@ class Aligner:
         base = [base[k] for k in order]
         base_ids = [base_ids[k] for k in order]
         texts = [r.embedding_text() for r in base]
-        vectors = cached_encode(texts, self.embed, cache.vectors)
+        vectors = self._base_vectors(base, texts, cache, mention_vectors)
         if not len(vectors):
             vectors = np.zeros((0, 1), dtype=np.float32)
         position = {bid: k for k, bid in enumerate(base_ids)}
@@ -528,7 +569,10 @@ class Aligner:
         }
         changed = [k for k, bid in enumerate(base_ids) if bid not in cache.base_ids]
         candidates = radius_pairs(vectors, changed, self.tau, self.max_neighbors)
-        for i, j in name_pairs(base, changed, self.max_neighbors):
+        named = name_pairs(base, changed, self.max_neighbors)
+        if mention_vectors is not None:
+            named |= variant_pairs(base, changed, self.max_neighbors)
+        for i, j in named:
             if (i, j) not in candidates:
                 candidates[(i, j)] = float(vectors[i] @ vectors[j])
         fresh = {
@@ -596,6 +640,23 @@ class Aligner:
             raw_nodes=raw_nodes,
             llm_usage=usage,
         )
+
+    def _base_vectors(
+        self,
+        base: Sequence[EntityRecord],
+        texts: list[str],
+        cache: AlignmentCache,
+        mention_vectors: dict[str, np.ndarray] | None,
+    ) -> np.ndarray:
+        if mention_vectors is None or not base:
+            return cached_encode(texts, self.embed, cache.vectors)
+        dim = next((len(v) for v in mention_vectors.values()), 0)
+        if not dim:
+            return cached_encode(texts, self.embed, cache.vectors)
+        vectors, missing = base_vectors([r.mention_ids for r in base], mention_vectors, dim)
+        if missing:
+            vectors[missing] = cached_encode([texts[k] for k in missing], self.embed, cache.vectors)
+        return vectors
 
     # -- decisions ------------------------------------------------------------------------------
 

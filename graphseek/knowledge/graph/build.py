@@ -26,7 +26,7 @@ import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,11 @@ from graphseek.knowledge.graph.align import (
     cached_encode,
 )
 from graphseek.knowledge.graph.base import Coreferencer, Extractor
+from graphseek.knowledge.graph.contextual import (
+    ALIGNMENT_VECTORS,
+    SpanEncoder,
+    encode_passages,
+)
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges
 from graphseek.knowledge.graph.link import (
     cooccurrence_edges,
@@ -74,12 +79,21 @@ Semantic merging embeds base entities with MiniLM in both (its neighbourhoods sh
 static vectors there cost 1-2 points of HiGra Recall@5 on the 2Wiki dev questions)."""
 
 
+DEFAULT_TAU = {"contextual": 0.30, "records": 0.25}
+"""Semantic merging's radius per kind of alignment vector. Contextual vectors of one name spread
+more than its record strings' (the same 12K 2Wiki base entities have 2,679 pairs within cosine
+distance 0.25 contextually against 18,802 as records); 0.30 was the best of 0.25 / 0.30 / 0.35
+on the dev slices (2Wiki 0-199, MuSiQue train 0-199, docqa): HiGra and progressive Recall@5 and
+@10 no lower than with record strings at 0.25 on any of them (README, "Knowledge graph")."""
+
+
 @dataclass(frozen=True)
 class GraphSettings:
     """Construction parameters, saved in the manifest and reused by incremental updates."""
 
-    tau: float = 0.25
-    """Cluster radius of semantic merging, as cosine distance (candidates: cosine >= 1 - tau)."""
+    tau: float | None = None
+    """Cluster radius of semantic merging, as cosine distance (candidates: cosine >= 1 - tau);
+    None takes the alignment's default, `DEFAULT_TAU` (the manifest records the value used)."""
     theta: int = 100
     """Phase 4: a name links to passages only if it occurs fewer than theta times in the corpus."""
     top_k_common: int = 1000
@@ -99,12 +113,30 @@ class GraphSettings:
     (a query is encoded in the same space when it is compared with them). Static by default:
     a third less build time at 1,000 passages, with the same recall and answers on the dev
     slices (README, "Command line"); stores written before the setting existed are MiniLM."""
+    alignment: str = "contextual"
+    """How semantic merging embeds base entities, one of `ALIGNMENT_VECTORS`: contextual
+    mention vectors from the passage pass (`graphseek.knowledge.graph.contextual`; no second
+    MiniLM pass), or each record string. Stores written before the setting existed (and builds
+    given a custom `embed`, which has no token states) use record strings."""
 
     def __post_init__(self) -> None:
         if self.vectors not in VECTOR_SPACES:
             raise ValueError(
                 f"unknown graph vectors {self.vectors!r}; choose {' or '.join(VECTOR_SPACES)}"
             )
+        if self.alignment not in ALIGNMENT_VECTORS:
+            raise ValueError(
+                f"unknown alignment vectors {self.alignment!r}; "
+                f"choose {' or '.join(ALIGNMENT_VECTORS)}"
+            )
+        if self.tau is None:
+            object.__setattr__(self, "tau", DEFAULT_TAU[self.alignment])
+
+    @property
+    def radius(self) -> float:
+        """`tau`, resolved (never None after construction)."""
+        assert self.tau is not None
+        return self.tau
 
 
 # -- embedding texts (stored vectors are looked up by these, so they must stay stable) ----------
@@ -169,6 +201,12 @@ def string_embed(settings: GraphSettings, embed: Embed) -> Embed:
 
 def default_embed(show_progress: bool = False) -> Embed:
     return _StageEmbed(show_progress)
+
+
+def _span_encoder(embed: Embed) -> SpanEncoder | None:
+    """The embedder behind the default string embedding (it gives token states), or None for
+    a custom `embed` function."""
+    return embed.embedder if isinstance(embed, _StageEmbed) else None
 
 
 def _stage(embed: Embed, label: str) -> None:
@@ -269,17 +307,19 @@ def _components(n: int, edges: Iterable[tuple[int, int]]) -> int:
 class _Cache:
     """Vectors already computed, by text: `vectors` in the graph's space (`GraphSettings.
     vectors`), `alignment.vectors` in MiniLM's (base entities, descriptions); one dict when
-    both are MiniLM."""
+    both are MiniLM. `mentions`: contextual mention vectors by mention id."""
 
     vectors: dict[str, np.ndarray]
     alignment: AlignmentCache
+    mentions: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> _Cache:
     aligned: dict[str, np.ndarray] = {}
     base_ids, base_texts, base_vectors, pairs = store.alignment_state()
-    for text, vector in zip(base_texts, base_vectors, strict=False):
-        aligned[text] = vector
+    if settings.alignment == "records":  # contextual base vectors are not a text's vector
+        for text, vector in zip(base_texts, base_vectors, strict=False):
+            aligned[text] = vector
     vectors = aligned if settings.vectors == "minilm" else {}
     entity_vectors, _ = store.entity_embeddings()
     for entity, vector in zip(store.entities(), entity_vectors, strict=False):
@@ -293,9 +333,14 @@ def _cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> _Cach
     hyper_vectors, _ = store.hyperedge_embeddings()
     for edge, vector in zip(store.hyperedges(), hyper_vectors, strict=False):
         vectors.setdefault(hyperedge_text(edge), vector)
+    mentions: dict[str, np.ndarray] = {}
+    if settings.alignment == "contextual":
+        mention_vectors, mention_ids = store.mention_embeddings()
+        mentions = dict(zip(mention_ids, mention_vectors, strict=True))
     return _Cache(
         vectors=vectors,
         alignment=AlignmentCache(vectors=aligned, base_ids=set(base_ids), pairs=pairs),
+        mentions=mentions,
     )
 
 
@@ -329,7 +374,7 @@ def assemble(
     mentions = [m for x in extractions for m in x.mentions]
     aligner = Aligner(
         embed=embed,
-        tau=settings.tau,
+        tau=settings.radius,
         max_neighbors=settings.max_neighbors,
         description_min=settings.description_min,
         model=model,
@@ -337,7 +382,11 @@ def assemble(
         max_concurrency=max_concurrency,
         show_progress=show_progress,
     )
-    aligned = aligner.align(mentions, cache.alignment)
+    contextual = settings.alignment == "contextual"
+    # record strings show MiniLM's "aligning entities" bar; contextual vectors need their own
+    with progress_bar("aligning entities", 1, show_progress and contextual, unit="step") as step:
+        aligned = aligner.align(mentions, cache.alignment, cache.mentions if contextual else None)
+        step.update(1)
     entities = aligned.entities
     by_id = {e.id: e for e in entities}
     mention_entity = aligned.mention_entity
@@ -507,6 +556,9 @@ def assemble(
         pairs=aligned.pairs,
         mention_entity=mention_entity,
         mention_base=aligned.mention_base,
+        mention_vectors={m.id: cache.mentions[m.id] for m in mentions if m.id in cache.mentions}
+        if contextual
+        else {},
         manifest=manifest,
     )
 
@@ -534,8 +586,36 @@ def _extract(
                 f"{type(extractor).__name__} returned the extraction of {extraction.passage_id} "
                 f"for passage {passage.id}"
             )
+    if coreferencer is not None:
+        # spans point into the resolved text, not the passage: drop those that may have moved
+        for passage, resolved, extraction in zip(passages, inputs, extractions, strict=True):
+            if resolved.text != passage.text:
+                for m in extraction.mentions:
+                    m.start = m.end = -1
     clock.record(timings, "extract", len(passages), passages=len(passages))
     return extractions
+
+
+def _contextual(
+    settings: GraphSettings,
+    embed: Embed,
+    passages: Sequence[Passage],
+    extractions: Sequence[Extraction],
+    timings: dict[str, Any],
+    show_progress: bool,
+) -> tuple[GraphSettings, np.ndarray | None, dict[str, np.ndarray]]:
+    """With contextual alignment, one pass of the passage encoder: the passage vectors and the
+    mention vectors. Without a span encoder (a custom `embed`) the settings fall back to
+    record strings, so the manifest says what was done."""
+    if settings.alignment != "contextual":
+        return settings, None, {}
+    encoder = _span_encoder(embed)
+    if encoder is None:
+        return replace(settings, alignment="records"), None, {}
+    clock = _Clock()
+    vectors, mentions = encode_passages(encoder, passages, extractions, show_progress=show_progress)
+    clock.record(timings, "embed_passages", len(passages), mentions=len(mentions))
+    return settings, vectors, mentions
 
 
 def _finish(
@@ -569,23 +649,29 @@ def build_graph(
     extractor: Extractor | str | None = None,
     llm: Any = None,
     coreferencer: Coreferencer | None = None,
-    tau: float = GraphSettings.tau,
+    tau: float | None = None,
     theta: int = GraphSettings.theta,
     top_k_common: int = GraphSettings.top_k_common,
     cooccurrence: str = GraphSettings.cooccurrence,
     vectors: str = GraphSettings.vectors,
+    alignment: str = GraphSettings.alignment,
     settings: GraphSettings | None = None,
     embed: Embed | None = None,
     max_concurrency: int = 8,
     show_progress: bool = True,
+    on_passage_vectors: Callable[[np.ndarray], None] | None = None,
 ) -> SQLiteGraphStore:
     """Build the HiGra graph of `passages` into the directory `out_dir` (atomically).
 
     `extractor`: an `Extractor`, ``"offline"`` or ``"llm"``; None picks ``"llm"`` when `llm`
     resolves to a chat model, else ``"offline"``. `llm` (a spec, a role mapping or a chat model;
     roles ``"extractor"`` and ``"aligner"``) also drives semantic merging and Phase 3 linking;
-    without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`, `vectors`: see
-    `GraphSettings` (a full `settings` object overrides them). Returns the opened store.
+    without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`, `vectors`,
+    `alignment`: see
+    `GraphSettings` (a full `settings` object overrides them). With contextual alignment the
+    build encodes the passages (after extraction) and hands their vectors, rows in the order of
+    `passages`, to `on_passage_vectors`: an index stores them instead of encoding twice.
+    Returns the opened store.
     """
     started = time.perf_counter()
     items = _check_passages(passages)
@@ -599,16 +685,27 @@ def build_graph(
             top_k_common=top_k_common,
             cooccurrence=cooccurrence,
             vectors=vectors,
+            alignment=alignment,
         )
     timings: dict[str, Any] = {}
     chosen = _resolve_extractor(extractor, llm, show_progress, max_concurrency)
     extractions = _extract(items, chosen, coreferencer, timings)
+    embed = embed or default_embed(show_progress)
+    settings, passage_vectors, mentions = _contextual(
+        settings, embed, items, extractions, timings, show_progress
+    )
+    if passage_vectors is not None and on_passage_vectors is not None:
+        on_passage_vectors(passage_vectors)
+    cache = _Cache(vectors={}, alignment=AlignmentCache(), mentions=mentions)
+    if settings.vectors == "minilm":
+        cache.alignment.vectors = cache.vectors
     data = assemble(
         items,
         extractions,
         settings,
-        embed=embed or default_embed(show_progress),
+        embed=embed,
         model=_model(llm, "aligner"),
+        cache=cache,
         max_concurrency=max_concurrency,
         show_progress=show_progress,
         timings=timings,
@@ -619,7 +716,8 @@ def build_graph(
 def _settings_of(store: SQLiteGraphStore) -> GraphSettings:
     raw = store.manifest.get("settings") or {}
     known = {k: v for k, v in raw.items() if k in GraphSettings.__dataclass_fields__}
-    known.setdefault("vectors", "minilm")  # stores written before the setting existed
+    known.setdefault("vectors", "minilm")  # stores written before the settings existed
+    known.setdefault("alignment", "records")
     try:
         return GraphSettings(**known)
     except (TypeError, ValueError) as exc:  # pragma: no cover - manifest edited by hand
@@ -637,7 +735,11 @@ def _update(
     show_progress: bool,
     timings: dict[str, Any],
     started: float,
+    new: Sequence[Passage] = (),
+    extracted: Sequence[Extraction] = (),
 ) -> SQLiteGraphStore:
+    """Re-assemble a store after `change`; `new` passages (extracted as `extracted`) get
+    their contextual mention vectors from one encoder pass."""
     store = SQLiteGraphStore.open(store_dir)
     try:
         settings = _settings_of(store)
@@ -646,11 +748,20 @@ def _update(
         name = extractor_name or store.manifest.get("extractor", "")
     finally:
         store.close()
+    embed = embed or default_embed(show_progress)
+    if new and settings.alignment == "contextual":
+        used, _, mentions = _contextual(settings, embed, new, extracted, timings, show_progress)
+        if used.alignment != "contextual":
+            raise ValueError(
+                "the store aligns entities with contextual vectors, which a custom `embed` "
+                "cannot give; update it without `embed`"
+            )
+        cache.mentions.update(mentions)
     data = assemble(
         passages,
         extractions,
         settings,
-        embed=embed or default_embed(show_progress),
+        embed=embed,
         model=_model(llm, "aligner"),
         cache=cache,
         max_concurrency=max_concurrency,
@@ -704,6 +815,8 @@ def add_passages(
         show_progress=show_progress,
         timings=timings,
         started=started,
+        new=new,
+        extracted=extracted,
     )
 
 

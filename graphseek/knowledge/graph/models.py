@@ -57,6 +57,12 @@ class Mention(BaseModel):
     description: str = ""
     types: list[str] = Field(default_factory=list)
     sentence: int = Field(default=-1, description="Sentence index in the passage, -1 if unknown.")
+    start: int = Field(
+        default=-1,
+        description="Start of the name in `Passage.content` (characters), -1 if unknown. "
+        "Used while the passage is encoded (contextual alignment vectors); not stored.",
+    )
+    end: int = Field(default=-1, description="End of that span (exclusive), -1 if unknown.")
 
 
 class RawRelation(BaseModel):

@@ -43,6 +43,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import warnings
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -97,6 +98,8 @@ shipping results back costs about a second)."""
 MAX_PROCESSES = 4
 CHUNK = 32
 """Passages per task sent to a worker process (small enough for a smooth progress bar)."""
+INTERRUPT_POLL = 0.1
+"""Seconds the parent waits for a chunk of extractions before it checks for Ctrl-C again."""
 
 PERSON_PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "himself", "herself"})
 THING_PRONOUNS = frozenset({"it", "its", "itself"})
@@ -284,8 +287,14 @@ class OfflineExtractor:
         out: list[Extraction] = []
         _FORKED = self
         # Ctrl-C is held back while the workers are forked (they are born with it blocked, and
-        # ignore it once started: `_worker_start`); here it is delivered inside the pool's
-        # block, which ends the workers
+        # ignore it once started: `_worker_start`); then, in the main thread, it only sets a
+        # flag that the loop below checks between waits: raised from inside a fork hook or a
+        # condition wait of the pool's, KeyboardInterrupt was lost or left the pool's locks
+        # held (a hang). Once the workers are gone, the previous handler raises it here.
+        interrupted: list[int] = []
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(1))
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             try:
@@ -294,21 +303,33 @@ class OfflineExtractor:
                     # embedding workers); the forked workers only run spaCy and this module
                     warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
                     pool = multiprocessing.get_context("fork").Pool(processes, _worker_start)
-            except BaseException:
+            finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                raise
             with (
                 pool,
                 progress_bar("extracting", len(passages), self.show_progress) as bar,
             ):
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                for part in pool.imap(_extract_chunk, chunks):
+                results = pool.imap(_extract_chunk, chunks)
+                done = 0
+                while done < len(chunks) and not interrupted:
+                    try:
+                        part = results.next(timeout=INTERRUPT_POLL)
+                    except multiprocessing.TimeoutError:
+                        continue
                     out.extend(part)
                     bar.update(len(part))
-                pool.close()
-                pool.join()  # reaped: their CPU time shows in RUSAGE_CHILDREN
+                    done += 1
+                if not interrupted:
+                    pool.close()
+                    pool.join()  # reaped: their CPU time shows in RUSAGE_CHILDREN
         finally:
             _FORKED = None
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+        if interrupted:  # the pool is terminated: hand the Ctrl-C on
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            raise KeyboardInterrupt
         return out
 
     def extract_doc(self, doc: Any, passage: Passage) -> Extraction:
@@ -884,6 +905,7 @@ class _DocAnalysis:
             key=lambda k: (self.spans[k].start, k),
         )
         ids = {k: mention_id(pid, n) for n, k in enumerate(order)}
+        spans = {k: self.content_span(k) for k in order}
         mentions = [
             Mention(
                 id=ids[k],
@@ -893,6 +915,8 @@ class _DocAnalysis:
                 description=self.spans[k].description,
                 types=list(self.spans[k].types),
                 sentence=self.spans[k].sentence,
+                start=spans[k][0],
+                end=spans[k][1],
             )
             for k in order
         ]
@@ -930,6 +954,18 @@ class _DocAnalysis:
                 )
             )
         return Extraction(passage_id=pid, mentions=mentions, relations=raw_relations, facts=facts)
+
+    def content_span(self, k: int) -> tuple[int, int]:
+        """Characters of span `k` in `Passage.content` (title, newline, text); the title
+        mention that the text does not name is the title itself."""
+        span = self.spans[k]
+        title = self.passage.title
+        if span.start < 0 or span.end <= span.start:
+            return (0, len(title)) if span.is_title and title else (-1, -1)
+        offset = len(title) + 1 if title else 0
+        start = self.idx[span.start]
+        end = self.idx[span.end - 1] + self.length[span.end - 1]
+        return offset + start, offset + end
 
     def pronoun_antecedents(self) -> dict[int, tuple[int, int, str]]:
         """Resolved pronouns: token index -> (char start, char end, antecedent name)."""

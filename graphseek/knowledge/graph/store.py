@@ -11,6 +11,7 @@ Layout of a store directory (e.g. ``<index_dir>/graph/``)::
     relation_vectors.npy      one row per embedded relation (extracted / predicted), see nodes.json
     hyperedge_vectors.npy     one row per hyperedge (order of `hyperedges()`)
     base_vectors.npy          one row per base entity (alignment cache)
+    mention_vectors.npy       float16, contextual mention vectors (nodes.json "mentions_embedded")
     adjacency_entity.npz      scipy CSR, entities x entities, symmetric, summed relation weights
     adjacency_full.npz        scipy CSR over entities then passages (entity-passage links = 1)
     entity_passage.npz        scipy CSR, entities x passages
@@ -486,6 +487,14 @@ class SQLiteGraphStore:
         return self._vectors("hyperedge_vectors"), list(self._nodes()["hyperedges"])
 
     # -- raw layer (for incremental updates) ----------------------------------------------------
+
+    def mention_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """Contextual mention vectors (float16) and their mention ids; empty for a store that
+        aligns record strings (or was written before contextual vectors existed)."""
+        ids = list(self._nodes().get("mentions_embedded", []))
+        if not ids:
+            return np.zeros((0, 0), dtype=np.float16), []
+        return self._vectors("mention_vectors"), ids
 
     def extractions(self) -> list[Extraction]:
         """The stored raw extractions, one per passage in store order."""

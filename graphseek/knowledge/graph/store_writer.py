@@ -115,6 +115,9 @@ class GraphData:
     pairs: dict[tuple[str, str], tuple[float, bool]]
     mention_entity: dict[str, str]
     mention_base: dict[str, str]
+    mention_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    """Contextual mention vectors by mention id (float16; empty unless the graph aligns with
+    them), kept for incremental updates."""
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
@@ -348,6 +351,13 @@ def write_store(data: GraphData, out_dir: str | os.PathLike[str]) -> Path:
         _save_npy(tmp / "relation_vectors.npy", data.relation_vectors, dim)
         _save_npy(tmp / "hyperedge_vectors.npy", data.hyperedge_vectors, dim)
         _save_npy(tmp / "base_vectors.npy", data.base_vectors, dim)
+        mention_ids = sorted(data.mention_vectors)
+        mention_rows = (
+            np.stack([data.mention_vectors[m] for m in mention_ids])
+            if mention_ids
+            else np.zeros((0, dim))
+        )
+        np.save(tmp / "mention_vectors.npy", np.ascontiguousarray(mention_rows, dtype=np.float16))
         entity_ids = [e.id for e in data.entities]
         passage_ids = [p.id for p in data.passages]
         adjacency, full, incidence = build_matrices(
@@ -361,6 +371,7 @@ def write_store(data: GraphData, out_dir: str | os.PathLike[str]) -> Path:
             "passages": passage_ids,
             "relations_embedded": data.relation_vector_ids,
             "hyperedges": [h.id for h in data.hyperedges],
+            "mentions_embedded": mention_ids,
         }
         (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
         manifest = {"format": FORMAT, "version": VERSION, "written": time.time()}

@@ -114,6 +114,13 @@ class PostgresGraphStore(SQLiteGraphStore):
                     )
                 ],
                 "hyperedges": [r[0] for r in self._rows("SELECT id FROM hyperedges ORDER BY ord")],
+                "mentions_embedded": [
+                    r[0]
+                    for r in self._rows(
+                        "SELECT item_id FROM graph_vectors WHERE kind = ? ORDER BY row",
+                        ("mention_vectors",),
+                    )
+                ],
             }
 
         return self._cached("nodes", load)  # type: ignore[no-any-return]
@@ -232,9 +239,12 @@ def import_graph(cur: Any, directory: Path, passage_ids: list[str]) -> dict[str,
         "relation_vectors": nodes["relations_embedded"],
         "hyperedge_vectors": nodes["hyperedges"],
         "base_vectors": base_ids,
+        "mention_vectors": nodes.get("mentions_embedded", []),
     }
     for kind in VECTOR_KINDS:
-        vectors = np.load(directory / f"{kind}.npy")
+        path = directory / f"{kind}.npy"
+        # stores written before contextual alignment have no mention vectors
+        vectors = np.load(path) if path.is_file() else np.zeros((0, 1), dtype=np.float32)
         ids = item_ids[kind]
         if len(vectors) != len(ids):
             raise IndexFormatError(f"graph store {directory}: {kind} rows do not match its ids")

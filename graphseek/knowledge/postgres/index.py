@@ -456,18 +456,20 @@ class PostgresIndex(Index):
         ensure_vector_extension(location)
         started = time.perf_counter()
         encoder = embedder_module.get_embedder()
-        vectors = encode_texts(
-            encoder,
-            [p.content for p in items],
-            batch_size=batch_size,
-            show_progress=show_progress,
-            desc="embedding passages",
-        )
         with tempfile.TemporaryDirectory(prefix="graphseek-pg-") as tmp:
             graph_dir = None
-            if graph:
+            vectors = None
+            if graph:  # first: its passage pass (contextual alignment) gives the vectors
                 graph_dir = Path(tmp) / GRAPH_DIR
-                _build_graph(items, graph_dir, show_progress, graph_options)
+                vectors = _build_graph(items, graph_dir, show_progress, graph_options)
+            if vectors is None:
+                vectors = encode_texts(
+                    encoder,
+                    [p.content for p in items],
+                    batch_size=batch_size,
+                    show_progress=show_progress,
+                    desc="embedding passages",
+                )
             manifest = _manifest(
                 items, encoder, source, time.perf_counter() - started, graph, location
             )

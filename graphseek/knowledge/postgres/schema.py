@@ -13,8 +13,8 @@ Every index lives in its own PostgreSQL schema (the URI's ``schema=``). Tables:
   neighbours of an entity (``relations`` by source and by target), the passages of an entity
   (``entity_passages`` primary key), the hyperedges of an entity (``hyperedge_members`` by
   entity); the graph's passages are the ``passages`` table above.
-- ``graph_vectors``: the graph's entity / relation / hyperedge / base-entity vectors, by kind and
-  row.
+- ``graph_vectors``: the graph's entity / relation / hyperedge / base-entity / contextual
+  mention vectors, by kind and row.
 
 Versions. ``schema_version`` records every migration applied. `migrate` applies, in order and
 inside the caller's transaction (which holds the index's advisory lock), the steps a schema
@@ -77,7 +77,15 @@ GRAPH_TABLES: dict[str, tuple[str, ...]] = {
     "merge_pairs": ("a", "b", "sim", "merged"),
 }
 
-VECTOR_KINDS = ("entity_vectors", "relation_vectors", "hyperedge_vectors", "base_vectors")
+VECTOR_KINDS = (
+    "entity_vectors",
+    "relation_vectors",
+    "hyperedge_vectors",
+    "base_vectors",
+    "mention_vectors",
+)
+"""The kinds of ``graph_vectors`` rows (the directory store's ``<kind>.npy`` files);
+``mention_vectors`` are the contextual mention vectors incremental updates reuse."""
 
 _V1 = (
     """

@@ -1,0 +1,223 @@
+"""Contextual alignment vectors: span pooling of token states, one encoder pass giving both the
+passage vectors and the mention vectors (both backends agree), mention spans from the offline
+extractor and from name search, base vectors as normalised sums, variant candidates, and graphs
+built with them: recorded setting, stored mention vectors, an index storing the graph pass's
+passage vectors, updates equal to a rebuild, the record-string fallback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphseek.knowledge.embedder import Embedder, get_embedder, pool_spans
+from graphseek.knowledge.graph import add_passages, build_graph, delete_passages
+from graphseek.knowledge.graph.align import EntityRecord, variant_pairs
+from graphseek.knowledge.graph.build import GraphSettings, _settings_of
+from graphseek.knowledge.graph.contextual import (
+    ALIGNMENT_VECTORS,
+    base_vectors,
+    encode_passages,
+    mention_spans,
+)
+from graphseek.knowledge.graph.models import Mention
+from graphseek.knowledge.graph.offline import OfflineExtractor
+from graphseek.knowledge.graph.store import SQLiteGraphStore
+from graphseek.knowledge.graph.text import stable_id
+from graphseek.knowledge.index import Index
+from graphseek.knowledge.passages import Passage
+
+
+def test_pool_spans_is_the_normalised_mean_of_overlapping_tokens() -> None:
+    rng = np.random.default_rng(0)
+    hidden = rng.normal(size=(6, 4)).astype(np.float32)
+    # [CLS] "Ada" " Love" "lace" " wrote" [SEP]
+    offsets = np.array([[0, 0], [0, 3], [4, 8], [8, 12], [13, 18], [0, 0]])
+    spans = np.array([[4, 12], [5, 9], [0, 3], [40, 50]])
+    got = pool_spans(hidden, offsets, spans)
+    for row, tokens in zip(got[:3], ([2, 3], [2, 3], [1]), strict=True):
+        want = hidden[tokens].mean(0)
+        np.testing.assert_allclose(row, want / np.linalg.norm(want), rtol=1e-5)
+    assert not got[3].any()  # no token there: a zero row
+
+
+@pytest.fixture(scope="module")
+def onnx() -> Embedder:
+    return get_embedder()
+
+
+TEXTS = [
+    "Ada Lovelace\nAda Lovelace was an English mathematician, the daughter of Lord Byron.",
+    "Warsaw\nMarie Curie was born in Warsaw in 1867.",
+    "Long\n" + "Warsaw is the capital of Poland. " * 60 + "Curie",
+]
+SPANS = [
+    np.array([[0, 12], [71, 81]]),
+    np.array([[7, 18], [31, 37]]),
+    np.array([[0, 4], [1985, 1990]]),
+]
+
+
+def test_one_pass_gives_the_passage_vectors_and_span_vectors(onnx: Embedder) -> None:
+    vectors, spans = onnx.encode_spans(TEXTS, SPANS)
+    bulk = onnx.encode(TEXTS * 3)[:3]  # more than SMALL_BATCH texts: the bulk (fp32) path
+    np.testing.assert_allclose(vectors, bulk, atol=1e-6)
+    assert [s.shape for s in spans] == [(2, 384), (2, 384), (2, 384)]
+    assert np.allclose(np.linalg.norm(spans[0], axis=1), 1.0, atol=1e-5)
+    assert not spans[2][1].any()  # past the 256-token window
+    # the span of a name carries the name: closer to the name's own vector than to another's
+    names = onnx.encode(["Lord Byron", "Marie Curie"])
+    byron, curie = spans[0][1], spans[1][0]
+    assert byron @ names[0] > byron @ names[1] and curie @ names[1] > curie @ names[0]
+
+
+@pytest.mark.slow
+def test_span_vectors_agree_across_backends(onnx: Embedder) -> None:
+    torch_vectors, torch_spans = Embedder(backend="torch").encode_spans(TEXTS, SPANS)
+    vectors, spans = onnx.encode_spans(TEXTS, SPANS)
+    assert (np.sum(vectors * torch_vectors, axis=1) > 0.9999).all()
+    for a, b in zip(spans, torch_spans, strict=True):
+        found = np.abs(a).sum(1) > 0
+        assert (np.sum(a[found] * b[found], axis=1) > 0.9999).all()
+        assert not b[~found].any()
+
+
+def test_offline_spans_point_at_the_names_in_the_content() -> None:
+    passages = [
+        Passage(id="a", title="Ada Lovelace", text="She was the daughter of Lord Byron."),
+        Passage(id="b", title="", text="Marie Curie was born in Warsaw."),
+    ]
+    extractions = OfflineExtractor().extract(passages)
+    for passage, extraction in zip(passages, extractions, strict=True):
+        for m in extraction.mentions:
+            assert passage.content[m.start : m.end] == m.name
+    names = {m.name for x in extractions for m in x.mentions}
+    assert {"Ada Lovelace", "Lord Byron", "Marie Curie", "Warsaw"} <= names
+
+
+def test_mention_spans_fall_back_to_the_name_in_the_passage() -> None:
+    passage = Passage(id="p", title="Warsaw", text="Marie Curie was born in WARSAW.")
+
+    def m(name: str, start: int = -1, end: int = -1) -> Mention:
+        return Mention(id=f"p#{name}", passage_id="p", name=name, start=start, end=end)
+
+    spans = mention_spans(
+        passage, [m("Marie Curie", 7, 18), m("warsaw"), m("Poland"), m("x", 5, 99), m(" ")]
+    )
+    assert spans.tolist() == [[7, 18], [0, 6], [-1, -1], [-1, -1], [-1, -1]]
+
+
+def test_base_vectors_are_normalised_sums_and_report_the_missing() -> None:
+    vectors = {
+        "a": np.array([1, 0, 0], np.float16),
+        "b": np.array([0, 1, 0], np.float16),
+        "c": np.array([0, 0, 1], np.float16),
+    }
+    rows, missing = base_vectors([["a", "b"], ["x"], ["c", "y"]], vectors, 3)
+    np.testing.assert_allclose(rows[0], np.array([1, 1, 0]) / np.sqrt(2), rtol=1e-6)
+    np.testing.assert_array_equal(rows[1], 0)
+    np.testing.assert_allclose(rows[2], [0, 0, 1])
+    assert missing == [1]
+
+
+def test_variant_pairs_find_name_variants_only() -> None:
+    def record(name: str) -> EntityRecord:
+        return EntityRecord(name, [], "", ["PERSON"], [name], ["p"])
+
+    base = [
+        record(n) for n in ("Stephen Curry", "Steph Curry", "John Smith", "Joan Smith", "Curry")
+    ]
+    assert variant_pairs(base, range(len(base)), 30) == {(0, 1)}
+    assert variant_pairs(base, [2, 3], 30) == set()
+    assert variant_pairs(base, [0], 1) == set()  # blocks larger than the limit are skipped
+
+
+def test_settings_validate_and_old_stores_align_records() -> None:
+    from graphseek.cli import ALIGNMENT_VECTORS as CLI_CHOICES
+
+    assert CLI_CHOICES == ALIGNMENT_VECTORS
+    assert GraphSettings().alignment == ALIGNMENT_VECTORS[0] == "contextual"
+    with pytest.raises(ValueError, match="unknown alignment vectors"):
+        GraphSettings(alignment="bert")
+
+    class Old:
+        manifest = {"settings": {"tau": 0.3, "vectors": "static"}}
+
+    assert _settings_of(Old()).alignment == "records"  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, tiny_passages: list[Passage]) -> Index:
+    root = tmp_path_factory.mktemp("contextual")
+    return Index.build(tiny_passages, root / "full", show_progress=False, graph=True)
+
+
+def test_index_stores_the_graph_pass_passage_vectors(built: Index, onnx: Embedder) -> None:
+    store = built.graph
+    assert store.manifest["settings"]["alignment"] == "contextual"
+    assert "embed_passages" in store.manifest["timings"]
+    contents = [p.content for p in built.passages]
+    want = onnx.encode(contents * 2)[: len(contents)]  # the bulk path, as an index uses
+    np.testing.assert_allclose(built.embeddings, want, atol=1e-6)
+
+
+def test_base_vectors_come_from_the_mentions(built: Index, tiny_passages) -> None:
+    store = built.graph
+    mention_vectors, ids = store.mention_embeddings()
+    assert mention_vectors.dtype == np.float16 and len(ids) == len(mention_vectors) > 0
+    extractions = OfflineExtractor().extract(tiny_passages)
+    _, fresh = encode_passages(get_embedder(), tiny_passages, extractions)
+    assert sorted(fresh) == ids
+    np.testing.assert_allclose(
+        mention_vectors.astype(np.float32),
+        np.stack([fresh[m] for m in ids]).astype(np.float32),
+        atol=2e-3,
+    )
+    # a base entity of one mention has that mention's vector
+    base_ids, texts, stored, _ = store.alignment_state()
+    row_of = {b: k for k, b in enumerate(base_ids)}
+    single = 0
+    for mid, vector in zip(ids, mention_vectors, strict=True):
+        k = row_of.get(stable_id("b", mid, length=16))
+        if k is not None:
+            want = vector.astype(np.float32)
+            np.testing.assert_allclose(stored[k], want / np.linalg.norm(want), atol=1e-6)
+            single += 1
+    assert single > 10
+    # a contextual vector is not the record string's
+    minilm = get_embedder().encode(list(texts))
+    assert (np.sum(np.asarray(stored) * minilm, axis=1) < 0.99).mean() > 0.5
+
+
+def test_contextual_update_and_delete_equal_a_rebuild(tiny_passages, tmp_path: Path) -> None:
+    def snapshot(store: SQLiteGraphStore) -> tuple[object, ...]:
+        vectors, ids = store.entity_embeddings()
+        return (
+            sorted(e.model_dump_json() for e in store.entities()),
+            sorted(r.id for r in store.relations()),
+            list(ids),
+            vectors.round(5).tolist(),
+            store.alignment_state()[2].round(5).tolist(),
+        )
+
+    full = build_graph(tiny_passages, tmp_path / "full", show_progress=False)
+    build_graph(tiny_passages[:5], tmp_path / "grown", show_progress=False).close()
+    grown = add_passages(tmp_path / "grown", tiny_passages[5:], show_progress=False)
+    assert snapshot(grown) == snapshot(full)
+    part = build_graph(tiny_passages[:5], tmp_path / "part", show_progress=False)
+    shrunk = delete_passages(tmp_path / "full", [p.id for p in tiny_passages[5:]])
+    assert snapshot(shrunk) == snapshot(part)
+    assert len(shrunk.mention_embeddings()[1]) == len(part.mention_embeddings()[1])
+
+
+def test_custom_embed_aligns_record_strings(tiny_passages, tmp_path: Path) -> None:
+    def embed(texts):  # noqa: ANN001, ANN202
+        return get_embedder().encode(list(texts))
+
+    store = build_graph(tiny_passages[:4], tmp_path / "g", show_progress=False, embed=embed)
+    assert store.manifest["settings"]["alignment"] == "records"
+    assert store.mention_embeddings()[1] == []
+    with pytest.raises(ValueError, match="custom `embed`"):
+        build_graph(tiny_passages[:2], tmp_path / "h", show_progress=False).close()
+        add_passages(tmp_path / "h", tiny_passages[2:4], show_progress=False, embed=embed)
