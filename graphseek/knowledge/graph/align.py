@@ -394,48 +394,17 @@ def hnsw_neighbours(
             yield found[row][keep], sims[row][keep]
 
 
-def name_pairs(
-    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
+def _blocked_pairs(
+    keys: Sequence[set[Any]],
+    queries: Sequence[int],
+    max_group: int,
+    accept: Callable[[int, int], bool] | None = None,
 ) -> set[tuple[int, int]]:
-    """Index pairs (i < j) of base entities sharing a normalised name or alias (their types
-    differ, or exact merging would have joined them), i or j in `queries`. Keys shared by more
-    than `max_group` entities are skipped."""
-    by_key: dict[str, list[int]] = defaultdict(list)
-    keys: list[set[str]] = []
-    for k, record in enumerate(base):
-        found = {normalize_name(n) for n in record.names} - {""}
-        keys.append(found)
-        for key in found:
-            by_key[key].append(k)
-    out: set[tuple[int, int]] = set()
-    for i in queries:
-        for key in keys[i]:
-            group = by_key[key]
-            if len(group) > max_group:
-                continue
-            for j in group:
-                if j != i:
-                    out.add((i, j) if i < j else (j, i))
-    return out
-
-
-def variant_pairs(
-    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
-) -> set[tuple[int, int]]:
-    """Index pairs (i < j) of multi-word base entities whose names are variants of each other
-    (`any_name_match`: ``"Steph Curry"``/``"Stephen Curry"``), i or j in `queries`. Candidates
-    come from blocks of names with the same word count and the same word at one position;
-    blocks of more than `max_group` entities are skipped. Contextual vectors place a name's
-    variants apart when their passages differ; this finds the variants record vectors did."""
-    by_key: dict[tuple[int, int, str], list[int]] = defaultdict(list)
-    keys: list[set[tuple[int, int, str]]] = []
-    for k, record in enumerate(base):
-        found: set[tuple[int, int, str]] = set()
-        for name in record.names[:10]:
-            words = normalize_name(name).split()
-            if len(words) > 1:
-                found.update((len(words), p, w) for p, w in enumerate(words) if len(w) >= 3)
-        keys.append(found)
+    """Index pairs (i < j) of items sharing a blocking key (`keys[k]`: item k's keys), i or j
+    in `queries`, that `accept` (when given) accepts. Keys of more than `max_group` items are
+    skipped."""
+    by_key: dict[Any, list[int]] = defaultdict(list)
+    for k, found in enumerate(keys):
         for key in found:
             by_key[key].append(k)
     out: set[tuple[int, int]] = set()
@@ -446,9 +415,38 @@ def variant_pairs(
                 continue
             for j in group:
                 pair = (i, j) if i < j else (j, i)
-                if j != i and pair not in out and any_name_match(base[i], base[j]):
+                if j != i and pair not in out and (accept is None or accept(i, j)):
                     out.add(pair)
     return out
+
+
+def name_pairs(
+    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
+) -> set[tuple[int, int]]:
+    """Index pairs (i < j) of base entities sharing a normalised name or alias (their types
+    differ, or exact merging would have joined them), i or j in `queries`. Keys shared by more
+    than `max_group` entities are skipped."""
+    keys = [{normalize_name(n) for n in record.names} - {""} for record in base]
+    return _blocked_pairs(keys, queries, max_group)
+
+
+def variant_pairs(
+    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
+) -> set[tuple[int, int]]:
+    """Index pairs (i < j) of multi-word base entities whose names are variants of each other
+    (`any_name_match`: ``"Steph Curry"``/``"Stephen Curry"``), i or j in `queries`. Candidates
+    come from blocks of names with the same word count and the same word at one position;
+    blocks of more than `max_group` entities are skipped. Contextual vectors place a name's
+    variants apart when their passages differ; this finds the variants record vectors did."""
+    keys: list[set[tuple[int, int, str]]] = []
+    for record in base:
+        found: set[tuple[int, int, str]] = set()
+        for name in record.names[:10]:
+            words = normalize_name(name).split()
+            if len(words) > 1:
+                found.update((len(words), p, w) for p, w in enumerate(words) if len(w) >= 3)
+        keys.append(found)
+    return _blocked_pairs(keys, queries, max_group, lambda i, j: any_name_match(base[i], base[j]))
 
 
 def ambiguous_generics(
