@@ -27,7 +27,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -279,20 +279,24 @@ class Index:
         new = [p for p in items if p.id not in self]
         if not new:
             return self
-        vectors = encode_texts(
-            self._encoder,
-            [p.content for p in new],
-            batch_size=batch_size,
-            show_progress=show_progress,
-            desc="embedding passages",
-        )
-        all_vectors = np.vstack([np.asarray(self.embeddings), vectors]).astype(np.float32)
         options = dict(graph_options or {})
+        from_graph: list[np.ndarray] = []
 
         def update_graph(graph_dir: Path) -> None:
             from graphseek.knowledge.graph import add_passages
 
-            add_passages(graph_dir, new, show_progress=show_progress, **options)
+            add_passages(
+                graph_dir,
+                new,
+                show_progress=show_progress,
+                on_passage_vectors=from_graph.append,
+                **options,
+            )
+
+        def all_vectors() -> np.ndarray:
+            # the graph update's passage pass (contextual alignment), else one of our own
+            vectors = new_vectors(self._encoder, new, from_graph, batch_size, show_progress)
+            return np.vstack([np.asarray(self.embeddings), vectors]).astype(np.float32)
 
         return self._rewrite(self._passages + new, all_vectors, update_graph, show_progress)
 
@@ -318,25 +322,27 @@ class Index:
             delete_passages(graph_dir, drop, show_progress=show_progress)
 
         items = [self._passages[i] for i in keep]
-        return self._rewrite(items, vectors, update_graph, show_progress)
+        return self._rewrite(items, lambda: vectors, update_graph, show_progress)
 
     def _rewrite(
         self,
         items: list[Passage],
-        vectors: np.ndarray,
+        vectors: Callable[[], np.ndarray],
         update_graph: Any,
         show_progress: bool,
     ) -> Index:
+        """Write `items` into a new directory and swap it in; the graph is updated first
+        (`update_graph`), then `vectors()` gives every row (it may use the graph's pass)."""
         _check_passages(items)
         started = time.perf_counter()
         target = self._path
         with atomic_directory(target) as tmp:
-            bm25, dense, encoder = _write_stores(
-                items, tmp, show_progress, 64, vectors=vectors, encoder=self._encoder
-            )
             if self.has_graph:
                 shutil.copytree(target / GRAPH_DIR, tmp / GRAPH_DIR)
                 update_graph(tmp / GRAPH_DIR)
+            bm25, dense, encoder = _write_stores(
+                items, tmp, show_progress, 64, vectors=vectors(), encoder=self._encoder
+            )
             manifest = _manifest(
                 items,
                 bm25,
@@ -567,6 +573,26 @@ def _write_stores(
     dense = DenseIndex.build(vectors)
     dense.save(directory / DENSE_DIR)
     return bm25, dense, encoder
+
+
+def new_vectors(
+    encoder: TextEncoder,
+    new: list[Passage],
+    from_graph: list[np.ndarray],
+    batch_size: int,
+    show_progress: bool,
+) -> np.ndarray:
+    """Vectors of passages being added: those a graph update computed (`from_graph`, filled by
+    `add_passages(..., on_passage_vectors=...)`) when it encoded exactly them, else encoded."""
+    if from_graph and len(from_graph[0]) == len(new):
+        return from_graph[0]
+    return encode_texts(
+        encoder,
+        [p.content for p in new],
+        batch_size=batch_size,
+        show_progress=show_progress,
+        desc="embedding passages",
+    )
 
 
 def _build_graph(

@@ -737,9 +737,11 @@ def _update(
     started: float,
     new: Sequence[Passage] = (),
     extracted: Sequence[Extraction] = (),
+    on_passage_vectors: Callable[[np.ndarray], None] | None = None,
 ) -> SQLiteGraphStore:
     """Re-assemble a store after `change`; `new` passages (extracted as `extracted`) get
-    their contextual mention vectors from one encoder pass."""
+    their contextual mention vectors from one encoder pass, whose passage vectors go to
+    `on_passage_vectors`."""
     store = SQLiteGraphStore.open(store_dir)
     try:
         settings = _settings_of(store)
@@ -750,13 +752,17 @@ def _update(
         store.close()
     embed = embed or default_embed(show_progress)
     if new and settings.alignment == "contextual":
-        used, _, mentions = _contextual(settings, embed, new, extracted, timings, show_progress)
+        used, vectors, mentions = _contextual(
+            settings, embed, new, extracted, timings, show_progress
+        )
         if used.alignment != "contextual":
             raise ValueError(
                 "the store aligns entities with contextual vectors, which a custom `embed` "
                 "cannot give; update it without `embed`"
             )
         cache.mentions.update(mentions)
+        if vectors is not None and on_passage_vectors is not None:
+            on_passage_vectors(vectors)
     data = assemble(
         passages,
         extractions,
@@ -781,9 +787,12 @@ def add_passages(
     embed: Embed | None = None,
     max_concurrency: int = 8,
     show_progress: bool = True,
+    on_passage_vectors: Callable[[np.ndarray], None] | None = None,
 ) -> SQLiteGraphStore:
     """Add passages to a store: only passages whose id is new are extracted, then aligned
-    against the existing entities; the settings are the store's. Returns the reopened store."""
+    against the existing entities; the settings are the store's. With contextual alignment
+    the new passages' vectors (rows in their order) go to `on_passage_vectors`. Returns the
+    reopened store."""
     started = time.perf_counter()
     store = SQLiteGraphStore.open(store_dir)
     known = set(store.passage_ids())
@@ -817,6 +826,7 @@ def add_passages(
         started=started,
         new=new,
         extracted=extracted,
+        on_passage_vectors=on_passage_vectors,
     )
 
 

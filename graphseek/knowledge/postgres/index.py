@@ -58,6 +58,7 @@ from graphseek.knowledge.index import (
     SearchMethod,
     _build_graph,
     _check_passages,
+    new_vectors,
     read_passages,
 )
 from graphseek.knowledge.passages import Hit, Passage
@@ -752,25 +753,27 @@ class PostgresIndex(Index):
             new = [p for p in items if p.id not in self]
             if not new:
                 return self
-            vectors = encode_texts(
-                self._encoder,
-                [p.content for p in new],
-                batch_size=batch_size,
-                show_progress=show_progress,
-                desc="embedding passages",
-            )
             start = (self._ords[-1] + 1) if self._ords else 0
             new_ords = list(range(start, start + len(new)))
             all_items = self._passages + new
+            from_graph: list[np.ndarray] = []
             if self.has_graph:  # first: the graph export must not hold the new passages yet
                 options = dict(graph_options or {})
 
                 def change(graph_dir: Path) -> None:
                     from graphseek.knowledge.graph import add_passages
 
-                    add_passages(graph_dir, new, show_progress=show_progress, **options)
+                    add_passages(
+                        graph_dir,
+                        new,
+                        show_progress=show_progress,
+                        on_passage_vectors=from_graph.append,
+                        **options,
+                    )
 
                 self._update_graph(conn, change, [p.id for p in all_items])
+            # the graph update's passage pass (contextual alignment), else one of our own
+            vectors = new_vectors(self._encoder, new, from_graph, batch_size, show_progress)
             _insert_passages(conn, new_ords, new, vectors)
             ords = self._ords + new_ords
             old = self._embeddings
