@@ -203,7 +203,7 @@ def export_onnx(target: Path, model: Any = None) -> Path:
     outputs ``embedding`` (the sentence vectors) and ``tokens`` (the last token states, which
     `Embedder.encode_spans` pools over character spans).
 
-        Written to a temporary file beside `target` and renamed, so concurrent exports are safe."""
+    Written to a temporary file beside `target` and renamed, so concurrent exports are safe."""
     import torch
 
     model = model if model is not None else _load_sentence_transformer()

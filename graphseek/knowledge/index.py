@@ -295,7 +295,8 @@ class Index:
 
         def all_vectors() -> np.ndarray:
             # the graph update's passage pass (contextual alignment), else one of our own
-            vectors = new_vectors(self._encoder, new, from_graph, batch_size, show_progress)
+            computed = from_graph[0] if from_graph else None
+            vectors = passage_vectors(self._encoder, new, computed, batch_size, show_progress)
             return np.vstack([np.asarray(self.embeddings), vectors]).astype(np.float32)
 
         return self._rewrite(self._passages + new, all_vectors, update_graph, show_progress)
@@ -562,33 +563,26 @@ def _write_stores(
     bm25 = BM25Index.build(texts, show_progress=show_progress, **BM25_PARAMS)
     bm25.save(directory / BM25_DIR)
     encoder = encoder or embedder_module.get_embedder()
-    if vectors is None:
-        vectors = encode_texts(
-            encoder,
-            texts,
-            batch_size=batch_size,
-            show_progress=show_progress,
-            desc="embedding passages",
-        )
+    vectors = passage_vectors(encoder, items, vectors, batch_size, show_progress)
     dense = DenseIndex.build(vectors)
     dense.save(directory / DENSE_DIR)
     return bm25, dense, encoder
 
 
-def new_vectors(
+def passage_vectors(
     encoder: TextEncoder,
-    new: list[Passage],
-    from_graph: list[np.ndarray],
+    passages: list[Passage],
+    computed: np.ndarray | None,
     batch_size: int,
     show_progress: bool,
 ) -> np.ndarray:
-    """Vectors of passages being added: those a graph update computed (`from_graph`, filled by
-    `add_passages(..., on_passage_vectors=...)`) when it encoded exactly them, else encoded."""
-    if from_graph and len(from_graph[0]) == len(new):
-        return from_graph[0]
+    """Vectors of `passages`: `computed` when it has one row per passage (the passage pass of
+    a graph build or update, `on_passage_vectors`), else encoded here."""
+    if computed is not None and len(computed) == len(passages):
+        return computed
     return encode_texts(
         encoder,
-        [p.content for p in new],
+        [p.content for p in passages],
         batch_size=batch_size,
         show_progress=show_progress,
         desc="embedding passages",

@@ -646,11 +646,9 @@ class Aligner:
         cache: AlignmentCache,
         mention_vectors: dict[str, np.ndarray] | None,
     ) -> np.ndarray:
-        if mention_vectors is None or not base:
+        if not mention_vectors or not base:
             return cached_encode(texts, self.embed, cache.vectors)
-        dim = next((len(v) for v in mention_vectors.values()), 0)
-        if not dim:
-            return cached_encode(texts, self.embed, cache.vectors)
+        dim = len(next(iter(mention_vectors.values())))
         vectors, missing = base_vectors([r.mention_ids for r in base], mention_vectors, dim)
         if missing:
             vectors[missing] = cached_encode([texts[k] for k in missing], self.embed, cache.vectors)

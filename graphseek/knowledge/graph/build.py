@@ -313,6 +313,16 @@ class _Cache:
     alignment: AlignmentCache
     mentions: dict[str, np.ndarray] = field(default_factory=dict)
 
+    @classmethod
+    def fresh(
+        cls, settings: GraphSettings, mentions: dict[str, np.ndarray] | None = None
+    ) -> _Cache:
+        """An empty cache for a build (with the mention vectors of its passage pass)."""
+        cache = cls(vectors={}, alignment=AlignmentCache(), mentions=mentions or {})
+        if settings.vectors == "minilm":
+            cache.alignment.vectors = cache.vectors
+        return cache
+
 
 def _cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> _Cache:
     aligned: dict[str, np.ndarray] = {}
@@ -362,9 +372,7 @@ def assemble(
     """Phases 2-5 over extracted passages (see the module docstring)."""
     timings = timings if timings is not None else {}
     if cache is None:
-        cache = _Cache(vectors={}, alignment=AlignmentCache())
-        if settings.vectors == "minilm":
-            cache.alignment.vectors = cache.vectors
+        cache = _Cache.fresh(settings)
     strings = string_embed(settings, embed)
     n_passages = len(passages)
 
@@ -696,9 +704,7 @@ def build_graph(
     )
     if passage_vectors is not None and on_passage_vectors is not None:
         on_passage_vectors(passage_vectors)
-    cache = _Cache(vectors={}, alignment=AlignmentCache(), mentions=mentions)
-    if settings.vectors == "minilm":
-        cache.alignment.vectors = cache.vectors
+    cache = _Cache.fresh(settings, mentions)
     data = assemble(
         items,
         extractions,

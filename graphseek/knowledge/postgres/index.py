@@ -47,7 +47,7 @@ import numpy as np
 
 from graphseek.errors import CorpusError, IndexBusyError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge import embedder as embedder_module
-from graphseek.knowledge.dense import HNSW_EF_SEARCH, HNSW_THRESHOLD, TextEncoder, encode_texts
+from graphseek.knowledge.dense import HNSW_EF_SEARCH, HNSW_THRESHOLD, TextEncoder
 from graphseek.knowledge.index import (
     BM25_PARAMS,
     FORMAT_NAME,
@@ -58,7 +58,7 @@ from graphseek.knowledge.index import (
     SearchMethod,
     _build_graph,
     _check_passages,
-    new_vectors,
+    passage_vectors,
     read_passages,
 )
 from graphseek.knowledge.passages import Hit, Passage
@@ -459,18 +459,11 @@ class PostgresIndex(Index):
         encoder = embedder_module.get_embedder()
         with tempfile.TemporaryDirectory(prefix="graphseek-pg-") as tmp:
             graph_dir = None
-            vectors = None
+            computed = None
             if graph:  # first: its passage pass (contextual alignment) gives the vectors
                 graph_dir = Path(tmp) / GRAPH_DIR
-                vectors = _build_graph(items, graph_dir, show_progress, graph_options)
-            if vectors is None:
-                vectors = encode_texts(
-                    encoder,
-                    [p.content for p in items],
-                    batch_size=batch_size,
-                    show_progress=show_progress,
-                    desc="embedding passages",
-                )
+                computed = _build_graph(items, graph_dir, show_progress, graph_options)
+            vectors = passage_vectors(encoder, items, computed, batch_size, show_progress)
             manifest = _manifest(
                 items, encoder, source, time.perf_counter() - started, graph, location
             )
@@ -773,7 +766,8 @@ class PostgresIndex(Index):
 
                 self._update_graph(conn, change, [p.id for p in all_items])
             # the graph update's passage pass (contextual alignment), else one of our own
-            vectors = new_vectors(self._encoder, new, from_graph, batch_size, show_progress)
+            computed = from_graph[0] if from_graph else None
+            vectors = passage_vectors(self._encoder, new, computed, batch_size, show_progress)
             _insert_passages(conn, new_ords, new, vectors)
             ords = self._ords + new_ords
             old = self._embeddings
