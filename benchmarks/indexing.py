@@ -361,7 +361,7 @@ def main() -> None:
     print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("targets: index <= 2x raw encoder time; offline extraction >= 100 passages/s")
 
-    if len(rows) > 1:
+    if rows:
         print("\nstage seconds per 1,000 passages (growth with size):")
         names = list(rows[-1]["stages"])
         print(f"{'stage':<28}" + "".join(f"{r['n']:>10}" for r in rows))

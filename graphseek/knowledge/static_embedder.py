@@ -46,6 +46,11 @@ STATIC_VERSION = 1
 """Bump when the distillation changes, so cached tables are made again."""
 DISTILL_BATCH = 512
 """Vocabulary tokens run through MiniLM per batch while distilling."""
+BLOCK_TOKENS = 16_384
+"""Token rows gathered from the table at a time when encoding (whole texts per block). One
+gather of every token's row (hundreds of MB for a corpus' entity strings) spent most of its
+time in memory traffic: blocks of this size (24 MB) were 2.5x faster on the same strings, with
+the same sums (each text is still reduced in one piece)."""
 
 
 def table_path(directory: Path | None = None) -> Path:
@@ -108,8 +113,15 @@ class StaticEncoder:
         if not len(filled):
             return out
         ids = np.concatenate([np.asarray(encodings[i].ids, dtype=np.int64) for i in filled])
-        starts = np.concatenate([[0], np.cumsum(lengths[filled])[:-1]])
-        sums = np.add.reduceat(self.table[ids], starts, axis=0)
+        ends = np.cumsum(lengths[filled])
+        starts = ends - lengths[filled]
+        sums = np.empty((len(filled), self.dim), dtype=np.float32)
+        first = 0
+        while first < len(filled):  # whole texts, about BLOCK_TOKENS token rows at a time
+            last = max(first + 1, int(np.searchsorted(ends, starts[first] + BLOCK_TOKENS, "right")))
+            rows = self.table[ids[starts[first] : ends[last - 1]]]
+            sums[first:last] = np.add.reduceat(rows, starts[first:last] - starts[first], axis=0)
+            first = last
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         out[filled] = sums / np.maximum(norms, 1e-12)
         return out

@@ -1,4 +1,10 @@
-"""Typed state shared by every workflow."""
+"""Typed state shared by every workflow.
+
+The workflow schema (`State`, `InputState`, ...) loads on first use: it imports LangGraph
+(about half a second), which the knowledge layer (an index build, say) never needs.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from graphseek.state.context import Context
 from graphseek.state.models import (
@@ -10,7 +16,26 @@ from graphseek.state.models import (
     SubQuestion,
     Usage,
 )
-from graphseek.state.schema import Diagnostics, InputState, LibrarianTask, OutputState, State
+
+if TYPE_CHECKING:
+    from graphseek.state.schema import (
+        Diagnostics,
+        InputState,
+        LibrarianTask,
+        OutputState,
+        State,
+    )
+
+_SCHEMA = frozenset({"Diagnostics", "InputState", "LibrarianTask", "OutputState", "State"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SCHEMA:
+        from graphseek.state import schema
+
+        return getattr(schema, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Context",

@@ -36,6 +36,7 @@ the response cache).
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from pydantic import BaseModel, Field
 
 from graphseek.knowledge.graph.contextual import base_vectors
 from graphseek.knowledge.graph.models import CONCEPT, UNTYPED, Entity, Mention
-from graphseek.knowledge.graph.text import most_common, names_match, normalize_name, stable_id
+from graphseek.knowledge.graph.text import names_match, normalize_name, stable_id
 
 log = logging.getLogger(__name__)
 
@@ -128,38 +129,62 @@ class EntityRecord:
 def aggregate(mentions: Sequence[Mention]) -> EntityRecord:
     """Name = the most frequent surface of the most frequent name key (ties: longer, then
     alphabetical); aliases = every other surface, one per key; types by frequency (``CONCEPT``
-    and ``ENTITY`` dropped when a specific type is present); description = the most frequent."""
-    key_counts: Counter[str] = Counter()
-    surfaces: dict[str, Counter[str]] = defaultdict(Counter)
+    and ``ENTITY`` dropped when a specific type is present); description = the most frequent.
+    (Counts in plain dicts: called once per base and per final entity, tens of thousands of
+    times a build, where `Counter` objects cost more than the counting.)"""
+    key_counts: dict[str, int] = {}
+    surfaces: dict[str, dict[str, int]] = {}
     for m in mentions:
-        key = normalize_name(m.name) or m.name.lower()
-        key_counts[key] += 1
-        surfaces[key][m.name] += 1
-    best_key = min(key_counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0]
-    name = most_common([s for s, c in surfaces[best_key].items() for _ in range(c)])
-    alias_keys: dict[str, Counter[str]] = defaultdict(Counter)
+        key = _name_key(m.name)
+        key_counts[key] = key_counts.get(key, 0) + 1
+        counts = surfaces.setdefault(key, {})
+        counts[m.name] = counts.get(m.name, 0) + 1
+    best_key = min(key_counts.items(), key=_frequent_longer)[0]
+    name = _most_frequent({s: c for s, c in surfaces[best_key].items() if s})
+    alias_keys: dict[str, dict[str, int]] = {}
     for m in mentions:
         for surface in (m.name, *m.aliases):
-            key = normalize_name(surface) or surface.lower()
+            key = _name_key(surface)
             if key != best_key:
-                alias_keys[key][surface] += 1
-    aliases = [
-        min(counter.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        for _, counter in sorted(alias_keys.items())
-    ]
-    type_counts: Counter[str] = Counter(t for m in mentions for t in m.types)
-    types = [t for t, _ in sorted(type_counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+                counts = alias_keys.setdefault(key, {})
+                counts[surface] = counts.get(surface, 0) + 1
+    aliases = [min(alias_keys[key].items(), key=_frequent_first)[0] for key in sorted(alias_keys)]
+    type_counts: dict[str, int] = {}
+    for m in mentions:
+        for t in m.types:
+            type_counts[t] = type_counts.get(t, 0) + 1
+    types = [t for t, _ in sorted(type_counts.items(), key=_frequent_first)]
     specific = [t for t in types if t not in GENERIC_TYPES]
     types = specific or types or [UNTYPED]
-    description = most_common([m.description for m in mentions])
+    descriptions: dict[str, int] = {}
+    for m in mentions:
+        if m.description:
+            descriptions[m.description] = descriptions.get(m.description, 0) + 1
     return EntityRecord(
         name=name,
         aliases=aliases,
-        description=description,
+        description=_most_frequent(descriptions),
         types=types,
         mention_ids=sorted(m.id for m in mentions),
         passage_ids=sorted({m.passage_id for m in mentions}),
     )
+
+
+def _name_key(surface: str) -> str:
+    return normalize_name(surface) or surface.lower()
+
+
+def _frequent_longer(item: tuple[str, int]) -> tuple[int, int, str]:
+    return -item[1], -len(item[0]), item[0]
+
+
+def _frequent_first(item: tuple[str, int]) -> tuple[int, str]:
+    return -item[1], item[0]
+
+
+def _most_frequent(counts: dict[str, int]) -> str:
+    """`most_common` over counted values: ties go to the longer, then alphabetically first."""
+    return min(counts.items(), key=_frequent_longer)[0] if counts else ""
 
 
 def types_compatible(a: Iterable[str], b: Iterable[str]) -> bool:
@@ -362,9 +387,13 @@ def _exact_radius(
     data: np.ndarray, queries: np.ndarray, threshold: float
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Per query, in order: every row with inner product >= `threshold` (ids, similarities).
-    Searched 4,096 queries at a time, so only one block's results are held."""
+    Searched 4,096 queries at a time, so only one block's results are held (every row as a
+    query: `_exact_radius_all`)."""
     import faiss
 
+    if len(queries) == len(data) and bool((queries == np.arange(len(data))).all()):
+        yield from _exact_radius_all(data, threshold)
+        return
     index = faiss.IndexFlatIP(data.shape[1])
     index.add(data)
     for start in range(0, len(queries), 4096):
@@ -372,6 +401,37 @@ def _exact_radius(
         lims, sims, found = index.range_search(data[ids], threshold)
         for r in range(len(ids)):
             yield found[lims[r] : lims[r + 1]], sims[lims[r] : lims[r + 1]]
+
+
+def _exact_radius_all(
+    data: np.ndarray, threshold: float, block: int = 4096
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """`_exact_radius` with every row as a query, each pair's inner product computed once (half
+    the work of searching every row against every row): rows ``[s, e)`` are searched against
+    rows ``s..`` only, and a hit beyond the block is also a hit of that row's list."""
+    import faiss
+
+    n = len(data)
+    rows: list[np.ndarray] = []
+    cands: list[np.ndarray] = []
+    sims: list[np.ndarray] = []
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        index = faiss.IndexFlatIP(data.shape[1])
+        index.add(data[start:])
+        lims, found_sims, found = index.range_search(data[start:stop], threshold)
+        query = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(lims).astype(np.int64))
+        found = found.astype(np.int64) + start
+        beyond = found >= stop
+        rows += [query, found[beyond]]
+        cands += [found, query[beyond]]
+        sims += [found_sims, found_sims[beyond]]
+    row = np.concatenate(rows)
+    order = np.argsort(row, kind="stable")
+    row, cand, sim = row[order], np.concatenate(cands)[order], np.concatenate(sims)[order]
+    bounds = np.searchsorted(row, np.arange(n + 1))
+    for i in range(n):
+        yield cand[bounds[i] : bounds[i + 1]], sim[bounds[i] : bounds[i + 1]]
 
 
 def hnsw_neighbours(
@@ -506,6 +566,30 @@ def describe(records: Sequence[EntityRecord]) -> str:
     return "\n".join(lines)
 
 
+class _Background:
+    """`fn()` on a daemon thread; `result()` waits for it and returns its value or raises its
+    exception. A daemon thread rather than an executor's: an interrupted build ends without
+    waiting for it."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 class Aligner:
     """Runs exact and semantic merging (see the module docstring)."""
 
@@ -554,6 +638,17 @@ class Aligner:
         base = [base[k] for k in order]
         base_ids = [base_ids[k] for k in order]
         texts = [r.embedding_text() for r in base]
+        changed = [k for k, bid in enumerate(base_ids) if bid not in cache.base_ids]
+
+        def by_name() -> set[tuple[int, int]]:
+            named = name_pairs(base, changed, self.max_neighbors)
+            if mention_vectors is not None:
+                named |= variant_pairs(base, changed, self.max_neighbors)
+            return named
+
+        # candidates by name (Python) while the encoder embeds the base records that need it
+        # (its threads release the GIL), so the two share the cores
+        named_pairs = _Background(by_name)
         vectors = self._base_vectors(base, texts, cache, mention_vectors)
         if not len(vectors):
             vectors = np.zeros((0, 1), dtype=np.float32)
@@ -565,12 +660,8 @@ class Aligner:
             for key, value in cache.pairs.items()
             if key[0] in position and key[1] in position
         }
-        changed = [k for k, bid in enumerate(base_ids) if bid not in cache.base_ids]
         candidates = radius_pairs(vectors, changed, self.tau, self.max_neighbors)
-        named = name_pairs(base, changed, self.max_neighbors)
-        if mention_vectors is not None:
-            named |= variant_pairs(base, changed, self.max_neighbors)
-        for i, j in named:
+        for i, j in named_pairs.result():
             if (i, j) not in candidates:
                 candidates[(i, j)] = float(vectors[i] @ vectors[j])
         fresh = {
@@ -596,8 +687,12 @@ class Aligner:
         used: set[str] = set()
         mention_index = {m.id: m for m in mentions}
         for group in uf.groups():
-            group_mentions = [mention_index[mid] for k in group for mid in base[k].mention_ids]
-            record = aggregate(group_mentions)
+            if len(group) == 1:  # `aggregate` of one base entity's mentions is its record
+                record = base[group[0]]
+            else:
+                record = aggregate(
+                    [mention_index[mid] for k in group for mid in base[k].mention_ids]
+                )
             eid = stable_id("e", normalize_name(record.name) or record.name, record.types[0])
             if eid in used:
                 eid = stable_id("e", record.name, record.types[0], record.mention_ids[0])

@@ -50,6 +50,7 @@ from graphseek.knowledge.graph.contextual import (
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges
 from graphseek.knowledge.graph.link import (
     cooccurrence_edges,
+    cooccurring_pairs,
     match_passages,
     predicted_edges,
     relation_id,
@@ -514,8 +515,8 @@ def assemble(
                 raw_edges.append((raw_nodes[raw.source], raw_nodes[raw.target]))
     typed = {m.id for m in mentions if not set(m.types) <= GENERIC_TYPES}
     raw_mention_entity = {mid: str(node) for mid, node in raw_nodes.items() if mid in typed}
-    for edge in cooccurrence_edges(extractions, raw_mention_entity, scope=settings.cooccurrence):
-        raw_edges.append((int(edge.source), int(edge.target)))
+    for a, b in cooccurring_pairs(extractions, raw_mention_entity, scope=settings.cooccurrence):
+        raw_edges.append((int(a), int(b)))
     adjacency, _, _ = build_matrices([e.id for e in entities], [], relations, {})
     counts = {
         "passages": n_passages,

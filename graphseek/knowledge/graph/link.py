@@ -68,40 +68,58 @@ def cooccurrence_edges(
     Only mentions present in `mention_entity` take part (callers leave out generic concepts,
     which would become hubs); groups of more than `max_group` entities (lists, tables) are
     skipped."""
-    if scope == "none":
-        return []
-    if scope not in ("sentence", "passage"):
-        raise ValueError(f"cooccurrence scope must be 'sentence', 'passage' or 'none': {scope!r}")
-    weight: Counter[tuple[str, str]] = Counter()
-    passages: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for extraction in extractions:
-        groups: dict[int, set[str]] = defaultdict(set)
-        for m in extraction.mentions:
-            if scope == "sentence" and m.sentence < 0:
-                continue
-            eid = mention_entity.get(m.id)
-            if eid is not None:
-                groups[m.sentence if scope == "sentence" else 0].add(eid)
-        for members in groups.values():
-            if len(members) < 2 or len(members) > max_group:
-                continue
-            ordered = sorted(members)
-            for i, a in enumerate(ordered):
-                for b in ordered[i + 1 :]:
-                    weight[(a, b)] += 1
-                    passages[(a, b)].add(extraction.passage_id)
+    found = cooccurring_pairs(extractions, mention_entity, scope=scope, max_group=max_group)
     return [
         Relation(
             id=relation_id(a, COOCCURS, b),
             source=a,
             label=COOCCURS,
             target=b,
-            passage_ids=sorted(passages[(a, b)]),
+            passage_ids=sorted(pids),
             weight=float(w),
             kind="cooccurrence",
         )
-        for (a, b), w in sorted(weight.items())
+        for (a, b), (w, pids) in sorted(found.items())
     ]
+
+
+def cooccurring_pairs(
+    extractions: Iterable[Extraction],
+    mention_entity: Mapping[str, str],
+    *,
+    scope: str = "sentence",
+    max_group: int = 12,
+) -> dict[tuple[str, str], tuple[int, set[str]]]:
+    """The pairs `cooccurrence_edges` links (a < b): how often they co-occur and in which
+    passages (unordered)."""
+    if scope == "none":
+        return {}
+    if scope not in ("sentence", "passage"):
+        raise ValueError(f"cooccurrence scope must be 'sentence', 'passage' or 'none': {scope!r}")
+    out: dict[tuple[str, str], tuple[int, set[str]]] = {}
+    by_sentence = scope == "sentence"
+    for extraction in extractions:
+        groups: dict[int, set[str]] = {}
+        for m in extraction.mentions:
+            if by_sentence and m.sentence < 0:
+                continue
+            eid = mention_entity.get(m.id)
+            if eid is not None:
+                groups.setdefault(m.sentence if by_sentence else 0, set()).add(eid)
+        pid = extraction.passage_id
+        for members in groups.values():
+            if len(members) < 2 or len(members) > max_group:
+                continue
+            ordered = sorted(members)
+            for i, a in enumerate(ordered):
+                for b in ordered[i + 1 :]:
+                    seen = out.get((a, b))
+                    if seen is None:
+                        out[(a, b)] = (1, {pid})
+                    else:
+                        seen[1].add(pid)
+                        out[(a, b)] = (seen[0] + 1, seen[1])
+    return out
 
 
 def similarity_edges(

@@ -81,10 +81,22 @@ def is_acronym(token: str) -> bool:
 def is_acronym_of(short: str, long: str) -> bool:
     """Whether `short` is an acronym of the multi-word `long` (``"NBA"``, ``"National
     Basketball Association"``), with or without stopword initials."""
-    if not is_acronym(short) or len(long.split()) < 2:
-        return False
-    letters = short.replace(".", "").upper()
-    return letters in (initials(long), initials(long, skip_stopwords=False))
+    letters = _acronym_letters(short)
+    return letters is not None and letters in _initials_forms(long)
+
+
+@lru_cache(maxsize=1 << 16)
+def _acronym_letters(name: str) -> str | None:
+    """The upper-case letters of `name` when it looks like an acronym, else None."""
+    return name.replace(".", "").upper() if is_acronym(name) else None
+
+
+@lru_cache(maxsize=1 << 16)
+def _initials_forms(name: str) -> tuple[str, ...]:
+    """The initials `name` can be abbreviated to (none for a single word)."""
+    if len(name.split()) < 2:
+        return ()
+    return initials(name), initials(name, skip_stopwords=False)
 
 
 def digits_of(text: str) -> tuple[str, ...]:
@@ -103,18 +115,16 @@ def names_match(a: str, b: str) -> bool:
     II"``). ``"John Smith"``/``"Joan Smith"``, ``"art"``/``"artist"`` and
     ``"Curry"``/``"Stephen Curry"`` do not match.
     """
-    from rapidfuzz import fuzz
-
-    na, nb = normalize_name(a), normalize_name(b)
+    na, wa, da = _name_parts(a)
+    nb, wb, db = _name_parts(b)
     if not na or not nb:
         return False
     if na == nb:
         return True
     if is_acronym_of(a, b) or is_acronym_of(b, a):
         return True
-    if digits_of(na) != digits_of(nb):
+    if da != db:
         return False
-    wa, wb = na.split(), nb.split()
     if len(wa) == len(wb):
         exact = 0
         for x, y in zip(wa, wb, strict=True):
@@ -126,12 +136,23 @@ def names_match(a: str, b: str) -> bool:
                 continue
             if len(wa) > 1 and len(short) >= 3 and long.startswith(short):
                 continue
-            if len(short) >= 6 and fuzz.ratio(x, y) >= 90:
-                continue
+            if len(short) >= 6:
+                from rapidfuzz import fuzz
+
+                if fuzz.ratio(x, y) >= 90:
+                    continue
             return False
         return len(wa) == 1 or exact >= 1
     short_words, long_words = (wa, wb) if len(wa) < len(wb) else (wb, wa)
     return len(short_words) >= 2 and set(short_words) <= set(long_words)
+
+
+@lru_cache(maxsize=1 << 17)
+def _name_parts(name: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """`normalize_name`, its words and its digit runs (`names_match` compares a build's names
+    pairwise, each many times)."""
+    normal = normalize_name(name)
+    return normal, tuple(normal.split()), digits_of(normal)
 
 
 def word_counts(texts: Iterable[str]) -> Counter[str]:
