@@ -23,12 +23,16 @@ counts those strings as static lookups); ``--graph-vectors minilm`` runs MiniLM 
 Semantic merging compares contextual mention vectors pooled from the passage pass
 (`GraphSettings.alignment`, the default: the build encodes passages once, inside the graph build,
 stage ``embed_passages``); ``--alignment records`` encodes each base entity's record string.
+Base entities with no mention vector (every mention past the encoder's window) merge by name
+(``GraphSettings.outside_window``, the default); ``--outside-window records`` embeds their
+record strings with MiniLM instead.
 ``--raw-max N``: sizes above N skip the raw encoder pass (at 100K passages it alone takes about
 25 minutes here); their raw encoder time is the largest measured size's, scaled by passage tokens
 (encoding is linear in tokens), and the row says so (``raw enc s`` marked ``~``).
 
     .venv/bin/python benchmarks/indexing.py [--sizes 1000,10000] [--text-mb 5] [--no-graph]
         [--raw-max 10000] [--graph-vectors static|minilm] [--alignment contextual|records]
+        [--outside-window names|records]
 """
 
 from __future__ import annotations
@@ -118,7 +122,10 @@ def embedded_tokens(index: Any, passages: list[Any]) -> dict[str, int]:
         return new
 
     base_ids, base_texts, _, _ = store.alignment_state()
-    if store.manifest.get("settings", {}).get("alignment") == "contextual":
+    settings = store.manifest.get("settings", {})
+    if settings.get("alignment") == "contextual" and settings.get("outside_window") == "names":
+        base_texts = []  # no record strings: base entities without a mention vector have none
+    elif settings.get("alignment") == "contextual":
         # only base entities none of whose mentions got a contextual vector embed their record
         embedded = set(store.mention_embeddings()[1])
         with sqlite3.connect(store.dir / "graph.sqlite") as con:
@@ -177,7 +184,11 @@ def child(args: argparse.Namespace) -> None:
             show_progress=args.progress,
             graph=not args.no_graph,
             batch_size=args.batch_size,
-            graph_options={"vectors": args.graph_vectors, "alignment": args.alignment},
+            graph_options={
+                "vectors": args.graph_vectors,
+                "alignment": args.alignment,
+                "outside_window": args.outside_window,
+            },
         )
         total, total_cpu = time.perf_counter() - t, cpu_seconds() - c
         stages: dict[str, float] = {}
@@ -212,6 +223,7 @@ def child(args: argparse.Namespace) -> None:
                     "backend": getattr(embedder, "backend", "?"),
                     "graph_vectors": args.graph_vectors,
                     "alignment": args.alignment,
+                    "outside_window": args.outside_window,
                 }
             ),
             flush=True,
@@ -234,6 +246,8 @@ def run_child(extra: list[str], base: argparse.Namespace, skip_raw: bool = False
         base.graph_vectors,
         "--alignment",
         base.alignment,
+        "--outside-window",
+        base.outside_window,
         *extra,
     ]
     if base.no_graph:
@@ -314,6 +328,12 @@ def main() -> None:
         choices=("contextual", "records"),
         default="contextual",
         help="how semantic merging embeds base entities (GraphSettings.alignment)",
+    )
+    parser.add_argument(
+        "--outside-window",
+        choices=("names", "records"),
+        default="names",
+        help="base entities without a contextual vector (GraphSettings.outside_window)",
     )
     parser.add_argument("--progress", action="store_true", help="show the stage bars")
     parser.add_argument(

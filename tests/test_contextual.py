@@ -2,7 +2,8 @@
 passage vectors and the mention vectors (both backends agree), mention spans from the offline
 extractor and from name search, base vectors as normalised sums, variant candidates, and graphs
 built with them: recorded setting, stored mention vectors, an index storing the graph pass's
-passage vectors, updates equal to a rebuild, the record-string fallback."""
+passage vectors, updates equal to a rebuild, base entities without a mention vector (by name,
+or their record strings), the record-string fallback of a custom `embed`."""
 
 from __future__ import annotations
 
@@ -141,10 +142,61 @@ def test_settings_validate_and_old_stores_align_records() -> None:
     with pytest.raises(ValueError, match="unknown alignment vectors"):
         GraphSettings(alignment="bert")
 
+    assert GraphSettings().outside_window is None  # resolved by the build, per extractor
+    with pytest.raises(ValueError, match="unknown outside_window"):
+        GraphSettings(outside_window="static")
+
     class Old:
         manifest = {"settings": {"tau": 0.3, "vectors": "static"}}
 
-    assert _settings_of(Old()).alignment == "records"  # type: ignore[arg-type]
+    old = _settings_of(Old())  # type: ignore[arg-type]
+    assert (old.alignment, old.outside_window) == ("records", "records")
+
+    class LastRelease:  # contextual, before outside_window existed: record strings for those
+        manifest = {"settings": {"tau": 0.3, "vectors": "static", "alignment": "contextual"}}
+
+    assert _settings_of(LastRelease()).outside_window == "records"  # type: ignore[arg-type]
+
+
+def test_base_entities_without_a_mention_vector_merge_by_name_or_embed_their_record() -> None:
+    """Every mention of "Steph Curry" and of "NBA" lies past the encoder's window: by default
+    they have no vector (zero rows) and meet other base entities by name only; with
+    ``embed_outside`` their record strings are embedded."""
+    from graphseek.knowledge.graph.align import Aligner, AlignmentCache
+
+    def mention(k: int, name: str, kind: str) -> Mention:
+        return Mention(id=f"p{k}#m0", passage_id=f"p{k}", name=name, types=[kind])
+
+    mentions = [
+        mention(1, "Stephen Curry", "PERSON"),
+        mention(2, "Steph Curry", "PERSON"),
+        mention(3, "NBA", "ORG"),
+        mention(4, "National Basketball Association", "ORG"),
+    ]
+    contextual = {
+        "p1#m0": np.array([1, 0, 0, 0], np.float16),
+        "p4#m0": np.array([0, 1, 0, 0], np.float16),
+    }
+    embedded: list[str] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return np.tile(np.array([0, 0, 0, 1], np.float32), (len(texts), 1))
+
+    names = Aligner(embed=embed, tau=0.3).align(mentions, AlignmentCache(), contextual)
+    assert embedded == []
+    rows = dict(zip(names.base_texts, names.base_vectors, strict=True))
+    assert not rows["Steph Curry; PERSON"].any() and not rows["NBA; ORG"].any()
+    by_mention = names.mention_entity
+    assert by_mention["p1#m0"] == by_mention["p2#m0"]  # a name variant: found by name
+    assert by_mention["p3#m0"] != by_mention["p4#m0"]  # an acronym: only vectors found those
+
+    records = Aligner(embed=embed, tau=0.3, embed_outside=True).align(
+        mentions, AlignmentCache(), contextual
+    )
+    assert sorted(embedded) == ["NBA; ORG", "Steph Curry; PERSON"]
+    rows = dict(zip(records.base_texts, records.base_vectors, strict=True))
+    np.testing.assert_array_equal(rows["NBA; ORG"], [0, 0, 0, 1])
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +208,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, tiny_passages: list[Passage]
 def test_index_stores_the_graph_pass_passage_vectors(built: Index, onnx: Embedder) -> None:
     store = built.graph
     assert store.manifest["settings"]["alignment"] == "contextual"
+    assert store.manifest["settings"]["outside_window"] == "names"  # the offline extractor
     assert "embed_passages" in store.manifest["timings"]
     contents = [p.content for p in built.passages]
     want = onnx.encode(contents * 2)[: len(contents)]  # the bulk path, as an index uses

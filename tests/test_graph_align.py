@@ -260,3 +260,26 @@ def test_semantic_merge_with_scripted_llm(embed) -> None:  # type: ignore[no-unt
     assert names == ["New York", "New York", "Seth Curry", "Stephen Curry"]
     assert any("types=CITY" in p and "types=STATE" in p for p in prompts)  # one cluster asked
     assert result.llm_usage.usage.llm_calls == len(model.calls)
+
+
+def test_every_row_search_computes_each_pair_once_and_finds_what_per_query_search_finds() -> None:
+    """With every row as a query, `_exact_radius` searches each block only against the rows
+    from it on and mirrors the hits: the same neighbours as searching every row against all."""
+    import faiss
+
+    vectors = clustered_vectors(300, 6, 32, seed=3)
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(vectors)
+    lims, sims, found = index.range_search(vectors, 0.75 - 1e-6)
+    rows = list(align._exact_radius_all(vectors, 0.75 - 1e-6, block=256))  # 8 blocks
+    assert len(rows) == len(vectors)
+    for i, (cand, sim) in enumerate(rows):
+        lo, hi = lims[i], lims[i + 1]
+        expected = dict(zip(found[lo:hi].tolist(), sims[lo:hi].tolist(), strict=True))
+        assert sorted(cand.tolist()) == sorted(expected)
+        for j, s in zip(cand.tolist(), sim.tolist(), strict=True):
+            assert s == pytest.approx(float(expected[j]), abs=1e-5)
+    every = list(range(len(vectors)))
+    assert set(radius_pairs(vectors, every, 0.25, 5)) == set(
+        radius_pairs(vectors, every[::-1], 0.25, 5)  # not every row in order: per-query search
+    )

@@ -311,6 +311,8 @@ def test_llm_pipeline_with_a_scripted_model(tmp_path: Path) -> None:
     ]
     store = build_graph(passages, tmp_path / "g", llm=model, show_progress=False, tau=0.5)
     assert store.manifest["extractor"] == "LLMExtractor"
+    # an LLM's names need not occur in the passage: those without a vector embed records
+    assert store.manifest["settings"]["outside_window"] == "records"
     (curry,) = store.find_entities("Steph Curry")
     assert curry.name in ("Stephen Curry", "Steph Curry") and len(curry.passage_ids) == 2
     kinds = {(store.entity(r.source).name, r.label, r.kind) for r in store.relations()}  # type: ignore[union-attr]

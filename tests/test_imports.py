@@ -19,7 +19,10 @@ import os
 import pkgutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 import graphseek
 
@@ -131,3 +134,49 @@ def test_imports_have_no_cycle_even_lazy_ones() -> None:
         if m not in state:
             walk(m)
     assert cycles == []
+
+
+IMPORT_COST = r"""
+import sys, threading
+import graphseek.knowledge.graph, graphseek.knowledge.index
+lazy = "langgraph" not in sys.modules
+from graphseek.knowledge.nlp import get_nlp
+nlp = get_nlp(("lemmatizer",))
+import thinc.compat
+parsed = [e.text for e in nlp("Stephen Curry plays for the Golden State Warriors.").ents]
+print(lazy, "torch" in sys.modules, thinc.compat.has_torch, parsed)
+import torch  # refused only to the thread that imported spaCy, and only while it did
+from graphseek.state import State
+print(State.__name__, torch.__name__)
+"""
+
+
+def test_knowledge_layer_skips_langgraph_and_spacy_skips_torch() -> None:
+    """An index build imports neither LangGraph (the workflow schema loads on first use) nor
+    torch (thinc probes it while spaCy imports: about 1.3 s); both import fine afterwards."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORT_COST],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout.splitlines()
+    assert out[0] == "True False False ['Stephen Curry', 'the Golden State Warriors']"
+    assert out[1] == "State torch"
+
+
+def test_torch_is_refused_to_the_spacy_importing_thread_only() -> None:
+    from graphseek.knowledge.nlp import _NoTorchHere
+
+    finder = _NoTorchHere(threading.get_ident())
+    with pytest.raises(ImportError, match="spaCy"):
+        finder.find_spec("torch.utils.dlpack")
+    assert finder.find_spec("torchvision_like_but_not_torch") is None
+    found: list[object] = []
+    other = threading.Thread(target=lambda: found.append(finder.find_spec("torch")))
+    other.start()
+    other.join()
+    assert found == [None]  # another thread: left to the other finders

@@ -187,3 +187,16 @@ def test_minilm_graph_keeps_passing_the_query_vector(tiny_passages, tmp_path) ->
     assert view.vector_space == "minilm"
     vector = index.embed(["Lord Byron"])[0]
     assert view.graph_query("Lord Byron", vector) is vector
+
+
+def test_static_encoding_in_token_blocks_gives_the_same_sums(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Texts are summed whole inside blocks of about `BLOCK_TOKENS` token rows: any block size
+    gives the same vectors, bit for bit (a text longer than a block is its own block)."""
+    tokenizer = load_tokenizer(model_dir())
+    table = np.random.default_rng(0).standard_normal((tokenizer.get_vocab_size(), 16))
+    encoder = StaticEncoder(table.astype(np.float32), tokenizer)
+    texts = ["Stephen Curry", "", "Golden State Warriors; Warriors; ORG", "a " * 40, "x"] * 7
+    whole = encoder.encode(texts)
+    monkeypatch.setattr(static_module, "BLOCK_TOKENS", 5)
+    assert np.array_equal(encoder.encode(texts), whole)
+    assert not whole[1].any() and np.allclose(np.linalg.norm(whole[0]), 1.0)

@@ -75,6 +75,9 @@ class StaticEncoder:
     """Encodes texts as the normalised mean of their distilled token vectors (module doc)."""
 
     name = f"{MODEL_NAME}-static-v{STATIC_VERSION}"
+    thread_safe = True
+    """`encode` may be called from several threads at once (the tokenizer call is locked);
+    the graph build runs it in a background thread."""
 
     def __init__(self, table: np.ndarray, tokenizer: Any) -> None:
         self.table = np.ascontiguousarray(table, dtype=np.float32)

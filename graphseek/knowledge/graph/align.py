@@ -36,7 +36,6 @@ the response cache).
 from __future__ import annotations
 
 import logging
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.contextual import base_vectors
 from graphseek.knowledge.graph.models import CONCEPT, UNTYPED, Entity, Mention
 from graphseek.knowledge.graph.text import names_match, normalize_name, stable_id
@@ -566,30 +566,6 @@ def describe(records: Sequence[EntityRecord]) -> str:
     return "\n".join(lines)
 
 
-class _Background:
-    """`fn()` on a daemon thread; `result()` waits for it and returns its value or raises its
-    exception. A daemon thread rather than an executor's: an interrupted build ends without
-    waiting for it."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Callable[[], Any]) -> None:
-        try:
-            self._value = fn()
-        except BaseException as exc:  # handed to the caller by result()
-            self._error = exc
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
 class Aligner:
     """Runs exact and semantic merging (see the module docstring)."""
 
@@ -605,7 +581,11 @@ class Aligner:
         max_concurrency: int = 8,
         max_retries: int = 2,
         show_progress: bool = False,
+        embed_outside: bool = False,
     ) -> None:
+        """`embed_outside`: with contextual vectors, a base entity with none (all its
+        mentions past the encoder's window) gets its record string's vector from `embed`;
+        otherwise it has no vector (a zero row), and its merge candidates come by name."""
         if not 0.0 <= tau <= 2.0:
             raise ValueError(f"tau is a cosine distance in [0, 2], got {tau}")
         self.embed = embed
@@ -617,6 +597,7 @@ class Aligner:
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
         self.show_progress = show_progress
+        self.embed_outside = embed_outside
 
     def align(
         self,
@@ -627,7 +608,7 @@ class Aligner:
         """Exact, then semantic merging of `mentions`. Base entities are compared by the
         vectors of their record strings, or, given `mention_vectors` (contextual vectors by
         mention id, `graphseek.knowledge.graph.contextual`), by the normalised sum of their
-        mentions' vectors (record strings only for those with none)."""
+        mentions' vectors (those with none: see `embed_outside`)."""
         cache = cache or AlignmentCache()
         mentions = sorted(mentions, key=lambda m: m.id)
         raw_count, raw_nodes = raw_entity_count(mentions)
@@ -648,7 +629,7 @@ class Aligner:
 
         # candidates by name (Python) while the encoder embeds the base records that need it
         # (its threads release the GIL), so the two share the cores
-        named_pairs = _Background(by_name)
+        named_pairs = Background(by_name)
         vectors = self._base_vectors(base, texts, cache, mention_vectors)
         if not len(vectors):
             vectors = np.zeros((0, 1), dtype=np.float32)
@@ -745,7 +726,7 @@ class Aligner:
             return cached_encode(texts, self.embed, cache.vectors)
         dim = len(next(iter(mention_vectors.values())))
         vectors, missing = base_vectors([r.mention_ids for r in base], mention_vectors, dim)
-        if missing:
+        if missing and self.embed_outside:
             vectors[missing] = cached_encode([texts[k] for k in missing], self.embed, cache.vectors)
         return vectors
 

@@ -35,6 +35,7 @@ from scipy.sparse import csgraph
 from scipy.sparse import csr_matrix as _csr
 
 from graphseek.errors import CorpusError, IndexFormatError
+from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.align import (
     GENERIC_TYPES,
     Aligner,
@@ -47,7 +48,7 @@ from graphseek.knowledge.graph.contextual import (
     SpanEncoder,
     encode_passages,
 )
-from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges
+from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
 from graphseek.knowledge.graph.link import (
     cooccurrence_edges,
     cooccurring_pairs,
@@ -88,6 +89,11 @@ on the dev slices (2Wiki 0-199, MuSiQue train 0-199, docqa): HiGra and progressi
 @10 no lower than with record strings at 0.25 on any of them (README, "Knowledge graph")."""
 
 
+OUTSIDE_WINDOW = ("names", "records")
+"""What semantic merging does with a base entity that has no contextual vector
+(`GraphSettings.outside_window`)."""
+
+
 @dataclass(frozen=True)
 class GraphSettings:
     """Construction parameters, saved in the manifest and reused by incremental updates."""
@@ -120,7 +126,25 @@ class GraphSettings:
     MiniLM pass), or each record string. Stores written before the setting existed (and builds
     given a custom `embed`, which has no token states) use record strings."""
 
+    outside_window: str | None = None
+    """With contextual alignment, a base entity none of whose mentions has a contextual vector:
+    one of `OUTSIDE_WINDOW`. "names": it takes part in semantic merging through name
+    candidates only (`name_pairs`, `variant_pairs`); "records": it gets its record string's
+    MiniLM vector (a second encoder pass over those strings). None (the default) picks "names"
+    for the offline extractor, whose mentions point at their words, so such an entity is one
+    whose every mention lies past the encoder's 256-token window (10% of the base entities of
+    1,500 2Wiki passages; embedding their records cost about 10% of the passages' tokens, for
+    55 of 1,571 merges, and the dev slices' recall moved by 0.3 point at most without them); and
+    "records" for other extractors, whose names (an LLM's) may not occur in the passage at all.
+    The manifest records the value used; stores written before the setting existed use
+    "records"."""
+
     def __post_init__(self) -> None:
+        if self.outside_window is not None and self.outside_window not in OUTSIDE_WINDOW:
+            raise ValueError(
+                f"unknown outside_window {self.outside_window!r}; "
+                f"choose {' or '.join(OUTSIDE_WINDOW)}"
+            )
         if self.vectors not in VECTOR_SPACES:
             raise ValueError(
                 f"unknown graph vectors {self.vectors!r}; choose {' or '.join(VECTOR_SPACES)}"
@@ -275,15 +299,28 @@ def cpu_time() -> float:
 
 
 class _Clock:
-    """Wall and CPU time of one phase (CPU time shows the cost on a busy host)."""
+    """Wall and CPU time of one phase (CPU time shows the cost on a busy host; it is the
+    process's, so it includes background threads). `pause` / `resume` leave out a stretch."""
 
     def __init__(self) -> None:
         self.wall = time.perf_counter()
         self.cpu = cpu_time()
+        self.paused_wall = self.paused_cpu = 0.0
+        self.paused_at: tuple[float, float] | None = None
+
+    def pause(self) -> None:
+        self.paused_at = (time.perf_counter(), cpu_time())
+
+    def resume(self) -> None:
+        if self.paused_at is not None:
+            self.paused_wall += time.perf_counter() - self.paused_at[0]
+            self.paused_cpu += cpu_time() - self.paused_at[1]
+            self.paused_at = None
 
     def record(self, timings: dict[str, Any], name: str, n: int, **extra: Any) -> None:
-        wall = time.perf_counter() - self.wall
-        cpu = cpu_time() - self.cpu
+        self.resume()
+        wall = time.perf_counter() - self.wall - self.paused_wall
+        cpu = cpu_time() - self.cpu - self.paused_cpu
         timings[name] = {
             "seconds": round(wall, 3),
             "cpu_seconds": round(cpu, 3),
@@ -390,6 +427,7 @@ def assemble(
         max_cluster_size=settings.max_cluster_size,
         max_concurrency=max_concurrency,
         show_progress=show_progress,
+        embed_outside=settings.outside_window != "names",
     )
     contextual = settings.alignment == "contextual"
     # record strings show MiniLM's "aligning entities" bar; contextual vectors need their own
@@ -400,6 +438,15 @@ def assemble(
     by_id = {e.id: e for e in entities}
     mention_entity = aligned.mention_entity
     clock.record(timings, "align", n_passages)
+
+    # The static encoder (tokenizer, sums) and k-means mostly run with the GIL released, so
+    # they go to a background thread while linking's Python runs here (static vectors only: a
+    # caller's `embed` need not be thread-safe). Stage seconds are this thread's wall time.
+    threaded = bool(getattr(strings, "thread_safe", False))
+    entity_job = Background(
+        lambda: cached_encode([entity_text(e) for e in entities], strings, cache.vectors),
+        thread=threaded,
+    )
 
     # Phase 3: entity-entity linking
     clock = _Clock()
@@ -472,8 +519,8 @@ def assemble(
     linking.update(1)
     linking.close()
 
-    # hyperedges and topics
-    clock = _Clock()
+    # hyperedges and topics (vectors and clusters in the background, keywords below)
+    topic_clock = _Clock()
     _stage(embed, "topics")
     # MiniLM shows its own "topics" bar over the hyperedges it embeds; static vectors do not
     steps = progress_bar(
@@ -482,19 +529,17 @@ def assemble(
     hyperedges = build_hyperedges(
         extractions, mention_entity, min_entities=settings.min_hyperedge_entities
     )
-    hyper_vectors = cached_encode([hyperedge_text(h) for h in hyperedges], strings, cache.vectors)
-    steps.update(1)
-    hyperedges, topics = assign_topics(
-        hyperedges, hyper_vectors, seed=settings.seed, keywords=settings.topic_keywords
-    )
-    steps.update(1)
-    steps.close()
-    clock.record(timings, "hyperedges_topics", n_passages)
 
-    # embeddings of entities and relations
+    def hyperedge_topics() -> tuple[np.ndarray, np.ndarray]:
+        vectors = cached_encode([hyperedge_text(h) for h in hyperedges], strings, cache.vectors)
+        return vectors, cluster_topics(vectors, settings.seed)
+
+    topic_job = Background(hyperedge_topics, thread=threaded)
+    topic_clock.pause()
+
+    # embeddings of entities (begun above) and relations
     clock = _Clock()
     _stage(embed, "embedding graph")
-    entity_vectors = cached_encode([entity_text(e) for e in entities], strings, cache.vectors)
     names = {e.id: e.name for e in entities}
     embedded = (
         [r for r in relations if r.kind in ("extracted", "predicted")]
@@ -504,7 +549,22 @@ def assemble(
     relation_vectors = cached_encode(
         [relation_text(r, names) for r in embedded], strings, cache.vectors
     )
+    entity_vectors = entity_job.result()
     clock.record(timings, "embed", n_passages)
+
+    topic_clock.resume()
+    hyper_vectors, labels = topic_job.result()
+    steps.update(1)
+    hyperedges, topics = assign_topics(
+        hyperedges,
+        hyper_vectors,
+        seed=settings.seed,
+        keywords=settings.topic_keywords,
+        labels=labels,
+    )
+    steps.update(1)
+    steps.close()
+    topic_clock.record(timings, "hyperedges_topics", n_passages)
 
     # statistics for the manifest: components before and after alignment
     raw_nodes = dict(zip(sorted(m.id for m in mentions), aligned.raw_nodes, strict=True))
@@ -664,6 +724,7 @@ def build_graph(
     cooccurrence: str = GraphSettings.cooccurrence,
     vectors: str = GraphSettings.vectors,
     alignment: str = GraphSettings.alignment,
+    outside_window: str | None = GraphSettings.outside_window,
     settings: GraphSettings | None = None,
     embed: Embed | None = None,
     max_concurrency: int = 8,
@@ -676,8 +737,8 @@ def build_graph(
     resolves to a chat model, else ``"offline"``. `llm` (a spec, a role mapping or a chat model;
     roles ``"extractor"`` and ``"aligner"``) also drives semantic merging and Phase 3 linking;
     without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`, `vectors`,
-    `alignment`: see
-    `GraphSettings` (a full `settings` object overrides them). With contextual alignment the
+    `alignment`, `outside_window`: see `GraphSettings` (a full `settings` object overrides
+    them). With contextual alignment the
     build encodes the passages (after extraction) and hands their vectors, rows in the order of
     `passages`, to `on_passage_vectors`: an index stores them instead of encoding twice.
     Returns the opened store.
@@ -695,9 +756,15 @@ def build_graph(
             cooccurrence=cooccurrence,
             vectors=vectors,
             alignment=alignment,
+            outside_window=outside_window,
         )
     timings: dict[str, Any] = {}
     chosen = _resolve_extractor(extractor, llm, show_progress, max_concurrency)
+    if settings.outside_window is None:
+        from graphseek.knowledge.graph.offline import OfflineExtractor
+
+        offline = isinstance(chosen, OfflineExtractor)
+        settings = replace(settings, outside_window="names" if offline else "records")
     extractions = _extract(items, chosen, coreferencer, timings)
     embed = embed or default_embed(show_progress)
     settings, passage_vectors, mentions = _contextual(
@@ -725,6 +792,7 @@ def _settings_of(store: SQLiteGraphStore) -> GraphSettings:
     known = {k: v for k, v in raw.items() if k in GraphSettings.__dataclass_fields__}
     known.setdefault("vectors", "minilm")  # stores written before the settings existed
     known.setdefault("alignment", "records")
+    known.setdefault("outside_window", "records")
     try:
         return GraphSettings(**known)
     except (TypeError, ValueError) as exc:  # pragma: no cover - manifest edited by hand

@@ -121,10 +121,17 @@ def topic_keywords(texts_by_topic: Sequence[Sequence[str]], top: int = 5) -> lis
 
 
 def assign_topics(
-    edges: Sequence[HyperEdge], vectors: np.ndarray, *, seed: int = 0, keywords: int = 5
+    edges: Sequence[HyperEdge],
+    vectors: np.ndarray,
+    *,
+    seed: int = 0,
+    keywords: int = 5,
+    labels: np.ndarray | None = None,
 ) -> tuple[list[HyperEdge], list[Topic]]:
-    """The hyperedges with `topic_id` set, and the topics."""
-    labels = cluster_topics(vectors, seed)
+    """The hyperedges with `topic_id` set, and the topics. `labels`: `cluster_topics(vectors,
+    seed)` when the caller has computed it already."""
+    if labels is None:
+        labels = cluster_topics(vectors, seed)
     members: dict[int, list[int]] = defaultdict(list)
     for i, label in enumerate(labels.tolist()):
         members[label].append(i)
