@@ -48,7 +48,12 @@ from graphseek.knowledge.graph.contextual import (
     SpanEncoder,
     encode_passages,
 )
-from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
+from graphseek.knowledge.graph.hyper import (
+    assign_topics,
+    build_hyperedges,
+    cluster_topics,
+    import_topic_libraries,
+)
 from graphseek.knowledge.graph.link import (
     cooccurrence_edges,
     cooccurring_pairs,
@@ -767,9 +772,11 @@ def build_graph(
         settings = replace(settings, outside_window="names" if offline else "records")
     extractions = _extract(items, chosen, coreferencer, timings)
     embed = embed or default_embed(show_progress)
+    prefetch = Background(import_topic_libraries)  # during the passage pass
     settings, passage_vectors, mentions = _contextual(
         settings, embed, items, extractions, timings, show_progress
     )
+    prefetch.result()
     if passage_vectors is not None and on_passage_vectors is not None:
         on_passage_vectors(passage_vectors)
     cache = _Cache.fresh(settings, mentions)

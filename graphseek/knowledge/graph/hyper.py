@@ -93,6 +93,14 @@ def _fit_predict_few_threads(model: Any, data: np.ndarray) -> np.ndarray:
         return np.asarray(model.fit_predict(data))
 
 
+def import_topic_libraries() -> None:
+    """Import what `cluster_topics` and `topic_keywords` use (scikit-learn: about 0.75 s on
+    this machine, most of it scipy.stats). A build does it on a background thread while the
+    passage encoder runs, whose threads leave the GIL free most of the time."""
+    import sklearn.cluster  # noqa: F401
+    import sklearn.feature_extraction.text  # noqa: F401
+
+
 def topic_keywords(texts_by_topic: Sequence[Sequence[str]], top: int = 5) -> list[list[str]]:
     """Top TF-IDF terms of each topic (each topic's texts form one document)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
