@@ -311,6 +311,9 @@ def show(label: str, row: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    from graphseek.knowledge.graph.build import OUTSIDE_WINDOW
+    from graphseek.knowledge.graph.contextual import ALIGNMENT_VECTORS
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated passage counts")
@@ -325,13 +328,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--alignment",
-        choices=("contextual", "records"),
+        choices=ALIGNMENT_VECTORS,
         default="contextual",
         help="how semantic merging embeds base entities (GraphSettings.alignment)",
     )
     parser.add_argument(
         "--outside-window",
-        choices=("names", "records"),
+        choices=OUTSIDE_WINDOW,
         default="names",
         help="base entities without a contextual vector (GraphSettings.outside_window)",
     )

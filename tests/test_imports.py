@@ -56,17 +56,22 @@ def _modules() -> list[str]:
     )
 
 
-def test_every_module_imports_alone() -> None:
+def _run(script: str, timeout: int) -> list[str]:
+    """The stdout lines of `script` run by a fresh interpreter from the repository."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
+    return subprocess.run(
+        [sys.executable, "-c", script],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
         check=True,
-        timeout=600,
+        timeout=timeout,
     ).stdout.splitlines()
+
+
+def test_every_module_imports_alone() -> None:
+    out = _run(SCRIPT, timeout=600)
     assert int(out[0]) == len(_modules()) > 50
     assert [line for line in out[1:] if line] == []
 
@@ -154,16 +159,7 @@ print(State.__name__, torch.__name__)
 def test_knowledge_layer_skips_langgraph_and_spacy_skips_torch() -> None:
     """An index build imports neither LangGraph (the workflow schema loads on first use) nor
     torch (thinc probes it while spaCy imports: about 1.3 s); both import fine afterwards."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", IMPORT_COST],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    ).stdout.splitlines()
+    out = _run(IMPORT_COST, timeout=300)
     assert out[0] == "True False False ['Stephen Curry', 'the Golden State Warriors']"
     assert out[1] == "State torch"
 

@@ -6,8 +6,10 @@
    per discourse; NER types of one name often differ between sentences; see `exact_groups`).
    The groups are the *base entities*.
 2. **Semantic merging**: base entities are embedded (by default the normalised sum of their
-   mentions' contextual vectors from the passage pass, `graphseek.knowledge.graph.contextual`;
-   else, and for entities without one, MiniLM over ``"name; aliases; types"``); every pair within cosine distance `tau` of each other (FAISS range search, at most
+   mentions' contextual vectors from the passage pass, `graphseek.knowledge.graph.contextual`,
+   an entity without one getting no vector or, with `embed_outside`, its record string's;
+   else MiniLM over ``"name; aliases; types"``); every pair within cosine distance `tau` of
+   each other (FAISS range search, at most
    `max_neighbors` per entity; above `EXACT_PAIRS_MAX` base entities an HNSW search that
    finds nearly all of them in n log n instead of n^2 work) is a candidate, i.e. the clusters
    are the connected components of the radius graph (DBSCAN with ``min_samples=1``). Merges
@@ -183,7 +185,8 @@ def _frequent_first(item: tuple[str, int]) -> tuple[int, str]:
 
 
 def _most_frequent(counts: dict[str, int]) -> str:
-    """`most_common` over counted values: ties go to the longer, then alphabetically first."""
+    """The most frequent of counted non-empty values; ties go to the longer, then the
+    alphabetically first ("" when there is none)."""
     return min(counts.items(), key=_frequent_longer)[0] if counts else ""
 
 
@@ -627,8 +630,8 @@ class Aligner:
                 named |= variant_pairs(base, changed, self.max_neighbors)
             return named
 
-        # candidates by name (Python) while the encoder embeds the base records that need it
-        # (its threads release the GIL), so the two share the cores
+        # candidates by name (Python) while the base vectors are made and searched (the
+        # encoder's and FAISS's threads release the GIL), so the two share the cores
         named_pairs = Background(by_name)
         vectors = self._base_vectors(base, texts, cache, mention_vectors)
         if not len(vectors):

@@ -743,10 +743,9 @@ def build_graph(
     roles ``"extractor"`` and ``"aligner"``) also drives semantic merging and Phase 3 linking;
     without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`, `vectors`,
     `alignment`, `outside_window`: see `GraphSettings` (a full `settings` object overrides
-    them). With contextual alignment the
-    build encodes the passages (after extraction) and hands their vectors, rows in the order of
-    `passages`, to `on_passage_vectors`: an index stores them instead of encoding twice.
-    Returns the opened store.
+    them). With contextual alignment the build encodes the passages (after extraction) and
+    hands their vectors, rows in the order of `passages`, to `on_passage_vectors`: an index
+    stores them instead of encoding twice. Returns the opened store.
     """
     started = time.perf_counter()
     items = _check_passages(passages)

@@ -12,8 +12,9 @@ Measured on the dev slices (README, "Knowledge graph"): the same or better HiGra
 record strings, and one transformer pass fewer per build.
 
 Where a mention has no span (an LLM extraction, a span past the model's 256-token window), its
-name is searched in the passage; a mention found nowhere gets no vector, and a base entity with
-no mention vector falls back to its record string.
+name is searched in the passage; a mention found nowhere, or past the window, gets no vector. A
+base entity with no mention vector merges by name only, or embeds its record string
+(`GraphSettings.outside_window`).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def base_vectors(
 ) -> tuple[np.ndarray, list[int]]:
     """The vector of each group of mention ids (a base entity): the normalised sum of its
     members' vectors. Returns the (n, dim) rows and the positions of groups with no member
-    vector (their rows are zero; the caller fills them)."""
+    vector (their rows are zero; the caller may fill them)."""
     out = np.zeros((len(members), dim), dtype=np.float32)
     rows: list[np.ndarray] = []
     owner: list[int] = []

@@ -7,7 +7,7 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 
 _PUNCT_DROP = re.compile(r"[.'\u2019\u2018`\"\u201c\u201d]")
@@ -176,11 +176,3 @@ def stable_id(prefix: str, *parts: str, length: int = 12) -> str:
     """``prefix-<sha1 hex>`` of the parts: the same content always gets the same id."""
     digest = hashlib.sha1("\x1f".join(parts).encode()).hexdigest()
     return f"{prefix}-{digest[:length]}"
-
-
-def most_common(values: Sequence[str]) -> str:
-    """The most frequent non-empty value; ties go to the longer, then the alphabetically first."""
-    counts = Counter(v for v in values if v)
-    if not counts:
-        return ""
-    return min(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0]
