@@ -73,6 +73,31 @@ def test_one_pass_gives_the_passage_vectors_and_span_vectors(onnx: Embedder) -> 
     assert byron @ names[0] > byron @ names[1] and curie @ names[1] > curie @ names[0]
 
 
+def test_the_pass_pools_on_one_blas_thread_and_gives_the_threads_back(onnx: Embedder) -> None:
+    """Pooling's matrix products run on the encoder's worker threads; OpenBLAS's own threads
+    would fight those for the cores, so the pass holds BLAS to one thread, and only the pass."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> list[int]:
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    before = blas_threads()
+    seen: list[list[int]] = []
+    run_ids = onnx._run_ids
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(blas_threads())
+        return run_ids(*args, **kwargs)
+
+    onnx._run_ids = spy  # type: ignore[method-assign]
+    try:
+        onnx.encode_spans(TEXTS, SPANS)
+    finally:
+        del onnx._run_ids
+    assert seen and all(n == 1 for n in seen[0])
+    assert blas_threads() == before
+
+
 @pytest.mark.slow
 def test_span_vectors_agree_across_backends(onnx: Embedder) -> None:
     torch_vectors, torch_spans = Embedder(backend="torch").encode_spans(TEXTS, SPANS)
