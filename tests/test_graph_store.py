@@ -200,6 +200,17 @@ def test_interrupted_build_keeps_the_previous_store(
     with pytest.raises(Boom):
         build(CORPUS[:2], out)
     monkeypatch.undo()
+    # the database is written on its own thread: its failure reaches the caller the same way
+    write_database = store_module._write_database
+
+    def crash_in_database(path: Path, data: object) -> None:
+        write_database(path, data)  # type: ignore[arg-type]
+        raise Boom("disk full while writing the database")
+
+    monkeypatch.setattr(store_module, "_write_database", crash_in_database)
+    with pytest.raises(Boom, match="database"):
+        build(CORPUS[:2], out)
+    monkeypatch.undo()
     assert snapshot(SQLiteGraphStore.open(out)) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["graph"]  # no temp dirs left
     # a crash between the two renames: the previous store is renamed aside, then put back

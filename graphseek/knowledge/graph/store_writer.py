@@ -5,6 +5,7 @@ in-memory `GraphData` a build produces, and `write_store`, which writes it atomi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ from scipy import sparse
 
 from graphseek.errors import IndexFormatError
 from graphseek.knowledge.atomic import atomic_directory, recover
+from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -69,6 +71,9 @@ CREATE TABLE base_entities (ord INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, te
 CREATE TABLE merge_pairs (a TEXT NOT NULL, b TEXT NOT NULL, sim REAL NOT NULL,
     merged INTEGER NOT NULL, PRIMARY KEY (a, b));
 """
+
+CACHE_KIB = 262_144
+"""SQLite's page cache while a store is written (KiB; an upper bound, used as the file grows)."""
 
 _INDEXES = """
 CREATE INDEX ix_mentions_passage ON mentions (passage_id);
@@ -124,8 +129,15 @@ class GraphData:
 # -- writing ------------------------------------------------------------------------------------
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON (one encoder for every row: `json.dumps` with options makes one per call;
+    most mentions have no aliases, hence the shortcut)."""
+    if isinstance(value, list) and not value:
+        return "[]"
+    return _ENCODE(value)
 
 
 def _write_database(path: Path, data: GraphData) -> None:
@@ -133,6 +145,8 @@ def _write_database(path: Path, data: GraphData) -> None:
     try:
         con.execute("PRAGMA journal_mode=OFF")
         con.execute("PRAGMA synchronous=OFF")
+        # a larger page cache than the 2 MB default: the id indexes take keys in random order
+        con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         con.executescript(_SCHEMA)
         with con:
             con.executemany(
@@ -336,47 +350,60 @@ def check_target(out_dir: str | os.PathLike[str]) -> Path:
 
 
 def write_store(data: GraphData, out_dir: str | os.PathLike[str]) -> Path:
-    """Write `data` to `out_dir` atomically (`graphseek.knowledge.atomic`); returns its path."""
+    """Write `data` to `out_dir` atomically (`graphseek.knowledge.atomic`); returns its path.
+    The database is written on a thread while this one writes the arrays (SQLite runs without
+    the GIL, so the two overlap on a second core)."""
     dest = check_target(out_dir)
     with atomic_directory(dest) as tmp:
-        _write_database(tmp / DATABASE, data)
-        dim = (
-            max(
-                (a.shape[1] for a in (data.entity_vectors, data.base_vectors) if a.ndim == 2),
-                default=384,
-            )
-            or 384
-        )
-        _save_npy(tmp / "entity_vectors.npy", data.entity_vectors, dim)
-        _save_npy(tmp / "relation_vectors.npy", data.relation_vectors, dim)
-        _save_npy(tmp / "hyperedge_vectors.npy", data.hyperedge_vectors, dim)
-        _save_npy(tmp / "base_vectors.npy", data.base_vectors, dim)
-        mention_ids = sorted(data.mention_vectors)
-        mention_rows = (
-            np.stack([data.mention_vectors[m] for m in mention_ids])
-            if mention_ids
-            else np.zeros((0, dim))
-        )
-        np.save(tmp / "mention_vectors.npy", np.ascontiguousarray(mention_rows, dtype=np.float16))
-        entity_ids = [e.id for e in data.entities]
-        passage_ids = [p.id for p in data.passages]
-        adjacency, full, incidence = build_matrices(
-            entity_ids, passage_ids, data.relations, data.entity_passages
-        )
-        sparse.save_npz(tmp / "adjacency_entity.npz", adjacency)
-        sparse.save_npz(tmp / "adjacency_full.npz", full)
-        sparse.save_npz(tmp / "entity_passage.npz", incidence)
-        nodes = {
-            "entities": entity_ids,
-            "passages": passage_ids,
-            "relations_embedded": data.relation_vector_ids,
-            "hyperedges": [h.id for h in data.hyperedges],
-            "mentions_embedded": mention_ids,
-        }
-        (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
-        manifest = {"format": FORMAT, "version": VERSION, "written": time.time()}
-        manifest.update(data.manifest)
-        (tmp / MANIFEST).write_text(
-            json.dumps(manifest, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
-        )
+        database = Background(lambda: _write_database(tmp / DATABASE, data))
+        try:
+            _write_arrays(tmp, data)
+        except BaseException:
+            with contextlib.suppress(BaseException):  # the directory goes once it is done
+                database.result()
+            raise
+        database.result()
     return dest
+
+
+def _write_arrays(tmp: Path, data: GraphData) -> None:
+    """The vectors, the sparse matrices, ``nodes.json`` and the manifest."""
+    dim = (
+        max(
+            (a.shape[1] for a in (data.entity_vectors, data.base_vectors) if a.ndim == 2),
+            default=384,
+        )
+        or 384
+    )
+    _save_npy(tmp / "entity_vectors.npy", data.entity_vectors, dim)
+    _save_npy(tmp / "relation_vectors.npy", data.relation_vectors, dim)
+    _save_npy(tmp / "hyperedge_vectors.npy", data.hyperedge_vectors, dim)
+    _save_npy(tmp / "base_vectors.npy", data.base_vectors, dim)
+    mention_ids = sorted(data.mention_vectors)
+    mention_rows = (
+        np.stack([data.mention_vectors[m] for m in mention_ids])
+        if mention_ids
+        else np.zeros((0, dim))
+    )
+    np.save(tmp / "mention_vectors.npy", np.ascontiguousarray(mention_rows, dtype=np.float16))
+    entity_ids = [e.id for e in data.entities]
+    passage_ids = [p.id for p in data.passages]
+    adjacency, full, incidence = build_matrices(
+        entity_ids, passage_ids, data.relations, data.entity_passages
+    )
+    sparse.save_npz(tmp / "adjacency_entity.npz", adjacency)
+    sparse.save_npz(tmp / "adjacency_full.npz", full)
+    sparse.save_npz(tmp / "entity_passage.npz", incidence)
+    nodes = {
+        "entities": entity_ids,
+        "passages": passage_ids,
+        "relations_embedded": data.relation_vector_ids,
+        "hyperedges": [h.id for h in data.hyperedges],
+        "mentions_embedded": mention_ids,
+    }
+    (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
+    manifest = {"format": FORMAT, "version": VERSION, "written": time.time()}
+    manifest.update(data.manifest)
+    (tmp / MANIFEST).write_text(
+        json.dumps(manifest, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+    )
