@@ -3,6 +3,7 @@ incremental add equal to a rebuild, delete, atomic writes, statistics."""
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 from collections.abc import Sequence
@@ -81,6 +82,18 @@ def store(store_dir: Path) -> SQLiteGraphStore:
     opened = SQLiteGraphStore.open(store_dir)
     yield opened  # type: ignore[misc]
     opened.close()
+
+
+def test_a_build_leaves_garbage_collection_as_it_found_it(tmp_path: Path) -> None:
+    assert gc.isenabled()
+    build(CORPUS[:2], tmp_path / "on").close()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        build(CORPUS[:2], tmp_path / "off").close()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_read_api(store: SQLiteGraphStore) -> None:
@@ -190,6 +203,7 @@ def test_interrupted_build_keeps_the_previous_store(
     before = snapshot(SQLiteGraphStore.open(out))
     with pytest.raises(Boom):
         build_graph(CORPUS[:2], out, extractor=FailingExtractor(), show_progress=False)
+    assert gc.isenabled()  # the build pauses automatic collection, and gives it back on failure
 
     import graphseek.knowledge.graph.store_writer as store_module
 

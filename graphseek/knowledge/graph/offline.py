@@ -38,6 +38,7 @@ passage, 85% of it inside spaCy); see ``benchmarks/graph_build.py`` and
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import re
@@ -359,6 +360,7 @@ def _worker_start() -> None:
     so the parent's handler never runs here, not even in the fork hooks of other libraries.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    gc.enable()  # the parent's build runs without it (`build._without_gc`); spaCy's docs go here
 
 
 _FORKED: OfflineExtractor | None = None
