@@ -454,6 +454,19 @@ def assemble(
         lambda: cached_encode([entity_text(e) for e in entities], strings, cache.vectors),
         thread=threaded,
     )
+    # hyperedges need only the alignment: their vectors and k-means start now, so k-means
+    # overlaps linking too (the topics stage below waits for them and adds the keywords)
+    topic_clock = _Clock()
+    hyperedges = build_hyperedges(
+        extractions, mention_entity, min_entities=settings.min_hyperedge_entities
+    )
+
+    def hyperedge_topics() -> tuple[np.ndarray, np.ndarray]:
+        vectors = cached_encode([hyperedge_text(h) for h in hyperedges], strings, cache.vectors)
+        return vectors, cluster_topics(vectors, settings.seed)
+
+    topic_job = Background(hyperedge_topics) if threaded else None
+    topic_clock.pause()
 
     # Phase 3: entity-entity linking
     clock = _Clock()
@@ -526,22 +539,16 @@ def assemble(
     linking.update(1)
     linking.close()
 
-    # hyperedges and topics (vectors and clusters in the background, keywords below)
-    topic_clock = _Clock()
+    # hyperedges and topics (vectors and clusters begun above with static vectors, here with
+    # MiniLM's; keywords below)
+    topic_clock.resume()
     _stage(embed, "topics")
     # MiniLM shows its own "topics" bar over the hyperedges it embeds; static vectors do not
     steps = progress_bar(
         "topics", 2, show_progress and not isinstance(strings, _StageEmbed), unit="step"
     )
-    hyperedges = build_hyperedges(
-        extractions, mention_entity, min_entities=settings.min_hyperedge_entities
-    )
-
-    def hyperedge_topics() -> tuple[np.ndarray, np.ndarray]:
-        vectors = cached_encode([hyperedge_text(h) for h in hyperedges], strings, cache.vectors)
-        return vectors, cluster_topics(vectors, settings.seed)
-
-    topic_job = Background(hyperedge_topics, thread=threaded)
+    if topic_job is None:
+        topic_job = Background(hyperedge_topics, thread=False)
     topic_clock.pause()
 
     # embeddings of entities (begun above) and relations
