@@ -7,6 +7,7 @@ or their record strings), the record-string fallback of a custom `embed`."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +97,21 @@ def test_the_pass_pools_on_one_blas_thread_and_gives_the_threads_back(onnx: Embe
         del onnx._run_ids
     assert seen and all(n == 1 for n in seen[0])
     assert blas_threads() == before
+
+
+def test_a_pass_run_partly_ahead_equals_one_pass(onnx: Embedder) -> None:
+    texts, spans = TEXTS * 3, SPANS * 3
+    vectors, pooled = onnx.encode_spans(texts, spans, batch_size=2)
+    begun = onnx.span_pass(texts, batch_size=2)
+    assert len(begun.plan) > 2
+    assert begun.run_ahead(threading.Event(), max_bytes=1) == 1  # one batch, then the cap
+    got_vectors, got_pooled = begun.finish(spans)
+    np.testing.assert_array_equal(got_vectors, vectors)  # the same batches: bit for bit
+    for got, want in zip(got_pooled, pooled, strict=True):
+        np.testing.assert_array_equal(got, want)
+    stopped = threading.Event()
+    stopped.set()
+    assert onnx.span_pass(texts, batch_size=2).run_ahead(stopped) == 0
 
 
 @pytest.mark.slow
@@ -287,6 +303,39 @@ def test_contextual_update_and_delete_equal_a_rebuild(tiny_passages, tmp_path: P
     shrunk = delete_passages(tmp_path / "full", [p.id for p in tiny_passages[5:]])
     assert snapshot(shrunk) == snapshot(part)
     assert len(shrunk.mention_embeddings()[1]) == len(part.mention_embeddings()[1])
+
+
+def test_a_build_runs_the_first_batches_ahead_with_the_same_result(
+    tiny_passages: list[Passage], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graphseek.knowledge.graph.build as build_module
+    from graphseek.knowledge.embedder import SpanPass
+
+    run_ahead = SpanPass.run_ahead
+    ran: list[int] = []
+
+    def one_batch_ahead(self: SpanPass, stop: threading.Event, max_bytes: int = 0) -> int:
+        # spaCy is loaded already here, so `stop` comes at once: run one batch regardless
+        ran.append(run_ahead(self, threading.Event(), max_bytes=1))
+        return ran[-1]
+
+    def build(name: str) -> tuple[np.ndarray, SQLiteGraphStore]:
+        vectors: list[np.ndarray] = []
+        store = build_graph(
+            tiny_passages, tmp_path / name, show_progress=False, on_passage_vectors=vectors.append
+        )
+        return vectors[0], store
+
+    monkeypatch.setattr(SpanPass, "run_ahead", one_batch_ahead)
+    monkeypatch.setattr(build_module, "AHEAD_MIN", 1)
+    ahead_vectors, ahead = build("ahead")
+    assert ran == [1]
+    monkeypatch.setattr(build_module, "AHEAD_MIN", 10**9)
+    plain_vectors, plain = build("plain")
+    assert ran == [1]
+    np.testing.assert_array_equal(ahead_vectors, plain_vectors)
+    np.testing.assert_array_equal(ahead.mention_embeddings()[0], plain.mention_embeddings()[0])
+    assert [e.model_dump() for e in ahead.entities()] == [e.model_dump() for e in plain.entities()]
 
 
 def test_custom_embed_aligns_record_strings(tiny_passages, tmp_path: Path) -> None:

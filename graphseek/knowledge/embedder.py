@@ -67,6 +67,8 @@ INT8_MIN_TOKENS = 8
 """Queries shorter than this many tokens (with [CLS] and [SEP]) run the fp32 model: they cost
 little anyway, and int8 activation ranges taken over two or three tokens drift most (cosine
 0.988 for an empty string, >= 0.993 from 8 tokens on)."""
+AHEAD_BYTES = 64 << 20
+"""`SpanPass.run_ahead` holds at most about this many bytes of token states (float32)."""
 QUERY_CACHE = 1024
 """Vectors of the last this many texts encoded in small calls (queries) are kept: a workflow
 embeds one question in several tools (hybrid search, HiGra, progressive), and each
@@ -536,9 +538,15 @@ class Embedder:
         pooled from the same run's token states (`pool_spans`; "late chunking"): one transformer
         pass serves both. `spans[i]` is an (n, 2) array of [start, end) offsets in `texts[i]`;
         its result is (n, dim), with a zero row for a span past the model's window."""
-        out_spans = [np.zeros((len(s), self.dim), dtype=np.float32) for s in spans]
-        if not len(texts):
-            return np.zeros((0, self.dim), dtype=np.float32), out_spans
+        return self.span_pass(texts, batch_size).finish(spans)
+
+    def span_pass(self, texts: Sequence[str], batch_size: int = 64) -> SpanPass:
+        """`encode_spans` over `texts` in two steps (`SpanPass`): its first batches can run
+        before the spans are known."""
+        return SpanPass(self, texts, batch_size)
+
+    def _token_ids_offsets(self, texts: Sequence[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Token ids (int32, with [CLS] and [SEP], truncated) and character offsets (n x 2)."""
         tokenizer = self._tokenizer()
         ids: list[np.ndarray] = []
         offsets: list[np.ndarray] = []
@@ -546,21 +554,7 @@ class Embedder:
             for e in tokenizer.encode_batch(list(texts[start : start + TOKENIZE_CHUNK])):
                 ids.append(np.asarray(e.ids, dtype=np.int32))
                 offsets.append(np.asarray(e.offsets, dtype=np.int32).reshape(-1, 2))
-        wanted = [np.asarray(s, dtype=np.int64).reshape(-1, 2) for s in spans]
-
-        def pool(batch: list[int], hidden: np.ndarray) -> None:
-            for r, i in enumerate(batch):
-                if len(wanted[i]):
-                    out_spans[i] = pool_spans(hidden[r], offsets[i], wanted[i])
-
-        # the pooling's small matrix products run on the encoder's worker threads: with
-        # OpenBLAS's own threads as well, they fight those workers for the cores (measured: the
-        # pass 7% slower than plain encoding at 1K passages on 2 cores, 1% with one BLAS thread)
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"):
-            vectors = self._run_ids(ids, max(1, batch_size), on_states=pool)
-        return vectors, out_spans
+        return ids, offsets
 
     def _tokenizer(self) -> Any:
         """The unpadded, truncating tokenizer (ids and character offsets)."""
@@ -585,40 +579,57 @@ class Embedder:
             pooled = _mean_pooled(hidden, mask).numpy()
         return pooled.astype(np.float32), hidden.numpy() if states else None
 
-    def _run_ids(
-        self,
-        ids: Sequence[np.ndarray],
-        batch_size: int,
-        on_states: Callable[[list[int], np.ndarray], None] | None = None,
-    ) -> np.ndarray:
-        """Bulk runs over token ids: longest first, batches of at most `batch_size` texts and
-        `BATCH_TOKENS` tokens, on the worker threads (ONNX); rows in input order. `on_states`
-        gets each batch's text positions and token states."""
+    def _plan(self, ids: Sequence[np.ndarray], batch_size: int) -> list[list[int]]:
+        """Bulk batches over token ids: longest first, at most `batch_size` texts and
+        `BATCH_TOKENS` tokens each (a batch's first text is its longest)."""
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         batches: list[list[int]] = []
-        for i in order:  # longest first: a batch's first text is its longest
+        for i in order:
             if batches and len(batches[-1]) < batch_size:
                 longest = len(ids[batches[-1][0]])
                 if (len(batches[-1]) + 1) * longest <= BATCH_TOKENS:
                     batches[-1].append(i)
                     continue
             batches.append([i])
+        return batches
+
+    def _run_ids(
+        self,
+        ids: Sequence[np.ndarray],
+        batch_size: int,
+        on_states: Callable[[list[int], np.ndarray], None] | None = None,
+        *,
+        plan: list[list[int]] | None = None,
+        done: dict[int, tuple[np.ndarray, np.ndarray | None]] | None = None,
+    ) -> np.ndarray:
+        """Bulk runs over token ids (`_plan`, or the given `plan`), on the worker threads
+        (ONNX); rows in input order. `on_states` gets each batch's text positions and token
+        states. `done`: results of batches of `plan` already run (by number), not run again."""
+        batches = plan if plan is not None else self._plan(ids, batch_size)
+        done = done or {}
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
 
-        def run(batch: list[int]) -> None:
-            vectors, hidden = self._states([ids[i] for i in batch], on_states is not None)
+        def take(batch: list[int], vectors: np.ndarray, hidden: np.ndarray | None) -> None:
             out[batch] = vectors
             if on_states is not None and hidden is not None:
                 on_states(batch, hidden)
 
-        if self._onnx is None or self.workers <= 1 or len(batches) == 1:
-            for batch in batches:
+        def run(batch: list[int]) -> None:
+            take(batch, *self._states([ids[i] for i in batch], on_states is not None))
+
+        todo = [b for k, b in enumerate(batches) if k not in done]
+        if self._onnx is None or self.workers <= 1 or len(todo) <= 1:
+            for k, (vectors, hidden) in done.items():
+                take(batches[k], vectors, hidden)
+            for batch in todo:
                 run(batch)
         else:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed")
-            futures = [self._pool.submit(run, b) for b in batches]
+            futures = [self._pool.submit(run, b) for b in todo]
             try:
+                for k, (vectors, hidden) in done.items():  # meanwhile, on this thread
+                    take(batches[k], vectors, hidden)
                 for future in futures:
                     future.result()
             except BaseException:
@@ -628,6 +639,63 @@ class Embedder:
                     future.cancel()
                 raise
         return out
+
+
+class SpanPass:
+    """`Embedder.encode_spans` in two steps, so that its first batches can run before the
+    spans are known: a build runs them while spaCy loads, on the core that would otherwise
+    idle (`graphseek.knowledge.graph.contextual.begin_passages`).
+
+    `run_ahead(stop)` runs batches of the pass's own plan, longest first, on the calling
+    thread, until `stop` is set (checked between batches) or `max_bytes` of token states are
+    held; `finish(spans)` runs the rest on the worker threads and pools every span. The
+    batches are the plan's either way, so the vectors equal those of one `encode_spans` call
+    bit for bit, whoever ran which batch. Call `finish` only once `run_ahead` has returned."""
+
+    def __init__(self, embedder: Embedder, texts: Sequence[str], batch_size: int = 64) -> None:
+        self.embedder = embedder
+        self.batch_size = max(1, batch_size)
+        self.ids, self.offsets = embedder._token_ids_offsets(texts) if len(texts) else ([], [])
+        self.plan = embedder._plan(self.ids, self.batch_size)
+        self.done: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+
+    def run_ahead(self, stop: threading.Event, max_bytes: int = AHEAD_BYTES) -> int:
+        """Run batches until `stop` is set or `max_bytes` of states are held; returns how
+        many batches are done."""
+        held = 0
+        for k, batch in enumerate(self.plan):
+            if stop.is_set() or held >= max_bytes:
+                break
+            vectors, hidden = self.embedder._states([self.ids[i] for i in batch], True)
+            self.done[k] = (vectors, hidden)
+            held += 0 if hidden is None else hidden.nbytes
+        return len(self.done)
+
+    def finish(self, spans: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The texts' vectors and each text's span vectors (see `Embedder.encode_spans`)."""
+        dim = self.embedder.dim
+        out_spans = [np.zeros((len(s), dim), dtype=np.float32) for s in spans]
+        if not self.ids:
+            return np.zeros((0, dim), dtype=np.float32), out_spans
+        wanted = [np.asarray(s, dtype=np.int64).reshape(-1, 2) for s in spans]
+        offsets = self.offsets
+
+        def pool(batch: list[int], hidden: np.ndarray) -> None:
+            for r, i in enumerate(batch):
+                if len(wanted[i]):
+                    out_spans[i] = pool_spans(hidden[r], offsets[i], wanted[i])
+
+        # the pooling's small matrix products run on the encoder's worker threads: with
+        # OpenBLAS's own threads as well, they fight those workers for the cores (measured: the
+        # pass 7% slower than plain encoding at 1K passages on 2 cores, 1% with one BLAS thread)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            vectors = self.embedder._run_ids(
+                self.ids, self.batch_size, on_states=pool, plan=self.plan, done=self.done
+            )
+        self.done = {}
+        return vectors, out_spans
 
 
 @lru_cache(maxsize=1)

@@ -25,6 +25,7 @@ import functools
 import gc
 import logging
 import os
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -46,8 +47,11 @@ from graphseek.knowledge.graph.align import (
 )
 from graphseek.knowledge.graph.base import Coreferencer, Extractor
 from graphseek.knowledge.graph.contextual import (
+    AHEAD_MIN,
     ALIGNMENT_VECTORS,
+    AheadPass,
     SpanEncoder,
+    begin_passages,
     encode_passages,
 )
 from graphseek.knowledge.graph.hyper import (
@@ -646,13 +650,51 @@ def assemble(
     )
 
 
+class _RunAhead:
+    """The passage pass's first batches, run on a thread while the extractor loads its model
+    (`prepare`: importing and loading spaCy, single-threaded, while the other core idles).
+    The batches are the pass's own, so the vectors are the same whoever runs them."""
+
+    def __init__(self, passages: Sequence[Passage], show_progress: bool) -> None:
+        self.stop = threading.Event()
+
+        def start() -> tuple[_StageEmbed, AheadPass | None]:
+            embed = _StageEmbed(show_progress)
+            first = begin_passages(embed.embedder, passages)
+            if first is not None:
+                first.run_ahead(self.stop)
+            return embed, first
+
+        self.job = Background(start)
+
+    @classmethod
+    def wanted(
+        cls, extractor: Extractor, settings: GraphSettings, embed: Embed | None, n: int
+    ) -> bool:
+        """For the default embedder with contextual alignment, an extractor that can load its
+        model up front (`prepare`), and enough passages to fork extraction workers."""
+        return (
+            embed is None
+            and settings.alignment == "contextual"
+            and callable(getattr(extractor, "prepare", None))
+            and n >= AHEAD_MIN
+        )
+
+
 def _extract(
     passages: Sequence[Passage],
     extractor: Extractor,
     coreferencer: Coreferencer | None,
     timings: dict[str, Any],
+    ahead: _RunAhead | None = None,
 ) -> list[Extraction]:
     clock = _Clock()
+    if ahead is not None:
+        try:
+            extractor.prepare()  # type: ignore[attr-defined]
+        finally:
+            # checked between batches: the one running ends beside the extraction workers
+            ahead.stop.set()
     inputs = list(passages) if coreferencer is None else coreferencer.resolve(passages)
     if coreferencer is not None:
         clock.record(timings, "coreference", len(passages))
@@ -686,6 +728,7 @@ def _contextual(
     extractions: Sequence[Extraction],
     timings: dict[str, Any],
     show_progress: bool,
+    ahead: AheadPass | None = None,
 ) -> tuple[GraphSettings, np.ndarray | None, dict[str, np.ndarray]]:
     """With contextual alignment, one pass of the passage encoder: the passage vectors and the
     mention vectors. Without a span encoder (a custom `embed`) the settings fall back to
@@ -696,7 +739,9 @@ def _contextual(
     if encoder is None:
         return replace(settings, alignment="records"), None, {}
     clock = _Clock()
-    vectors, mentions = encode_passages(encoder, passages, extractions, show_progress=show_progress)
+    vectors, mentions = encode_passages(
+        encoder, passages, extractions, show_progress=show_progress, ahead=ahead
+    )
     clock.record(timings, "embed_passages", len(passages), mentions=len(mentions))
     return settings, vectors, mentions
 
@@ -805,11 +850,19 @@ def build_graph(
 
         offline = isinstance(chosen, OfflineExtractor)
         settings = replace(settings, outside_window="names" if offline else "records")
-    extractions = _extract(items, chosen, coreferencer, timings)
+    ahead = (
+        _RunAhead(items, show_progress)
+        if _RunAhead.wanted(chosen, settings, embed, len(items))
+        else None
+    )
+    extractions = _extract(items, chosen, coreferencer, timings, ahead)
+    first: AheadPass | None = None
+    if ahead is not None:
+        embed, first = ahead.job.result()
     embed = embed or default_embed(show_progress)
     prefetch = Background(import_topic_libraries)  # during the passage pass
     settings, passage_vectors, mentions = _contextual(
-        settings, embed, items, extractions, timings, show_progress
+        settings, embed, items, extractions, timings, show_progress, first
     )
     prefetch.result()
     if passage_vectors is not None and on_passage_vectors is not None:

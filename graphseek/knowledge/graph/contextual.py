@@ -19,6 +19,7 @@ base entity with no mention vector merges by name only, or embeds its record str
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -47,6 +48,19 @@ class SpanEncoder(Protocol):
     ) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
 
+AHEAD_MIN = 256
+"""A build runs the pass's first batches ahead (`begin_passages`) from this many passages on
+(the offline extractor forks its workers from there; below, the pass is short anyway)."""
+
+
+class AheadPass(Protocol):
+    """A pass begun before its spans are known (`graphseek.knowledge.embedder.SpanPass`)."""
+
+    def run_ahead(self, stop: threading.Event) -> int: ...
+
+    def finish(self, spans: Sequence[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]: ...
+
+
 def mention_spans(passage: Passage, mentions: Sequence[Mention]) -> np.ndarray:
     """[start, end) character spans of `mentions` in `passage.content`, (n, 2): the extractor's
     span when it has a valid one, else the first case-insensitive occurrence of the name, else
@@ -69,6 +83,26 @@ def mention_spans(passage: Passage, mentions: Sequence[Mention]) -> np.ndarray:
     return out
 
 
+def _blocks(passages: Sequence[Passage], batch_size: int) -> list[list[int]]:
+    """The pass's blocks of passage positions: longest first, `batch_size` x 16 at a time."""
+    order = sorted(range(len(passages)), key=lambda i: -len(passages[i].content))
+    block = max(batch_size * 16, 1)
+    return [order[start : start + block] for start in range(0, len(order), block)]
+
+
+def begin_passages(
+    encoder: SpanEncoder, passages: Sequence[Passage], *, batch_size: int = 64
+) -> AheadPass | None:
+    """The first block of `encode_passages`'s pass as a `SpanPass` (whose `run_ahead` runs
+    batches before the mention spans exist), or None when `encoder` has no `span_pass`. Hand it
+    to `encode_passages(..., ahead=...)` with the same passages and batch size."""
+    make = getattr(encoder, "span_pass", None)
+    if make is None or not passages:
+        return None
+    first = _blocks(passages, batch_size)[0]
+    return make([passages[i].content for i in first], batch_size=batch_size)
+
+
 def encode_passages(
     encoder: SpanEncoder,
     passages: Sequence[Passage],
@@ -76,24 +110,26 @@ def encode_passages(
     *,
     batch_size: int = 64,
     show_progress: bool = False,
+    ahead: AheadPass | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Passage vectors (rows in the order of `passages`, as `encode_texts` gives) and the
     contextual vector of every mention that has one, by mention id (`MENTION_DTYPE`).
 
     Blocks of passages, longest first, under one ``embedding passages`` bar: memory beyond the
-    outputs is one block's token ids and states."""
+    outputs is one block's token ids and states. `ahead`: the first block begun by
+    `begin_passages` (the same vectors, with its batches run ahead not run again)."""
     n = len(passages)
     vectors = np.zeros((n, encoder.dim), dtype=np.float32)
     mentions: dict[str, np.ndarray] = {}
-    order = sorted(range(n), key=lambda i: -len(passages[i].content))
-    block = max(batch_size * 16, 1)
     with progress_bar("embedding passages", n, show_progress, unit="passage") as bar:
-        for start in range(0, n, block):
-            idx = order[start : start + block]
+        for k, idx in enumerate(_blocks(passages, batch_size)):
             spans = [mention_spans(passages[i], extractions[i].mentions) for i in idx]
-            rows, pooled = encoder.encode_spans(
-                [passages[i].content for i in idx], spans, batch_size=batch_size
-            )
+            if k == 0 and ahead is not None:
+                rows, pooled = ahead.finish(spans)
+            else:
+                rows, pooled = encoder.encode_spans(
+                    [passages[i].content for i in idx], spans, batch_size=batch_size
+                )
             vectors[idx] = rows
             for i, span_vectors in zip(idx, pooled, strict=True):
                 found = np.abs(span_vectors).sum(1) > 0

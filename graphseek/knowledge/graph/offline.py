@@ -253,6 +253,11 @@ class OfflineExtractor:
             self._tables = _Tables(self.nlp)
         return self._tables
 
+    def prepare(self) -> None:
+        """Load the pipeline now (importing and loading spaCy: about a second of one core; a
+        build runs the passage encoder's first batches meanwhile)."""
+        _ = self.tables
+
     def parse(self, passages: Sequence[Passage]) -> Iterator[Any]:
         """spaCy docs of the passages' texts, in order (in this process)."""
         docs: Iterable[Any] = self.nlp.pipe((p.text for p in passages), batch_size=self.batch_size)
