@@ -618,26 +618,25 @@ class Embedder:
             take(batch, *self._states([ids[i] for i in batch], on_states is not None))
 
         todo = [b for k, b in enumerate(batches) if k not in done]
-        if self._onnx is None or self.workers <= 1 or len(todo) <= 1:
-            for k, (vectors, hidden) in done.items():
-                take(batches[k], vectors, hidden)
-            for batch in todo:
-                run(batch)
-        else:
+        futures = []
+        if self._onnx is not None and self.workers > 1 and len(todo) > 1:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed")
             futures = [self._pool.submit(run, b) for b in todo]
-            try:
-                for k, (vectors, hidden) in done.items():  # meanwhile, on this thread
-                    take(batches[k], vectors, hidden)
-                for future in futures:
-                    future.result()
-            except BaseException:
-                # Ctrl-C or a failed batch: drop the queued batches, so the process can end now
-                # instead of encoding the rest of the corpus at exit
-                for future in futures:
-                    future.cancel()
-                raise
+            todo = []
+        try:
+            for k, (vectors, hidden) in done.items():  # meanwhile, on this thread
+                take(batches[k], vectors, hidden)
+            for batch in todo:
+                run(batch)
+            for future in futures:
+                future.result()
+        except BaseException:
+            # Ctrl-C or a failed batch: drop the queued batches, so the process can end now
+            # instead of encoding the rest of the corpus at exit
+            for future in futures:
+                future.cancel()
+            raise
         return out
 
 

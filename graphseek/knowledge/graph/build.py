@@ -655,7 +655,10 @@ class _RunAhead:
     (`prepare`: importing and loading spaCy, single-threaded, while the other core idles).
     The batches are the pass's own, so the vectors are the same whoever runs them."""
 
-    def __init__(self, passages: Sequence[Passage], show_progress: bool) -> None:
+    def __init__(
+        self, prepare: Callable[[], None], passages: Sequence[Passage], show_progress: bool
+    ) -> None:
+        self.prepare = prepare
         self.stop = threading.Event()
 
         def start() -> tuple[_StageEmbed, AheadPass | None]:
@@ -668,17 +671,34 @@ class _RunAhead:
         self.job = Background(start)
 
     @classmethod
-    def wanted(
-        cls, extractor: Extractor, settings: GraphSettings, embed: Embed | None, n: int
-    ) -> bool:
-        """For the default embedder with contextual alignment, an extractor that can load its
-        model up front (`prepare`), and enough passages to fork extraction workers."""
-        return (
-            embed is None
-            and settings.alignment == "contextual"
-            and callable(getattr(extractor, "prepare", None))
-            and n >= AHEAD_MIN
-        )
+    def start(
+        cls,
+        extractor: Extractor,
+        settings: GraphSettings,
+        embed: Embed | None,
+        passages: Sequence[Passage],
+        show_progress: bool,
+    ) -> _RunAhead | None:
+        """Started for the default embedder with contextual alignment, an extractor that can
+        load its model up front (`prepare`), and enough passages to fork extraction workers;
+        else None."""
+        prepare = getattr(extractor, "prepare", None)
+        if (
+            embed is not None
+            or settings.alignment != "contextual"
+            or not callable(prepare)
+            or len(passages) < AHEAD_MIN
+        ):
+            return None
+        return cls(prepare, passages, show_progress)
+
+    def load_model(self) -> None:
+        """The extractor's `prepare`, then stop (checked between batches: the one running
+        ends beside the extraction workers)."""
+        try:
+            self.prepare()
+        finally:
+            self.stop.set()
 
 
 def _extract(
@@ -690,11 +710,7 @@ def _extract(
 ) -> list[Extraction]:
     clock = _Clock()
     if ahead is not None:
-        try:
-            extractor.prepare()  # type: ignore[attr-defined]
-        finally:
-            # checked between batches: the one running ends beside the extraction workers
-            ahead.stop.set()
+        ahead.load_model()
     inputs = list(passages) if coreferencer is None else coreferencer.resolve(passages)
     if coreferencer is not None:
         clock.record(timings, "coreference", len(passages))
@@ -850,11 +866,7 @@ def build_graph(
 
         offline = isinstance(chosen, OfflineExtractor)
         settings = replace(settings, outside_window="names" if offline else "records")
-    ahead = (
-        _RunAhead(items, show_progress)
-        if _RunAhead.wanted(chosen, settings, embed, len(items))
-        else None
-    )
+    ahead = _RunAhead.start(chosen, settings, embed, items, show_progress)
     extractions = _extract(items, chosen, coreferencer, timings, ahead)
     first: AheadPass | None = None
     if ahead is not None:
