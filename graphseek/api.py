@@ -38,13 +38,24 @@ class Result(BaseModel):
     retrieved_ids: list[str] = Field(default_factory=list)
 
     def to_public_dict(self) -> dict[str, Any]:
-        """The CLI's `--json` object (`abstain_reason` is "" when the run answered)."""
+        """The CLI's `--json` object (`abstain_reason` is "" when the run answered). `evidence` is
+        never empty when the run retrieved anything: an answer's grounding (`supports_answer`
+        true where the passage holds the answer), or for an abstention the passages most likely
+        to hold the answer, best first, each with its best sentence and the candidate `span`
+        marked where there is one."""
         return {
             "answer": self.answer,
             "abstained": self.abstained,
             "abstain_reason": self.abstain_reason if self.abstained else "",
             "evidence": [
-                {"passage_id": e.passage_id, "title": e.title, "text": e.text}
+                {
+                    "passage_id": e.passage_id,
+                    "title": e.title,
+                    "sentence": e.sentence,
+                    "span": e.span,
+                    "supports_answer": e.supports_answer,
+                    "text": e.text,
+                }
                 for e in self.evidence
             ],
             "trace": self.trace,

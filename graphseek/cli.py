@@ -63,6 +63,23 @@ def demo_index(rebuild: bool = False, quiet: bool = False) -> Any:
         return Index.open(path)
 
 
+#: how many passages the text of an abstention shows (`--json` has every evidence item)
+SHOWN_ON_ABSTENTION = 3
+
+
+def _snippet(e: Any) -> str:
+    """An evidence item's best sentence (else the start of its passage) as rich markup, with the
+    candidate answer span in bold."""
+    from rich.markup import escape
+
+    text = e.sentence or (e.text[:200] + ("…" if len(e.text) > 200 else ""))
+    at = text.find(e.span) if e.span else -1
+    if at < 0:
+        return escape(text)
+    end = at + len(e.span)
+    return f"{escape(text[:at])}[bold]{escape(text[at:end])}[/bold]{escape(text[end:])}"
+
+
 def _print_result(result: Any, as_json: bool) -> None:
     if as_json:
         print(json.dumps(result.to_public_dict(), ensure_ascii=False))
@@ -72,13 +89,18 @@ def _print_result(result: Any, as_json: bool) -> None:
 
     console = Console()
     console.print(f"[bold]Question:[/bold] {escape(result.question)}")
+    evidence = result.evidence
     if result.abstained:
-        console.print(f"[bold yellow]Abstained:[/bold yellow] {escape(result.abstain_reason)}")
+        console.print(
+            f"[bold yellow]No confident answer[/bold yellow] "
+            f"({escape(result.abstain_reason.rstrip('.'))})."
+            + (" Most relevant:" if evidence else " Nothing relevant was retrieved.")
+        )
+        evidence = evidence[:SHOWN_ON_ABSTENTION]
     else:
         console.print(f"[bold green]Answer:[/bold green] {escape(result.answer)}")
-    for e in result.evidence:
-        snippet = e.sentence or (e.text[:200] + ("…" if len(e.text) > 200 else ""))
-        console.print(f"  [cyan]{escape(f'[{e.passage_id}] {e.title}')}[/cyan]: {escape(snippet)}")
+    for e in evidence:
+        console.print(f"  [cyan]{escape(f'[{e.passage_id}] {e.title}')}[/cyan]: {_snippet(e)}")
     u = result.usage
     console.print(
         f"[dim]trace: {' → '.join(result.trace)}\n"
@@ -104,6 +126,7 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "llm_timeout": args.llm_timeout,
         "profile": args.profile,
         "max_question_chars": args.max_question_chars,
+        "abstain_threshold": args.abstain_threshold,
     }
 
 
@@ -287,6 +310,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
 
+    p.add_argument(
+        "--abstain-threshold",
+        type=float,
+        default=None,
+        help="confidence below which the offline reader abstains (default: the profile's "
+        "calibrated operating point)",
+    )
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphseek", description="Multi-hop question answering over your own documents."

@@ -245,7 +245,9 @@ def _search_roles(
             lambda: OfflineEvidenceVerifier(profile=context.profile),
         ),
         "rewriter": pick("rewriter", LLMQueryRewriter, lambda: OfflineQueryRewriter(librarian)),
-        "thinker": pick("thinker", LLMThinker, lambda: OfflineThinker(librarian)),
+        "thinker": pick(
+            "thinker", LLMThinker, lambda: OfflineThinker(librarian, threshold), cache=False
+        ),
         "drafter": pick(
             "drafter",
             LLMDrafter,

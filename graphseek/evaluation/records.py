@@ -3,7 +3,7 @@
 Record fields: config, config_spec, dataset, question_id, question_index, question, gold
 {answers, passage_ids, titles}, answerable, flagged, flag_reason, type, hops, prediction,
 abstained, outcome (right / wrong / abstained, see `graphseek.evaluation.scoring`),
-evidence_ids, retrieved_ids (ranked), trace, usage {llm_calls, prompt_tokens, completion_tokens,
+evidence_ids, answer_in_evidence (a gold answer occurs in what the user saw), retrieved_ids (ranked), trace, usage {llm_calls, prompt_tokens, completion_tokens,
 seconds, cpu_seconds}, diagnostics, judge {correct, reason, kind}, judge_usage, metrics, error.
 
 The file is append-only: a resumed run appends, and when a key appears twice the last record
@@ -111,7 +111,7 @@ def make_record(
 ) -> dict[str, Any]:
     """The scored record of one answer (`result`: a `graphseek.api.Result` or alike, None when
     the system raised `error`). `wall` and `cpu` are the seconds it took (CPU: process time)."""
-    from graphseek.evaluation.scoring import score_answer
+    from graphseek.evaluation.scoring import answer_in_evidence, score_answer
 
     answer = get_field(result, "answer") or ""
     abstained = bool(get_field(result, "abstained", False)) or error is not None
@@ -119,6 +119,9 @@ def make_record(
     retrieved_ids = passage_ids(get_field(result, "retrieved_ids")) or list(evidence_ids)
     gold = question.gold_passage_ids
     scores, verdict, outcome = score_answer(question, str(answer), abstained, judge)
+    shown = answer_in_evidence(
+        question.answers, str(answer), get_field(result, "evidence") or [], abstained
+    )
     metrics: dict[str, Any] = dict(scores)
     metrics.update(retrieval_metrics(retrieved_ids, evidence_ids, gold, ks=RECALL_KS))
     return {
@@ -142,6 +145,9 @@ def make_record(
         "abstained": abstained,
         "outcome": outcome,
         "evidence_ids": evidence_ids,
+        # a gold answer string occurs in what the user saw (answer or abstention; None when
+        # the question is unanswerable)
+        "answer_in_evidence": shown,
         "retrieved_ids": retrieved_ids,
         "trace": jsonable(get_field(result, "trace", [])),
         "usage": _usage(get_field(result, "usage"), wall, cpu),

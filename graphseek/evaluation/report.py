@@ -47,6 +47,7 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("abstained", "abstained", "count"),
     ("wrong_answer_rate", "wrong-answer rate", "pct"),
     ("unanswerable_abstained", "unans. abstained", "frac"),
+    ("answer_in_evidence", "ans. in evidence", "pct"),
     ("recall@2", "R@2", "pct"),
     ("recall@5", "R@5", "pct"),
     ("ret_f1", "RetF1", "pct"),
@@ -246,8 +247,11 @@ def render_table(summary: Mapping[str, Any]) -> str:
         lines.append(
             "EM, F1, SubEM, Acc, wrong-answer rate, R@k and RetF1 are percentages; right, wrong "
             "and abstained are counts (rate); unans. abstained counts the unanswerable questions "
-            "abstained on; R@k is Recall@k of the ranked retrieved passages, RetF1 the "
-            "passage-level F1 of the evidence ids; costs are per question."
+            "abstained on; ans. in evidence is the share of answerable questions where a gold "
+            "answer string occurs in what the user was shown (the answer and its evidence "
+            "sentences, or an abstention's three most relevant sentences); R@k is Recall@k of "
+            "the ranked retrieved passages, RetF1 the passage-level F1 of the evidence ids; "
+            "costs are per question."
         )
         lines.append("")
     for ds in datasets:

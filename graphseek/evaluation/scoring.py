@@ -18,7 +18,7 @@ correct; any answer scores 0 and judge incorrect (decided here, without asking a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from graphseek.evaluation.datasets import EvalQuestion
@@ -85,4 +85,35 @@ def outcome_metrics(record: Mapping[str, Any]) -> dict[str, float | None]:
     row["wrong_answer_rate"] = row["wrong"]
     row["abstain_any"] = float(abstained)
     row["unanswerable_abstained"] = None if answerable else float(abstained)
+    shown = record.get("answer_in_evidence")
+    row["answer_in_evidence"] = None if not answerable or shown is None else float(shown)
     return row
+
+
+#: how many evidence items of an abstention the user sees in the CLI text
+SHOWN_ON_ABSTENTION = 3
+
+
+def shown_text(prediction: str, evidence: Sequence[Any], abstained: bool) -> str:
+    """What a user sees of a reply in the CLI text: the answer, then each shown evidence item's
+    sentence (its passage's opening when it has none); an abstention shows its first three."""
+    items = list(evidence)[:SHOWN_ON_ABSTENTION] if abstained else list(evidence)
+    parts = [] if abstained else [prediction]
+    for e in items:
+        get = e.get if isinstance(e, Mapping) else lambda k, _e=e: getattr(_e, k, "")
+        parts.append(get("sentence") or str(get("text") or "")[:200])
+    return "\n".join(parts)
+
+
+def answer_in_evidence(
+    answers: Sequence[str], prediction: str, evidence: Sequence[Any], abstained: bool
+) -> bool | None:
+    """Whether a gold answer string occurs (normalised) in what the user was shown
+    (`shown_text`), whatever the reader's threshold; None for an unanswerable question."""
+    from graphseek.agents.reading.evidence import holds
+
+    golds = [a for a in answers if str(a).strip()]
+    if not golds:
+        return None
+    seen = shown_text(prediction, evidence, abstained)
+    return any(holds(seen, a) for a in golds)

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from graphseek.agents.registry import get_roles
 from graphseek.errors import LLMError
@@ -83,15 +84,62 @@ def answer_or_abstain(
     return update
 
 
-def finalize_answer(state: State) -> dict[str, Any]:
-    """Write the output fields: the answer with its grounding, or an explicit abstention."""
+#: how many of a run's retrieved passages an abstention's evidence is chosen from (first seen first)
+SHOWN_FROM = 20
+
+
+def read_passages(state: State, runtime: Runtime[Context], limit: int = SHOWN_FROM) -> list[Hit]:
+    """The passages the run read, first seen first: those its state holds with their text, then
+    the rest of `retrieved_ids` looked up in the index (ids the index no longer holds skipped)."""
+    known: dict[str, EvidenceItem] = {}
+    for key in ("passages", "refined_context"):
+        for e in state.get(key) or []:
+            known.setdefault(e.passage_id, e)
+    for d in state.get("drafts") or []:
+        for e in d.evidence:
+            known.setdefault(e.passage_id, e)
+    ids = list(dict.fromkeys([*state.get("retrieved_ids", []), *known]))[:limit]
+    index = None
+    hits: list[Hit] = []
+    for rank, pid in enumerate(ids, 1):
+        if pid in known:
+            e = known[pid]
+            passage = Passage(id=pid, title=e.title, text=e.text)
+        else:
+            if index is None:
+                from graphseek.tools.retrievers import resolve_index
+
+                index = resolve_index(runtime.context)
+            try:
+                passage = index.get(pid)
+            except KeyError:
+                continue
+        hits.append(Hit(passage=passage, score=0.0, rank=rank))
+    return hits
+
+
+def finalize_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Write the output fields: the answer with its grounding (each item flagged whether it holds
+    the answer), or an explicit abstention that shows the passages and sentences the run found
+    most likely to hold the answer (`graphseek.agents.reading.evidence`)."""
+    from graphseek.agents.reading.evidence import mark_support, shown_evidence
+
     if state.get("next_action") == "answer" and state.get("answer"):
         # an earlier rejection that a later round overcame is no reason to show with an answer
-        return {"abstained": False, "abstain_reason": "", "trace": ["finalize_answer"]}
+        evidence = mark_support(state.get("evidence", []), state["answer"])
+        return {
+            "abstained": False,
+            "abstain_reason": "",
+            "evidence": Overwrite(evidence),
+            "trace": ["finalize_answer"],
+        }
     reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
+    question = state.get("question", "")
+    shown = shown_evidence(question, state.get("drafts") or [], read_passages(state, runtime))
     return {
         "answer": "",
         "abstained": True,
         "abstain_reason": reason,
+        "evidence": Overwrite(shown),
         "trace": ["finalize_answer"],
     }

@@ -27,6 +27,15 @@ class EvidenceItem(BaseModel):
     text: str = ""
     sentence: str = ""
     score: float = 0.0
+    span: str = Field(
+        default="",
+        description="The candidate answer inside `sentence` (empty when the sentence holds none).",
+    )
+    supports_answer: bool = Field(
+        default=False,
+        description="Whether this passage holds the run's answer (False for every item of an "
+        "abstention: they are what the run found most relevant, not a grounding).",
+    )
 
 
 class Draft(BaseModel):

@@ -23,7 +23,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -398,24 +398,75 @@ class ExtractiveReader:
         spec = spec or analyse_question(" ".join(question.split()))
         if not hits or spec.yesno:
             return []
+        rel = _keys(spec.relation_words or spec.words)
+        head = _keys(spec.head_words)
+        model = self.model
+        pool: dict[str, Candidate] = {}
+        for doc, sent, sentence_features, s_score in self._scored_sentences(spec, hits, rel):
+            title_norm = normalize(doc.passage.title)
+            doc_norm = normalize(_document_name(doc.passage.title))
+            for span in sent.spans:
+                weight = spec.weight(span.kind)
+                if weight <= 0.0:
+                    continue
+                key = normalize(span.text)
+                if not key:
+                    continue
+                inq = in_question(span.text, spec)
+                if inq >= 0.99:
+                    continue
+                if not spec.wants_document and (
+                    key in (title_norm, doc_norm) or _FILE_NAME.search(span.text)
+                ):
+                    continue
+                tree, chars = _anchor(sent, span, rel)
+                verb = _governing_verb(sent, span, rel)
+                n_words = len(span.text.split())
+                features = (
+                    *sentence_features,
+                    tree,
+                    chars,
+                    weight,
+                    inq,
+                    1.0 if verb and verb in rel else 0.0,  # hangs off the question's verb
+                    1.0 if head and _anchor(sent, span, head)[0] >= 0.6 else 0.0,
+                    max(0.0, n_words - 6.0),
+                    1.0 if span.source == "chunk" and span.kind == "thing" and n_words == 1
+                    else 0.0,  # a bare common noun ("version", "library") says little
+                    1.0 if span.source == "ent" else 0.0,
+                )  # fmt: skip
+                score = model.score(features)
+                prev = pool.get(key)
+                if prev is None or score > prev.score:
+                    support = prev.support + 1 if prev else 1
+                    pool[key] = Candidate(
+                        span.text, span.kind, score, sent.text, doc.passage, s_score, support,
+                        features,
+                    )  # fmt: skip
+                else:
+                    pool[key] = replace(prev, support=prev.support + 1)
+        ranked = [
+            replace(c, score=c.score + model.support * min(c.support - 1, 3)) for c in pool.values()
+        ]
+        return sorted(ranked, key=lambda c: (-c.score, c.text))
+
+    def _scored_sentences(
+        self, spec: AnswerSpec, hits: Sequence[Hit], rel: frozenset[str]
+    ) -> Iterator[tuple[_Parsed, _Sentence, tuple[float, ...], float]]:
+        """Every sentence of the hits that is not an instruction, with its five sentence features
+        (`FEATURES[:SENTENCE_FEATURES]`) and their hand-set `sentence_score`."""
         docs = self.parse([h.passage for h in hits])
         q_vec = self._question_vector(spec.question)
-        rel = _keys(spec.relation_words or spec.words)
         weights: dict[str, float] = {}
         for w in spec.words:
             weights[_key(w)] = max(weights.get(_key(w), 0.0), term_weight(w))
         total = sum(weights.values()) or 1.0
-        head = _keys(spec.head_words)
-        model = self.model
-        pool: dict[str, Candidate] = {}
         for position, (hit, doc) in enumerate(zip(hits, docs, strict=True)):
             rank = hit.rank or position + 1
             rank_score = 1.0 / (1.0 + 0.3 * (rank - 1))
             # rarity-weighted share of the question's words the passage (title included) holds
             in_passage = sum(w for t, w in weights.items() if t in doc.words) / total
             title_words = _keys(content_words(doc.passage.title))
-            title_norm = normalize(doc.passage.title)
-            doc_norm = normalize(_document_name(doc.passage.title))
             sims = doc.vectors @ q_vec if len(doc.sentences) else np.zeros(0)
             for sent, sim in zip(doc.sentences, sims, strict=True):
                 if sent.meta:
@@ -424,52 +475,19 @@ class ExtractiveReader:
                 lex = len(rel & stems) / len(rel) if rel else 0.0
                 near = stems | title_words
                 in_sentence = sum(w for t, w in weights.items() if t in near) / total
-                sentence_features = (float(sim), lex, in_sentence, in_passage, rank_score)
-                s_score = sentence_score(sentence_features)
-                for span in sent.spans:
-                    weight = spec.weight(span.kind)
-                    if weight <= 0.0:
-                        continue
-                    key = normalize(span.text)
-                    if not key:
-                        continue
-                    inq = in_question(span.text, spec)
-                    if inq >= 0.99:
-                        continue
-                    if not spec.wants_document and (
-                        key in (title_norm, doc_norm) or _FILE_NAME.search(span.text)
-                    ):
-                        continue
-                    tree, chars = _anchor(sent, span, rel)
-                    verb = _governing_verb(sent, span, rel)
-                    n_words = len(span.text.split())
-                    features = (
-                        *sentence_features,
-                        tree,
-                        chars,
-                        weight,
-                        inq,
-                        1.0 if verb and verb in rel else 0.0,  # hangs off the question's verb
-                        1.0 if head and _anchor(sent, span, head)[0] >= 0.6 else 0.0,
-                        max(0.0, n_words - 6.0),
-                        1.0 if span.source == "chunk" and span.kind == "thing" and n_words == 1
-                        else 0.0,  # a bare common noun ("version", "library") says little
-                        1.0 if span.source == "ent" else 0.0,
-                    )  # fmt: skip
-                    score = model.score(features)
-                    prev = pool.get(key)
-                    if prev is None or score > prev.score:
-                        support = prev.support + 1 if prev else 1
-                        pool[key] = Candidate(
-                            span.text, span.kind, score, sent.text, doc.passage, s_score, support,
-                            features,
-                        )  # fmt: skip
-                    else:
-                        pool[key] = replace(prev, support=prev.support + 1)
-        ranked = [
-            replace(c, score=c.score + model.support * min(c.support - 1, 3)) for c in pool.values()
-        ]
-        return sorted(ranked, key=lambda c: (-c.score, c.text))
+                features = (float(sim), lex, in_sentence, in_passage, rank_score)
+                yield doc, sent, features, sentence_score(features)
+
+    def best_sentences(self, question: str, hits: Sequence[Hit]) -> list[tuple[str, float]]:
+        """For each hit, in order, its sentence that best covers the question and that
+        sentence's `sentence_score` (("", 0.0) for a passage with no readable sentence)."""
+        spec = analyse_question(" ".join(question.split()))
+        rel = _keys(spec.relation_words or spec.words)
+        best: dict[str, tuple[str, float]] = {}
+        for doc, sent, _, score in self._scored_sentences(spec, hits, rel):
+            if doc.passage.id not in best or score > best[doc.passage.id][1]:
+                best[doc.passage.id] = (sent.text, score)
+        return [best.get(h.passage.id, ("", 0.0)) for h in hits]
 
     def read(self, question: str, hits: Sequence[Hit]) -> Draft:
         """A `Draft`: the best candidate with its sentence as evidence, or an empty answer."""
