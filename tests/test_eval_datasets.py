@@ -389,3 +389,148 @@ def test_docqa_heldout_is_reserved_for_a_given_file(
         load_dataset(f"docqa-heldout={tmp_path / 'nope.json'}", data_dir=root)
     with pytest.raises(DatasetError, match="bundled"):
         load_dataset(f"2wiki={heldout}", data_dir=root)
+
+
+# --- document folders (format "docs") --------------------------------------------------------
+
+WORDS_DOC = (
+    "# wordfreq\n\nwordfreq looks up word frequencies.\n\n## Chinese\n\n"
+    "For Chinese, wordfreq uses the external Python library `jieba` to split words.\n"
+)
+TOOL_DOC = "Tool README\n\nThe default port is 8123.\n"
+
+
+def _docs_records() -> list[dict[str, Any]]:
+    return [
+        {
+            "_id": "pd-1",
+            "type": "single",
+            "question": "Which library does wordfreq use to split Chinese?",
+            "answer": "jieba",
+            "answer_aliases": [],
+            "bridge": None,
+            # the quote without the code span's backticks still finds the passage
+            "supporting": [
+                {"doc": "wordfreq.md", "quote": "uses the external Python library jieba"}
+            ],
+        },
+        {
+            "_id": "pd-2",
+            "type": "two_hop",
+            "question": "What port does the tool wordfreq mentions use?",
+            "answer": "8123",
+            "answer_aliases": [],
+            "bridge": "Tool",
+            "supporting": [
+                {"doc": "wordfreq.md", "quote": "wordfreq looks up word frequencies."},
+                {"doc": "tool.txt", "quote": "The default port is 8123."},
+            ],
+        },
+        {
+            "_id": "pd-3",
+            "type": "unanswerable",
+            "question": "What licence does wordfreq have?",
+            "answer": "",
+            "answer_aliases": [],
+            "bridge": None,
+            "supporting": [],
+        },
+        {
+            "_id": "pd-4",
+            "type": "single",
+            "question": "What is in the missing file?",
+            "answer": "nothing",
+            "supporting": [{"doc": "missing.md", "quote": "nothing"}],
+        },
+    ]
+
+
+def _docs_dir(tmp_path: Path) -> Path:
+    (tmp_path / "set" / "docs").mkdir(parents=True)
+    (tmp_path / "set" / "docs" / "wordfreq.md").write_text(WORDS_DOC, encoding="utf-8")
+    (tmp_path / "set" / "docs" / "tool.txt").write_text(TOOL_DOC, encoding="utf-8")
+    return _write(tmp_path / "set" / "questions.json", _docs_records())
+
+
+def _holding(ds: Any, text: str) -> list[str]:
+    return [p.id for p in ds.corpus if text in p.text]
+
+
+def test_docs_format_reads_the_folder_beside_the_questions(tmp_path: Path) -> None:
+    from graphseek.knowledge.loaders import load_corpus
+
+    ds = load_questions_file(_docs_dir(tmp_path), questions=None)
+    assert [p.id for p in ds.corpus] == [p.id for p in load_corpus(tmp_path / "set" / "docs")]
+    single, two_hop, unanswerable, missing = ds.questions
+    assert single.answers == ["jieba"] and single.type == "single" and not single.flagged
+    assert single.gold_passage_ids == _holding(ds, "library `jieba`")
+    assert two_hop.gold_passage_ids == [
+        *_holding(ds, "looks up word frequencies"),
+        *_holding(ds, "port is 8123"),
+    ]
+    assert two_hop.hops == 2 and two_hop.metadata["bridge"] == "Tool"
+    assert unanswerable.answers == [] and not unanswerable.answerable and unanswerable.flagged
+    assert missing.flagged and "missing.md" in missing.flag_reason
+
+
+def test_docs_format_gold_is_the_chunk_holding_the_quote(tmp_path: Path) -> None:
+    path = _docs_dir(tmp_path)
+    filler = "\n\n".join(
+        f"Paragraph {i} talks about nothing in particular at all." for i in range(60)
+    )
+    (tmp_path / "set" / "docs" / "tool.txt").write_text(f"{filler}\n\n{TOOL_DOC}", encoding="utf-8")
+    ds = load_questions_file(path, questions="1:2")
+    tool = [p for p in ds.corpus if p.source.endswith("tool.txt")]
+    assert len(tool) > 2  # chunked by the loader
+    (question,) = ds.questions
+    assert question.gold_passage_ids[1] == _holding(ds, "port is 8123")[0] != tool[0].id
+
+
+def test_docs_format_matches_titles_when_the_corpus_is_a_records_file(tmp_path: Path) -> None:
+    corpus = _write(
+        tmp_path / "corpus.json",
+        [
+            {"title": "Tool: Install", "text": "Run pip install tool."},
+            {"title": "Tool: Usage", "text": "The default port is 8123."},
+            {"title": "Toolbox: Usage", "text": "The default port is 8123."},
+        ],
+    )
+    record = {**_docs_records()[1], "supporting": [{"doc": "Tool", "quote": "port is 8123"}]}
+    questions = _write(tmp_path / "q.json", [record])
+    (question,) = load_questions_file(questions, corpus).questions
+    assert question.gold_passage_ids == [passage_id("Tool: Usage", "The default port is 8123.")]
+
+
+def test_docs_format_errors_name_the_problem(tmp_path: Path) -> None:
+    lone = _write(tmp_path / "lone" / "questions.json", _docs_records())
+    with pytest.raises(DatasetError, match="no docs/ folder"):
+        load_questions_file(lone)
+    bad = _write(tmp_path / "bad" / "questions.json", [{**_docs_records()[0], "supporting": "x"}])
+    (tmp_path / "bad" / "docs").mkdir()
+    (tmp_path / "bad" / "docs" / "a.md").write_text("text", encoding="utf-8")
+    with pytest.raises(DatasetError, match="'supporting' must be a list"):
+        load_questions_file(bad)
+    with pytest.raises(DatasetError, match="bundled"):
+        load_dataset(f"pkgdocs={lone}")
+
+
+def test_pkgdocs_dev_set_is_named_and_its_quotes_are_in_its_documents() -> None:
+    import re
+
+    ds = load_dataset("pkgdocs", questions=None)
+    assert ds.name == "pkgdocs" and len(ds.questions) == 39
+    types = [q.type for q in ds.questions]
+    assert (types.count("single"), types.count("two_hop"), types.count("unanswerable")) == (
+        21,
+        12,
+        6,
+    )
+    assert all(q.answerable == (q.type != "unanswerable") for q in ds.questions)
+    docs = Path(ds.source).parent / "docs"
+
+    def squash(text: str) -> str:
+        return re.sub(r"[^0-9a-z]", "", text.lower())
+
+    for q in ds.questions:
+        for s in q.metadata.get("supporting", []):
+            assert squash(s["quote"]) in squash((docs / s["doc"]).read_text(encoding="utf-8")), q.id

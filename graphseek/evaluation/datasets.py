@@ -24,6 +24,14 @@ A question whose gold answer is empty (docqa's unanswerable questions) has `answ
 held-out questions live outside this repository; the name `docqa-heldout` is reserved for them
 and needs the file: `--dataset docqa-heldout=PATH` (or $GRAPHSEEK_DOCQA_HELDOUT). Any question
 file can be given a name the same way: `NAME=PATH`.
+
+Document-folder sets (format `docs`, see `DEVSETS`): records with `supporting` =
+`[{"doc": <file or title>, "quote": <text holding the fact>}]` beside a `docs/` folder that
+`graphseek.knowledge.loaders.load_corpus` reads, markup and all, as `graphseek ask` would. A gold
+passage is the first passage of the supporting document (its source file name, else a title equal
+to the document's name or stem or starting with it and ':') whose text holds the quote, compared
+on lower-case letters and digits only; when the loader split the quote, the passage of that
+document sharing most of its words.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from graphseek.knowledge.passages import Passage, passage_id
 
 __all__ = [
     "DATASETS",
+    "DEVSETS",
     "Dataset",
     "DatasetError",
     "DatasetSpec",
@@ -169,6 +178,13 @@ DATASETS: dict[str, DatasetSpec] = {
         note="HippoRAG's one-question debugging sample.",
     ),
 }
+
+
+DEVSETS: dict[str, str] = {
+    "pkgdocs": "benchmarks/devsets/pkgdocs/questions.json",
+}
+"""Dev sets kept in this repository (question file relative to the repository root, its corpus
+in the `docs/` folder beside it): 40 installed package documents with their markup, 39 questions."""
 
 
 HELDOUT_FILES: dict[str, tuple[str, str]] = {
@@ -460,6 +476,92 @@ def _hotpot_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQue
     return out
 
 
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+def _squashed(text: str) -> str:
+    """Lower-case letters and digits only: a quote and a passage compare whatever the markup."""
+    return _NON_ALNUM.sub("", text.lower())
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _NON_ALNUM.split(text.lower()) if w}
+
+
+def _document_passages(corpus: Sequence[Passage], doc: str) -> list[Passage]:
+    """The passages of document `doc` (a file name, or a title): by source file name, else by
+    a title that is the name (or its stem) or starts with it followed by ':'."""
+    by_file = [p for p in corpus if p.source and Path(p.source).name == doc]
+    if by_file:
+        return by_file
+    names = {doc, Path(doc).stem}
+    return [p for p in corpus if p.title in names or p.title.split(":", 1)[0].strip() in names]
+
+
+def _quoted_passage(passages: Sequence[Passage], quote: str) -> Passage | None:
+    """The first passage holding `quote`; else the one sharing most of its words."""
+    if not passages:
+        return None
+    if quote.strip():
+        key = _squashed(quote)
+        for p in passages:
+            if key in _squashed(p.text):
+                return p
+    words = _words(quote)
+    return max(passages, key=lambda p: len(words & _words(p.text)))
+
+
+def _docs_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQuestion]:
+    """Document-folder records: gold = the passage of each supporting document with the quote."""
+    out = []
+    for i, r in enumerate(records):
+        qid = str(r.get("_id", r.get("id", i)))
+        supporting = r.get("supporting") or []
+        if not isinstance(supporting, list):
+            raise DatasetError(f"question {qid}: 'supporting' must be a list of {{doc, quote}}")
+        gold_ids, gold_titles, missing = [], [], []
+        for s in supporting:
+            if not isinstance(s, Mapping) or not s.get("doc"):
+                raise DatasetError(f"question {qid}: a supporting entry needs a 'doc': {s!r:.80}")
+            doc = str(s["doc"])
+            p = _quoted_passage(_document_passages(corpus, doc), str(s.get("quote", "")))
+            if p is None:
+                missing.append(doc)
+            elif p.id not in gold_ids:
+                gold_ids.append(p.id)
+                gold_titles.append(p.title)
+        answers = _answers(r)
+        flagged, reason = _flag(missing, len(gold_ids), bool(answers))
+        meta = {k: r[k] for k in ("bridge", "supporting") if r.get(k)}
+        out.append(
+            EvalQuestion(
+                id=qid,
+                question=str(r["question"]),
+                answers=answers,
+                gold_passage_ids=gold_ids,
+                gold_titles=gold_titles,
+                flagged=flagged,
+                flag_reason=reason,
+                type=str(r.get("type", "")),
+                hops=len(supporting) or None,
+                metadata=meta,
+            )
+        )
+    return out
+
+
+def _folder_corpus(folder: Path) -> list[Passage]:
+    """The passages of a document folder, read as `graphseek ask` reads one."""
+    from graphseek.knowledge.loaders import load_corpus  # the parsers load only when needed
+
+    if not folder.is_dir():
+        raise DatasetError(f"document folder not found: {folder}")
+    try:
+        return load_corpus(folder)
+    except CorpusError as exc:
+        raise DatasetError(f"cannot load the documents in {folder}: {exc}") from exc
+
+
 def detect_format(records: Any) -> str:
     """'musique' (paragraphs), 'hotpotqa' (supporting_facts) or '2wiki' (evidence triples)."""
     if not isinstance(records, list) or not records or not isinstance(records[0], Mapping):
@@ -471,6 +573,8 @@ def detect_format(records: Any) -> str:
         return "musique"
     if "supporting_facts" in first:
         return "hotpotqa"
+    if "supporting" in first:
+        return "docs"
     if "evidence" in first or "answer" in first:
         return "2wiki"
     raise DatasetError(f"unknown question format with fields {sorted(first)}")
@@ -480,10 +584,13 @@ _FORMATS = {
     "musique": _musique_questions,
     "2wiki": _twowiki_questions,
     "hotpotqa": _hotpot_questions,
+    "docs": _docs_questions,
 }
 
 
 def _build_corpus(records: list[Any], fmt: str, corpus_path: Path | None, name: str) -> list:
+    if corpus_path is not None and corpus_path.is_dir():
+        return _folder_corpus(corpus_path)
     if corpus_path is not None:
         return _corpus_from_records(_read_json(corpus_path), name, corpus_path)
     if fmt == "musique":
@@ -531,7 +638,13 @@ def load_questions_file(
     if fmt not in _FORMATS:
         raise DatasetError(f"unknown format {fmt!r}; choose one of {sorted(_FORMATS)}")
     cpath = Path(corpus_path) if corpus_path is not None else None
-    if cpath is None and guess_corpus:
+    if cpath is None and fmt == "docs":
+        cpath = qpath.parent / "docs"
+        if not cpath.is_dir():
+            raise DatasetError(
+                f"no docs/ folder beside {qpath}: pass the document folder as corpus"
+            )
+    elif cpath is None and guess_corpus:
         cpath = _guess_corpus(qpath)
     label = name or qpath.stem
     corpus = _build_corpus(records, fmt, cpath, label)
@@ -570,7 +683,7 @@ def load_dataset(
             )
         label, key = key, os.environ[env]
     if label is not None:
-        if label in DATASETS:
+        if label in DATASETS or label in DEVSETS:
             raise DatasetError(f"{label!r} names a bundled dataset; give the file another name")
         return _load_named_file(label, key, corpus, data_dir, questions)
     if key in DATASETS:
@@ -589,10 +702,20 @@ def load_dataset(
             questions=questions,
             guess_corpus=False,
         )
+    if key in DEVSETS:
+        path = Path(__file__).resolve().parents[2] / DEVSETS[key]
+        if not path.is_file():
+            raise DatasetError(
+                f"{key} ships with the source repository and was not found at {path}: pass "
+                "its questions.json path instead"
+            )
+        return load_questions_file(path, corpus, name=key, questions=questions)
     path = Path(key).expanduser()
     if path.exists():
         return load_questions_file(path, corpus, questions=questions)
-    raise DatasetError(f"unknown dataset {key!r}: use one of {sorted(DATASETS)} or a file path")
+    raise DatasetError(
+        f"unknown dataset {key!r}: use one of {sorted([*DATASETS, *DEVSETS])} or a file path"
+    )
 
 
 def _load_named_file(
