@@ -317,6 +317,39 @@ def test_ctrl_c_during_forked_extraction_is_one_line_from_the_parent_only(
     assert digest(index_copy) == before and leftovers(index_copy) == []
 
 
+def test_ctrl_c_during_extraction_waits_for_the_run_ahead_thread(
+    tmp_path: Path, tiny_passages: list[Passage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The passage pass's run-ahead thread runs ONNX Runtime: if the process exited while it
+    ran, its C++ threads aborted it (SIGABRT, "terminate called without an active exception")
+    instead of exit 130. An interrupted build waits for the batch under way."""
+    import threading
+
+    import graphseek.knowledge.graph.build as build_module
+    from graphseek.knowledge.embedder import SpanPass
+    from graphseek.knowledge.graph import build_graph
+    from graphseek.knowledge.graph.offline import OfflineExtractor
+
+    release, ended = threading.Event(), threading.Event()
+
+    def slow_batch(self: SpanPass, stop: threading.Event, max_bytes: int = 0) -> int:
+        stop.wait()
+        release.wait(timeout=60)  # the batch under way when Ctrl-C lands
+        ended.set()
+        return 0
+
+    def interrupted(self: OfflineExtractor, passages: object) -> list[object]:
+        threading.Timer(0.2, release.set).start()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "AHEAD_MIN", 1)
+    monkeypatch.setattr(SpanPass, "run_ahead", slow_batch)
+    monkeypatch.setattr(OfflineExtractor, "extract", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_graph(tiny_passages, tmp_path / "graph", show_progress=False)
+    assert ended.is_set()
+
+
 _CTRL_C_INSIDE_EXEC = """
 import sys
 import graphseek.cli as cli

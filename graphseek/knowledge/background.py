@@ -36,6 +36,11 @@ class Background(Generic[T]):
         except BaseException as exc:  # handed to the caller by result()
             self._error = exc
 
+    def wait(self) -> None:
+        """Wait until `fn` has ended, whatever it gave (for cleaning up after a failure)."""
+        if self._thread is not None:
+            self._thread.join()
+
     def result(self) -> T:
         if self._thread is not None:
             self._thread.join()

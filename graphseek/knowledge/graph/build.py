@@ -700,6 +700,19 @@ class _RunAhead:
         finally:
             self.stop.set()
 
+    def close(self) -> None:
+        """Stop and wait for the thread (a build that failed or was interrupted). It runs ONNX
+        Runtime, whose C++ threads abort the process ("terminate called without an active
+        exception", SIGABRT instead of exit 130) if it exits while a session is being made or
+        run: the model load or the batch under way ends first."""
+        self.stop.set()
+        while True:
+            try:
+                self.job.wait()
+                return
+            except KeyboardInterrupt:  # a second Ctrl-C: still wait, the same abort awaits
+                continue
+
 
 def _extract(
     passages: Sequence[Passage],
@@ -867,10 +880,15 @@ def build_graph(
         offline = isinstance(chosen, OfflineExtractor)
         settings = replace(settings, outside_window="names" if offline else "records")
     ahead = _RunAhead.start(chosen, settings, embed, items, show_progress)
-    extractions = _extract(items, chosen, coreferencer, timings, ahead)
     first: AheadPass | None = None
-    if ahead is not None:
-        embed, first = ahead.job.result()
+    try:
+        extractions = _extract(items, chosen, coreferencer, timings, ahead)
+        if ahead is not None:
+            embed, first = ahead.job.result()
+    except BaseException:  # Ctrl-C during extraction included: no ONNX run left at exit
+        if ahead is not None:
+            ahead.close()
+        raise
     embed = embed or default_embed(show_progress)
     prefetch = Background(import_topic_libraries)  # during the passage pass
     settings, passage_vectors, mentions = _contextual(
