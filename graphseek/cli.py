@@ -124,6 +124,7 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "max_llm_calls": args.max_llm_calls,
         "max_tokens": args.max_tokens,
         "llm_timeout": args.llm_timeout,
+        "context_window": args.llm_context,
         "profile": args.profile,
         "max_question_chars": args.max_question_chars,
         "abstain_threshold": args.abstain_threshold,
@@ -292,6 +293,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         help="seconds per model request (default $GRAPHSEEK_LLM_TIMEOUT, else 300)",
+    )
+    p.add_argument(
+        "--llm-context",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the model's context window in tokens (default: what the server reports, else the "
+        "model family's)",
     )
     p.add_argument("--agents", type=int, default=None, help="suggesters (knowledge_aware)")
     p.add_argument("--mode", default=None, help="single, competitive or collaborative")

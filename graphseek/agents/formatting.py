@@ -1,25 +1,87 @@
-"""Plain-text renderings of passages, plans and histories for prompts (budgeted, ids kept)."""
+"""Plain-text renderings of passages, plans and histories for prompts (budgeted, ids kept).
+
+Passages are packed best first into a budget of characters and, where the caller knows its
+model's room (`with_passages`, `graphseek.llm.context_window.text_room`), of tokens: whole passages while they
+fit, then the first one that does not is cut at a sentence boundary (kept only when a sentence of
+it fits), and the rest are left out. Their order is their rank, so the same hits always give the
+same text (a stable prompt prefix).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphseek.knowledge.passages import Hit
+from graphseek.llm.context_window import text_room
+from graphseek.llm.packing import cut_text
+from graphseek.llm.tokens import estimate_tokens
 from graphseek.state.models import Draft, SubQuestion
 
+NO_PASSAGES = "(no passages found)"
+#: characters of passages a prompt shows at most (a role may set its own)
+PASSAGE_CHARS = 6000
+#: a cut passage is kept only with at least this many characters of its text
+MIN_CUT_CHARS = 40
 
-def format_passages(hits: Sequence[Hit], max_chars: int = 6000) -> str:
-    """`[id] title: text` blocks, best first, cut to a character budget."""
+
+def _fit_block(
+    block: str, head: int, chars: int, tokens: int | None, count: Callable[[str], int]
+) -> str:
+    """`block` cut at a sentence boundary to `chars` characters and `tokens` tokens, or "" when
+    less than `MIN_CUT_CHARS` of its text (after the `head` characters of id and title) fits."""
+    cut = cut_text(block, chars)
+    for _ in range(8):
+        if tokens is None or not cut:
+            break
+        used = count(cut)
+        if used <= tokens:
+            break
+        cut = cut_text(cut, int(len(cut) * tokens / used * 0.95))
+    return cut if len(cut) - head >= MIN_CUT_CHARS else ""
+
+
+def format_passages(
+    hits: Sequence[Hit],
+    max_chars: int = PASSAGE_CHARS,
+    max_tokens: int | None = None,
+    count: Callable[[str], int] = estimate_tokens,
+) -> str:
+    """`[id] title: text` blocks, best first, packed into `max_chars` characters and (when given)
+    `max_tokens` tokens as `count` counts them; the first block that does not fit is cut at a
+    sentence boundary and the rest left out (see the module docstring)."""
     blocks: list[str] = []
-    used = 0
+    used_chars = used_tokens = 0
     for hit in hits:
         p = hit.passage
-        block = f"[{p.id}] {p.title}: {p.text}" if p.title else f"[{p.id}] {p.text}"
-        if used + len(block) > max_chars and blocks:
+        head = f"[{p.id}] {p.title}: " if p.title else f"[{p.id}] "
+        block = head + p.text
+        sep = 2 if blocks else 0
+        chars = max_chars - used_chars - sep
+        tokens = None if max_tokens is None else max_tokens - used_tokens - sep
+        size = count(block) if max_tokens is not None else 0
+        if len(block) > chars or (tokens is not None and size > tokens):
+            cut = _fit_block(block, len(head), chars, tokens, count)
+            if cut:
+                blocks.append(cut)
             break
-        blocks.append(block[: max(0, max_chars - used)] if not blocks else block)
-        used += len(block)
-    return "\n\n".join(blocks) if blocks else "(no passages found)"
+        blocks.append(block)
+        used_chars += len(block) + sep
+        used_tokens += size + sep
+    return "\n\n".join(blocks) if blocks else NO_PASSAGES
+
+
+def with_passages(
+    model: Any, system: str, template: str, hits: Sequence[Hit], max_chars: int, **fields: Any
+) -> str:
+    """`template` filled with `fields` and ``{passages}``: the hits packed (`format_passages`)
+    into `max_chars` and into the room the system text and the rest of the template leave in
+    `model`'s context window (`graphseek.llm.context_window.text_room`)."""
+    bare = template.format(passages="", **fields)
+    room, count = text_room(model, [SystemMessage(system), HumanMessage(bare)])
+    return template.format(passages=format_passages(hits, max_chars, room, count), **fields)
 
 
 def format_plan(plan: Sequence[SubQuestion]) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graphseek.agents.formatting import format_passages
+from graphseek.agents.formatting import with_passages
 from graphseek.agents.librarian import LibrarianReply, ground_reply
 from graphseek.agents.prompts.graph_librarian import GRAPH_LIBRARIAN_USER
 from graphseek.agents.prompts.librarian import (
@@ -61,14 +61,15 @@ class LLMGraphLibrarian(StructuredRole):
     def draft(
         self, question: str, hits: Sequence[Hit], relations: Sequence[str] = ()
     ) -> Step[Draft]:
-        passages = format_passages(hits, self.max_chars)
         if relations:
-            user = GRAPH_LIBRARIAN_USER.format(
-                question=question,
-                relations=render_lines(relations, MAX_RELATIONS),
-                passages=passages,
-            )
+            user = with_passages(
+                self.model, LIBRARIAN_SYSTEM, GRAPH_LIBRARIAN_USER, hits, self.max_chars,
+                question=question, relations=render_lines(relations, MAX_RELATIONS),
+            )  # fmt: skip
         else:
-            user = LIBRARIAN_USER.format(question=question, passages=passages)
+            user = with_passages(
+                self.model, LIBRARIAN_SYSTEM, LIBRARIAN_USER, hits, self.max_chars,
+                question=question,
+            )  # fmt: skip
         out, usage = self.ask(LibrarianReply, LIBRARIAN_SYSTEM, user)
         return Step(ground_reply(question, out, hits), usage)

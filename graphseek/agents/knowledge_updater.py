@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from graphseek.agents.formatting import format_passages
+from graphseek.agents.formatting import with_passages
 from graphseek.agents.kair import format_context, format_gaps, format_known
 from graphseek.agents.prompts.knowledge_updater import (
     KNOWLEDGE_UPDATER_SYSTEM,
@@ -62,20 +62,15 @@ class LLMKnowledgeUpdater:
     def update(
         self, view: KnowledgeView, query: QueryPlan, hits: Sequence[Hit]
     ) -> Step[KnowledgeDelta]:
-        messages = [
-            ("system", KNOWLEDGE_UPDATER_SYSTEM),
-            (
-                "human",
-                KNOWLEDGE_UPDATER_USER.format(
-                    question=view.question,
-                    query=query.query,
-                    known=format_known(view.known),
-                    required=format_gaps(view.required, view.answers),
-                    context=format_context(view.refined_context, self.max_chars // 2),
-                    passages=format_passages(hits, self.max_chars),
-                ),
-            ),
-        ]
+        user = with_passages(
+            self.model, KNOWLEDGE_UPDATER_SYSTEM, KNOWLEDGE_UPDATER_USER, hits, self.max_chars,
+            question=view.question,
+            query=query.query,
+            known=format_known(view.known),
+            required=format_gaps(view.required, view.answers),
+            context=format_context(view.refined_context, self.max_chars // 2),
+        )  # fmt: skip
+        messages = [("system", KNOWLEDGE_UPDATER_SYSTEM), ("human", user)]
         out, usage = invoke_structured(
             self.model, KnowledgeUpdateReply, messages, max_retries=self.max_retries
         )

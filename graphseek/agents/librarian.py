@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from graphseek.agents.formatting import format_passages
+from graphseek.agents.formatting import with_passages
 from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
 from graphseek.agents.roles import Step
 from graphseek.knowledge.passages import Hit
@@ -71,15 +71,10 @@ class LLMLibrarian:
         self.max_chars = max_chars
 
     def draft(self, question: str, hits: Sequence[Hit]) -> Step[Draft]:
-        messages = [
-            ("system", LIBRARIAN_SYSTEM),
-            (
-                "human",
-                LIBRARIAN_USER.format(
-                    question=question, passages=format_passages(hits, self.max_chars)
-                ),
-            ),
-        ]
+        user = with_passages(
+            self.model, LIBRARIAN_SYSTEM, LIBRARIAN_USER, hits, self.max_chars, question=question
+        )
+        messages = [("system", LIBRARIAN_SYSTEM), ("human", user)]
         out, usage = invoke_structured(
             self.model, LibrarianReply, messages, max_retries=self.max_retries
         )

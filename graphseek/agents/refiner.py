@@ -12,7 +12,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from graphseek.agents.formatting import format_passages
+from graphseek.agents.formatting import PASSAGE_CHARS, with_passages
 from graphseek.agents.prompts.refiner import REFINER_SYSTEM, REFINER_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_lines
@@ -47,9 +47,10 @@ class LLMContextRefiner(StructuredRole):
     ) -> Step[RefinedContext]:
         if not hits and not triples:
             return Step(RefinedContext([], []))
-        user = REFINER_USER.format(
-            query=query, triples=render_lines(triples), passages=format_passages(hits)
-        )
+        user = with_passages(
+            self.model, REFINER_SYSTEM, REFINER_USER, hits, PASSAGE_CHARS,
+            query=query, triples=render_lines(triples),
+        )  # fmt: skip
         out, usage = self.ask(RefinerReply, REFINER_SYSTEM, user)
         by_id = {h.passage.id: h for h in hits}
         kept = [by_id[p] for p in dict.fromkeys(out.passage_ids) if p in by_id]

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from graphseek.agents.formatting import format_passages
+from graphseek.agents.formatting import PASSAGE_CHARS, with_passages
 from graphseek.agents.prompts.sufficiency import SUFFICIENCY_SYSTEM, SUFFICIENCY_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_lines
@@ -34,11 +34,9 @@ class LLMSufficiencyChecker(StructuredRole):
     def check(
         self, question: str, hits: Sequence[Hit], graph: Sequence[str], stage: str
     ) -> Step[SufficiencyVerdict]:
-        user = SUFFICIENCY_USER.format(
-            question=question,
-            stage=stage,
-            graph=render_lines(graph),
-            passages=format_passages(hits),
-        )
+        user = with_passages(
+            self.model, SUFFICIENCY_SYSTEM, SUFFICIENCY_USER, hits, PASSAGE_CHARS,
+            question=question, stage=stage, graph=render_lines(graph),
+        )  # fmt: skip
         out, usage = self.ask(SufficiencyVerdict, SUFFICIENCY_SYSTEM, user)
         return Step(out, usage)

@@ -113,6 +113,14 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         metavar="KEY=VALUE",
         help="extra setting passed to every run, e.g. top_k=5 or max_turns=4; repeatable",
     )
+    parser.add_argument(
+        "--llm-context",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the model's context window in tokens (default: what the server reports, else the "
+        "model family's); same as --context context_window=N",
+    )
     parser.add_argument("--out", default="eval-out", metavar="DIR", help="output directory")
     parser.add_argument(
         "--concurrency", type=int, default=1, metavar="N", help="questions in flight (default 1)"
@@ -299,7 +307,8 @@ def run_eval_command(args: argparse.Namespace) -> int:
             baselines=args.baselines,
             retrieval_only=args.retrieval_only,
             k_values=k_values,
-            context=_parse_context(args.context),
+            context=_parse_context(args.context)
+            | ({"context_window": args.llm_context} if args.llm_context is not None else {}),
             out=args.out,
             concurrency=args.concurrency,
             data_dir=args.data_dir,

@@ -4,11 +4,13 @@ Nodes ask `model_for_context(context, role)` for their model (None means "run th
 policy"), then call `invoke_structured` / `invoke_text` / `invoke_message`, which retry transport
 failures and malformed output, raise one error taxonomy (`graphseek.errors.LLMError`: transport,
 request, malformed, budget; see `graphseek.llm.errors`) and return the `Usage` of the call.
-`BudgetGuard` checks a run's budget before every call. Nodes never import a provider class.
+`BudgetGuard` checks a run's budget before every call, and `graphseek.llm.context_window` fits
+every request to its model's context window (or refuses it: `ContextBudgetError`). Nodes never import a provider class.
 """
 
 from graphseek.llm.budget import BudgetGuard
 from graphseek.llm.cache import SQLiteResponseCache
+from graphseek.llm.context_window import ContextBudgetError, window_for
 from graphseek.llm.errors import classify
 from graphseek.llm.factory import (
     ACCEPTED_SPECS,
@@ -38,6 +40,7 @@ __all__ = [
     "ACCEPTED_SPECS",
     "OFFLINE",
     "BudgetGuard",
+    "ContextBudgetError",
     "SQLiteResponseCache",
     "ScriptExhaustedError",
     "ScriptedChatModel",
@@ -58,4 +61,5 @@ __all__ = [
     "parse_message",
     "parse_spec",
     "resolve_spec",
+    "window_for",
 ]

@@ -42,6 +42,7 @@ from langchain_core.runnables import Runnable
 
 from graphseek.errors import ModelSpecError
 from graphseek.llm.cache import SQLiteResponseCache
+from graphseek.llm.context_window import clear_context_windows, set_context_window
 from graphseek.llm.scripted import ScriptedChatModel
 
 OFFLINE = "offline"
@@ -271,7 +272,12 @@ _models_lock = threading.Lock()
 
 
 def model_for(
-    llm: Any, role: str, *, timeout: float | None = None, max_tokens: int | None = None
+    llm: Any,
+    role: str,
+    *,
+    timeout: float | None = None,
+    max_tokens: int | None = None,
+    context_window: int | None = None,
 ) -> BaseChatModel | None:
     """The chat model `role` should use, or None for its offline policy.
 
@@ -279,9 +285,14 @@ def model_for(
     spec strings (see `model_options`); a chat-model instance is returned as it is. Models built
     from spec strings are cached per spec, settings and the environment variables that shape
     them, so repeated calls, across nodes and runs, reuse one client and its connections.
+    `context_window` (tokens) is registered on the model returned
+    (`graphseek.llm.context_window.set_context_window`; for an instance shared by roles, the
+    last role's setting holds).
     """
     spec = resolve_spec(llm, role)
     if not isinstance(spec, str):
+        if context_window:
+            set_context_window(spec, context_window)
         return spec
     if spec == OFFLINE:
         return None
@@ -294,19 +305,22 @@ def model_for(
     key = (
         spec,
         tuple(sorted(options.items())),
+        context_window or 0,
         tuple(os.environ.get(name) for name in _MODEL_ENVS),
     )
     with _models_lock:
         model = _models.get(key)
         if model is None:
             model = _models[key] = make_chat_model(spec, **options)
+            if context_window:
+                set_context_window(model, context_window)
         return model
 
 
 def model_options(context: Any, role: str) -> dict[str, Any]:
-    """`model_for` settings from a run's `Context`: ``llm_timeout`` and the role's reply limit
-    (``max_reply_tokens``: one number for every role, or a mapping role -> number with an
-    optional ``"default"``). Unset values leave the environment's defaults."""
+    """`model_for` settings from a run's `Context`: ``llm_timeout``, the role's reply limit
+    (``max_reply_tokens``) and its ``context_window``, each one number for every role or a
+    mapping role -> number with an optional ``"default"``. Unset values leave the defaults."""
     options: dict[str, Any] = {}
     timeout = getattr(context, "llm_timeout", None)
     if timeout:  # 0 / None: the environment's default
@@ -316,6 +330,11 @@ def model_options(context: Any, role: str) -> dict[str, Any]:
         limit = limit.get(role, limit.get("default"))
     if limit:  # 0 / None: the environment's default
         options["max_tokens"] = int(limit)
+    window = getattr(context, "context_window", None)
+    if isinstance(window, Mapping):
+        window = window.get(role, window.get("default"))
+    if window:  # 0 / None: the server's, else the model family's
+        options["context_window"] = int(window)
     return options
 
 
@@ -331,3 +350,4 @@ def clear_model_cache() -> None:
     """Forget the models `model_for` has built (their clients close when collected)."""
     with _models_lock:
         _models.clear()
+    clear_context_windows()

@@ -22,7 +22,10 @@ How the schema reaches the model:
 Whatever the route, when the native parser gives nothing (the server ignored the format, or wrapped
 the JSON in prose or a ```json fence), the raw reply's text is parsed as JSON and validated.
 
-Each request goes through `graphseek.llm.errors.call_with_retries`: transport failures (timeout,
+Every request is first fitted to its model's context window
+(`graphseek.llm.context_window.fit_request`: packed when too long, and refused with a
+`ContextBudgetError` when it cannot fit, never sent). Each request goes through
+`graphseek.llm.errors.call_with_retries`: transport failures (timeout,
 connection, 5xx, 429) are retried with backoff, and a call that keeps failing raises the
 taxonomy's `LLMTransportError` / `LLMRequestError` (or `BudgetExceededError` when the run's
 `graphseek.llm.budget.BudgetGuard` refuses it), with the usage of every attempt on
@@ -57,6 +60,7 @@ from tenacity import (
 
 from graphseek.errors import LLMError, LLMOutputError
 from graphseek.llm.budget import run_guard
+from graphseek.llm.context_window import ContextBudgetError, fit_request
 from graphseek.llm.errors import acall_with_retries, call_with_retries
 from graphseek.llm.usage import UsageCallback
 from graphseek.state.models import Usage
@@ -233,7 +237,7 @@ def invoke_message(
     with that usage on ``error.usage``."""
     usage = UsageCallback()
     config = call_config(usage, callbacks)
-    prompt = to_messages(messages)
+    prompt = fit_request(model, to_messages(messages))
     try:
         reply = call_with_retries(lambda: model.invoke(prompt, config=config), _model_name(model))
     except LLMError as exc:
@@ -251,7 +255,7 @@ async def ainvoke_message(
     """Async `invoke_message`."""
     usage = UsageCallback()
     config = call_config(usage, callbacks)
-    prompt = to_messages(messages)
+    prompt = fit_request(model, to_messages(messages))
     try:
         reply = await acall_with_retries(
             lambda: model.ainvoke(prompt, config=config), _model_name(model)
@@ -263,8 +267,13 @@ async def ainvoke_message(
 
 
 def _charged(exc: LLMError, usage: UsageCallback) -> LLMError:
-    """`exc` with the usage spent so far (every attempt of the call) attached."""
-    exc.usage = usage.usage
+    """`exc` with the usage spent so far (every attempt of the call) attached; a request the
+    context budget refused adds its charge (`ContextBudgetError.charge`)."""
+    exc.usage = (
+        usage.usage + ContextBudgetError.charge
+        if isinstance(exc, ContextBudgetError)
+        else usage.usage
+    )
     return exc
 
 
@@ -383,7 +392,7 @@ class _StructuredCall(Generic[T]):
                 error=_error_text(self.error), schema=self.schema.__name__
             )
             prompt.append(HumanMessage(correction + (TRUNCATED_NOTE if self.truncated else "")))
-        return prompt
+        return fit_request(self.model, prompt)
 
     def raise_if_cut(self, exc: BaseException) -> None:
         """A reply stopped at ``max_tokens`` that the client refused to parse (the OpenAI SDK

@@ -112,6 +112,15 @@ class Context:
             "else 1024."
         ),
     )
+    # Python callers may also give a mapping role -> tokens (key "default" for the rest)
+    context_window: int | SkipJsonSchema[dict[str, int]] = field(
+        default=0,
+        metadata=_describe(
+            "The model's context window in tokens: every prompt is packed to fit it beside the "
+            "reply, and a request that cannot fit is not sent. 0: what the server reports "
+            "(vLLM, llama.cpp, Ollama), else the model family's known window, else 8192."
+        ),
+    )
     # -- topology settings ------------------------------------------------------------------------
     agents: int = field(
         default=1,
@@ -158,6 +167,15 @@ class Context:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 problems.append(f"{name} must be an integer >= 0, got {value!r}")
+        windows = (
+            self.context_window.values()
+            if isinstance(self.context_window, dict)
+            else [self.context_window]
+        )
+        if any(not isinstance(w, int) or isinstance(w, bool) or w < 0 for w in windows):
+            problems.append(
+                f"context_window must be tokens >= 0 (0: ask the server), got {self.context_window!r}"
+            )
         threshold = self.abstain_threshold
         if not isinstance(threshold, int | float) or float(threshold) > 1.0:
             problems.append(
