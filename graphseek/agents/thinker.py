@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from graphseek.agents.prompts.thinker import (
     THINKER_SYSTEM,
+    THINKER_TOOLS_STEP,
     THINKER_TOOLS_SYSTEM,
     THINKER_TOOLS_USER,
     THINKER_USER,
@@ -111,10 +112,15 @@ class LLMThinker(StructuredRole):
         user = THINKER_TOOLS_USER.format(
             question=view.question,
             topics="\n".join(f"- {t}" for t in view.topics) or "(no topics: search passages)",
-            step=view.step + 1,
-            max_steps=view.max_steps,
         )
-        prompt = [SystemMessage(THINKER_TOOLS_SYSTEM), HumanMessage(user), *messages]
+        # the step counter is the last message: what comes before it grows but never changes
+        step = THINKER_TOOLS_STEP.format(step=view.step + 1, max_steps=view.max_steps)
+        prompt = [
+            SystemMessage(THINKER_TOOLS_SYSTEM),
+            HumanMessage(user),
+            *messages,
+            HumanMessage(step),
+        ]
         reply, usage = call_tools(self.model, react_tools(), prompt, self.max_retries)
         return Step(reply, usage)
 

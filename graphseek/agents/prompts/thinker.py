@@ -3,6 +3,9 @@
 Placeholders: `{question}` — the user's question; `{topics}` — the semantic topics of the
 knowledge hypergraph, one per line; `{history}` — the previous thoughts, actions and
 observations, oldest first; `{step}` / `{max_steps}` — the step budget.
+
+Every prompt keeps what changes from step to step at its end (the history grows there, the step
+counter comes last), so that a server's prefix cache reuses the rest.
 """
 
 THINKER_SYSTEM = """You answer a multi-hop question step by step over a knowledge hypergraph \
@@ -52,7 +55,10 @@ Do not call the same tool with the same arguments twice."""
 THINKER_TOOLS_USER = """Question: {question}
 
 Topics:
-{topics}
+{topics}"""
+"""Placeholders `{question}` and `{topics}` as in `THINKER_USER`. No history: the tool calls and
+results follow as messages; no step counter: it is `THINKER_TOOLS_STEP`, the last message, so
+that the prompt up to it stays the same from step to step (a server's prefix cache reuses it)."""
 
-Step {step} of {max_steps}: call a tool."""
-"""Placeholders as `THINKER_USER` (no history: the tool calls and results follow as messages)."""
+THINKER_TOOLS_STEP = """Step {step} of {max_steps}: call a tool."""
+"""The last message of a tool-calling step. Placeholders: `{step}` / `{max_steps}`."""
