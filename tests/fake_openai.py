@@ -12,6 +12,13 @@ client with a shorter timeout gives up).
 Lord Byron -> Missolonghi): it reads which reply schema (``response_format``) or which tools a
 request asks for, and the question lines of the prompt. Faults wrap it (`Faults`).
 
+`WeakModel` plays a small local model behind a server without a tool-call parser (issue 25): a
+small context window, which the server reports (``GET /v1/models`` with vLLM's
+``max_model_len``, ``GET /props`` with llama.cpp's ``n_ctx``) and enforces (a longer request gets
+HTTP 400 "the request exceeds the available context size"); tool calls written as text (bare
+JSON lines, several a reply, the same ones every reply, an unknown tool among them); and a
+``finish`` at once, with a made-up passage id. Its structured replies are `TinyWorld`'s.
+
 Run ``python tests/fake_openai.py [PORT]`` to serve `TinyWorld` until interrupted (the benchmark
 ``benchmarks/llm_path.py`` can then point ``OPENAI_BASE_URL`` at it).
 """
@@ -116,6 +123,7 @@ class FakeOpenAIServer:
     def __init__(self, responder: Responder, port: int = 0) -> None:
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
+        self.probes: list[str] = []  # the GET paths asked for (model metadata)
         self._lock = threading.Lock()
         owner = self
 
@@ -124,6 +132,26 @@ class FakeOpenAIServer:
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                with owner._lock:
+                    owner.probes.append(self.path)
+                window = getattr(owner.responder, "context_window", None)
+                path = self.path.split("?", 1)[0].rstrip("/")
+                payload: dict[str, Any] | None = None
+                if window and path.endswith("/models"):
+                    model = {"id": "weak", "object": "model", "max_model_len": window}
+                    payload = {"object": "list", "data": [model]}
+                elif window and path.endswith("/props"):
+                    settings = {"n_ctx": window}
+                    payload = {"n_ctx": window, "default_generation_settings": settings}
+                status = 200 if payload is not None else 404
+                data = json.dumps(payload or {"error": {"message": "not found"}}).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("content-length") or 0)
@@ -378,6 +406,75 @@ class TinyWorld:
 
     def reply_ExpansionReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
         return {"reason": "more", "queries": [HOP2]}
+
+
+def prompt_tokens(body: dict[str, Any], chars_per_token: float = 4.0) -> int:
+    """What a request reads (messages, tool definitions, reply schema), in tokens of
+    `chars_per_token` characters."""
+    read = [body.get(k) for k in ("messages", "tools", "response_format") if body.get(k)]
+    return int(len(json.dumps(read)) / chars_per_token)
+
+
+class WeakModel:
+    """A small model behind a server without a tool-call parser (see the module docstring).
+
+    Tool-calling requests get calls as bare JSON lines: on the first request of a conversation
+    only ``finish`` (where offered) with `answer` and a made-up passage id; afterwards, every
+    time, the same lines: an unknown tool, the main search on the question, the same call again,
+    the main search on the second hop, an entity search, and ``finish`` again. Requests longer
+    than `context_window` tokens (counted at `chars_per_token`, fewer characters a token than
+    a client's usual estimate, as a small model's tokenizer does) get HTTP 400.
+    """
+
+    MADE_UP_ID = "archive"
+
+    def __init__(
+        self, answer: str = "Missolonghi", context_window: int = 16384, chars_per_token: float = 3.0
+    ) -> None:
+        self.answer = answer
+        self.context_window = context_window
+        self.chars_per_token = chars_per_token
+        self.inner = TinyWorld()
+
+    def __call__(self, request: Request) -> Reply:
+        need = prompt_tokens(request.body, self.chars_per_token)
+        if need > self.context_window:
+            return Reply(
+                status=400,
+                error=f"the request exceeds the available context size ({need} tokens, n_ctx "
+                f"{self.context_window}), try increasing it",
+            )
+        if request.tool_names:
+            return Reply(content=self.tool_text(request))
+        return self.inner(request)
+
+    def tool_text(self, request: Request) -> str:
+        names = request.tool_names
+        finish = (
+            [{"name": "finish", "arguments": {"answer": self.answer,
+                                              "passage_ids": [self.MADE_UP_ID]}}]
+            if "finish" in names else []
+        )  # fmt: skip
+        if finish and not request.text("tool"):
+            return "I know this one.\n" + json.dumps(finish[0])
+        search = next(
+            (n for n in ("search_gap", "context_search", "search_passages") if n in names),
+            names[0],
+        )
+        question = request.line("Question") or QUESTION
+        calls: list[dict[str, Any]] = [
+            {"name": "web_search", "arguments": {"query": question}},
+            {"name": search, "arguments": self._search_args(search, question)},
+            {"name": search, "arguments": self._search_args(search, question)},
+            {"name": search, "arguments": self._search_args(search, HOP2)},
+            {"name": "search_entities", "arguments": {"query": "Lord Byron"}},
+            *finish,
+        ]
+        return "Let me look this up.\n" + "\n".join(json.dumps(c) for c in calls)
+
+    @staticmethod
+    def _search_args(tool: str, query: str) -> dict[str, Any]:
+        return {"query": query, "gap_ids": ["1"]} if tool == "search_gap" else {"query": query}
 
 
 class Faults:

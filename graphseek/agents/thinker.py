@@ -75,13 +75,13 @@ def thought_message(thought: Thought, step: int, question: str) -> AIMessage:
 
 
 def thought_from_message(message: AIMessage, question: str) -> Thought:
-    """The thought a tool-calling reply stands for: ``finish`` -> FINISH (it wins over other
-    calls), a retrieval tool -> RETRIEVE (its query or main argument as the sub-question), no
-    tool call -> REASON (the text is the reasoning)."""
-    calls = list(message.tool_calls or [])
+    """The thought a tool-calling reply stands for: ``finish`` alone -> FINISH, a retrieval tool
+    -> RETRIEVE (its query or main argument as the sub-question; a ``finish`` beside it is taken
+    after the other calls have run), no tool call -> REASON (the text is the reasoning)."""
     text = str(message.text or "")[:1500]
-    finish = next((c for c in calls if c["name"] == FINISH), None)
-    if finish is not None:
+    finish = next((c for c in message.tool_calls or [] if c["name"] == FINISH), None)
+    calls = [c for c in message.tool_calls or [] if c["name"] != FINISH]
+    if finish is not None and not calls:
         args = finish.get("args") or {}
         answer = str(args.get("answer") or "").strip()
         return Thought(reason=str(args.get("reason") or text)[:1500], decision="FINISH",

@@ -5,19 +5,35 @@ its JSON path). A model cannot call tools when it has no `bind_tools`, or when i
 a request with tools (an HTTP error that names them: vLLM without `--enable-auto-tool-choice`,
 a llama.cpp server without `--jinja`, an Ollama model without tool support); such a model is
 remembered for the process, so later steps take the JSON path without another refused request.
+
+A reply without `tool_calls` whose text holds calls (bare JSON lines, `<tool_call>` tags, Llama
+3's `<|python_tag|>`, a code fence; `graphseek.llm.text_tool_calls`) is read as those calls, so
+a model behind a server without a tool-call parser still drives the loop.
+
+Where the calls run, three small pure pieces keep a weak model's loop in bounds:
+`plan_calls` (at most N calls a reply; a call identical to one already run this run is answered
+with the earlier result; unknown tools and invalid arguments answered with an error; `finish`
+taken last), `check_finish` (a final answer is accepted only when the passages it cites were
+returned by a tool this run and state it) and `rounds_without_new_passages` (the early stop
+after rounds that found nothing new).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.tool import ToolCall
 
+from graphseek.agents.text import answer_occurs, normalize
 from graphseek.errors import LLMError, LLMOutputError, LLMRequestError, LLMTransportError
 from graphseek.llm import invoke_message
+from graphseek.llm.text_tool_calls import Schema, call_key, check_call, parse_tool_calls
 from graphseek.state.models import Usage
 
 NO_TOOL_CALL_PROMPT = (
@@ -97,13 +113,266 @@ def call_tools(
         usage = usage + spent
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
+        if not reply.tool_calls:
+            reply, problems = with_text_calls(reply, tools, len(messages))
+        else:
+            problems = []
         if reply.tool_calls:
             return reply, usage
         text = str(reply.text or "")
-        messages = [*messages, reply, HumanMessage(NO_TOOL_CALL_PROMPT)]
+        retry = NO_TOOL_CALL_PROMPT + (f" ({problems[0]})" if problems else "")
+        messages = [*messages, reply, HumanMessage(retry)]
     raise LLMOutputError(
         f"malformed reply: {model_name(model)} called no tool after {attempts} attempt(s) "
         f"(max_retries={max_retries}); last reply: {' '.join(text.split())[:160]!r}",
         usage=usage,
         attempts=attempts,
     )
+
+
+# -- tool calls written as text -----------------------------------------------------------------
+
+
+def tool_schemas(tools: Iterable[Any]) -> dict[str, Schema]:
+    """Tool name -> the schema of the arguments a model gives it (injected arguments left out)."""
+    out: dict[str, Schema] = {}
+    for t in tools:
+        name = getattr(t, "name", None)
+        if isinstance(name, str):
+            schema = getattr(t, "tool_call_schema", None) or getattr(t, "args_schema", None)
+            out[name] = schema if isinstance(schema, type | Mapping) else None
+    return out
+
+
+def with_text_calls(
+    reply: AIMessage, tools: Sequence[Any], step: int = 0
+) -> tuple[AIMessage, list[str]]:
+    """`reply` with the tool calls its text holds as `tool_calls` (the text left as its content),
+    or unchanged when it holds none; and the problems of a call attempted but not read. Call ids
+    are deterministic: the step (the prompt's length), the call's place and its content."""
+    text = str(reply.text or "")
+    parsed = parse_tool_calls(text, tool_schemas(tools))
+    if not parsed.calls:
+        return reply, parsed.problems
+    calls: list[ToolCall] = []
+    for i, call in enumerate(parsed.calls):
+        digest = hashlib.sha1(call_key(call.name, call.args).encode()).hexdigest()[:8]
+        calls.append(ToolCall(name=call.name, args=call.args, id=f"text{step}_{i}_{digest}"))
+    return reply.model_copy(update={"content": parsed.text, "tool_calls": calls}), []
+
+
+# -- where the calls run: the cap, repeats, refused calls, finish last --------------------------
+
+REPEAT_NOTE = "already called; result repeated"
+
+
+@dataclass
+class CallPlan:
+    """What to do with a reply's tool calls: `run` them (in order), answer the others with
+    `replies` (call id -> result: repeats, refused calls), check `finish` calls last; `kept` is
+    every call the reply keeps, in order (`run`, the replied ones, then `finish`), `dropped`
+    says which calls were left out (over the cap, or the same call twice in the reply) and
+    `repeated` which were answered with an earlier result."""
+
+    run: list[ToolCall] = field(default_factory=list)
+    kept: list[ToolCall] = field(default_factory=list)
+    replies: dict[str, ToolMessage] = field(default_factory=dict)
+    finish: list[ToolCall] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
+
+
+def earlier_results(messages: Sequence[BaseMessage]) -> dict[str, ToolMessage]:
+    """`call_key` -> the result of the first call with that key that ran (had a result)."""
+    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    out: dict[str, ToolMessage] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                result = results.get(str(call.get("id")))
+                if result is not None:
+                    out.setdefault(call_key(call["name"], call.get("args") or {}), result)
+    return out
+
+
+def _describe(call: ToolCall) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in (call.get("args") or {}).items())
+    return f"{call['name']}({args})"[:200]
+
+
+def plan_calls(
+    calls: Sequence[ToolCall],
+    earlier: Sequence[BaseMessage],
+    schemas: Mapping[str, Schema],
+    max_calls: int,
+    finish: Iterable[str] = (),
+) -> CallPlan:
+    """Which of a reply's `calls` run (see `CallPlan`): `finish` calls (by name) are taken last
+    and not capped; of the others, a call already made in the reply is dropped, the first
+    `max_calls` kept and the rest dropped; a kept call with an unknown name or invalid arguments
+    is answered with the error, one identical to a call that ran earlier (`earlier`, the run's
+    messages before the reply) with that call's result and the note `REPEAT_NOTE`."""
+    finishing = set(finish)
+    before = earlier_results(earlier)
+    plan = CallPlan()
+    seen: set[str] = set()
+    kept = 0
+    for call in calls:
+        name = str(call.get("name") or "")
+        if name in finishing:
+            plan.finish.append(call)
+            continue
+        args = dict(call.get("args") or {})
+        key = call_key(name, args)
+        if key in seen:
+            plan.dropped.append(f"{_describe(call)}: the same call twice in one reply")
+            continue
+        seen.add(key)
+        if kept >= max(1, max_calls):
+            plan.dropped.append(f"{_describe(call)}: over {max(1, max_calls)} calls a reply")
+            continue
+        kept += 1
+        plan.kept.append(call)
+        call_id = str(call.get("id"))
+        error = check_call(name, args, schemas)
+        if error:
+            plan.replies[call_id] = ToolMessage(
+                f"Error: {error}. The call was not run.",
+                name=name,
+                tool_call_id=call_id,
+                status="error",
+            )
+        elif key in before:
+            earlier_result = before[key]
+            plan.repeated.append(_describe(call))
+            plan.replies[call_id] = ToolMessage(
+                f"({REPEAT_NOTE}: call another tool or other arguments for new results)\n"
+                f"{earlier_result.content}",
+                name=name,
+                tool_call_id=call_id,
+                artifact=earlier_result.artifact,
+                status=earlier_result.status,
+            )
+        else:
+            plan.run.append(call)
+    plan.kept.extend(plan.finish)
+    return plan
+
+
+# -- a grounded finish ----------------------------------------------------------------------------
+
+#: the result artifact's key for a finish accepted where the calls run
+FINISH_KEY = "finish"
+
+
+@dataclass(frozen=True)
+class FinishVerdict:
+    """Whether a final answer is accepted: the answer, the observed passages that state it, and
+    why it was refused (empty when accepted). An empty answer is an accepted abstention."""
+
+    accepted: bool
+    answer: str = ""
+    passage_ids: tuple[str, ...] = ()
+    reason: str = ""
+
+    def artifact(self) -> dict[str, Any]:
+        return {FINISH_KEY: {"answer": self.answer, "passage_ids": list(self.passage_ids)}}
+
+
+def _yes_no(answer: str) -> bool:
+    return normalize(answer) in ("yes", "no")
+
+
+def check_finish(
+    answer: str, cited: Sequence[str], observed: Mapping[str, str], max_ids: int = 3
+) -> FinishVerdict:
+    """A final `answer` citing passage ids `cited`, against the passages `observed` this run
+    (id -> title and text, those a tool returned): accepted when it occurs in a cited observed
+    passage (those are its grounding), else when it occurs in any observed passage (those are
+    cited instead); a yes/no answer needs an observed cited passage. Otherwise refused, saying
+    why."""
+    answer = " ".join(str(answer).split())
+    if not answer:
+        return FinishVerdict(accepted=True, answer="", reason="no answer given")
+    cited = [str(p) for p in dict.fromkeys(cited)]
+    known = [p for p in cited if p in observed]
+    unknown = [p for p in cited if p not in observed]
+    if _yes_no(answer):
+        if known:
+            return FinishVerdict(True, answer, tuple(known[:max_ids]))
+    else:
+        stating = [p for p in known if answer_occurs(answer, observed[p])]
+        if not stating:
+            stating = [p for p in observed if answer_occurs(answer, observed[p])]
+        if stating:
+            return FinishVerdict(True, answer, tuple(stating[:max_ids]))
+    if not observed:
+        why = "no tool has returned a passage yet in this run: search first"
+    else:
+        parts = []
+        if unknown:
+            parts.append(f"passage id(s) {', '.join(unknown[:5])} were not returned by any tool")
+        if _yes_no(answer):
+            parts.append("a yes/no answer needs the ids of the passages read that decide it")
+        else:
+            parts.append(f"{answer!r} does not occur in any passage read so far")
+        why = "; ".join(parts)
+    return FinishVerdict(
+        accepted=False,
+        answer=answer,
+        reason=f"finish not accepted: {why}. Search for a passage that states the answer, then "
+        "call finish with its words and its passage id.",
+    )
+
+
+def finish_verdicts(messages: Sequence[BaseMessage]) -> list[FinishVerdict]:
+    """The finish verdicts among the results after the last model message (accepted ones carry
+    `FINISH_KEY` in their artifact, refused ones are errors naming `finish`)."""
+    out: list[FinishVerdict] = []
+    for message in reversed(list(messages)):
+        if isinstance(message, AIMessage):
+            break
+        if not isinstance(message, ToolMessage):
+            continue
+        artifact = message.artifact if isinstance(message.artifact, dict) else {}
+        got = artifact.get(FINISH_KEY)
+        if isinstance(got, dict):
+            ids = tuple(str(p) for p in got.get("passage_ids") or [])
+            out.append(FinishVerdict(True, str(got.get("answer") or ""), ids))
+        elif message.status == "error" and str(message.content).startswith("finish not"):
+            out.append(FinishVerdict(False, reason=str(message.content)))
+    return out[::-1]
+
+
+def accepted_finish(messages: Sequence[BaseMessage]) -> FinishVerdict | None:
+    """The accepted finish among the last results, if any."""
+    return next((v for v in finish_verdicts(messages) if v.accepted), None)
+
+
+# -- progress -------------------------------------------------------------------------------------
+
+
+def rounds_without_new_passages(messages: Sequence[BaseMessage], ran_counts: bool = False) -> int:
+    """How many rounds of tool calls in a row, up to the last, returned no passage id that an
+    earlier round had not (a round: a model message with tool calls and its results). With
+    `ran_counts`, a round in which a call ran (not a repeat answered with an earlier result,
+    not an error) counts as progress too."""
+    seen: set[str] = set()
+    stale = 0
+    progress: bool | None = None
+    for message in messages:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            if progress is not None:
+                stale = 0 if progress else stale + 1
+            progress = False
+        elif isinstance(message, ToolMessage) and progress is not None:
+            artifact = message.artifact if isinstance(message.artifact, dict) else {}
+            ids = {str(p) for p in artifact.get("passage_ids") or []}
+            ran = message.status != "error" and not str(message.content).startswith(
+                f"({REPEAT_NOTE}"
+            )
+            progress = progress or bool(ids - seen) or (ran_counts and ran)
+            seen |= ids
+    if progress is not None:
+        stale = 0 if progress else stale + 1
+    return stale

@@ -9,6 +9,11 @@ its search as tool calls, and the knowledge update.
   tools bound (`LLMPlanner.call_tools`); the offline planner, and a model that cannot call tools
   (noted), plan a query that is not a repeat (`plan_new_query`) and emit it as the same
   `search_gap` call, with a deterministic id.
+- `kair_tool_node()`: the `ToolNode` that runs them, with `graphseek.graphs.tool_loop`'s bounds
+  (at most `max_tool_calls_per_reply` calls a reply; a call identical to one already run is
+  answered with its earlier result).
+- `no_progress`: a model planner whose last rounds of calls found no new passage is stopped
+  (two in a row: the same calls again, answered with their earlier results).
 - `read_results`: the passages, queries and gap ids of the tool results (D_add), the notes of
   failed tools and the refused repeats.
 - `update_from_hits`: the knowledge updater, keeping only what KAIR eq. 5 lets in.
@@ -31,9 +36,10 @@ from graphseek.agents.kair import AcceptedUpdate, accept_update, is_repeat
 from graphseek.agents.planner import LLMPlanner
 from graphseek.agents.registry import Roles
 from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan
-from graphseek.agents.tool_calling import ToolsUnsupportedError
+from graphseek.agents.tool_calling import ToolsUnsupportedError, rounds_without_new_passages
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage
+from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
 from graphseek.state.bounds import Names, Reasoning, Sentence
 from graphseek.state.context import Context
@@ -56,6 +62,8 @@ SUGGESTER_RETRIEVERS = ("bm25", "dense", "hybrid")
 MAX_SEARCHES = 3
 SEARCH_GAP = "search_gap"
 STOP = "stop_searching"
+#: rounds of tool calls in a row without a new passage that stop a model planner
+NO_PROGRESS_ROUNDS = 2
 
 
 def suggester_retriever(index: int, context: Context) -> str:
@@ -128,6 +136,12 @@ def kair_tools() -> list[BaseTool]:
     return [search_gap, search_passages, search_entities, neighbors, ppr_search, stop_searching]
 
 
+def kair_tool_node() -> GuardedToolNode:
+    """The node that runs a KAIR agent's calls (`kair_tools`), bounded (see the module
+    docstring)."""
+    return GuardedToolNode(kair_tools())
+
+
 # -- deciding and reading a search ------------------------------------------------------------
 
 
@@ -190,6 +204,19 @@ def next_search(
     call = {"name": SEARCH_GAP, "args": args, "id": f"{call_id}-{digest}", "type": "tool_call"}
     step.message = AIMessage(content=plan.reason, tool_calls=[call])  # type: ignore[list-item]
     return step
+
+
+def no_progress(planner: Planner, messages: Sequence[AnyMessage]) -> str:
+    """Why a tool-calling model planner is stopped (empty when it goes on): its last
+    `NO_PROGRESS_ROUNDS` rounds of calls in a row ran no new call and found no new passage (a
+    search of a new query is progress in KAIR: it joins the query history). The offline
+    planner plans a new query each round and is never stopped here."""
+    if not isinstance(planner, LLMPlanner):
+        return ""
+    stale = rounds_without_new_passages(messages, ran_counts=True)
+    if stale < NO_PROGRESS_ROUNDS:
+        return ""
+    return f"{stale} rounds of tool calls in a row ran no new call and found no new passage"
 
 
 def round_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:

@@ -45,7 +45,6 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
@@ -62,8 +61,9 @@ from graphseek.graphs.common import error_usage, finalize_answer, to_evidence
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,
     STOP,
-    kair_tools,
+    kair_tool_node,
     next_search,
+    no_progress,
     plan_new_query,
     read_results,
     round_messages,
@@ -211,6 +211,10 @@ def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = runtime.context
     view = _shared_view(state, ctx)
     messages = list(state.get("messages", []))
+    stalled = no_progress(get_roles(ctx).planner, messages)
+    if stalled:  # a model repeating itself (its repeats answered with their earlier results)
+        stop = {"no_progress_stop": stalled}
+        return _abstain("plan_query", f"{stalled} (early stop)", diagnostics=stop)
     step = next_search(
         get_roles(ctx).planner,
         view,
@@ -448,7 +452,7 @@ def build_knowledge_aware() -> StateGraph[State, Context, InputState, OutputStat
     builder.add_node(initialize_caches)
     builder.add_node(plan_query)
     # the single agent's actions: the same tools as the suggesters' (`kair_tools`)
-    builder.add_node("retrieve_documents", ToolNode(kair_tools(), handle_tool_errors=True))
+    builder.add_node("retrieve_documents", kair_tool_node())
     builder.add_node(update_knowledge)
     builder.add_node("suggest", suggester_agent, input_schema=SuggesterTask)
     builder.add_node(select_proposal)

@@ -10,9 +10,15 @@ once per sub-question, in parallel through `Send`).
   diagnostics), emit one `context_search` call: the run's configured retrieval (the context's
   retriever, or the HiGraRetriever's relations and passages with ``retriever="higra"``).
 - `act`: a `ToolNode` runs the calls; the tools read the index from the runtime context. Tool
-  errors come back as ToolMessages. At most `MAX_SEARCHES` rounds of searching.
-- `draft_answer`: the answer of a `finish` call, grounded on the passages found; otherwise the
-  Librarian policy drafts from them (the offline reasoner, or the model's JSON reply).
+  errors come back as ToolMessages. At most `MAX_SEARCHES` rounds of searching, and
+  `graphseek.graphs.tool_loop`'s bounds: at most `max_tool_calls_per_reply` calls a reply, a
+  repeated call answered with its earlier result, `finish` taken after the other calls and
+  accepted only when its answer occurs in passages the searches returned (a refusal is a tool
+  result the model reads before its next step). Two rounds in a row that found no new passage
+  end the search (`diagnostics.no_progress_stop`).
+- `draft_answer`: the answer of an accepted `finish` call, grounded on the passages found;
+  otherwise the Librarian policy drafts from them (the offline reasoner, or the model's JSON
+  reply).
 
 The routing is a conditional edge on the last message's tool calls (`route_librarian`). The
 messages (tool calls and results) are written to the parent state, so they show in Studio.
@@ -28,7 +34,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolNode, ToolRuntime
+from langgraph.prebuilt import ToolRuntime
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
@@ -36,10 +42,17 @@ from typing_extensions import TypedDict
 from graphseek.agents.graph_librarian import LLMGraphLibrarian
 from graphseek.agents.librarian import LibrarianReply, ground_reply
 from graphseek.agents.registry import get_roles
-from graphseek.agents.tool_calling import ToolsUnsupportedError
+from graphseek.agents.tool_calling import (
+    FinishVerdict,
+    ToolsUnsupportedError,
+    accepted_finish,
+    check_finish,
+    rounds_without_new_passages,
+)
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, to_evidence
 from graphseek.graphs.higra_retriever import graph_draft, librarian_context
+from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
 from graphseek.state.bounds import Names
 from graphseek.state.context import Context
@@ -61,6 +74,8 @@ from graphseek.tools.retrievers import resolve_index
 
 #: rounds of tool calls a Librarian makes at most before it drafts
 MAX_SEARCHES = 3
+#: rounds of tool calls in a row without a new passage that end the search
+NO_PROGRESS_ROUNDS = 2
 
 
 class ContextSearchArgs(BaseModel):
@@ -202,12 +217,20 @@ def search_evidence(state: LibrarianState, runtime: Runtime[Context]) -> dict[st
         update["query_history"] = [question]
     if searches >= MAX_SEARCHES:
         return update
+    messages = list(state.get("messages", []))
+    if accepted_finish(messages) is not None:  # a finish taken after its reply's searches
+        return update
+    stale = rounds_without_new_passages(messages)
+    if stale >= NO_PROGRESS_ROUNDS:
+        why = f"{stale} rounds of librarian tool calls in a row found no new passage"
+        diagnostics = update.setdefault("diagnostics", {})
+        diagnostics["no_progress_stop"] = why
+        diagnostics.setdefault("notes", []).append(f"librarian: {why}; drafting from what it read")
+        return update
     librarian = get_roles(ctx).graph_librarian
     if isinstance(librarian, LLMGraphLibrarian):
         try:
-            step = librarian.call_tools(
-                question, list(state.get("messages", [])), librarian_tools()
-            )
+            step = librarian.call_tools(question, messages, librarian_tools())
         except ToolsUnsupportedError as exc:
             note = f"librarian: {exc}; the JSON path is used instead"
             update.setdefault("diagnostics", {}).setdefault("notes", []).append(note)
@@ -228,8 +251,10 @@ def search_evidence(state: LibrarianState, runtime: Runtime[Context]) -> dict[st
 
 
 def route_librarian(state: LibrarianState) -> Literal["act", "draft_answer"]:
-    """Tool calls other than `finish` are run (unless the search budget is spent); `finish`,
-    no call, or a failure go to the draft."""
+    """Tool calls are run; a `finish` alone that the passages found ground ends the search, one
+    beside other calls, or one refused, is run too (taken last where the calls run, a refusal
+    answered with its reason); no new call (the search budget spent, a finish accepted, no
+    progress), no call, or a failure go to the draft."""
     if state.get("diagnostics", {}).get("errors"):
         return "draft_answer"
     messages = list(state.get("messages", []))
@@ -237,14 +262,28 @@ def route_librarian(state: LibrarianState) -> Literal["act", "draft_answer"]:
     # no new request (the newest message is a tool result), or no tool call: draft
     if not isinstance(last, AIMessage) or not last.tool_calls:
         return "draft_answer"
-    if any(c["name"] == FINISH for c in last.tool_calls):
+    if _finish_alone(last, list(state.get("found", []))) is not None:
         return "draft_answer"
     return "act"
 
 
-def _finish_draft(question: str, call: Any, hits: list[Hit]) -> Draft:
-    args = call.get("args") or {}
-    answer = str(args.get("answer") or "").strip()
+def _finish_alone(message: AIMessage | None, found: list[EvidenceItem]) -> FinishVerdict | None:
+    """The verdict on a reply that only calls `finish`, when the passages found accept it."""
+    calls = list(message.tool_calls) if message is not None else []
+    if not calls or any(c["name"] != FINISH for c in calls):
+        return None
+    args = calls[-1].get("args") or {}
+    cited = args.get("passage_ids") or []
+    cited = [str(p) for p in (cited if isinstance(cited, list) else [cited])]
+    observed = {e.passage_id: f"{e.title}\n{e.text}" for e in found}
+    verdict = check_finish(str(args.get("answer") or ""), cited, observed)
+    return verdict if verdict.accepted else None
+
+
+def _finish_draft(question: str, call: Any, verdict: FinishVerdict, hits: list[Hit]) -> Draft:
+    """The draft of an accepted `finish` call: its answer, on the passages that state it."""
+    args = call.get("args") or {} if call is not None else {}
+    answer = verdict.answer
     try:
         confidence = float(args.get("confidence", 0.8))
     except (TypeError, ValueError):
@@ -253,7 +292,7 @@ def _finish_draft(question: str, call: Any, hits: list[Hit]) -> Draft:
         reasoning=str(args.get("reason") or ""),
         answer=answer,
         candidates=[str(c) for c in args.get("candidates") or []],
-        passage_ids=[str(p) for p in args.get("passage_ids") or []],
+        passage_ids=list(verdict.passage_ids),
         confidence=min(1.0, max(0.0, confidence)) if answer else 0.0,
     )
     return ground_reply(question, reply, hits)
@@ -266,15 +305,17 @@ def draft_answer(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, 
     step_id = state.get("step_id")
     found = list(state.get("found", []))
     hits = [Hit(passage=_passage(e), score=e.score, rank=i) for i, e in enumerate(found, 1)]
-    last = _last_ai(list(state.get("messages", [])))
+    messages = list(state.get("messages", []))
+    last = _last_ai(messages)
     finish_call = next((c for c in (last.tool_calls if last else []) if c["name"] == FINISH), None)
+    verdict = accepted_finish(messages) or _finish_alone(last, found)
     errors = state.get("diagnostics", {}).get("errors") or []
     update: dict[str, Any] = {"trace": ["ask_librarian"]}
     if errors:
         cause = str(errors[-1]).removeprefix("librarian: ")
         draft = Draft(question=question, answer="", step_id=step_id, error=cause)
-    elif finish_call is not None:
-        draft = _finish_draft(question, finish_call, hits).model_copy(
+    elif verdict is not None:
+        draft = _finish_draft(question, finish_call, verdict, hits).model_copy(
             update={"step_id": step_id, "question": question}
         )
     else:
@@ -304,7 +345,7 @@ def build_librarian_agent() -> StateGraph[LibrarianState, Context, LibrarianTask
         context_schema=Context,
     )
     builder.add_node(search_evidence)
-    builder.add_node("act", ToolNode(librarian_tools(), handle_tool_errors=True))
+    builder.add_node("act", GuardedToolNode(librarian_tools(), finish=[FINISH]))
     builder.add_node(draft_answer)
     builder.add_edge(START, "search_evidence")
     builder.add_conditional_edges("search_evidence", route_librarian, ["act", "draft_answer"])

@@ -3,13 +3,21 @@
 think (Thought: RETRIEVE with a predicted topic, REASON, or FINISH, emitted as tool calls)
 → act (a `ToolNode` running the calls: G-RAGent's primitives retrieve_subgraph(topic),
   node_feature, neighbor_check, and passage search, entity search, neighbours, PPR expansion,
-  relational queries; tool errors come back as ToolMessages)
+  relational queries; tool errors come back as ToolMessages; `graphseek.graphs.tool_loop`: at
+  most `max_tool_calls_per_reply` calls a reply, a repeated call answered with its earlier
+  result, a `finish` beside other calls taken after them and checked against what they found)
 → observe (the Observation: the tools' passages and graph lines join the context and the
   history)
 → think … until `finish` (FINISH), the early stop (the thinker judges the context sufficient
-before the step budget is spent: `diagnostics.early_stop`), or the budget runs out
+before the step budget is spent: `diagnostics.early_stop`), two rounds of tool calls in a row
+that found no new passage (`diagnostics.no_progress_stop`), or the budget runs out
 (`max_turns` steps, `max_llm_calls`, `max_tokens`) → finalize_answer. A REASON step (a sub-answer
 derived without retrieval, no tool call) is recorded by `think` itself, which thinks again.
+
+A model's `finish` is grounded: accepted only when its answer occurs in passages a tool
+returned this run (the ones it cites, else any read; `check_finish`). A refused `finish` is
+answered with the reason (a tool result the model reads) and the loop goes on; at the end of
+the budget the run abstains, showing the passages it read.
 
 Tools are actions: with a tool-calling model the thinker binds `react_tools()` and its reply's
 tool calls are run as they are; the offline thinker and a model without tool calling (the JSON
@@ -24,7 +32,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
 from graphseek.agents.registry import get_roles
@@ -35,23 +42,33 @@ from graphseek.agents.thinker import (
     thought_from_message,
     thought_message,
 )
-from graphseek.agents.tool_calling import ToolsUnsupportedError
+from graphseek.agents.tool_calling import (
+    FinishVerdict,
+    ToolsUnsupportedError,
+    accepted_finish,
+    check_finish,
+    rounds_without_new_passages,
+)
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import NO_GRAPH, topic_labels
 from graphseek.graphs.routing import budget_exhausted, route_thought
+from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
 from graphseek.state.schema import InputState, OutputState, State
 from graphseek.state.verdicts import Thought
-from graphseek.tools.lc_tools import react_tools
+from graphseek.tools.lc_tools import FINISH, react_tools
 from graphseek.tools.retrievers import resolve_index
 
 #: observation text kept in the history per step
 MAX_OBSERVATION = 1500
 #: passages cited for a final answer at most
 MAX_EVIDENCE = 3
+#: rounds of tool calls in a row without a new passage that end the loop
+NO_PROGRESS_ROUNDS = 2
 
 
 def _grounding(answer: str, question: str, passages: list[EvidenceItem]) -> list[EvidenceItem]:
@@ -94,8 +111,13 @@ def _decide(
 
 def think(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Thought: analyse the history and decide RETRIEVE (tool calls), REASON or FINISH."""
+    check_entry(state, runtime)
     ctx = runtime.context
     step = state.get("turn", 0)
+    messages = list(state.get("messages", []))
+    verdict = accepted_finish(messages)
+    if verdict is not None:  # a finish taken after the other calls of its reply, accepted
+        return _finished(state, verdict, step)
     exhausted = budget_exhausted(state.get("usage"), step, ctx)
     if exhausted:
         return {
@@ -103,6 +125,15 @@ def think(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "abstain_reason": f"{exhausted} before the thinker could finish",
             "trace": ["think"],
             "diagnostics": {"early_stop": False, "turns": step},
+        }
+    stale = rounds_without_new_passages(messages)
+    if stale >= NO_PROGRESS_ROUNDS:
+        why = f"{stale} rounds of tool calls in a row found no new passage"
+        return {
+            "next_action": "abstain",
+            "abstain_reason": f"{why} (early stop) before the thinker could finish",
+            "trace": ["think"],
+            "diagnostics": {"early_stop": True, "no_progress_stop": why, "turns": step},
         }
     question = " ".join(state["question"].split())
     passages = list(state.get("passages", []))
@@ -116,7 +147,7 @@ def think(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         max_steps=ctx.max_turns,
     )
     try:
-        message, thought, usage, notes = _decide(view, list(state.get("messages", [])), runtime)
+        message, thought, usage, notes = _decide(view, messages, runtime)
     except LLMError as exc:
         return {
             "next_action": "abstain",
@@ -153,15 +184,68 @@ def think(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "history": [record],
             "diagnostics": diagnostics,
         }
-    cited = _cited(message, passages)
     diagnostics["early_stop"] = thought.sufficient and step < ctx.max_turns
+    if isinstance(get_roles(ctx).thinker, LLMThinker):  # a model's finish: grounded or refused
+        observed = {e.passage_id: f"{e.title}\n{e.text}" for e in passages}
+        verdict = check_finish(answer, _cited_ids(message), observed)
+        if not verdict.accepted:
+            return update | _refused(message, thought, verdict, record, step)
+        by_id = {e.passage_id: e for e in passages}
+        evidence = [by_id[p] for p in verdict.passage_ids if p in by_id]
+    else:
+        evidence = _cited(message, passages) or _grounding(answer, question, passages)
     return update | {
         "next_action": "answer",
         "answer": answer,
-        "evidence": cited or _grounding(answer, question, passages),
+        "evidence": evidence,
         "history": [record],
         "diagnostics": diagnostics,
     }
+
+
+def _refused(
+    message: AIMessage, thought: Thought, verdict: FinishVerdict, record: dict[str, Any], step: int
+) -> dict[str, Any]:
+    """A refused `finish`: the model reads why (the call's result) and thinks again."""
+    call = next((c for c in message.tool_calls if c["name"] == FINISH), None)
+    result = [] if call is None else [
+        ToolMessage(verdict.reason, name=FINISH, tool_call_id=str(call["id"]), status="error")
+    ]  # fmt: skip
+    record = record | {"observation": f"Finish[{thought.answer}] refused: {verdict.reason}"}
+    return {
+        "messages": [message, *result],
+        "thought": thought.model_copy(update={"decision": "REASON"}),
+        "next_action": "reason",
+        "turn": step + 1,
+        "history": [record],
+        "diagnostics": {"refused_finishes": [verdict.reason[:300]]},
+    }
+
+
+def _finished(state: State, verdict: FinishVerdict, step: int) -> dict[str, Any]:
+    """The run's end on a `finish` accepted where the calls ran (`act`)."""
+    thought = Thought(reason="finish accepted", decision="FINISH", query=state["question"],
+                      answer=verdict.answer[:200], sufficient=bool(verdict.answer))  # fmt: skip
+    record = {"step": step, "decision": "FINISH", "query": state["question"],
+              "observation": f"Finish[{verdict.answer}]"}  # fmt: skip
+    update: dict[str, Any] = {"thought": thought, "trace": ["think"], "history": [record],
+                              "diagnostics": {"early_stop": False, "turns": step}}  # fmt: skip
+    if not verdict.answer:
+        return update | {"next_action": "abstain",
+                         "abstain_reason": "the thinker found no supported answer"}  # fmt: skip
+    by_id = {e.passage_id: e for e in state.get("passages", [])}
+    evidence = [by_id[p] for p in verdict.passage_ids if p in by_id]
+    return update | {"next_action": "answer", "answer": verdict.answer, "evidence": evidence}
+
+
+def _cited_ids(message: AIMessage) -> list[str]:
+    """The passage ids the `finish` calls of a reply cite, in order."""
+    ids: list[str] = []
+    for call in message.tool_calls:
+        if call["name"] == FINISH:
+            cited = (call.get("args") or {}).get("passage_ids") or []
+            ids.extend(str(p) for p in (cited if isinstance(cited, list) else [cited]))
+    return ids
 
 
 def _cited(message: AIMessage, passages: list[EvidenceItem]) -> list[EvidenceItem]:
@@ -251,7 +335,7 @@ def build_react() -> StateGraph[State, Context, InputState, OutputState]:
         State, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
     builder.add_node(think)
-    builder.add_node("act", ToolNode(react_tools(), handle_tool_errors=True))
+    builder.add_node("act", GuardedToolNode(react_tools(), finish=[FINISH]))
     builder.add_node(observe)
     builder.add_node(finalize_answer)
     builder.add_edge(START, "think")

@@ -31,7 +31,6 @@ from typing import Annotated, Any, Literal, NotRequired
 from langchain_core.messages import AnyMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
@@ -42,7 +41,7 @@ from graphseek.graphs.common import to_evidence
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,
     SUGGESTER_RETRIEVERS,
-    kair_tools,
+    kair_tool_node,
     next_search,
     read_results,
     searches_failed,
@@ -232,7 +231,7 @@ def build_suggester_agent() -> StateGraph[SuggesterState, Context, SuggesterTask
         context_schema=Context,
     )
     builder.add_node(plan_search)
-    builder.add_node("act", ToolNode(kair_tools(), handle_tool_errors=True))
+    builder.add_node("act", kair_tool_node())
     builder.add_node(update_caches)
     builder.add_edge(START, "plan_search")
     builder.add_conditional_edges("plan_search", route_suggester, ["act", "update_caches"])

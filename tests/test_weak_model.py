@@ -1,0 +1,167 @@
+"""Every topology against a weak model (`tests/fake_openai.py`'s `WeakModel`, issue 25): a small
+window the server enforces, tool calls written as text (several a reply, repeated, an unknown
+tool among them) and a `finish` at once with a made-up passage id. Each run gives one result,
+runs the text calls, never answers without the evidence stating the answer, and never runs the
+same call twice.
+
+Sockets are allowed for this module only, and only to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fake_openai import QUESTION, FakeOpenAIServer, WeakModel
+
+from graphseek.agents.text import answer_occurs
+from graphseek.api import ask
+from graphseek.llm import clear_model_cache
+from graphseek.llm.text_tool_calls import call_key
+
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+MODEL = "openai:weak"
+TOPOLOGIES = [
+    "naive",
+    "higra_retriever",
+    "dual_agent",
+    "adaptive",
+    "deep_search",
+    "react",
+    "knowledge_aware",
+]
+#: the topologies whose agents call tools
+TOOL_TOPOLOGIES = ["dual_agent", "react", "knowledge_aware"]
+#: results that are not a run of the call (a repeat, a refusal, a finish verdict)
+NOT_RUN = ("(already called", "Error:", "finish not accepted", "Answer accepted")
+
+
+@pytest.fixture(autouse=True)
+def llm_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("GRAPHSEEK_LLM", "GRAPHSEEK_LLM_CACHE", "OPENAI_API_KEY", "GRAPHSEEK_BASE_URL",
+                 "OPENAI_API_BASE"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GRAPHSEEK_LLM_BACKOFF", "0")
+    monkeypatch.setenv("GRAPHSEEK_LLM_MAX_RETRIES", "1")
+    clear_model_cache()
+    yield
+    clear_model_cache()
+
+
+def run_weak(
+    monkeypatch: pytest.MonkeyPatch, tiny_index: Any, topology: str, model: WeakModel
+) -> tuple[Any, FakeOpenAIServer]:
+    server = FakeOpenAIServer(model)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    with server:
+        result = ask(tiny_index, QUESTION, topology=topology, llm=MODEL)
+    return result, server
+
+
+def conversations(server: FakeOpenAIServer) -> list[list[tuple[str, str, str]]]:
+    """Per request: (call id, call key, result text) of every tool call with a result."""
+    out = []
+    for body in server.requests:
+        calls: dict[str, str] = {}
+        rows = []
+        for message in body.get("messages") or []:
+            for call in message.get("tool_calls") or []:
+                fn = call["function"]
+                calls[call["id"]] = call_key(fn["name"], json.loads(fn["arguments"] or "{}"))
+            if message.get("role") == "tool" and message.get("tool_call_id") in calls:
+                cid = message["tool_call_id"]
+                rows.append((cid, calls[cid], str(message.get("content") or "")))
+        out.append(rows)
+    return out
+
+
+def assert_grounded(result: Any) -> None:
+    if result.abstained:
+        assert result.answer == "", result
+        return
+    assert result.answer, result
+    assert any(answer_occurs(result.answer, f"{e.title}\n{e.text}") for e in result.evidence), (
+        result.answer,
+        [e.passage_id for e in result.evidence],
+    )
+    assert WeakModel.MADE_UP_ID not in {e.passage_id for e in result.evidence}
+
+
+def assert_no_call_ran_twice(server: FakeOpenAIServer) -> None:
+    for rows in conversations(server):
+        ran = [key for _, key, text in rows if not text.startswith(NOT_RUN)]
+        assert len(ran) == len(set(ran)), ran
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_every_topology_holds_up_on_a_weak_model(monkeypatch, tiny_index, topology):
+    result, server = run_weak(monkeypatch, tiny_index, topology, WeakModel())
+    json.dumps(result.model_dump(mode="json"))  # one JSON object
+    assert_grounded(result)
+    assert_no_call_ran_twice(server)
+    biggest = max(len(json.dumps(b)) for b in server.requests)
+    assert biggest < 3 * WeakModel().context_window  # no request over the window
+    if topology in TOOL_TOPOLOGIES:
+        # the server never sends structured tool calls: what the tools found, they found for
+        # calls written as text; the calls over the cap were left out
+        assert result.retrieved_ids, result.diagnostics
+        assert result.diagnostics.get("dropped_calls"), result.diagnostics
+
+
+@pytest.mark.parametrize("topology", ["react", "dual_agent"])
+def test_a_made_up_finish_is_refused_then_grounded(monkeypatch, tiny_index, topology):
+    result, server = run_weak(monkeypatch, tiny_index, topology, WeakModel())
+    texts = [text for rows in conversations(server) for _, _, text in rows]
+    # the first finish (nothing read yet) was refused with the reason, the model read it
+    assert any(t.startswith("finish not accepted: no tool has returned") for t in texts)
+    assert not result.abstained and result.answer == "Missolonghi"
+    assert [e.passage_id for e in result.evidence][:1] == ["byron"]
+    assert result.diagnostics.get("refused_finishes")
+
+
+@pytest.mark.parametrize("topology", ["react", "dual_agent"])
+def test_an_answer_no_passage_states_is_never_given(monkeypatch, tiny_index, topology):
+    result, server = run_weak(monkeypatch, tiny_index, topology, WeakModel(answer="filters"))
+    assert result.answer != "filters"
+    assert_grounded(result)
+    assert_no_call_ran_twice(server)
+    texts = [text for rows in conversations(server) for _, _, text in rows]
+    assert any("'filters' does not occur in any passage read so far" in t for t in texts)
+    if topology == "react":  # a Librarian's conversation ends before a repeat (3 rounds)
+        assert any(t.startswith("(already called; result repeated") for t in texts)
+    # the calls written as text ran, and the model read their results
+    assert any(cid.startswith("text") and not t.startswith(NOT_RUN)
+               for rows in conversations(server) for cid, _, t in rows)  # fmt: skip
+    # the unknown tool was answered with an error the model read
+    assert any(t.startswith("Error: unknown tool 'web_search'") for t in texts)
+
+
+def test_react_stops_after_two_rounds_without_a_new_passage(monkeypatch, tiny_index):
+    result, _ = run_weak(monkeypatch, tiny_index, "react", WeakModel(answer="filters"))
+    assert result.abstained and "found no new passage" in result.abstain_reason
+    assert (
+        result.diagnostics["no_progress_stop"]
+        == "2 rounds of tool calls in a row found no new passage"
+    )
+    assert result.evidence  # the abstention shows what the run read
+
+
+def test_the_server_reports_its_window(tiny_index):
+    import urllib.request
+
+    with FakeOpenAIServer(WeakModel(context_window=4096)) as server:
+        root = server.base_url.removesuffix("/v1")
+        models = json.load(urllib.request.urlopen(f"{server.base_url}/models"))
+        props = json.load(urllib.request.urlopen(f"{root}/props"))
+    assert models["data"][0]["max_model_len"] == 4096 and props["n_ctx"] == 4096
+
+
+def test_knowledge_aware_stops_a_model_repeating_its_calls(monkeypatch, tiny_index):
+    result, server = run_weak(monkeypatch, tiny_index, "knowledge_aware", WeakModel())
+    assert result.diagnostics["repeated_calls"]  # answered with the earlier results
+    assert result.diagnostics["no_progress_stop"].startswith("2 rounds of tool calls in a row")
+    assert result.abstained and "(early stop)" in result.abstain_reason
+    assert_no_call_ran_twice(server)
