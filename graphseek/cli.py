@@ -127,6 +127,7 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "context_window": args.llm_context,
         "profile": args.profile,
         "max_question_chars": args.max_question_chars,
+        "reranker": args.reranker,
         "abstain_threshold": args.abstain_threshold,
     }
 
@@ -192,6 +193,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         from graphseek.llm.factory import resolve_spec
 
         resolve_spec(args.graph_llm, "extractor")
+    from graphseek.knowledge.embedders import parse_embedder_spec
+
+    parse_embedder_spec(args.embedder)  # a bad spec fails before the corpus is read
     from graphseek.knowledge.progress import bar as progress_bar
 
     with progress_bar("reading", None, not args.quiet) as bar:
@@ -208,6 +212,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         show_progress=not args.quiet,
         graph=not args.no_graph,
         graph_options=options,
+        embedder=args.embedder,
     )
     graph = " and its knowledge graph" if index.has_graph else ""
     print(f"Indexed {len(index)} passages{graph} into {index.path}")
@@ -316,6 +321,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="longest question accepted (default 2000, or $GRAPHSEEK_MAX_QUESTION_CHARS)",
     )
+    p.add_argument(
+        "--reranker",
+        default=None,
+        help="rerank retrieved passages: http:URL or http:MODEL@URL (a /v1/rerank or /rerank "
+        "endpoint) or ce:FOLDER (a local cross-encoder); default off",
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
 
@@ -360,6 +371,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--graph-llm", default=None, help="model spec for graph extraction (default: offline)"
+    )
+    p.add_argument(
+        "--embedder",
+        default=None,
+        help="passage and query embedder, recorded in the index: minilm (the packaged default), "
+        "openai:MODEL[@BASE_URL] (an OpenAI-compatible /v1/embeddings) or st:FOLDER (a local "
+        "sentence-transformers model)",
     )
     p.add_argument(
         "--graph-vectors",

@@ -36,7 +36,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from graphseek.errors import CorpusError, IndexFormatError, IndexNotFoundError
-from graphseek.knowledge import embedder as embedder_module
+from graphseek.knowledge import embedders
 from graphseek.knowledge.atomic import atomic_directory, hold, recover
 from graphseek.knowledge.dense import HNSW_THRESHOLD, DenseIndex, TextEncoder, encode_texts
 from graphseek.knowledge.fusion import rrf
@@ -101,6 +101,7 @@ class Index:
         batch_size: int = 64,
         graph: bool = False,
         graph_options: Mapping[str, Any] | None = None,
+        embedder: str | TextEncoder | None = None,
     ) -> Index:
         """Index `passages` (or the corpus file/folder at that path, via `load_corpus`) into the
         directory `path`, replacing an index already there only once the new one is complete.
@@ -109,17 +110,26 @@ class Index:
         unless `graph_options` names an `llm` or `extractor`; other options go to
         `graphseek.knowledge.graph.build_graph`), inside the same atomic swap.
 
+        `embedder`: the passage and query embedder, a spec (`graphseek.knowledge.embedders`:
+        "minilm", the default; "openai:MODEL"; "st:FOLDER") or an encoder object. It is recorded
+        in the manifest, and the index is queried with it. The graph keeps its own vectors
+        (static, from the packaged MiniLM) whichever embedder the passages use.
+
         A ``postgresql://…?schema=NAME`` URI as `path` builds into PostgreSQL instead
         (`graphseek.knowledge.postgres.PostgresIndex`)."""
         if _is_postgres_uri(path):
-            return _backend(path).build(
+            return _backend(path).build(  # type: ignore[no-any-return]
                 passages,
                 path,
                 show_progress=show_progress,
                 batch_size=batch_size,
                 graph=graph,
                 graph_options=graph_options,
+                embedder=embedder,
             )
+        encoder = resolve_embedder(embedder)
+        if graph:
+            check_graph_options(encoder, graph_options)
         items, source = read_passages(passages, show_progress)
         target = Path(path).expanduser().absolute()
         _check_target(target)
@@ -134,7 +144,7 @@ class Index:
                 else None
             )
             bm25, dense, encoder = _write_stores(
-                items, tmp, show_progress, batch_size, vectors=vectors
+                items, tmp, show_progress, batch_size, vectors=vectors, encoder=encoder
             )
             manifest = _manifest(items, bm25, encoder, source, time.perf_counter() - started, tmp)
             _write_json(tmp / MANIFEST_FILE, manifest)
@@ -151,11 +161,15 @@ class Index:
     # ------------------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, path: str | Path) -> Index:
+    def open(cls, path: str | Path, *, embedder: str | TextEncoder | None = None) -> Index:
         """Open the index at `path`: reads the manifest and passages; nothing is re-embedded.
-        A ``postgresql://…`` URI opens a `PostgresIndex`."""
+        A ``postgresql://…`` URI opens a `PostgresIndex`.
+
+        Queries are embedded with the embedder recorded at build time; `embedder` (a spec or
+        an encoder) names one explicitly, and is refused (`IndexFormatError`, naming both) when
+        it is not the recorded one."""
         if _is_postgres_uri(path):
-            return _backend(path).open(path)  # type: ignore[no-any-return]
+            return _backend(path).open(path, embedder=embedder)  # type: ignore[no-any-return]
         target = Path(path).expanduser().absolute()
         recover(target)
         hint = "run `graphseek index` to build one"
@@ -174,7 +188,8 @@ class Index:
                 f"Index at {target} is inconsistent: the manifest counts {expected} passages, "
                 f"{PASSAGES_FILE} holds {len(passages)}; rebuild it with `graphseek index`."
             )
-        return cls(target, manifest, passages)
+        index = cls(target, manifest, passages)
+        return index.use_embedder(embedder) if embedder is not None else index
 
     # --------------------------------------------------------------------------- properties
 
@@ -224,6 +239,26 @@ class Index:
         return self._path / name
 
     @property
+    def embedder(self) -> TextEncoder:
+        """The embedder of this index's passages and queries (the recorded one, made on first
+        use)."""
+        return self._encoder
+
+    def use_embedder(self, embedder: str | TextEncoder) -> Index:
+        """Embed queries with `embedder` (a spec or an encoder), after checking it is the one
+        the index was built with; returns this index."""
+        encoder = resolve_embedder(embedder, dim=self._manifest["embedder"]["dim"])
+        embedders.check_embedder(self._manifest["embedder"], encoder, self.location_text)
+        self.__dict__["_encoder"] = encoder
+        return self
+
+    @property
+    def location_text(self) -> str:
+        """Where this index lives, as messages name it (a directory, or a URI without its
+        password)."""
+        return str(self.path)
+
+    @property
     def has_graph(self) -> bool:
         """Whether this index holds a knowledge graph (`graph/`)."""
         return (self._path / GRAPH_DIR / "manifest.json").is_file()
@@ -250,6 +285,7 @@ class Index:
         re-embedded). The graph directory appears atomically, then the manifest is rewritten."""
         if self.has_graph:
             return self
+        check_graph_options(self._encoder, graph_options)
         with hold(self._path):
             _build_graph(self._passages, self._path / GRAPH_DIR, show_progress, graph_options)
             manifest = {**self._manifest, "graph": True, "revision": uuid.uuid4().hex}
@@ -412,13 +448,11 @@ class Index:
 
     @cached_property
     def _encoder(self) -> TextEncoder:
-        encoder = embedder_module.get_embedder()
+        """The recorded embedder (`embedders.embedder_for_record`), checked against the
+        manifest's name and dim."""
         built = self._manifest["embedder"]
-        if encoder.name != built["name"] or encoder.dim != built["dim"]:
-            raise IndexFormatError(
-                f"Index at {self._path} was embedded with {built['name']} (dim {built['dim']}), "
-                f"the current embedder is {encoder.name} (dim {encoder.dim}); rebuild it."
-            )
+        encoder = embedders.embedder_for_record(built)
+        embedders.check_embedder(built, encoder, self.location_text)
         return encoder
 
     # ---------------------------------------------------------------------------- search
@@ -562,7 +596,7 @@ def _write_stores(
     texts = [p.content for p in items]
     bm25 = BM25Index.build(texts, show_progress=show_progress, **BM25_PARAMS)
     bm25.save(directory / BM25_DIR)
-    encoder = encoder or embedder_module.get_embedder()
+    encoder = encoder or embedders.embedder_for(None)
     vectors = passage_vectors(encoder, items, vectors, batch_size, show_progress)
     dense = DenseIndex.build(vectors)
     dense.save(directory / DENSE_DIR)
@@ -577,8 +611,9 @@ def passage_vectors(
     show_progress: bool,
 ) -> np.ndarray:
     """Vectors of `passages`: `computed` when it has one row per passage (the passage pass of
-    a graph build or update, `on_passage_vectors`), else encoded here."""
-    if computed is not None and len(computed) == len(passages):
+    a graph build or update, `on_passage_vectors`, which runs the packaged MiniLM) and
+    `encoder` is that default embedder, else encoded here with `encoder`."""
+    if computed is not None and len(computed) == len(passages) and embedders.is_default(encoder):
         return computed
     return encode_texts(
         encoder,
@@ -586,6 +621,31 @@ def passage_vectors(
         batch_size=batch_size,
         show_progress=show_progress,
         desc="embedding passages",
+    )
+
+
+def resolve_embedder(embedder: str | TextEncoder | None, dim: int | None = None) -> TextEncoder:
+    """An encoder from a spec (`embedders.embedder_for`; None: the default) or an encoder
+    object (returned as it is)."""
+    if embedder is None or isinstance(embedder, str):
+        return embedders.embedder_for(embedder, dim=dim)
+    if not all(hasattr(embedder, a) for a in ("encode", "name", "dim")):
+        raise TypeError(
+            f"embedder must be a spec string or an encoder with name, dim and encode(), "
+            f"got {type(embedder).__name__}"
+        )
+    return embedder
+
+
+def check_graph_options(encoder: TextEncoder, options: Mapping[str, Any] | None) -> None:
+    """Refuse graph vectors in the passage embedder's space (``vectors="minilm"``) with an
+    embedder other than the packaged MiniLM: the graph is embedded with MiniLM and queried
+    with the passage embedder's query vector, so the two must be one model."""
+    if embedders.is_default(encoder) or (options or {}).get("vectors", "static") != "minilm":
+        return
+    raise ValueError(
+        f"graph vectors 'minilm' share the passage embedder's space, which is "
+        f"{encoder.name} here: use the graph's static vectors (the default) with this embedder"
     )
 
 
@@ -633,7 +693,7 @@ def _manifest(
             "titles": len({p.title for p in items}),
             "sources": len({p.source for p in items}),
         },
-        "embedder": {"name": encoder.name, "dim": int(encoder.dim)},
+        "embedder": embedders.embedder_record(encoder),
         "bm25": bm25.params,
         "dense": {
             "implementation": "faiss",

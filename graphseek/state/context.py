@@ -36,6 +36,9 @@ Profile = Literal["general", "wikipedia"]
 # (general: measured on the dev slices, see benchmarks/offline_reasoner.py)
 PROFILE_THRESHOLDS: dict[str, float] = {"general": 0.5, "wikipedia": 0.15}
 
+#: the forms of a `Context.reranker` spec (`graphseek.knowledge.rerank` parses it)
+RERANKER_PREFIXES = ("http:", "https:", "ce:")
+
 #: environment variable naming the directory that relative `index_path`s resolve against
 INDEX_DIR_ENV = "GRAPHSEEK_INDEX_DIR"
 
@@ -67,6 +70,14 @@ class Context:
         ),
     )
     top_k: int = field(default=5, metadata=_describe("Passages retrieved per query (>= 1)."))
+    reranker: str = field(
+        default="",
+        metadata=_describe(
+            "Reranker of the retrieved passages (off when empty): 'http:<url>' or "
+            "'http:<model>@<url>' (a /v1/rerank or /rerank endpoint: vLLM, TEI, Jina, Cohere) or "
+            "'ce:<folder>' (a local cross-encoder). It orders the top 3k (at least 20) hits."
+        ),
+    )
     # -- the model --------------------------------------------------------------------------------
     # Python callers may also pass a chat model instance or a mapping role -> spec / model (key
     # "default" for the other roles); only the spec string is part of the form.
@@ -153,20 +164,13 @@ class Context:
         default=4000,
         metadata=_describe("Most characters of one graph tool's output shown to a model."),
     )
-    max_tool_calls_per_reply: int = field(
-        default=3,
-        metadata=_describe(
-            "Most tool calls of one model reply that run (>= 1); the rest are left out and "
-            "noted in diagnostics.dropped_calls."
-        ),
-    )
     seed: int = field(default=0, metadata=_describe("Seed for anything randomised."))
     # -- Python only (not in the schema, dropped from a server client's context) ------------------
     index: SkipJsonSchema[Any] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         problems = []
-        for name in ("top_k", "agents", "max_tool_calls_per_reply"):
+        for name in ("top_k", "agents"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 problems.append(f"{name} must be an integer >= 1, got {value!r}")
@@ -191,6 +195,14 @@ class Context:
             )
         if not isinstance(self.index_path, str):
             problems.append(f"index_path must be a string, got {type(self.index_path).__name__}")
+        if not isinstance(self.reranker, str) or (
+            self.reranker.strip()
+            and not self.reranker.strip().lower().startswith(RERANKER_PREFIXES)
+        ):
+            problems.append(
+                "reranker must be empty, 'http:<url>', 'http:<model>@<url>' or 'ce:<folder>', "
+                f"got {self.reranker!r}"
+            )
         if not isinstance(self.retriever, str) or not self.retriever:
             problems.append(f"retriever must be a name, got {self.retriever!r}")
         if self.profile not in PROFILE_THRESHOLDS:

@@ -6,12 +6,17 @@
 the graph layer, is imported only when one of them is asked for, and it does not import this
 module back. `register_retriever(name, fn)` adds a retriever for every caller (workflows and
 `graphseek eval`).
+
+`retrieve` applies a reranker (``Context.reranker``, off by default) over the hits of any
+retriever: `graphseek.knowledge.rerank`.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
+import sys
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -19,6 +24,8 @@ from typing import Any
 from graphseek.errors import ContextError, GraphseekError
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import index_path_problem, resolve_index_path
+
+logger = logging.getLogger(__name__)
 
 RetrieverFn = Callable[[Any, str, int], list[Hit]]
 
@@ -59,8 +66,41 @@ def get_retriever(name: str) -> RetrieverFn:
     return _REGISTRY[name]
 
 
-def retrieve(index: Any, query: str, k: int, name: str = "hybrid") -> list[Hit]:
-    return get_retriever(name)(index, query, k)
+def retrieve(
+    index: Any, query: str, k: int, name: str = "hybrid", *, reranker: str | None = None
+) -> list[Hit]:
+    """The top-`k` hits of retriever `name`. With a reranker (`reranker`, a spec of
+    `graphseek.knowledge.rerank`; None: the current run's ``Context.reranker``, none outside a
+    run) the retriever gives `rerank_depth(k)` candidates and the reranker orders them; when
+    the reranker fails (after its retries) the retrieval order stands and a warning is logged."""
+    spec = _run_reranker() if reranker is None else reranker
+    if not spec:
+        return get_retriever(name)(index, query, k)
+    from graphseek.errors import LLMError
+    from graphseek.knowledge.rerank import rerank_depth, rerank_hits, reranker_for
+
+    model = reranker_for(spec)
+    hits = get_retriever(name)(index, query, rerank_depth(k))
+    if model is None:
+        return hits[:k]
+    try:
+        return rerank_hits(hits, query, model, k)
+    except LLMError as exc:
+        logger.warning("reranking skipped, retrieval order kept: %s", exc)
+        return [h.model_copy(update={"rank": r}) for r, h in enumerate(hits[:k], start=1)]
+
+
+def _run_reranker() -> str:
+    """``Context.reranker`` of the LangGraph run this call is part of, else ""."""
+    if "langgraph" not in sys.modules:  # no run without langgraph loaded
+        return ""
+    from langgraph.runtime import get_runtime
+
+    try:
+        runtime = get_runtime()
+    except (RuntimeError, KeyError):  # outside a run
+        return ""
+    return str(getattr(getattr(runtime, "context", None), "reranker", "") or "")
 
 
 def _method(method: str) -> RetrieverFn:

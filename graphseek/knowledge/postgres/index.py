@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.errors import CorpusError, IndexBusyError, IndexFormatError, IndexNotFoundError
-from graphseek.knowledge import embedder as embedder_module
+from graphseek.knowledge import embedders
 from graphseek.knowledge.dense import HNSW_EF_SEARCH, HNSW_THRESHOLD, TextEncoder
 from graphseek.knowledge.index import (
     BM25_PARAMS,
@@ -58,8 +58,10 @@ from graphseek.knowledge.index import (
     SearchMethod,
     _build_graph,
     _check_passages,
+    check_graph_options,
     passage_vectors,
     read_passages,
+    resolve_embedder,
 )
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.postgres.graph import as_array
@@ -273,7 +275,7 @@ def _manifest(
             "titles": len({p.title for p in items}),
             "sources": len({p.source for p in items}),
         },
-        "embedder": {"name": encoder.name, "dim": int(encoder.dim)},
+        "embedder": embedders.embedder_record(encoder),
         "bm25": {
             "implementation": "bm25s (postings stored in bm25_files, loaded in process)",
             **BM25_PARAMS,
@@ -387,8 +389,9 @@ class PostgresIndex(Index):
     # ----------------------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, path: str | Path) -> PostgresIndex:
-        """Open the index at the URI `path`: reads the manifest and passages in one snapshot."""
+    def open(cls, path: str | Path, *, embedder: str | TextEncoder | None = None) -> PostgresIndex:
+        """Open the index at the URI `path`: reads the manifest and passages in one snapshot.
+        `embedder`: as for `Index.open` (default: the recorded one)."""
         location = parse_postgres_uri(str(path))
         # fail fast with one clear line when the server is not there (the pool would retry)
         with connect(location, autocommit=True) as conn:
@@ -400,7 +403,10 @@ class PostgresIndex(Index):
         pool = shared_pool(location)
         with pool.connection() as conn, _snapshot(conn):
             manifest, ords, passages = _state_of(conn, location)
-        return cls(location, pool, manifest, ords, passages)
+        index = cls(location, pool, manifest, ords, passages)
+        if embedder is not None:
+            index.use_embedder(embedder)
+        return index
 
     def close(self) -> None:
         """Close the graph store (the connection pool is shared: `close_pools`)."""
@@ -447,16 +453,20 @@ class PostgresIndex(Index):
         batch_size: int = 64,
         graph: bool = False,
         graph_options: Mapping[str, Any] | None = None,
+        embedder: str | TextEncoder | None = None,
     ) -> PostgresIndex:
         """Index `passages` (or a corpus file/folder) into the schema named by the URI `path`,
         replacing an index already there in one transaction (readers see the old one until it
-        commits). Refuses a schema that holds tables but no graphseek index."""
+        commits). Refuses a schema that holds tables but no graphseek index. `embedder`: as
+        for `Index.build` (recorded in the manifest)."""
         location = parse_postgres_uri(str(path))
+        encoder = resolve_embedder(embedder)
+        if graph:
+            check_graph_options(encoder, graph_options)
         items, source = read_passages(passages, show_progress)
         # connect before the long work: a wrong URI fails at once
         ensure_vector_extension(location)
         started = time.perf_counter()
-        encoder = embedder_module.get_embedder()
         with tempfile.TemporaryDirectory(prefix="graphseek-pg-") as tmp:
             graph_dir = None
             computed = None
