@@ -164,13 +164,20 @@ class Context:
         default=4000,
         metadata=_describe("Most characters of one graph tool's output shown to a model."),
     )
+    max_tool_calls_per_reply: int = field(
+        default=3,
+        metadata=_describe(
+            "Most tool calls of one model reply that run (>= 1); the rest are left out and "
+            "noted in diagnostics.dropped_calls."
+        ),
+    )
     seed: int = field(default=0, metadata=_describe("Seed for anything randomised."))
     # -- Python only (not in the schema, dropped from a server client's context) ------------------
     index: SkipJsonSchema[Any] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         problems = []
-        for name in ("top_k", "agents"):
+        for name in ("top_k", "agents", "max_tool_calls_per_reply"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 problems.append(f"{name} must be an integer >= 1, got {value!r}")
