@@ -268,3 +268,15 @@ def test_a_round_that_ran_a_new_call_is_progress_when_asked():
     )
     messages += [AIMessage(content="", tool_calls=[call("search", "c3", query="2")]), repeat]
     assert rounds_without_new_passages(messages, ran_counts=True) == 1
+
+
+def test_llama3_function_tags():
+    text = (
+        '<function=search>{"query": "Ada"}</function>\n<function=finish>{"answer": "x"}</function>'
+    )
+    parsed = parse_tool_calls(text, SCHEMAS)
+    assert [(c.name, c.args) for c in parsed.calls] == [
+        ("search", {"query": "Ada"}),
+        ("finish", {"answer": "x"}),
+    ]
+    assert parsed.text == ""

@@ -165,3 +165,25 @@ def test_knowledge_aware_stops_a_model_repeating_its_calls(monkeypatch, tiny_ind
     assert result.diagnostics["no_progress_stop"].startswith("2 rounds of tool calls in a row")
     assert result.abstained and "(early stop)" in result.abstain_reason
     assert_no_call_ran_twice(server)
+
+
+def test_the_bounded_tool_loop_runs_under_ainvoke_too(monkeypatch, tiny_index):
+    import asyncio
+
+    from graphseek.api import make_context
+    from graphseek.graphs import build_workflow
+
+    server = FakeOpenAIServer(WeakModel(answer="filters"))
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    graph = build_workflow("react").compile()
+    with server:
+        out = asyncio.run(
+            graph.ainvoke(
+                {"question": QUESTION},
+                context=make_context(tiny_index, MODEL),
+                config={"recursion_limit": 100},
+            )
+        )
+    assert out["abstained"] and out["answer"] == ""
+    assert out["diagnostics"]["repeated_calls"] and out["diagnostics"]["dropped_calls"]
+    assert_no_call_ran_twice(server)

@@ -6,7 +6,8 @@ The common forms are read, in any mix and any number per reply:
 - bare JSON objects, one per line or run together: ``{"name": "search", "arguments": {...}}``
   (``parameters``, ``args`` or ``input`` for the arguments; the arguments may be a JSON string);
 - Hermes / Qwen tags: ``<tool_call>{...}</tool_call>`` (the closing tag may be missing);
-- Llama 3: ``<|python_tag|>{"name": ..., "parameters": {...}}`` (several joined by ``;``);
+- Llama 3: ``<|python_tag|>{"name": ..., "parameters": {...}}`` (several joined by ``;``), and
+  its custom-tool form ``<function=name>{...}</function>``;
 - JSON in a Markdown code fence, and a JSON list of calls;
 - the OpenAI shape written out: ``{"type": "function", "function": {"name": ..., "arguments":
   "..."}}`` and ``{"tool_calls": [...]}``.
@@ -34,8 +35,11 @@ from pydantic import BaseModel, ValidationError
 ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 #: the tags and markers that surround calls in the text forms (removed from the remaining text)
 _MARKERS = re.compile(
-    r"</?tool_call>|<\|python_tag\|>|<\|eom_id\|>|<\|eot_id\|>|<\|im_end\|>|```[a-zA-Z]*",
+    r"</?tool_call>|<\|python_tag\|>|<\|eom_id\|>|<\|eot_id\|>|<\|im_end\|>|```[a-zA-Z]*"
+    r"|</function>",
 )
+#: Llama 3's custom-tool form: the name in the tag, the arguments object after it
+_FUNCTION_TAG = re.compile(r"<function=([\w.-]+)>\s*")
 #: text that shows a call was attempted, though none could be read
 _ATTEMPT = re.compile(
     r"<tool_call>|<\|python_tag\|>|\"(?:arguments|parameters)\"\s*:", re.IGNORECASE
@@ -71,7 +75,16 @@ def parse_tool_calls(text: str, schemas: Mapping[str, Schema]) -> ParsedText:
     calls: list[TextCall] = []
     seen: set[str] = set()
     spans: list[tuple[int, int]] = []
+    for start, end, value in _tagged_functions(text):
+        key = call_key(value["name"], value["arguments"])
+        if key not in seen:
+            seen.add(key)
+            calls.append(TextCall(value["name"], value["arguments"],
+                                  check_call(value["name"], value["arguments"], schemas)))  # fmt: skip
+        spans.append((start, end))
     for start, end, value in _json_values(text):
+        if any(a <= start < b for a, b in spans):
+            continue
         found = list(_calls_in(value, schemas))
         if not found:
             continue
@@ -82,7 +95,7 @@ def parse_tool_calls(text: str, schemas: Mapping[str, Schema]) -> ParsedText:
                 continue
             seen.add(key)
             calls.append(TextCall(name, args, check_call(name, args, schemas)))
-    rest = _without(text, spans) if calls else text
+    rest = _without(text, sorted(spans)) if calls else text
     problems: list[str] = []
     if not calls and _ATTEMPT.search(text):
         problems.append(_first_json_error(text))
@@ -151,6 +164,17 @@ def _json_values(text: str) -> Iterator[tuple[int, int, Any]]:
             continue
         yield j, end, value
         i = end if _has_call_shape(value) else j + 1
+
+
+def _tagged_functions(text: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """The ``<function=name>{arguments}`` calls of `text` (start, end, call)."""
+    for match in _FUNCTION_TAG.finditer(text):
+        try:
+            args, end = _DECODER.raw_decode(text, match.end())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(args, dict):
+            yield match.start(), end, {"name": match.group(1), "arguments": args}
 
 
 def _next_open(text: str, start: int) -> int:
