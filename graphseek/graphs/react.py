@@ -9,8 +9,8 @@ think (Thought: RETRIEVE with a predicted topic, REASON, or FINISH, emitted as t
 → observe (the Observation: the tools' passages and graph lines join the context and the
   history)
 → think … until `finish` (FINISH), the early stop (the thinker judges the context sufficient
-before the step budget is spent: `diagnostics.early_stop`), two rounds of tool calls in a row
-that found no new passage (`diagnostics.no_progress_stop`), or the budget runs out
+before the step budget is spent: `diagnostics.early_stop`), two rounds of a model's tool calls
+in a row that found no new passage (`diagnostics.no_progress_stop`), or the budget runs out
 (`max_turns` steps, `max_llm_calls`, `max_tokens`) → finalize_answer. A REASON step (a sub-answer
 derived without retrieval, no tool call) is recorded by `think` itself, which thinks again.
 
@@ -126,7 +126,9 @@ def think(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "trace": ["think"],
             "diagnostics": {"early_stop": False, "turns": step},
         }
-    stale = rounds_without_new_passages(messages)
+    # a model repeating itself is stopped; the offline thinker decides its own end
+    model = isinstance(get_roles(ctx).thinker, LLMThinker)
+    stale = rounds_without_new_passages(messages) if model else 0
     if stale >= NO_PROGRESS_ROUNDS:
         why = f"{stale} rounds of tool calls in a row found no new passage"
         return {

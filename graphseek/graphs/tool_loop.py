@@ -105,13 +105,9 @@ class GuardedToolNode(ToolNode):
         return update
 
 
-def observed_passages(runtime: Runtime, messages: Sequence[Any]) -> dict[str, str]:
+def _observed(runtime: Runtime, messages: Sequence[Any]) -> dict[str, str]:
     """Passage id -> title and text of every passage a tool returned in `messages` (the ids in
     the results' artifacts), read from the run's index."""
-    return _observed(runtime, messages)
-
-
-def _observed(runtime: Runtime, messages: Sequence[Any]) -> dict[str, str]:
     ids: list[str] = []
     for message in messages:
         if isinstance(message, ToolMessage) and isinstance(message.artifact, dict):
