@@ -285,6 +285,20 @@ def test_with_passages_keeps_the_question_and_fits_the_window() -> None:
     assert fit_request(model, messages) == messages  # fits as it is: nothing changed
 
 
+def test_format_history_leaves_out_whole_old_blocks() -> None:
+    from graphseek.agents.formatting import format_history
+    from graphseek.state.models import Draft
+
+    drafts = [Draft(question=f"Question {i}?", answer=f"answer {i}") for i in range(1, 40)]
+    text = format_history(drafts, max_chars=400)
+    assert len(text) <= 400
+    assert text.startswith("(") and "earlier question(s) left out)" in text.splitlines()[0]
+    assert text.endswith("A39: answer 39\nEvidence: ")
+    shown = [int(n) for n in re.findall(r"^Q(\d+):", text, re.M)]
+    assert shown == list(range(40 - len(shown), 40)) and len(shown) > 3  # the newest, whole
+    assert format_history(drafts[:2], max_chars=400).startswith("Q1: Question 1?")
+
+
 def _loop(rounds: int, result: str) -> list[Any]:
     messages: list[Any] = [SystemMessage("You search."), HumanMessage("Question: Who?")]
     for i in range(rounds):

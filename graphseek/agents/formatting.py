@@ -99,6 +99,9 @@ def format_plan(plan: Sequence[SubQuestion]) -> str:
 
 
 def format_history(drafts: Sequence[Draft], max_chars: int = 6000) -> str:
+    """`Q<i>` / `A<i>` / `Evidence` blocks, oldest first; over `max_chars`, whole blocks are left
+    out from the oldest (with a note saying how many), never a block cut in the middle, so the
+    text grows at its end from turn to turn (a stable prompt prefix until the first drop)."""
     if not drafts:
         return "(nothing asked yet)"
     blocks = []
@@ -108,5 +111,13 @@ def format_history(drafts: Sequence[Draft], max_chars: int = 6000) -> str:
         blocks.append(
             f"Q{i}: {d.question}\nA{i}: {d.answer or '(no answer)'}{others}\nEvidence: {ev}"
         )
-    text = "\n\n".join(blocks)
-    return text[-max_chars:]
+    kept: list[str] = []
+    used = 0
+    for block in reversed(blocks):
+        if kept and used + len(block) + 2 > max_chars - 60:  # room for the note
+            break
+        kept.append(block)
+        used += len(block) + 2
+    dropped = len(blocks) - len(kept)
+    note = [f"({dropped} earlier question(s) left out)"] if dropped else []
+    return cut_text("\n\n".join([*note, *reversed(kept)]), max_chars)
