@@ -31,6 +31,7 @@ LIBRARIAN = {
     "Who was the father of Ada Lovelace?": ("Lord Byron", "ada"),
     "Who was the mother of Ada Lovelace?": ("Annabella Milbanke", "milbanke"),
     "Where did Lord Byron die?": ("Missolonghi", "byron"),
+    "Where did George Gordon Byron die?": ("Missolonghi", "byron"),
 }
 
 
@@ -42,8 +43,9 @@ def _human(messages) -> str:
     return messages[1].content
 
 
-def scripted(seeker_replies):
-    """A scripted model that routes by role prompt; the Seeker replays `seeker_replies`."""
+def scripted(seeker_replies, confidence=None):
+    """A scripted model that routes by role prompt; the Seeker replays `seeker_replies`; the
+    Librarian finishes with `confidence` when given."""
     seeker = iter(seeker_replies)
 
     def respond(messages):
@@ -62,6 +64,8 @@ def scripted(seeker_replies):
                 call = {"name": "context_search", "args": {"query": question}, "id": "s1"}
                 return AIMessage(content="", tool_calls=[call])
             finish = {"answer": answer, "passage_ids": [pid], "reason": "stated"}
+            if confidence is not None:
+                finish["confidence"] = confidence
             return AIMessage(
                 content="", tool_calls=[{"name": "finish", "args": finish, "id": "f1"}]
             )
@@ -140,7 +144,10 @@ def test_scripted_run_visits_nodes_in_order(tiny_index):
 
 
 def test_seeker_that_keeps_asking_abstains_on_turn_budget(tiny_index):
-    model = scripted([ASK_STEP_3] * 10)
+    # weak drafts (below the gate's confidence) and a new question each turn: the turn budget
+    # ends the loop (a supported, confident draft would end it at once: tests/test_seeker_gate.py)
+    again = ASK_STEP_3 | {"questions": ["Where did George Gordon Byron die?"]}
+    model = scripted([ASK_STEP_3, again], confidence=0.3)
     result = ask(tiny_index, QUESTION, llm=model, retriever="bm25", max_turns=2)
     assert result.abstained and result.answer == ""
     assert "turn budget" in result.abstain_reason

@@ -2,13 +2,15 @@
 §3.1 Contextual Filtering, eq. 3).
 
 The policy selects; the node drops every selected segment that is not an exact substring of its
-passage (`graphseek.agents.kair.enforce_exact_match`), whichever policy selected it.
+passage (`graphseek.agents.kair.enforce_exact_match`), whichever policy selected it, and never
+leaves the context empty: when nothing is kept, the best-ranked passages stay whole
+(`keep_best_ranked`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
@@ -34,8 +36,29 @@ class ContextSelection(BaseModel):
     ] = Field(default_factory=list)
 
 
+#: how many passages stay whole when the filter would keep none
+KEEP_WHEN_EMPTY = 3
+
+
+def keep_best_ranked(
+    kept: Sequence[Segment], ranked: Sequence[EvidenceItem], k: int = KEEP_WHEN_EMPTY
+) -> list[Segment]:
+    """`kept`, or when it is empty the `k` first passages of `ranked` (best first), whole."""
+    if kept:
+        return list(kept)
+    out: list[Segment] = []
+    for item in ranked:
+        if item.text and all(s.passage_id != item.passage_id for s in out):
+            out.append(
+                Segment(passage_id=item.passage_id, text=item.text.strip(), score=item.score)
+            )
+        if len(out) >= k:
+            break
+    return out
+
+
 class LLMContextFilter:
-    def __init__(self, model, max_retries: int = 2, max_chars: int = 8000) -> None:
+    def __init__(self, model: Any, max_retries: int = 2, max_chars: int = 8000) -> None:
         self.model = model
         self.max_retries = max_retries
         self.max_chars = max_chars

@@ -4,7 +4,11 @@ the offline reasoner's deterministic policy otherwise. Nodes only ever call `get
 `Roles` are built once per run: the first `get_roles(context)` of a `Context` object builds them and
 every later call with that object (each node of the run) gets the same `Roles`; the entry goes
 when the `Context` is garbage-collected. (`Context` is a frozen dataclass, hashed by value and
-often holding unhashable values, so the cache is keyed by the object's identity.)"""
+often holding unhashable values, so the cache is keyed by the object's identity.)
+
+With `Context.on_model_failure="offline"`, each LLM policy is built to fall back to the role's
+offline policy for a step whose model call failed after its retries
+(`graphseek.agents.structured_role.falls_back`); the offline policy is built on the first failure."""
 
 from __future__ import annotations
 
@@ -62,6 +66,7 @@ from graphseek.agents.roles import (
     Seeker,
 )
 from graphseek.agents.seeker import LLMSeeker
+from graphseek.agents.structured_role import falls_back, with_fallback
 from graphseek.agents.sufficiency import LLMSufficiencyChecker, SufficiencyChecker
 from graphseek.agents.thinker import LLMThinker, Thinker
 from graphseek.agents.verifier import (
@@ -134,24 +139,44 @@ def get_roles(context: Context) -> Roles:
         return _RUN_ROLES[key]
 
 
+def llm_policy(
+    context: Context, role: str, llm_cls: Any, model: Any, offline: Any, **kwargs: Any
+) -> Any:
+    """The LLM policy of `role`; with `on_model_failure="offline"`, one that falls back to
+    `offline()` (the role's offline policy) for a step whose model call failed."""
+    if context.on_model_failure != "offline":
+        return llm_cls(model, max_retries=context.max_retries, **kwargs)
+    policy = falls_back(llm_cls)(model, max_retries=context.max_retries, **kwargs)
+    return with_fallback(policy, role, offline)
+
+
 def build_roles(context: Context) -> Roles:
     """Every role's policy for `context` (a fresh `Roles`; nodes use `get_roles`)."""
-    retries = context.max_retries
     profile_key = context.profile  # offline policies are cached per profile
     offline: set[str] = set()
 
-    def pick(role: str, llm_cls: Any, offline_factory: Any, cache: bool = True) -> Any:
+    def pick(
+        role: str, llm_cls: Any, offline_factory: Any, cache: bool = True, **kwargs: Any
+    ) -> Any:
+        def offline_policy() -> Any:
+            if cache:
+                return _offline(f"{role}:{profile_key}", offline_factory)
+            return offline_factory()
+
         model = model_for_context(context, role)
         if model is None:
             offline.add(role)
-            return (
-                _offline(f"{role}:{profile_key}", offline_factory) if cache else offline_factory()
-            )
-        return llm_cls(model, max_retries=retries)
+            return offline_policy()
+        return llm_policy(context, role, llm_cls, model, offline_policy, **kwargs)
 
     clarifier = pick("clarifier", LLMClarifier, OfflineClarifier)
     profile = context.profile
-    decomposer = pick("decomposer", LLMDecomposer, lambda: OfflineDecomposer(profile))
+    decomposer = pick(
+        "decomposer",
+        LLMDecomposer,
+        lambda: OfflineDecomposer(profile),
+        repair=_offline(f"decomposer:{profile_key}", lambda: OfflineDecomposer(profile)),
+    )
     # the offline Librarian holds the reader's caches: one per process and profile
     librarian = pick(
         "librarian",
@@ -164,18 +189,23 @@ def build_roles(context: Context) -> Roles:
     if "librarian" not in offline and context.abstain_threshold < 0:
         threshold = LLM_DRAFT_THRESHOLD
     seeker_model = model_for_context(context, "seeker")
-    if seeker_model is None:
-        offline.add("seeker")
-        # the general reader reports per-candidate confidences: a two-hop chain follows up to
-        # three bridges and is decided by the joint support of both hops
-        joint = "librarian" in offline and not get_profile(profile).reads_by_cues
-        seeker: Seeker = BranchingSeeker(
+    # the general reader reports per-candidate confidences: a two-hop chain follows up to
+    # three bridges and is decided by the joint support of both hops
+    joint = "librarian" in offline and not get_profile(profile).reads_by_cues
+
+    def offline_seeker() -> Seeker:
+        return BranchingSeeker(
             OfflineSeeker(abstain_threshold=threshold, profile=profile),
             branch_below=0.8 if joint else 0.5,
             chooser=JointChooser() if joint else None,
         )
+
+    seeker: Seeker
+    if seeker_model is None:
+        offline.add("seeker")
+        seeker = offline_seeker()
     else:
-        seeker = LLMSeeker(seeker_model, max_retries=retries)
+        seeker = llm_policy(context, "seeker", LLMSeeker, seeker_model, offline_seeker)
     # KAIR: the offline updater and answerer take the run's thresholds, so they are built per run
     # around the process-wide offline Librarian
     shared_librarian = _offline(
@@ -221,11 +251,14 @@ def _search_roles(
     Librarian's)."""
 
     def pick_as(model_role: str, name: str, llm_cls: Any, offline_factory: Any) -> Any:
+        def offline_policy() -> Any:
+            return _offline(f"{name}:{context.profile}", offline_factory)
+
         model = model_for_context(context, model_role)
         if model is None:
             offline.add(name)
-            return _offline(f"{name}:{context.profile}", offline_factory)
-        return llm_cls(model, max_retries=context.max_retries)
+            return offline_policy()
+        return llm_policy(context, name, llm_cls, model, offline_policy)
 
     return {
         "coverage": pick("coverage", LLMCoverageGate, lambda: OfflineCoverageGate(librarian)),

@@ -4,14 +4,17 @@ A node asks `graphseek.agents.registry.get_roles(context)` for the policies of t
 never knows whether a chat model or the offline reasoner is behind. Each call returns a `Step`:
 the value plus the usage it cost (zero for offline policies). LLM policies raise
 `graphseek.errors.LLMError` (transport, request, malformed reply, budget) when a call fails; nodes turn that into
-an abstention.
+an abstention, unless the run falls back to the offline policy for that step
+(`Context.on_model_failure="offline"`, `graphseek.agents.structured_role.falls_back`): the `Step`
+then carries the offline value, the failed call's usage, and a `degraded` note the node records in
+`diagnostics["degraded"]` (`diagnostics_of`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from graphseek.knowledge.passages import Hit
 from graphseek.state.models import (
@@ -29,8 +32,24 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Step(Generic[T]):
+    """A role's answer for one step: the value, what it cost, notes on how it was reached
+    (e.g. a repaired plan), and `degraded` ("role: reason") when the LLM policy failed and the
+    offline policy gave the value."""
+
     value: T
     usage: Usage = field(default_factory=Usage)
+    notes: tuple[str, ...] = ()
+    degraded: tuple[str, ...] = ()
+
+
+def diagnostics_of(*steps: Step[Any]) -> dict[str, list[str]]:
+    """The `diagnostics` entries of steps: their notes and degradations (empty when none)."""
+    out: dict[str, list[str]] = {}
+    for key in ("notes", "degraded"):
+        items = [item for step in steps for item in getattr(step, key)]
+        if items:
+            out[key] = items
+    return out
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,108 @@
 """What every LLM policy of the checking and searching roles shares: one structured call with
-the role's system prompt, and plain-text renderings of evidence for the prompts."""
+the role's system prompt, plain-text renderings of evidence for the prompts, and the fallback to
+the role's offline policy when a model call fails after its retries (`falls_back`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from graphseek.agents.roles import Step
 from graphseek.agents.text import summary
+from graphseek.errors import BudgetExceededError, LLMError
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import invoke_structured
 from graphseek.state.models import Draft, EvidenceItem, Usage
 
 M = TypeVar("M", bound=BaseModel)
+C = TypeVar("C", bound=type)
+
+log = logging.getLogger(__name__)
+
+#: the role methods that may fall back: every role protocol's step (`graphseek.agents.roles`);
+#: not `call_tools`, whose caller (a tool-calling loop) handles its own failures
+ROLE_METHODS = frozenset(
+    "clarify decompose draft decide initial_gaps plan update refine answer assess check verify "
+    "rewrite think expand ground".split()
+)
+
+
+class Fallback:
+    """The offline policy a failing LLM policy of `role` falls back to, built on first use."""
+
+    def __init__(self, role: str, offline: Callable[[], Any]) -> None:
+        self.role = role
+        self._offline = offline
+        self._policy: Any = None
+        self._lock = threading.Lock()
+
+    def policy(self) -> Any:
+        with self._lock:
+            if self._policy is None:
+                self._policy = self._offline()
+            return self._policy
+
+    def run(self, method: str, exc: LLMError, args: Any, kwargs: Any) -> Step[Any]:
+        """The offline policy's step for the call that failed with `exc`: the failed call's
+        usage is charged, and the step says it was degraded and why."""
+        step = getattr(self.policy(), method, None)
+        if step is None:
+            raise exc
+        out = step(*args, **kwargs)
+        if not isinstance(out, Step):
+            raise exc
+        reason = " ".join(str(exc).split())[:200]
+        log.warning(
+            "%s: model call failed (%s); the offline policy answers this step", self.role, reason
+        )
+        failed = getattr(exc, "usage", None)
+        usage = (failed if isinstance(failed, Usage) else Usage()) + out.usage
+        return replace(out, usage=usage, degraded=(*out.degraded, f"{self.role}: {reason}"))
+
+
+def _degrading(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except BudgetExceededError:
+            raise  # a spent budget ends the run, whichever policy would go on
+        except LLMError as exc:
+            fallback = getattr(self, "fallback", None)
+            if not isinstance(fallback, Fallback):
+                raise
+            return fallback.run(name, exc, args, kwargs)
+
+    return call
+
+
+@functools.cache
+def falls_back(llm_cls: C) -> C:
+    """A subclass of the LLM policy `llm_cls` whose role steps (`ROLE_METHODS`), when the model
+    call fails after its retries (malformed replies, transport or request errors; not a spent
+    budget), return the step of the offline policy set as the instance's `fallback`.
+
+    A subclass, not a wrapper, so that `isinstance(policy, LLMPlanner)` still holds where a
+    graph asks which policy it has."""
+    overrides: dict[str, Any] = {
+        name: _degrading(name, getattr(llm_cls, name))
+        for name in ROLE_METHODS
+        if callable(getattr(llm_cls, name, None))
+    }
+    overrides["fallback"] = None
+    return type(llm_cls.__name__, (llm_cls,), overrides)  # type: ignore[return-value]
+
+
+def with_fallback(policy: Any, role: str, offline: Callable[[], Any]) -> Any:
+    """`policy` (an instance of a `falls_back` class) with the offline policy it falls back to."""
+    policy.fallback = Fallback(role, offline)
+    return policy
 
 
 class StructuredRole:

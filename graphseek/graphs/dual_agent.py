@@ -10,6 +10,12 @@ The Librarian's retriever is a context setting (`retriever="hybrid"`, `"higra"`,
 Branching paths and multiple answers (App. G): the Seeker may ask a step again on each of an
 uncertain upstream answer's candidates (the questions go out in parallel) and answer with every
 supported answer (the offline Seeker branches on up to 2 candidates below confidence 0.5).
+Over an LLM Seeker's choice (`graphseek.agents.seeker`): a draft of the last hop whose evidence
+states its answer, at confidence `GATE_CONFIDENCE` or more, ends the loop with that answer instead of
+another Librarian round (the A2RAG gate), also when a budget ran out; questions already asked are
+not sent again, and a round with nothing new ends with the best supported draft, or abstains
+(both noted in `diagnostics.seeker_gate`). A role whose model failed and that fell back to its
+offline policy (`on_model_failure="offline"`) is noted in `diagnostics.degraded`.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphseek.agents.registry import get_roles
-from graphseek.agents.roles import SeekerView
+from graphseek.agents.roles import SeekerView, diagnostics_of
+from graphseek.agents.seeker import GATE_CONFIDENCE, new_questions, supported_draft
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, evidence_from_drafts, finalize_answer
 from graphseek.graphs.librarian_agent import librarian_agent
@@ -31,7 +38,7 @@ from graphseek.graphs.routing import (
     route_unless_failed,
 )
 from graphseek.state.context import Context
-from graphseek.state.models import SubQuestion
+from graphseek.state.models import Draft, SubQuestion
 from graphseek.state.schema import InputState, LibrarianTask, OutputState, State
 
 
@@ -52,7 +59,7 @@ def clarify_question(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "usage": step.usage,
         "trace": ["clarify_question"],
         "turn": 0,
-    }
+    } | _diagnostics(diagnostics_of(step))
 
 
 def decompose_question(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -63,17 +70,57 @@ def decompose_question(state: State, runtime: Runtime[Context]) -> dict[str, Any
     except LLMError as exc:
         return _failed("decompose_question", f"decomposer failed: {exc}", exc)
     plan = step.value or [SubQuestion(id=1, question=question)]
-    return {"plan": plan, "usage": step.usage, "trace": ["decompose_question"]}
+    update = {"plan": plan, "usage": step.usage, "trace": ["decompose_question"]}
+    return update | _diagnostics(diagnostics_of(step))
+
+
+def _diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
+    return {"diagnostics": diagnostics} if diagnostics else {}
+
+
+def _answer_with(draft: Draft, drafts: list[Draft], plan: list[SubQuestion]) -> dict[str, Any]:
+    """Answer with a supported draft of the last hop, grounded in its evidence and in the best
+    evidence of the steps before it."""
+    ids = [e.passage_id for e in draft.evidence]
+    for step in plan[:-1]:
+        answered = [d for d in drafts if d.step_id == step.id and d.answer and d.evidence]
+        if answered:
+            ids.append(max(answered, key=lambda d: d.confidence).evidence[0].passage_id)
+    return {
+        "next_action": "answer",
+        "answer": draft.answer.strip(),
+        "evidence": evidence_from_drafts(drafts, list(dict.fromkeys(ids))),
+    }
 
 
 def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """The Seeker: ask the Librarian again, answer with evidence, or abstain (App. Q)."""
+    """The Seeker: ask the Librarian again, answer with evidence, or abstain (App. Q); over an
+    LLM Seeker, a supported draft of the last hop ends the loop and no question is asked twice."""
     ctx = runtime.context
+    roles = get_roles(ctx)
     turn = state.get("turn", 0)
     drafts = state.get("drafts", [])
+    question = state.get("clarified_question") or state["question"]
+    plan = list(state.get("plan", []))
+    answers = {k: str(v) for k, v in state.get("step_answers", {}).items()}
+    # the A2RAG gate holds over a model's choice; the offline Seeker follows its own plan rules
+    # (it answers once the last step is resolved and re-asks only weak or branching steps)
+    gated = "seeker" not in roles.offline
+    gate_at = max(roles.threshold, GATE_CONFIDENCE)
     exhausted = budget_exhausted(state.get("usage"), turn, ctx)
     if exhausted:
-        return {"next_action": "abstain", "abstain_reason": exhausted, "trace": ["decide_action"]}
+        best = supported_draft(question, plan, drafts, gate_at, answers) if gated else None
+        if best is None:
+            return {
+                "next_action": "abstain",
+                "abstain_reason": exhausted,
+                "trace": ["decide_action"],
+            }
+        note = f"turn {turn}: {exhausted}; answered with the supported draft {best.answer!r}"
+        return _answer_with(best, drafts, plan) | {
+            "trace": ["decide_action"],
+            "diagnostics": {"seeker_gate": [note]},
+        }
     # a Librarian whose model call failed after its retries (server down, context overflow,
     # malformed replies, a spent budget): asking again would fail the same way, so the run
     # abstains with the cause (the first failure ends the run, so any failed draft is new)
@@ -85,15 +132,15 @@ def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "trace": ["decide_action"],
         }
     view = SeekerView(
-        question=state.get("clarified_question") or state["question"],
-        plan=state.get("plan", []),
+        question=question,
+        plan=plan,
         drafts=drafts,
         step_answers=dict(state.get("step_answers", {})),
         turn=turn,
         max_turns=ctx.max_turns,
     )
     try:
-        step = get_roles(ctx).seeker.decide(view)
+        step = roles.seeker.decide(view)
     except LLMError as exc:
         return {
             "next_action": "abstain",
@@ -103,6 +150,7 @@ def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             "turn": turn + 1,
         }
     action = step.value
+    diagnostics: dict[str, Any] = diagnostics_of(step)
     update: dict[str, Any] = {
         "next_action": action.action,
         "usage": step.usage,
@@ -111,17 +159,41 @@ def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "history": [{"turn": turn + 1, "role": "seeker", **action.model_dump()}],
     }
     if action.action == "ask_librarian":
-        update["pending"] = [
-            LibrarianTask(question=q, step_id=sid)
-            for q, sid in zip(action.questions, action.step_ids, strict=False)
-        ]
+        questions, step_ids, repeated = new_questions(action, drafts)
+        best = supported_draft(question, plan, drafts, gate_at, answers) if gated else None
+        if best is not None:
+            note = f"turn {turn + 1}: the supported draft {best.answer!r} ends the loop"
+            update |= _answer_with(best, drafts, plan)
+            diagnostics["seeker_gate"] = [note]
+        elif not questions:
+            asked = "; ".join(repeated)
+            note = f"turn {turn + 1}: every question was asked before ({asked})"
+            diagnostics["seeker_gate"] = [note]
+            best = supported_draft(question, plan, drafts, roles.threshold, answers)
+            if best is not None:
+                update |= _answer_with(best, drafts, plan)
+            else:
+                update["next_action"] = "abstain"
+                update["abstain_reason"] = (
+                    f"the Seeker asked again only questions already asked ({asked}) and no "
+                    "draft of the last step is supported by its evidence"
+                )
+        else:
+            if repeated:
+                diagnostics["seeker_gate"] = [
+                    f"turn {turn + 1}: not asked again: {'; '.join(repeated)}"
+                ]
+            update["pending"] = [
+                LibrarianTask(question=q, step_id=sid)
+                for q, sid in zip(questions, step_ids, strict=True)
+            ]
     elif action.action == "answer" and action.answer.strip():
         update["answer"] = action.answer.strip()
         update["evidence"] = evidence_from_drafts(drafts, action.evidence)
     else:
         update["next_action"] = "abstain"
         update["abstain_reason"] = action.reason or "the Seeker found no supported answer"
-    return update
+    return update | _diagnostics(diagnostics)
 
 
 def build_dual_agent() -> StateGraph[State, Context, InputState, OutputState]:

@@ -20,8 +20,10 @@ passages).
 - A round with one agent (`mode="single"`, Algorithm 1 lines 11-14): `plan_query` (the next
   query from Known, Required and the history, as tool calls) → `retrieve_documents` (the
   `ToolNode`; the single agent searches with the context's retriever) → `update_knowledge`
-  (only supported, relevant facts enter Known, eq. 5; resolved gaps leave Required) →
-  `filter_context` (D ∪ new passages re-filtered against Known, eq. 3).
+  (only supported, relevant facts enter Known, eq. 5, and only facts stated in the passage
+  they cite: the others are noted in `diagnostics.unstated_facts`; resolved gaps leave
+  Required) → `filter_context` (D ∪ new passages re-filtered against Known, eq. 3; when the
+  filter keeps nothing, the best-ranked passages stay whole, noted in `diagnostics.notes`).
 - A round with suggesters (`mode="competitive" | "collaborative"`, `agents=N`, §3.3): `suggest`
   runs each suggester in parallel (`Send`) as the same tool-calling agent in a subgraph
   (`graphseek.graphs.suggester_agent`: plan_search → act → update_caches), each with its own
@@ -48,14 +50,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from graphseek.agents.context_filter import keep_best_ranked
 from graphseek.agents.kair import (
     enforce_exact_match,
     fill_gap,
     open_gaps,
     segments_to_context,
 )
+from graphseek.agents.knowledge_updater import keep_stated, observed_texts
 from graphseek.agents.registry import get_roles
-from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment
+from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment, diagnostics_of
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, finalize_answer, to_evidence
 from graphseek.graphs.kair_steps import (
@@ -293,6 +297,11 @@ def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     gap_ids = tuple(found.gap_ids or planned["gap_ids"])
     plan = QueryPlan(query, gap_ids, planned["reason"])
     accepted, usage, error = update_from_hits(get_roles(ctx), view, plan, found.hits)
+    # only facts stated in the passages they cite (the hits and the refined context)
+    stated = keep_stated(accepted, observed_texts([*found.hits, *view.refined_context]))
+    accepted = stated.update
+    if stated.dropped:
+        diagnostics["unstated_facts"] = stated.dropped
     update: dict[str, Any] = {
         "passages": [to_evidence(h) for h in found.hits],
         "retrieved_ids": [h.passage.id for h in found.hits],
@@ -333,6 +342,7 @@ def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     try:
         step = get_roles(ctx).context_filter.refine(_shared_view(state, ctx), candidates)
         segments, usage = step.value, step.usage
+        diagnostics |= diagnostics_of(step)
     except LLMError as exc:
         # keep what was refined before and the new passages whole
         log.warning("context filter failed: %s", exc)
@@ -342,6 +352,12 @@ def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     kept, dropped = enforce_exact_match(segments, texts)
     if dropped:
         diagnostics["dropped_segments"] = dropped
+    if not kept and candidates:
+        # never drop every retrieved passage: the new ones (retrieval order) first, whole
+        ranked = [*state.get("passages", []), *candidates]
+        kept = keep_best_ranked(kept, ranked)
+        note = f"context filter kept nothing: the {len(kept)} best-ranked passage(s) kept whole"
+        diagnostics["notes"] = [*diagnostics.get("notes", []), note]
     return {
         "refined_context": segments_to_context(kept, sources),
         "turn": turn,

@@ -32,6 +32,7 @@ from graphseek.errors import ContextError
 RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive"]
 Mode = Literal["single", "competitive", "collaborative"]
 Profile = Literal["general", "wikipedia"]
+OnModelFailure = Literal["abstain", "offline"]
 # the offline reader's confidence scale differs by profile: each has its calibrated threshold
 # (general: measured on the dev slices, see benchmarks/offline_reasoner.py)
 PROFILE_THRESHOLDS: dict[str, float] = {"general": 0.5, "wikipedia": 0.15}
@@ -106,6 +107,15 @@ class Context:
         metadata=_describe(
             "Retries of a malformed LLM reply, and of a failed check (adaptive rewrite, "
             "deep_search expansion) before abstaining."
+        ),
+    )
+    on_model_failure: OnModelFailure = field(
+        default="abstain",
+        metadata=_describe(
+            "When a role's model call still fails after its retries (malformed replies, server "
+            "errors; not a spent budget): abstain (end the run, naming the cause) or offline "
+            "(that step falls back to the role's offline policy, noted in "
+            "diagnostics.degraded, the failed call still charged)."
         ),
     )
     llm_timeout: float = field(
@@ -215,6 +225,10 @@ class Context:
         if self.profile not in PROFILE_THRESHOLDS:
             problems.append(
                 f"profile must be one of {', '.join(PROFILE_THRESHOLDS)}, got {self.profile!r}"
+            )
+        if self.on_model_failure not in ("abstain", "offline"):
+            problems.append(
+                f"on_model_failure must be 'abstain' or 'offline', got {self.on_model_failure!r}"
             )
         if problems:
             raise ContextError("Invalid run context: " + "; ".join(problems) + ".")

@@ -101,6 +101,9 @@ class Diagnostics(TypedDict, total=False):
     notes: list[str]  # retrieval notes, e.g. no knowledge graph (passage search instead)
     rejected_queries: list[str]  # knowledge_aware: planned queries already in the history
     dropped_segments: list[str]  # knowledge_aware: filtered segments not found in their passage
+    degraded: list[str]  # "role: reason": a failed model call answered by the offline policy
+    seeker_gate: list[str]  # dual_agent: turns ended by a supported draft or a repeated question
+    unstated_facts: list[str]  # knowledge_aware: facts not stated in the passage they cite
     dropped_calls: list[str]  # tool calls left out of a reply (over the cap, twice in a reply)
     repeated_calls: list[str]  # tool calls answered with the result of the same earlier call
     refused_finishes: list[str]  # finish calls refused: answer not in the passages observed
