@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_postgres_store import pg_server, uri_for  # noqa: F401 - the embedded PostgreSQL
 
 from graphseek.errors import IndexFormatError, LLMError, LLMTransportError, ModelSpecError
 from graphseek.knowledge import embedders
@@ -335,6 +336,30 @@ def test_the_graph_build_keeps_its_own_vectors_with_a_remote_embedder(
             graph_options={"vectors": "minilm"},
             embedder="openai:fake-embed",
         )
+
+
+def test_a_postgres_index_records_its_embedder_and_refuses_another(
+    server: FakeModelServer,
+    pg_server: Any,  # noqa: F811 - the fixture imported above
+    tiny_passages: list[Passage],
+) -> None:
+    from graphseek.knowledge.postgres.index import PostgresIndex
+
+    uri = uri_for(pg_server, "remote_embedder")
+    index = Index.build(tiny_passages, uri, show_progress=False, embedder="openai:fake-embed")
+    assert isinstance(index, PostgresIndex)
+    assert index.manifest["embedder"] == {
+        "name": "openai:fake-embed",
+        "dim": DIM,
+        "spec": "openai:fake-embed",
+    }
+    embedders.clear_embedders()
+    reopened = Index.open(uri)
+    hits = reopened.search("Missolonghi municipality Greece", k=1, method="dense")
+    assert hits[0].passage.id == "missolonghi"
+    with pytest.raises(IndexFormatError, match="embedded with openai:fake-embed .*not all-MiniLM"):
+        Index.open(uri, embedder="minilm")
+    reopened.close()
 
 
 def test_cli_index_records_the_embedder_and_ask_uses_it(
