@@ -7,20 +7,34 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from graphseek.errors import InvalidRequestError, LLMError, UnknownTopologyError
-from graphseek.graphs import TOPOLOGIES, build_workflow, checkpointer_for, get_workflow
+from graphseek.errors import LLMError
+from graphseek.graphs import build_workflow, check_topology, checkpointer_for, get_workflow
 from graphseek.llm.budget import BudgetGuard, guard_for
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
+from graphseek.state.validation import (  # re-exported: the API's checks live there
+    MAX_QUESTION_CHARS,
+    MAX_QUESTION_ENV,
+    check_name,
+    check_question,
+    max_question_chars,
+)
 
-#: the longest question `ask` takes by default (characters); `max_question_chars=` or the
-#: environment variable below change it
-MAX_QUESTION_CHARS = 2000
-MAX_QUESTION_ENV = "GRAPHSEEK_MAX_QUESTION_CHARS"
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "MAX_QUESTION_ENV",
+    "Result",
+    "ask",
+    "check_question",
+    "check_settings",
+    "make_context",
+    "max_question_chars",
+    "public_usage",
+]
 
 
 class Result(BaseModel):
@@ -86,87 +100,24 @@ def _as_index(index: Any) -> Any:
     return index
 
 
-def max_question_chars(limit: int | None = None) -> int:
-    """The question length limit: `limit`, else $GRAPHSEEK_MAX_QUESTION_CHARS, else the default."""
-    if limit is None:
-        raw = os.environ.get(MAX_QUESTION_ENV, "").strip()
-        if not raw:
-            return MAX_QUESTION_CHARS
-        try:
-            limit = int(raw)
-        except ValueError:
-            raise InvalidRequestError(
-                f"{MAX_QUESTION_ENV}={raw!r} is not a whole number of characters."
-            ) from None
-    if limit < 1:
-        raise InvalidRequestError(f"The question length limit must be at least 1, got {limit}.")
-    return limit
-
-
-def check_question(question: Any, limit: int | None = None) -> str:
-    """The question, stripped; `InvalidRequestError` if it is empty, too long or not text."""
-    from graphseek.knowledge.loaders import text_problem
-
-    if not isinstance(question, str) or not question.strip():
-        raise InvalidRequestError("The question is empty; pass a non-empty string.")
-    question = question.strip()
-    most = max_question_chars(limit)
-    if len(question) > most:
-        raise InvalidRequestError(
-            f"The question is {len(question):,} characters long; the limit is {most:,} "
-            f"(raise it with --max-question-chars, max_question_chars= or {MAX_QUESTION_ENV})."
-        )
-    problem = text_problem(question)
-    if problem:
-        raise InvalidRequestError(f"The question is not text: {problem}.")
-    return question
-
-
-_SETTINGS = {f.name: f for f in dataclasses.fields(Context)}
-_POSITIVE = ("top_k", "max_turns", "max_llm_calls", "max_tokens", "agents")
+_SETTINGS = [f.name for f in dataclasses.fields(Context) if f.name not in ("index", "llm")]
 
 
 def check_settings(topology: str = "dual_agent", llm: Any = None, **settings: Any) -> None:
-    """Validate a run's arguments before anything heavy loads: `UnknownTopologyError` or
-    `InvalidRequestError` (a `ValueError`) naming the bad argument and what is accepted. Settings
-    left as None are not checked."""
+    """Validate a run's arguments before anything heavy loads, with the checks every run makes
+    (`graphseek.state.validation`): the topology, the setting names, the retriever, then the
+    `Context` the settings make (budgets, profile, mode, ...). Raises `UnknownTopologyError`
+    or a `ValueError` (`InvalidRequestError`, `ContextError`) naming the bad argument and the
+    closest known names. Settings left as None are not checked."""
     from graphseek.tools.retrievers import check_retriever
 
-    if topology not in TOPOLOGIES:
-        raise UnknownTopologyError(
-            f"Unknown topology {topology!r}; known topologies: {', '.join(TOPOLOGIES)}."
-        )
-    given = {k: v for k, v in settings.items() if v is not None}
-    unknown = sorted(set(given) - set(_SETTINGS) - {"index", "llm"})
-    if unknown:
-        raise InvalidRequestError(
-            f"Unknown setting {unknown[0]!r}; settings are: "
-            f"{', '.join(n for n in _SETTINGS if n not in ('index', 'llm', 'extra'))}."
-        )
+    check_topology(topology)
+    given = {k: v for k, v in settings.items() if v is not None and k not in ("index", "llm")}
+    for name in given:
+        check_name("setting", name, _SETTINGS)
     if "retriever" in given:
-        try:
-            check_retriever(given["retriever"])
-        except ValueError as exc:
-            raise InvalidRequestError(str(exc)) from None
-    if "mode" in given:
-        modes = get_args(get_type_hints(Context)["mode"])
-        if given["mode"] not in modes:
-            raise InvalidRequestError(
-                f"Unknown knowledge_aware mode {given['mode']!r}; choose one of {', '.join(modes)}."
-            )
-    for name in _POSITIVE:
-        value = given.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InvalidRequestError(f"{name} must be a whole number, got {value!r}.")
-        if value is not None and value < 1:
-            raise InvalidRequestError(f"{name} must be at least 1, got {value}.")
-    timeout = given.get("llm_timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
-    ):
-        raise InvalidRequestError(f"llm_timeout must be a number of seconds >= 0, got {timeout!r}.")
-    if given.get("max_retries") is not None and given["max_retries"] < 0:
-        raise InvalidRequestError(f"max_retries must be 0 or more, got {given['max_retries']}.")
+        check_retriever(given["retriever"])
+    Context(**given)
     if llm is not None or os.environ.get("GRAPHSEEK_LLM", "").strip():
         from graphseek.llm.factory import resolve_spec  # imports langchain: only when needed
 
@@ -210,7 +161,15 @@ def ask(
     text = check_question(question, max_question_chars)
     check_settings(topology, llm, retriever=retriever, agents=agents, mode=mode, **settings)
     workflow = get_workflow(topology)
-    context = make_context(index, llm, retriever=retriever, agents=agents, mode=mode, **settings)
+    context = make_context(
+        index,
+        llm,
+        retriever=retriever,
+        agents=agents,
+        mode=mode,
+        max_question_chars=max_question_chars,
+        **settings,
+    )
     config: dict[str, Any] = {"recursion_limit": 200}
     saver = checkpointer if checkpointer is not None else checkpointer_for(context.index)
     if saver is not None:

@@ -1,4 +1,4 @@
-"""The `graphseek` command line: demo, index, ask, topologies, stats, eval."""
+"""The `graphseek` command line: demo, index, add, remove, ask, topologies, stats, eval."""
 
 from __future__ import annotations
 
@@ -134,7 +134,8 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _checked_question(args: argparse.Namespace, question: str) -> str:
     """Every argument of an `ask` / `demo` run checked before an index or a model loads."""
-    from graphseek.api import check_question, check_settings
+    from graphseek.api import check_settings
+    from graphseek.state.validation import check_question
 
     kwargs = _ask_kwargs(args)
     limit = kwargs.pop("max_question_chars")
@@ -217,6 +218,72 @@ def cmd_index(args: argparse.Namespace) -> int:
     graph = " and its knowledge graph" if index.has_graph else ""
     print(f"Indexed {len(index)} passages{graph} into {index.path}")
     return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    """Read the paths (as `index` reads a corpus) and add the passages the index lacks: only
+    they are embedded and, with a graph, extracted and aligned; the index is rewritten
+    atomically under its lock, like `index`."""
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.loaders import read_corpus
+
+    if args.chunk_size < 0:
+        raise ValueError(f"--chunk-size must be 0 (no chunking) or more, got {args.chunk_size}.")
+    read: dict[str, Any] = {}
+    for path in args.paths:
+        loaded = read_corpus(path, chunk_size=args.chunk_size, on_bad_file=args.on_bad_file)
+        _report_skipped(loaded.skipped)
+        for passage in loaded.passages:
+            read.setdefault(passage.id, passage)
+    index = Index.open(args.index_dir)
+    new = [p for p in read.values() if p.id not in index]
+    if not new:
+        print(f"Nothing to add: {_count(len(read))} already in {index.path}.")
+        return 0
+    index.add_documents(new, show_progress=not args.quiet)
+    there = f" ({len(read) - len(new)} already there)" if len(read) > len(new) else ""
+    print(f"Added {_count(len(new))}{there} to {index.path}; it holds {len(index)}.")
+    _print_documents(new, "+")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    """Remove the passages of the documents named by source, title or passage id (each name
+    must match), and from the graph what only they supported; atomically, like `index`."""
+    from graphseek.knowledge.index import Index, select_passages
+
+    if not (args.source or args.title or args.id):
+        raise ValueError("Name what to remove: --source PATH, --title TITLE or --id PASSAGE_ID.")
+    index = Index.open(args.index_dir)
+    chosen = select_passages(
+        index.passages, sources=args.source or (), titles=args.title or (), ids=args.id or ()
+    )
+    index.delete_documents([p.id for p in chosen], show_progress=not args.quiet)
+    print(f"Removed {_count(len(chosen))} from {index.path}; {len(index)} left.")
+    _print_documents(chosen, "-")
+    return 0
+
+
+#: documents `add` / `remove` list, one line each
+DOCUMENTS_SHOWN = 20
+
+
+def _count(n: int) -> str:
+    return f"{n} passage" if n == 1 else f"{n} passages"
+
+
+def _print_documents(passages: list[Any], sign: str) -> None:
+    """One line per document (source) of `passages`: its passage count and first titles."""
+    by_source: dict[str, list[Any]] = {}
+    for p in passages:
+        by_source.setdefault(p.source or "(no source)", []).append(p)
+    for shown, (source, items) in enumerate(by_source.items()):
+        if shown == DOCUMENTS_SHOWN:
+            print(f"  … and {len(by_source) - shown} more documents")
+            break
+        titles = list(dict.fromkeys(p.title for p in items if p.title))
+        named = ", ".join(titles[:3]) + (", …" if len(titles) > 3 else "")
+        print(f"  {sign} {source}: {_count(len(items))}" + (f" ({named})" if named else ""))
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -396,6 +463,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_index)
 
+    p = sub.add_parser(
+        "add", help="add documents to an index (files or folders, read as `index` reads them)"
+    )
+    p.add_argument("index_dir", help="index directory or postgresql:// URI")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="corpus files or folders to add")
+    p.add_argument("--chunk-size", type=int, default=1200, help="max characters per passage")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--on-bad-file",
+        choices=("fail", "skip"),
+        default="fail",
+        help="a file (or record) that is not UTF-8 text: stop (default) or skip it and say so",
+    )
+    p.set_defaults(func=cmd_add)
+
+    p = sub.add_parser(
+        "remove", help="remove documents from an index by source, title or passage id"
+    )
+    p.add_argument("index_dir", help="index directory or postgresql:// URI")
+    p.add_argument(
+        "--source",
+        action="append",
+        metavar="PATH",
+        help="a file as it was indexed, or a folder (every file under it); repeatable",
+    )
+    p.add_argument("--title", action="append", help="a document title; repeatable")
+    p.add_argument("--id", action="append", metavar="PASSAGE_ID", help="a passage id; repeatable")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_remove)
+
     p = sub.add_parser("ask", help="answer a question over an index")
     p.add_argument(
         "index_dir", help="index directory or postgresql:// URI (from `graphseek index`)"
@@ -443,7 +540,8 @@ def _raise_interrupted(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; bad input is one line on stderr and exit 2, Ctrl-C one line and 130."""
+    """Run one command; bad input is one line on stderr and exit 2, Ctrl-C one line and 130,
+    an output pipe closed early (`graphseek stats IDX | head -1`) nothing and 1."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     previous = None
@@ -463,7 +561,12 @@ def _run(argv: list[str] | None) -> int:
             level=logging.INFO if args.verbose else logging.WARNING,
             format="%(levelname)s %(name)s: %(message)s",
         )
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit
+        return code
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 1
     except KeyboardInterrupt:
         print("graphseek: interrupted; nothing was left half-written.", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -474,6 +577,21 @@ def _run(argv: list[str] | None) -> int:
         logging.getLogger("graphseek").debug("unexpected error", exc_info=True)
         print(f"graphseek: error: {_error_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _stdout_to_devnull() -> None:
+    """After a reader closed the pipe: what is still buffered, and Python's flush at exit, go
+    to /dev/null instead of failing again ("Exception ignored ... BrokenPipeError"); the recipe
+    of the Python docs (signal module, "Note on SIGPIPE")."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _one_line(exc: BaseException) -> str:

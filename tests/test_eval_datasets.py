@@ -300,8 +300,10 @@ def test_data_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_unknown_names_and_missing_files(tmp_path: Path) -> None:
-    with pytest.raises(DatasetError, match="unknown dataset"):
+    with pytest.raises(DatasetError, match="Unknown dataset 'squad'; known datasets: "):
         load_dataset("squad", data_dir=tmp_path)
+    with pytest.raises(DatasetError, match="Unknown dataset '2wikki'; did you mean '2wiki'"):
+        load_dataset("2wikki", data_dir=tmp_path)
     with pytest.raises(DatasetError, match="not found"):
         load_dataset("hotpotqa-train", data_dir=tmp_path)
     bad = tmp_path / "bad.json"

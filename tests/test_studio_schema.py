@@ -61,7 +61,7 @@ def test_python_only_fields_stay_usable_but_out_of_the_schema() -> None:
 def test_bad_settings_fail_with_one_readable_line() -> None:
     with pytest.raises(ContextError, match=r"top_k must be an integer >= 1, got 0") as err:
         Context(top_k=0, max_turns=-1)
-    assert "max_turns must be an integer >= 0" in str(err.value)
+    assert "max_turns must be an integer >= 1" in str(err.value)
     assert isinstance(err.value, ValueError)
     with pytest.raises(ContextError, match="abstain_threshold must be a number in"):
         Context(abstain_threshold=2)

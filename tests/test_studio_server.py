@@ -231,3 +231,41 @@ def test_a_thread_steps_through_the_seeker_with_interrupts(server: Server) -> No
             break
     assert state["values"]["answer"] == "Missolonghi"
     assert "Application started up" in server.log_text()
+
+
+# the checks every entry makes (graphseek.state.validation): a bad request through the server ends
+# the run with one error event naming the field, before any node does work
+BAD_RUNS: list[tuple[Any, dict[str, Any], str, str]] = [
+    ({"question": ""}, {}, "InvalidRequestError", "The question is empty"),
+    ({}, {}, "InvalidRequestError", 'The input has no "question"'),
+    ({"question": "Who? " * 12_000}, {}, "InvalidRequestError", "the limit is 2,000"),
+    ({"question": QUESTION}, {"retriever": "nope"}, "InvalidRequestError", "retriever 'nope'"),
+    ({"question": QUESTION}, {"retriever": "hybird"}, "InvalidRequestError", "'hybrid'?"),
+    ({"question": QUESTION}, {"profile": "wiki"}, "ContextError", "did you mean 'wikipedia'?"),
+    ({"question": QUESTION}, {"mode": "swarm"}, "ContextError", "knowledge_aware mode 'swarm'"),
+    ({"question": QUESTION}, {"top_k": 0}, "ContextError", "top_k must be an integer >= 1"),
+    ({"question": QUESTION}, {"max_turns": 0}, "ContextError", "max_turns must be an integer"),
+]
+
+
+@pytest.mark.parametrize("graph", ["naive", "dual_agent", "knowledge_aware"])
+def test_bad_requests_end_the_run_with_an_error_naming_the_field(
+    server: Server, graph: str
+) -> None:
+    for inp, context, error, message in BAD_RUNS:
+        thread_id = server.client.threads.create()["thread_id"]
+        events = list(
+            server.client.runs.stream(
+                thread_id,
+                graph,
+                input=inp,
+                context={"index_path": server.index_name, **context},
+                stream_mode=["updates"],
+            )
+        )
+        errors = [e.data for e in events if e.event == "error"]
+        assert len(errors) == 1, (inp, context, [e.event for e in events])
+        assert errors[0]["error"] == error and message in errors[0]["message"], errors[0]
+        assert "\n" not in errors[0]["message"]
+        assert not [e for e in events if e.event == "updates"]  # no node's work was streamed
+        assert server.client.threads.get(thread_id)["status"] == "error"

@@ -173,20 +173,16 @@ def make_configs(
 
 
 def _check_names(topologies: Sequence[str], retrievers: Sequence[str]) -> None:
-    """Unknown topology or retriever names fail at once, before any data or model is loaded."""
-    from graphseek.graphs import topology_names
+    """Unknown topology or retriever names fail at once, before any data or model is loaded,
+    naming the closest known ones."""
+    from graphseek.graphs import check_topology
+    from graphseek.state.validation import check_name
 
-    unknown = [t for t in topologies if t not in topology_names()]
-    if unknown:
-        raise ValueError(
-            f"unknown topology {', '.join(map(repr, unknown))}; known: {', '.join(topology_names())}"
-        )
+    for topology in topologies:
+        check_topology(topology)
     known = registered_retrievers()
-    unknown = [r for r in retrievers if r not in known]
-    if unknown:
-        raise ValueError(
-            f"unknown retriever {', '.join(map(repr, unknown))}; known: {', '.join(known)}"
-        )
+    for retriever in retrievers:
+        check_name("retriever", retriever, known)
 
 
 def run_eval(

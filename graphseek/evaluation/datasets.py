@@ -713,9 +713,10 @@ def load_dataset(
     path = Path(key).expanduser()
     if path.exists():
         return load_questions_file(path, corpus, questions=questions)
-    raise DatasetError(
-        f"unknown dataset {key!r}: use one of {sorted([*DATASETS, *DEVSETS])} or a file path"
-    )
+    from graphseek.state.validation import unknown_name
+
+    names = sorted([*DATASETS, *DEVSETS, *HELDOUT_FILES])
+    raise DatasetError(f"{unknown_name('dataset', key, names)} Or give a question file's path.")
 
 
 def _load_named_file(

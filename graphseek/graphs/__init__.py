@@ -80,13 +80,15 @@ def topology_names() -> list[str]:
     return list(TOPOLOGIES)
 
 
+def check_topology(name: Any) -> str:
+    """`name` if a topology has it, else `UnknownTopologyError` naming the closest ones."""
+    from graphseek.state.validation import check_name
+
+    return check_name("topology", name, TOPOLOGIES, plural="topologies", error=UnknownTopologyError)
+
+
 def _topology(name: str) -> Topology:
-    try:
-        return TOPOLOGIES[name]
-    except KeyError:
-        raise UnknownTopologyError(
-            f"Unknown topology {name!r}; known topologies: {', '.join(TOPOLOGIES)}."
-        ) from None
+    return TOPOLOGIES[check_topology(name)]
 
 
 def get_workflow(name: str) -> Any:
@@ -197,6 +199,7 @@ __all__ = [
     "Topology",
     "build_workflow",
     "checkpoint_serializer",
+    "check_topology",
     "get_workflow",
     "memory_saver",
     "sqlite_saver",

@@ -26,6 +26,7 @@ from graphseek.agents.sufficiency import SufficiencyVerdict
 from graphseek.agents.text import normalize
 from graphseek.errors import LLMError
 from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
+from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import progressive_stage
 from graphseek.graphs.higra_retriever import graph_draft
 from graphseek.graphs.routing import (
@@ -51,6 +52,7 @@ def _spent(exc: LLMError) -> Usage:
 def gate_coverage(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Summarized-KB gating (§III-B1): the coverage role reads the summaries (first sentences)
     of the nearest documents and their similarity; out-of-scope questions abstain here."""
+    check_entry(state, runtime)
     ctx = runtime.context
     question = " ".join(state["question"].split())
     nearest = retrieve(resolve_index(ctx), question, ctx.top_k, "dense")

@@ -25,6 +25,7 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.text import best_draft
 from graphseek.errors import LLMError
 from graphseek.graphs.common import evidence_from_drafts, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import relational_channel, semantic_channel
 from graphseek.graphs.higra_retriever import graph_draft
 from graphseek.graphs.routing import (
@@ -62,6 +63,7 @@ def _best_by_step(drafts: list[Draft]) -> dict[int, Draft]:
 def decompose_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Query decomposition (§3.1.1): atomic sub-queries, later ones referring to earlier
     answers as #N."""
+    check_entry(state, runtime)
     question = " ".join(state["question"].split())
     try:
         step = get_roles(runtime.context).decomposer.decompose(question)

@@ -30,6 +30,7 @@ from graphseek.agents.roles import SeekerView, diagnostics_of
 from graphseek.agents.seeker import GATE_CONFIDENCE, new_questions, supported_draft
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, evidence_from_drafts, finalize_answer
+from graphseek.graphs.entry import check_entry
 from graphseek.graphs.librarian_agent import librarian_agent
 from graphseek.graphs.routing import (
     budget_exhausted,
@@ -49,6 +50,7 @@ def _failed(node: str, reason: str, exc: BaseException | None = None) -> dict[st
 
 def clarify_question(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Rewrite a question that does not start with a question word (App. P.1)."""
+    check_entry(state, runtime)
     question = state["question"].strip()
     try:
         step = get_roles(runtime.context).clarifier.clarify(question)

@@ -20,6 +20,7 @@ from langgraph.types import Overwrite
 from graphseek.agents.registry import get_roles
 from graphseek.errors import LLMError
 from graphseek.graphs.common import answer_or_abstain, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import GraphResult, higra_context
 from graphseek.graphs.routing import budget_exhausted
 from graphseek.knowledge.passages import Hit
@@ -89,6 +90,7 @@ def ask_librarian(task: LibrarianTask, runtime: Runtime[Context]) -> dict[str, A
 def retrieve_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """HiGraRetriever: seed entities, subgraph, PPR, rank fusion; the top relations and the
     combined passages (HiGraAgent §4.1-4.6)."""
+    check_entry(state, runtime)
     found = higra_context(runtime.context, state["question"])
     return {
         "passages": [to_evidence(h) for h in found.hits],

@@ -62,6 +62,7 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment, diagnostics_of
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, finalize_answer, to_evidence
+from graphseek.graphs.entry import check_entry
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,
     STOP,
@@ -172,6 +173,7 @@ def _abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
 
 def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Empty Known, history and context; Required from the planner (Algorithm 1 line 1)."""
+    check_entry(state, runtime)
     ctx = runtime.context
     if ctx.mode not in MODES:
         raise ValueError(

@@ -15,6 +15,7 @@ from graphseek.graphs.common import (
     to_evidence,
     to_hits,
 )
+from graphseek.graphs.entry import check_entry
 from graphseek.state.context import Context
 from graphseek.state.schema import InputState, OutputState, State
 from graphseek.tools.retrievers import resolve_index, retrieve
@@ -22,6 +23,7 @@ from graphseek.tools.retrievers import resolve_index, retrieve
 
 def retrieve_passages(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Retrieve the top-k passages for the question with the context's retriever."""
+    check_entry(state, runtime)
     ctx = runtime.context
     hits = retrieve(resolve_index(ctx), state["question"], ctx.top_k, ctx.retriever)
     return {

@@ -35,7 +35,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from graphseek.errors import CorpusError, IndexFormatError, IndexNotFoundError
+from graphseek.errors import CorpusError, IndexBusyError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge import embedders
 from graphseek.knowledge.atomic import atomic_directory, hold, recover
 from graphseek.knowledge.dense import HNSW_THRESHOLD, DenseIndex, TextEncoder, encode_texts
@@ -312,6 +312,7 @@ class Index:
         items = list(passages)
         if items:
             _check_passages(items)
+        _check_unchanged(self._path, self._manifest)  # fail fast; again under the lock
         new = [p for p in items if p.id not in self]
         if not new:
             return self
@@ -342,6 +343,7 @@ class Index:
         they supported. Unknown ids raise `KeyError`. Rewrites the directory atomically and
         updates this object (no search, graph or retriever built on it sees a deleted passage
         again); returns it."""
+        _check_unchanged(self._path, self._manifest)  # fail fast; again under the lock
         drop = set(passage_ids)
         unknown = sorted(drop - set(self._by_id))
         if unknown:
@@ -374,6 +376,7 @@ class Index:
         started = time.perf_counter()
         target = self._path
         with atomic_directory(target) as tmp:
+            _check_unchanged(target, self._manifest)
             if self.has_graph:
                 shutil.copytree(target / GRAPH_DIR, tmp / GRAPH_DIR)
                 update_graph(tmp / GRAPH_DIR)
@@ -740,6 +743,62 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(count, int) or not isinstance(name, str) or not isinstance(dim, int):
         raise IndexFormatError(f"Malformed index manifest {path}: bad counts or embedder fields.")
     return manifest
+
+
+def _check_unchanged(target: Path, manifest: Mapping[str, Any]) -> None:
+    """Under the index's lock: the index on disk is still the revision this object read, so an
+    update written from it drops nothing another writer added or removed in between."""
+    on_disk = _read_manifest(target / MANIFEST_FILE).get("revision")
+    if on_disk != manifest.get("revision"):
+        raise IndexBusyError(
+            f"The index at {target} was changed by another writer after it was opened; "
+            "open it again and retry."
+        )
+
+
+def select_passages(
+    passages: Iterable[Passage],
+    *,
+    sources: Iterable[str] = (),
+    titles: Iterable[str] = (),
+    ids: Iterable[str] = (),
+) -> list[Passage]:
+    """The passages (in index order) of the documents named by source (the file, or any file
+    under the folder, as the corpus was read: the same string, or the same path from here), by
+    title, or by passage id. Every name must match a passage: else `InvalidRequestError` naming
+    the closest known ones (the input of `delete_documents`, `graphseek remove`)."""
+    from graphseek.state.validation import check_name
+
+    passages = list(passages)
+    chosen: set[str] = set()
+    for source in sources:
+        found = {p.id for p in passages if _source_matches(p.source, source)}
+        if not found:
+            check_name("document source", source, dict.fromkeys(p.source for p in passages),
+                       plural="sources")  # fmt: skip
+        chosen |= found
+    for title in titles:
+        found = {p.id for p in passages if p.title == title}
+        if not found:
+            check_name("document title", title, dict.fromkeys(p.title for p in passages),
+                       plural="titles")  # fmt: skip
+        chosen |= found
+    for pid in ids:
+        check_name("passage id", pid, [p.id for p in passages], plural="ids")
+        chosen.add(pid)
+    return [p for p in passages if p.id in chosen]
+
+
+def _source_matches(source: str, wanted: str) -> bool:
+    """`source` (a passage's) is `wanted` (a file or a folder above it), as a string or as a
+    path resolved against the working directory."""
+    if not source or not wanted:
+        return False
+    if source == wanted:
+        return True
+    have = Path(os.path.abspath(os.path.expanduser(source)))
+    want = Path(os.path.abspath(os.path.expanduser(wanted)))
+    return have == want or want in have.parents
 
 
 def _read_passages(path: Path) -> list[Passage]:

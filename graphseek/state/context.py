@@ -23,11 +23,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic.json_schema import SkipJsonSchema
 
 from graphseek.errors import ContextError
+from graphseek.state.validation import check_context
 
 RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive"]
 Mode = Literal["single", "competitive", "collaborative"]
@@ -181,17 +182,25 @@ class Context:
             "noted in diagnostics.dropped_calls."
         ),
     )
+    max_question_chars: int = field(
+        default=0,
+        metadata=_describe(
+            "Longest question accepted, in characters. 0: $GRAPHSEEK_MAX_QUESTION_CHARS, else 2000."
+        ),
+    )
     seed: int = field(default=0, metadata=_describe("Seed for anything randomised."))
     # -- Python only (not in the schema, dropped from a server client's context) ------------------
     index: SkipJsonSchema[Any] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # names and limits (one error naming the field); then every bad budget in one line
+        check_context(self, profiles=PROFILE_THRESHOLDS, modes=get_args(Mode))
         problems = []
-        for name in ("top_k", "agents", "max_tool_calls_per_reply"):
+        for name in ("top_k", "agents", "max_turns", "max_tool_calls_per_reply"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 problems.append(f"{name} must be an integer >= 1, got {value!r}")
-        for name in ("max_turns", "max_llm_calls", "max_tokens", "max_retries", "seed"):
+        for name in ("max_llm_calls", "max_tokens", "max_retries", "seed"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 problems.append(f"{name} must be an integer >= 0, got {value!r}")
@@ -222,10 +231,6 @@ class Context:
             )
         if not isinstance(self.retriever, str) or not self.retriever:
             problems.append(f"retriever must be a name, got {self.retriever!r}")
-        if self.profile not in PROFILE_THRESHOLDS:
-            problems.append(
-                f"profile must be one of {', '.join(PROFILE_THRESHOLDS)}, got {self.profile!r}"
-            )
         if self.on_model_failure not in ("abstain", "offline"):
             problems.append(
                 f"on_model_failure must be 'abstain' or 'offline', got {self.on_model_failure!r}"

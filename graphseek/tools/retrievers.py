@@ -49,13 +49,11 @@ def retriever_names() -> list[str]:
 
 
 def check_retriever(name: str) -> str:
-    """`name` if it is a known retriever, else a `ValueError` listing the known ones (cheap: no
-    retriever module is imported)."""
-    if name not in _REGISTRY and name not in LAZY_RETRIEVERS:
-        raise ValueError(
-            f"Unknown retriever {name!r}; known retrievers: {', '.join(retriever_names())}."
-        )
-    return name
+    """`name` if it is a known retriever, else an `InvalidRequestError` (a `ValueError`) naming
+    the closest known ones (cheap: no retriever module is imported)."""
+    from graphseek.state.validation import check_name
+
+    return check_name("retriever", name, retriever_names())
 
 
 def get_retriever(name: str) -> RetrieverFn:
