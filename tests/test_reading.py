@@ -24,7 +24,14 @@ from graphseek.knowledge.passages import Hit, Passage
         ("How many plugins does the framework have?", "number"),
         ("Which company maintains the project?", "org"),
         ("Which city hosts the conference?", "place"),
-        ("Which exception is raised on a timeout?", "name"),
+        ("Which exception is raised on a timeout?", "code"),
+        ("Which library does the tool use for YAML?", "name"),
+        ("Which environment variable turns on logging?", "code"),
+        ("What is the default port of the server?", "number"),
+        ("What is the latest version that supports Python 2.7?", "version"),
+        ("Starting with which release were the loggers moved out?", "version"),
+        ("Under which licence is the library released?", "licence"),
+        ("Within which company is the tool deployed?", "org"),
         ("What kind of module does it use?", "thing"),
         ("Is the parser written in C?", "yesno"),
     ],
@@ -200,3 +207,42 @@ def test_an_acronym_of_question_words_is_in_the_question() -> None:
     assert in_question("SCQ", spec) < 1.0
     # stop words spell nothing: "IT" is not "is there"
     assert in_question("IT", analyse_question("Which team is there at the top?")) < 1.0
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span", "kind"),
+    [
+        (
+            "Set LANGGRAPH_STRICT_MSGPACK to true to refuse unknown types.",
+            "LANGGRAPH_STRICT_MSGPACK",
+            "code",
+        ),
+        ("The --force-enable-socket flag wins over the other.", "--force-enable-socket", "code"),
+        (
+            "Run `python -m grpc_tools.protoc` to generate the stubs.",
+            "python -m grpc_tools.protoc",
+            "code",
+        ),
+        ("It aims to conform to RFC 7159.", "RFC 7159", "code"),
+        ("Install prometheus-client from PyPI.", "prometheus-client", "code"),
+        ("psutil 6.1.1 is the last release for Python 2.7.", "6.1.1", "version"),
+        ("The loggers moved out in spaCy v3.2.", "v3.2", "version"),
+        ("Eigen is released under the MPL 2.0.", "MPL 2.0", "licence"),
+        (
+            "It is licensed under the Apache License, Version 2.0.",
+            "Apache License, Version 2.0",
+            "licence",
+        ),
+        ("Pygments supports over 500 languages.", "over 500 languages", "number"),
+        ("The limit is 100*1024*1024 bytes.", "100*1024*1024 bytes", "number"),
+    ],
+)
+def test_technical_candidate_spans(sentence: str, span: str, kind: str) -> None:
+    from graphseek.agents.reading.candidates import sentence_spans
+    from graphseek.knowledge.nlp import get_nlp
+
+    sent = next(get_nlp()(sentence).sents)
+    found = {(s.text, s.kind) for s in sentence_spans(sent)}
+    assert (span, kind) in found
+    # every span is an exact piece of its sentence
+    assert all(sentence[s.start : s.end] == s.text for s in sentence_spans(sent))

@@ -185,7 +185,11 @@ def build_roles(context: Context) -> Roles:
     )
     # the profile's threshold is calibrated on the offline reader's confidences; drafts of a
     # chat model carry the model's own confidence, judged by the plain default
-    threshold = context.threshold
+    threshold = (
+        float(context.abstain_threshold)
+        if context.abstain_threshold >= 0
+        else get_profile(profile).operating_point
+    )
     if "librarian" not in offline and context.abstain_threshold < 0:
         threshold = LLM_DRAFT_THRESHOLD
     seeker_model = model_for_context(context, "seeker")

@@ -2,7 +2,7 @@
 
 Record fields: config, config_spec, dataset, question_id, question_index, question, gold
 {answers, passage_ids, titles}, answerable, flagged, flag_reason, type, hops, prediction,
-abstained, outcome (right / wrong / abstained, see `graphseek.evaluation.scoring`),
+abstained, abstain_reason, outcome (right / wrong / abstained, see `graphseek.evaluation.scoring`),
 evidence_ids, answer_in_evidence (a gold answer occurs in what the user saw), retrieved_ids (ranked), trace, usage {llm_calls, prompt_tokens, completion_tokens,
 seconds, cpu_seconds}, diagnostics, judge {correct, reason, kind}, judge_usage, metrics, error.
 
@@ -143,6 +143,9 @@ def make_record(
         "hops": question.hops,
         "prediction": str(answer),
         "abstained": abstained,
+        "abstain_reason": str(get_field(result, "abstain_reason") or error or "")
+        if abstained
+        else "",
         "outcome": outcome,
         "evidence_ids": evidence_ids,
         # a gold answer string occurs in what the user saw (answer or abstention; None when

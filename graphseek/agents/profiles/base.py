@@ -66,6 +66,10 @@ class Profile:
     name_titles: str = ""
     """Regex of the titles a person's full name may carry after a comma ("Carlos, Duke of
     Madrid"): a person span is extended over ", <title> of <Name>"."""
+    operating_point: float = 0.5
+    """The offline reader's abstention threshold for this profile, chosen on its dev slices by
+    one rule (`graphseek.evaluation.calibration`) and stored in `operating_points.json` beside
+    the profiles (`stored_operating_point`)."""
 
     @property
     def reads_by_cues(self) -> bool:
@@ -100,3 +104,16 @@ class Profile:
 
     def __repr__(self) -> str:
         return f"Profile({self.name!r})"
+
+
+def stored_operating_point(name: str) -> float:
+    """The operating point `benchmarks/calibrate.py --write` stored for profile `name` in
+    `operating_points.json` (0.5, the general reader's neutral point, when none is stored)."""
+    import json
+    from importlib import resources
+
+    try:
+        text = resources.files("graphseek.agents.profiles").joinpath("operating_points.json")
+        return float(json.loads(text.read_text(encoding="utf-8"))[name]["threshold"])
+    except (OSError, KeyError, ValueError, TypeError):
+        return 0.5

@@ -8,9 +8,10 @@ clean-up belong to named profiles (`graphseek.agents.profiles.wikipedia`).
 
 from __future__ import annotations
 
-from graphseek.agents.profiles.base import Profile
+from graphseek.agents.profiles.base import Profile, stored_operating_point
 
 GENERAL = Profile(
     name="general",
+    operating_point=stored_operating_point("general"),
     description="for any documents: the general reader, no data-set tables",
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from graphseek.agents.profiles.base import Cue, Profile, Relation
+from graphseek.agents.profiles.base import Cue, Profile, Relation, stored_operating_point
 
 PERSON = ["PERSON"]
 PLACE = ["GPE", "LOC", "FAC"]
@@ -464,6 +464,7 @@ CANONICAL: list[tuple[str, str]] = [
 
 WIKIPEDIA = Profile(
     name="wikipedia",
+    operating_point=stored_operating_point("wikipedia"),
     description="relation cues and title rules tuned to Wikipedia-style passages and "
     "2WikiMultihopQA-style questions",
     relations=RELATIONS,

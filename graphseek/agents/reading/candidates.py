@@ -3,7 +3,13 @@
 Sources, in order of trust: spaCy's named entities (mapped to the kinds of
 `graphseek.agents.reading.question`), numbers and dates found by pattern, identifier-like tokens
 the NER misses ("LZMA2", "ShellDetectionFailure", "crypt_gensalt"), and noun chunks (a proper
-chunk is a `name`, a common one a `thing`). Spans are character offsets into the sentence, so an
+chunk is a `name`, a common one a `thing`). Technical documentation adds kinds of its own, found
+by patterns of how such documents are written, never by per-package tables: `code` (a code span
+in backticks, a flag such as `--force-enable-socket`, a numbered standard such as "RFC 7159", a
+dotted, hyphenated or underscored lower-case name such as "grpc_tools.protoc", and every
+identifier-like token), `version` ("3.12", "v3.2", "6.1.1"), `licence` ("MIT", "GPLv2",
+"Apache License 2.0", "MPL 2.0"), and numbers with a unit, a bound ("over 500") or as an
+expression ("100*1024*1024 bytes"). Spans are character offsets into the sentence, so an
 answer is always an exact span of its evidence.
 """
 
@@ -39,9 +45,44 @@ _IDENTIFIER = re.compile(
     r"(?<![\w.-])(?:[A-Za-z][a-z]*[A-Z]\w*|[A-Za-z]+\d\w*|[a-z]+_[a-z_\d]+|[A-Z]{2,}[\w+-]*)"
     r"(?:\.\w+)*(?![\w-])"
 )
-_NUMBER = re.compile(
-    r"(?<![\w.])\d[\d,.]*\+?(?:\s*(?:%|percent|million|billion|thousand))?(?![\w])"
+_UNITS = (
+    r"%|percent|million|billion|thousand|[KMGTP]i?B|bytes?|bits?|[KMG]?Hz|ms|seconds?|"
+    r"minutes?|hours?|days?|weeks?|months?|years?|lines?|characters?|languages?|entries|"
+    r"items?|threads?|cores?|requests?|connections?|files?|times"
 )
+_NUMBER = re.compile(
+    rf"(?<![\w.])(?:(?:over|more than|less than|fewer than|about|around|up to|at least|at most|"
+    rf"nearly|approximately|roughly)\s+)?\d[\d,.]*\+?(?:\s*(?:{_UNITS}))?(?![\w])"
+)
+# an arithmetic expression of numbers ("100*1024*1024", "2**20", "64 x 1024")
+_EXPRESSION = re.compile(
+    r"(?<![\w.])\d+(?:\s*(?:\*\*?|[x×/+^])\s*\d+)+(?:\s*(?:" + _UNITS + r"))?(?![\w])"
+)
+# a version number: "3.12", "v3.2", "6.1.1", "2.0.0rc1" (not a decimal in running prose: two
+# dotted parts need a "v" or a third part, or follow the word "version"/"release")
+_VERSION = re.compile(
+    r"(?<![\w.])(?:v\d+(?:\.\d+)+|\d+\.\d+(?:\.\d+)+)(?:[-.]?(?:a|b|rc|dev|post|alpha|beta)\d*)?"
+    r"(?![\w.]*\w)"
+    r"|(?<=\bversion )\d+(?:\.\d+)+|(?<=\brelease )\d+(?:\.\d+)+"
+)
+# software licence names, as documentation writes them
+_LICENCE = re.compile(
+    r"\b(?:(?:GNU\s+)?(?:Affero\s+|Lesser\s+|Library\s+)?General Public Licen[sc]e"
+    r"(?:,?\s+[Vv]ersion\s+\d(?:\.\d)?)?|A?GPL(?:-?v?\d(?:\.\d)?\+?)?|LGPL(?:-?v?\d(?:\.\d)?\+?)?"
+    r"|Apache(?:\s+Licen[sc]e)?(?:,?\s+(?:[Vv](?:ersion)?\s*)?\d\.\d)?|Apache-2\.0"
+    r"|MIT(?:\s+Licen[sc]e)?|BSD(?:[-\s]\d-Clause)?(?:\s+Licen[sc]e)?|ISC(?:\s+Licen[sc]e)?"
+    r"|MPL(?:[-\s]?v?\d\.\d)?|Mozilla Public Licen[sc]e(?:,?\s+(?:[Vv](?:ersion)?\s*)?\d\.\d)?"
+    r"|PSF(?:\s+Licen[sc]e)?|Python Software Foundation Licen[sc]e|Unlicense|CC0(?:[-\s]1\.0)?"
+    r"|CC[-\s]BY(?:[-\s](?:SA|NC|ND))*(?:[-\s]\d\.\d)?|zlib Licen[sc]e|Boost Software Licen[sc]e"
+    r"|Artistic Licen[sc]e(?:\s+\d\.\d)?|EPL(?:-\d\.\d)?|public domain)\b"
+)
+# a literal of technical writing: a code span (`...`), a command-line flag, a numbered standard
+_CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+_FLAG = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*(?:=[\w.-]+)?")
+_STANDARD = re.compile(r"\b(?:RFC|PEP|ISO|IEEE|ECMA|BCP|STD)[\s-]?\d+(?:[-:.]\d+)*\b")
+# lower-case names joined by dots, hyphens or underscores: modules, packages, settings, files
+# ("grpc_tools.protoc", "prometheus-client", "mark-symlinked-directories", "langgraph.json")
+_DOTTED = re.compile(r"(?<![\w.-])[a-z][a-z\d]*(?:[._-][a-z\d]+)+(?![\w-])")
 _YEAR = re.compile(r"(?<![\w.])(?:1[5-9]|20)\d\d(?![\w.])")
 _MONTH = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
@@ -117,11 +158,23 @@ def sentence_spans(sent: Any) -> list[Span]:
     for m in _NUMBER.finditer(text):
         if not _YEAR.fullmatch(m.group(0).strip()):
             add(m.group(0), "number", m.start(), m.end(), "pattern")
+    for m in _EXPRESSION.finditer(text):
+        add(m.group(0), "number", m.start(), m.end(), "pattern")
+    for m in _VERSION.finditer(text):
+        add(m.group(0), "version", m.start(), m.end(), "pattern")
+    for m in _LICENCE.finditer(text):
+        add(m.group(0), "licence", m.start(), m.end(), "pattern")
+    for m in _CODE_SPAN.finditer(text):
+        add(m.group(1), "code", m.start(1), m.end(1), "code")
+    for pattern in (_FLAG, _STANDARD, _DOTTED):
+        for m in pattern.finditer(text):
+            add(m.group(0), "code", m.start(), m.end(), "code")
     for m in _IDENTIFIER.finditer(text):
         s, e = m.start(), m.end()
         if any(cs <= s and e <= ce and (cs, ce) != (s, e) for cs, ce in covered):
             continue
         add(m.group(0), "name", s, e, "identifier")
+        add(m.group(0), "code", s, e, "identifier")
     for chunk in sent.noun_chunks:
         s, e = chunk.start_char - base, chunk.end_char - base
         if any(cs == s and ce == e for cs, ce in covered):

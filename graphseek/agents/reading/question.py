@@ -53,6 +53,21 @@ NUMBER_NOUNS = frozenset(
     "height width depth weight distance duration price cost score rank".split()
 )
 GROUP_NOUNS = frozenset("nationality citizenship ethnicity religion language".split())
+# technical documentation: what names a literal of code or configuration, a version, a licence
+CODE_NOUNS = frozenset(
+    "option flag switch variable setting parameter argument keyword kwarg attribute property "
+    "field key value command subcommand function method class exception error warning module "
+    "submodule package extra entry endpoint operator hook decorator directive macro header "
+    "constant enum type environment rfc pep standard algorithm codec format encoding "
+    "backend driver plugin extension".split()
+)
+LIBRARY_NOUNS = frozenset(
+    "library framework tool toolkit program application app utility server client daemon "
+    "binding bindings implementation dependency parser compiler engine database runtime sdk "
+    "api interface protocol language filter".split()
+)
+VERSION_NOUNS = frozenset("version release".split())
+LICENCE_NOUNS = frozenset("licence license".split())
 DOCUMENT_NOUNS = frozenset(
     "document file page article readme passage section chapter manual paper".split()
 )
@@ -63,7 +78,8 @@ _AUX = frozenset(
     "be been being".split()
 )
 _PREP_WH = re.compile(
-    r"^(?:in|on|at|from|for|to|by|of|with|during|under|after|before|since|through|into)\s+"
+    r"^(?:in|on|at|from|for|to|by|of|with|within|during|under|after|before|since|through|into|"
+    r"onto|upon|among|across|against|between|via|per|over|besides|about|behind|inside)\s+"
     r"(which|what|whom|whose)\b"
 )
 _GENERIC_HEADS = frozenset("kind type sort name one form part thing".split())
@@ -115,9 +131,15 @@ class AnswerSpec:
         return self.primary == "yesno"
 
 
+_SINGULAR_CLASSES = (
+    PERSON_NOUNS | ORG_NOUNS | PLACE_NOUNS | DATE_NOUNS | CODE_NOUNS | LIBRARY_NOUNS
+    | VERSION_NOUNS | LICENCE_NOUNS
+)  # fmt: skip
+
+
 def _kinds_for_noun(noun: str) -> Kinds | None:
     n = noun.lower()
-    if n.endswith("s") and n[:-1] in PERSON_NOUNS | ORG_NOUNS | PLACE_NOUNS | DATE_NOUNS:
+    if n.endswith("s") and n[:-1] in _SINGULAR_CLASSES:
         n = n[:-1]
     if n in DATE_NOUNS:
         return (("date", 1.0), ("number", 0.6))
@@ -133,13 +155,21 @@ def _kinds_for_noun(noun: str) -> Kinds | None:
         return (("group", 1.0), ("place", 0.6), ("name", 0.5))
     if n in DOCUMENT_NOUNS:
         return (("document", 1.0), ("name", 0.7), ("thing", 0.5))
+    if n in VERSION_NOUNS:
+        return (("version", 1.0), ("number", 0.5), ("code", 0.3))
+    if n in LICENCE_NOUNS:
+        return (("licence", 1.0), ("name", 0.4))
+    if n in CODE_NOUNS:
+        return (("code", 1.0), ("name", 0.8), ("thing", 0.4), ("number", 0.3))
+    if n in LIBRARY_NOUNS:
+        return (("name", 1.0), ("code", 0.9), ("org", 0.6), ("thing", 0.5))
     return None
 
 
 # an open-class head ("Which library", "What exception"): a name first, else a noun phrase
-_NAMED_THING: Kinds = (("name", 1.0), ("org", 0.75), ("thing", 0.6), ("person", 0.4))
+_NAMED_THING: Kinds = (("name", 1.0), ("org", 0.75), ("code", 0.7), ("thing", 0.6), ("person", 0.4))
 _FREE_TEXT: Kinds = (("thing", 1.0), ("name", 0.85), ("org", 0.6), ("person", 0.6), ("place", 0.6),
-                     ("number", 0.5), ("date", 0.5), ("group", 0.5))  # fmt: skip
+                     ("number", 0.5), ("date", 0.5), ("group", 0.5), ("code", 0.5))  # fmt: skip
 
 
 def _clean(question: str) -> str:
@@ -161,9 +191,16 @@ def _head_noun(low: str) -> str:
         for w in reversed(words):
             if w not in STOPWORDS:
                 return w
-    m = re.match(r"^(?:what|which)\s+(?:is|was|are|were)\s+the\s+(?:name of the\s+)?([\w-]+)", low)
+    # "What is the default port of X?" -> "port", "What is the latest psutil version that ...?"
+    # -> "version": the last word of the noun group after "the" (adjectives and names before it)
+    m = re.match(
+        r"^(?:what|which)\s+(?:is|was|are|were)\s+the\s+(?:name of the\s+)?"
+        r"((?:[\w.-]+\s+){0,2}?[\w-]+)(?:\s+(?:of|that|which|for|in|on|used|does|do|did|is|are|"
+        r"was|were|to|by|with|from|when|where|who)\b|$)",
+        low,
+    )
     if m:
-        return m.group(1)
+        return m.group(1).split()[-1]
     m = re.match(r"^(?:which|what)\s+([\w-]+)", low)
     if m and m.group(1) not in _AUX:
         return m.group(1)
@@ -186,6 +223,12 @@ def analyse_question(question: str) -> AnswerSpec:
     m = _PREP_WH.match(low)
     wh = m.group(1) if m else (low.split()[0] if low.split() else "")
     body = low[m.start(1) :] if m else low
+    if wh not in _WH and wh not in _AUX:
+        # the wh-word stands inside the question ("Starting with which spaCy version ...?",
+        # "Besides X, layers defined in which framework ...?"): read from there
+        inner = re.search(r"\b(which|what)\s+\w", low)
+        if inner:
+            wh, body = inner.group(1), low[inner.start(1) :]
     names = tuple(question_names(q))
     words = frozenset(content_words(q) | content_words(split_identifier(q)))
     name_words: set[str] = set()
@@ -219,11 +262,13 @@ def analyse_question(question: str) -> AnswerSpec:
     elif wh in ("which", "what"):
         head = _head_noun(body)
         by_noun = _kinds_for_noun(head) if head else None
-        if by_noun is not None:
+        if re.match(r"^(?:what|which)\s+(?:kind|type|sort|form)s?\s+of\b", body) and (
+            by_noun is None or by_noun[0][0] in ("code", "name", "thing")
+        ):
+            kinds = _FREE_TEXT  # "What kind of module ...?": a description, not a name
+        elif by_noun is not None:
             kinds = by_noun
             wants_document = by_noun[0][0] == "document"
-        elif re.match(r"^(?:what|which)\s+(?:kind|type|sort|form)s?\s+of\b", body):
-            kinds = _FREE_TEXT  # "What kind of module ...?": a description, not a name
         elif (
             head
             and head not in _GENERIC_HEADS

@@ -1,0 +1,159 @@
+"""Calibrate a reading profile's operating point on its dev slices (offline, no model).
+
+Runs a topology (default `dual_agent`) over each dev slice at every threshold of a sweep, scores
+every answer (`graphseek.evaluation.scoring`: right / wrong / abstained), and applies the one
+rule of `graphseek.evaluation.calibration`: the lowest threshold whose cross-validated
+wrong-answer rate is at most 10%. Prints, per threshold, right / wrong / abstained and the
+wrong-answer rate over the pooled dev questions, the threshold each fold chose, the
+cross-validated figures, and the operating point; `--write` stores it (with the figures) in
+`graphseek/agents/profiles/operating_points.json`, which the profile reads.
+
+    .venv/bin/python benchmarks/calibrate.py --profile general \\
+        --dataset docqa --dataset benchmarks/devsets/pkgdocs/questions.json [--write]
+    .venv/bin/python benchmarks/calibrate.py --profile wikipedia --dataset 2wiki \\
+        --questions 0:200 [--write]
+
+Tune on dev slices only (2Wiki 0-199, MuSiQue train, HotpotQA train, docqa dev, the pkgdocs
+dev set). Records go to `--out` (JSONL, one line per threshold and question) and are reused
+when the same run is repeated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+POINTS = ROOT / "graphseek" / "agents" / "profiles" / "operating_points.json"
+DEFAULT_SWEEP = "0.05,0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.45,0.5,0.6"
+
+
+def _args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--profile", required=True, choices=["general", "wikipedia"])
+    p.add_argument("--dataset", action="append", required=True, help="dataset name or file")
+    p.add_argument("--questions", default="all", help="question slice for every dataset")
+    p.add_argument("--topology", default="dual_agent")
+    p.add_argument("--thresholds", default=DEFAULT_SWEEP)
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--target", type=float, default=0.10)
+    p.add_argument("--out", default="eval-out/calibrate")
+    p.add_argument("--write", action="store_true", help="store the operating point")
+    return p.parse_args()
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+        return out.stdout.strip()
+    except OSError:
+        return ""
+
+
+def main() -> int:
+    args = _args()
+    from graphseek import ask
+    from graphseek.evaluation import cached_index
+    from graphseek.evaluation.calibration import Rates, choose_threshold, cross_validate
+    from graphseek.evaluation.datasets import load_dataset
+    from graphseek.evaluation.judge import Judge
+    from graphseek.evaluation.scoring import score_answer
+
+    thresholds = sorted(float(t) for t in args.thresholds.split(","))
+    questions = None if args.questions == "all" else args.questions
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / f"{args.profile}-{args.topology}.jsonl"
+    done: dict[tuple[str, str, float], str] = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            r = json.loads(line)
+            done[(r["dataset"], r["id"], r["threshold"])] = r["outcome"]
+    judge = Judge()
+    sweep: dict[float, list[str]] = {t: [] for t in thresholds}
+    names: list[str] = []
+    cpu_start, wall_start, asked = time.process_time(), time.perf_counter(), 0
+    with log.open("a") as sink:
+        for name in args.dataset:
+            dataset = load_dataset(name, questions=questions)
+            names.append(dataset.name)
+            index = cached_index(dataset, graph=True)
+            for t in thresholds:
+                for q in dataset.questions:
+                    key = (dataset.name, q.id, t)
+                    if key not in done:
+                        result = ask(
+                            index,
+                            q.question,
+                            topology=args.topology,
+                            profile=args.profile,
+                            abstain_threshold=t,
+                        )
+                        _, _, outcome = score_answer(q, result.answer, result.abstained, judge)
+                        done[key] = outcome
+                        asked += 1
+                        row = {"dataset": dataset.name, "id": q.id, "threshold": t}
+                        sink.write(json.dumps({**row, "outcome": outcome}) + "\n")
+                        sink.flush()
+                    sweep[t].append(done[key])
+            print(f"{dataset.name}: {len(dataset.questions)} questions", flush=True)
+    if asked:
+        cpu = (time.process_time() - cpu_start) / asked
+        wall = (time.perf_counter() - wall_start) / asked
+        print(f"asked {asked} times: {cpu:.2f} CPU s, {wall:.2f} s per question")
+
+    print(
+        f"\n{args.profile} / {args.topology} over {', '.join(names)} ({len(sweep[thresholds[0]])} q)"
+    )
+    print(f"{'threshold':>9} {'right':>6} {'wrong':>6} {'abst.':>6} {'wrong rate':>10}")
+    for t in thresholds:
+        r = Rates.of(sweep[t])
+        print(f"{t:>9.2f} {r.right:>6} {r.wrong:>6} {r.abstained:>6} {r.wrong_rate:>10.1%}")
+    point = choose_threshold(sweep, args.target)
+    cv, chosen = cross_validate(sweep, args.folds, args.target)
+    at = Rates.of(sweep[point])
+    print(f"\nfold thresholds: {chosen}")
+    print(
+        f"cross-validated ({args.folds} folds): right {cv.right_rate:.1%}, wrong "
+        f"{cv.wrong_rate:.1%}, abstained {cv.abstained / cv.n:.1%}"
+    )
+    print(
+        f"operating point: {point} (lowest threshold with a wrong-answer rate <= "
+        f"{args.target:.0%}): right {at.right}/{at.n}, wrong {at.wrong}, abstained {at.abstained}"
+    )
+    if args.write:
+        stored: dict[str, Any] = json.loads(POINTS.read_text()) if POINTS.exists() else {}
+        stored[args.profile] = {
+            "threshold": point,
+            "rule": f"lowest threshold whose {args.folds}-fold cross-validated wrong-answer rate "
+            f"is at most {args.target:.0%} (benchmarks/calibrate.py)",
+            "topology": args.topology,
+            "dev": names,
+            "questions": at.n,
+            "at_threshold": {"right": at.right, "wrong": at.wrong, "abstained": at.abstained},
+            "cross_validated": {
+                "right": round(cv.right_rate, 4),
+                "wrong": round(cv.wrong_rate, 4),
+                "abstained": round(cv.abstained / cv.n, 4),
+                "fold_thresholds": chosen,
+            },
+            "measured": f"{date.today().isoformat()} at commit {_commit()}",
+        }
+        POINTS.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n")
+        print(f"stored in {POINTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
