@@ -32,9 +32,14 @@ TOPOLOGIES = [
     "deep_search",
     "react",
     "knowledge_aware",
+    "knowledge_aware:competitive",
 ]
 #: the topologies whose agents call tools
-TOOL_TOPOLOGIES = ["dual_agent", "react", "knowledge_aware"]
+TOOL_TOPOLOGIES = ["dual_agent", "react", "knowledge_aware", "knowledge_aware:competitive"]
+#: the settings of a topology variant
+VARIANTS: dict[str, dict[str, Any]] = {
+    "knowledge_aware:competitive": {"agents": 2, "mode": "competitive"},
+}
 #: results that are not a run of the call (a repeat, a refusal, a finish verdict)
 NOT_RUN = ("(already called", "Error:", "finish not accepted", "Answer accepted")
 
@@ -56,8 +61,9 @@ def run_weak(
 ) -> tuple[Any, FakeOpenAIServer]:
     server = FakeOpenAIServer(model)
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    name = topology.split(":", 1)[0]
     with server:
-        result = ask(tiny_index, QUESTION, topology=topology, llm=MODEL)
+        result = ask(tiny_index, QUESTION, topology=name, llm=MODEL, **VARIANTS.get(topology, {}))
     return result, server
 
 
