@@ -32,8 +32,10 @@ def test_lookup_by_name_instance_or_default() -> None:
 
 
 def test_an_unknown_profile_is_one_clear_error() -> None:
-    with pytest.raises(ContextError, match="unknown reading profile 'medline'.*general"):
+    with pytest.raises(ContextError, match="Unknown profile 'medline'; known profiles: general"):
         get_profile("medline")
+    with pytest.raises(ContextError, match="Unknown profile 'wikipeda'; did you mean 'wikipedia'?"):
+        get_profile("wikipeda")
 
 
 def test_the_general_profile_carries_no_data_set_tables() -> None:

@@ -11,6 +11,7 @@ from graphseek.agents.profiles.base import Cue, Profile, Relation
 from graphseek.agents.profiles.general import GENERAL
 from graphseek.agents.profiles.wikipedia import WIKIPEDIA
 from graphseek.errors import ContextError
+from graphseek.state.validation import check_name
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (GENERAL, WIKIPEDIA)}
 
@@ -19,12 +20,8 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
     """The profile named `profile` (None: `general`); a Profile is returned as is."""
     if isinstance(profile, Profile):
         return profile
-    name = profile or "general"
-    try:
-        return PROFILES[name]
-    except KeyError:
-        known = ", ".join(sorted(PROFILES))
-        raise ContextError(f"unknown reading profile {name!r} (known: {known})") from None
+    name = check_name("profile", profile or "general", PROFILES, error=ContextError)
+    return PROFILES[name]
 
 
 __all__ = ["GENERAL", "PROFILES", "WIKIPEDIA", "Cue", "Profile", "Relation", "get_profile"]
