@@ -346,7 +346,8 @@ class Server:
                 err["error"].update(n_prompt_tokens=exc.n_prompt, n_ctx=exc.n_ctx)
                 return 400, err
             except Cancelled as exc:
-                self.log({"t": received, "model": model, "status": 400, "error": str(exc)})
+                self.log({"t": received, "model": model, "status": 400, "error": str(exc),
+                          "prompt_tokens": len(tokens)})  # fmt: skip
                 return 400, _error(str(exc), "cancelled")
             finally:
                 self.current = None

@@ -244,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--topologies", default=",".join(TOPOLOGIES), help="comma-separated")
     p.add_argument("--questions", type=int, default=5, help="docqa dev questions (after the demo)")
+    p.add_argument("--no-demo", action="store_true", help="leave out the demo question")
     p.add_argument("--max-tokens", type=int, default=1024, help="longest model reply (tokens)")
     p.add_argument("--max-turns", type=int, default=None, help="controller turns (graphseek)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per question")
@@ -264,7 +265,12 @@ def main(argv: list[str] | None = None) -> int:
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
     dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "graphseek"],
                            capture_output=True, text=True).stdout.strip()  # fmt: skip
-    code = f"graphseek from {where} at {commit}{' + uncommitted changes' if dirty else ''}"
+    at = (
+        f"at {commit}{' + uncommitted changes' if dirty else ''}"
+        if commit
+        else "(not a git checkout)"
+    )
+    code = f"graphseek from {where} {at}"
     print(code, flush=True)
 
     log = (
@@ -289,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     started = time.time()
     try:
-        items = load_questions(args.questions)
+        items = load_questions(args.questions)[(1 if args.no_demo else 0) :]
         n = 0
         for topology in topologies:
             for item in items:
