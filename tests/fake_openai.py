@@ -423,22 +423,25 @@ class WeakModel:
     time, the same lines: an unknown tool, the main search on the question, the same call again,
     the main search on the second hop, an entity search, and ``finish`` again. Requests longer
     than `context_window` tokens (counted at `chars_per_token`, fewer characters a token than
-    a client's usual estimate, as a small model's tokenizer does) get HTTP 400.
+    a client's usual estimate, as a small model's tokenizer does) get HTTP 400; their sizes are
+    kept in `refused`.
     """
 
     MADE_UP_ID = "archive"
 
     def __init__(
-        self, answer: str = "Missolonghi", context_window: int = 16384, chars_per_token: float = 3.0
+        self, answer: str = "Missolonghi", context_window: int = 8192, chars_per_token: float = 3.0
     ) -> None:
         self.answer = answer
         self.context_window = context_window
         self.chars_per_token = chars_per_token
         self.inner = TinyWorld()
+        self.refused: list[int] = []
 
     def __call__(self, request: Request) -> Reply:
         need = prompt_tokens(request.body, self.chars_per_token)
         if need > self.context_window:
+            self.refused.append(need)
             return Reply(
                 status=400,
                 error=f"the request exceeds the available context size ({need} tokens, n_ctx "

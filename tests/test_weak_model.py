@@ -108,8 +108,7 @@ def test_every_topology_holds_up_on_a_weak_model(monkeypatch, tiny_index, topolo
     json.dumps(result.model_dump(mode="json"))  # one JSON object
     assert_grounded(result)
     assert_no_call_ran_twice(server)
-    biggest = max(len(json.dumps(b)) for b in server.requests)
-    assert biggest < 3 * WeakModel().context_window  # no request over the window
+    assert server.responder.refused == []  # type: ignore[attr-defined]  # none over the window
     if topology in TOOL_TOPOLOGIES:
         # the server never sends structured tool calls: what the tools found, they found for
         # calls written as text; the calls over the cap were left out
@@ -193,3 +192,13 @@ def test_the_bounded_tool_loop_runs_under_ainvoke_too(monkeypatch, tiny_index):
     assert out["abstained"] and out["answer"] == ""
     assert out["diagnostics"]["repeated_calls"] and out["diagnostics"]["dropped_calls"]
     assert_no_call_ran_twice(server)
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_a_window_too_small_for_the_prompts_ends_in_one_result(monkeypatch, tiny_index, topology):
+    model = WeakModel(context_window=3000)
+    result, server = run_weak(monkeypatch, tiny_index, topology, model)
+    json.dumps(result.model_dump(mode="json"))
+    assert_grounded(result)
+    assert model.refused == []  # the client learnt the window and sent nothing over it
+    assert any(p.endswith(("/models", "/props")) for p in server.probes)
