@@ -282,6 +282,23 @@ def test_an_index_records_its_embedder_and_queries_with_it(
     assert [b["input"] for _, b in server.requests] == [["Missolonghi municipality Greece"]]
 
 
+def test_added_documents_are_embedded_by_the_recorded_embedder(
+    server: FakeModelServer, tmp_path: Path, tiny_passages: list[Passage]
+) -> None:
+    Index.build(
+        tiny_passages[:5], tmp_path / "idx", show_progress=False, embedder="openai:fake-embed"
+    )
+    embedders.clear_embedders()
+    server.requests.clear()
+    index = Index.open(tmp_path / "idx").add_documents(tiny_passages[5:])
+    assert index.manifest["embedder"]["spec"] == "openai:fake-embed"
+    (only,) = [b["input"] for _, b in server.requests]  # only the new passages, one request
+    assert sorted(only) == sorted(p.content for p in tiny_passages[5:])
+    np.testing.assert_allclose(
+        index.embeddings, expected([p.content for p in tiny_passages]), atol=1e-6
+    )
+
+
 def test_an_index_refuses_another_embedder_naming_both(
     server: FakeModelServer, tmp_path: Path, tiny_passages: list[Passage], tiny_index: Index
 ) -> None:
