@@ -417,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(p)
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("index", help="index a corpus (JSON, JSONL, .txt/.md file or folder)")
+    p = sub.add_parser("index", help="index a corpus (JSON/JSONL, .txt/.md/.rst/.html or a folder)")
     p.add_argument("corpus", help="corpus file or folder")
     p.add_argument(
         "--out",

@@ -86,8 +86,11 @@ def test_jsonl(tmp_path: Path) -> None:
 def test_single_text_and_markdown_files(tmp_path: Path) -> None:
     txt = load_corpus(write(tmp_path / "notes.txt", "  Some notes.\n"))
     assert [(p.title, p.text) for p in txt] == [("notes", "Some notes.")]
+    # markup is read, not kept: the lone top-level heading is the document's title
     md = load_corpus(write(tmp_path / "README.md", "# Title\n\nBody text."))
-    assert [(p.title, p.text) for p in md] == [("README", "# Title\n\nBody text.")]
+    assert [(p.title, p.text) for p in md] == [("Title", "Body text.")]
+    untitled = load_corpus(write(tmp_path / "notes.md", "Body *text*."))
+    assert [(p.title, p.text) for p in untitled] == [("notes", "Body text.")]
 
 
 def test_folder_of_text_files(tmp_path: Path) -> None:
@@ -275,3 +278,83 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     path.write_bytes("café".encode("latin-1"))
     with pytest.raises(CorpusError, match="not UTF-8"):
         load_corpus(path)
+
+
+# ------------------------------------------------------------------------------- markup
+
+
+def test_folder_of_markup_files_reads_clean_sections(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    write(
+        folder / "wordfreq" / "README.md",
+        "[![PyPI](https://img.shields.io/pypi/v/wordfreq.svg)](https://pypi.org/p/wordfreq)\n\n"
+        "# wordfreq\n\nLooks up [word frequencies](https://example.org/wf).\n\n"
+        "## Tokenization\n\nUses the external library `jieba` for Chinese.\n",
+    )
+    write(
+        folder / "guide.rst",
+        "Install\n=======\n\nRun ``pip install guide``.\n\nUse\n===\n\nRun it.\n",
+    )
+    write(
+        folder / "page.html",
+        "<html><head><title>Page</title><script>x()</script></head>"
+        "<body><p>Hello <a href='https://x.org'>there</a>.</p></body></html>",
+    )
+    write(folder / "old.htm", "<h1>Old</h1><p>Old page.</p>")
+    write(folder / "notes.txt", "# Not markup\n\n[kept](as written)")
+    passages = load_corpus(folder)
+    assert [(p.title, p.text) for p in passages] == [
+        ("guide: Install", "Run `pip install guide`."),
+        ("guide: Use", "Run it."),
+        ("notes", "# Not markup\n\n[kept](as written)"),
+        ("Old", "Old page."),
+        ("Page", "Hello there."),
+        ("wordfreq", "Looks up word frequencies."),
+        ("wordfreq: Tokenization", "Uses the external library `jieba` for Chinese."),
+    ]
+    assert all(p.id == passage_id(p.title, p.text) for p in passages)
+    assert [p.id for p in load_corpus(folder)] == [p.id for p in passages]
+    assert passages[-1].source == str(folder / "wordfreq" / "README.md")
+
+
+def test_sections_are_chunked_on_their_own(tmp_path: Path) -> None:
+    body = " ".join(f"Sentence {i} of the part." for i in range(40))
+    path = write(tmp_path / "doc.md", f"# Doc\n\n## One\n\n{body}\n\n## Two\n\n{body}\n")
+    passages = load_corpus(path, chunk_size=300, overlap=60)
+    titles = [p.title for p in passages]
+    assert set(titles) == {"Doc: One", "Doc: Two"}
+    assert titles == sorted(titles)  # every chunk of One before any of Two
+    ones = [p.text for p in passages if p.title == "Doc: One"]
+    assert ones == chunk_text(body, 300, 60)
+    assert [p.text for p in passages if p.title == "Doc: Two"] == ones  # same text, own ids
+    assert len({p.id for p in passages}) == len(passages)
+
+
+def test_markup_with_no_text_is_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder = tmp_path / "docs"
+    write(folder / "badges.md", "[![ci](https://ci/badge.svg)](https://ci)\n<!-- todo -->\n")
+    write(folder / "real.md", "Real text.")
+    assert [p.text for p in load_corpus(folder)] == ["Real text."]
+    assert "badges.md: no text once its markup is removed" in caplog.text
+    with pytest.raises(CorpusError, match="Empty corpus"):
+        load_corpus(folder / "badges.md")
+
+
+def test_markup_parser_failure_is_a_bad_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphseek.knowledge import loaders
+    from graphseek.knowledge.markup import MarkupError
+
+    def fail(text: str, suffix: str) -> None:
+        raise MarkupError("reStructuredText parser failed: boom")
+
+    monkeypatch.setattr(loaders, "convert", fail)
+    folder = tmp_path / "docs"
+    write(folder / "a.rst", "Text.")
+    write(folder / "b.txt", "Plain.")
+    with pytest.raises(CorpusError, match=r"Cannot read .*a\.rst: reStructuredText parser failed"):
+        load_corpus(folder)
+    loaded = loaders.read_corpus(folder, on_bad_file="skip")
+    assert [p.text for p in loaded.passages] == ["Plain."]
+    assert [s.where for s in loaded.skipped] == [str(folder / "a.rst")]

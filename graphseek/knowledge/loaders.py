@@ -9,8 +9,15 @@
   sentences are joined with no separator, as HotpotQA's sentences carry their own spaces) or
   `{"title": "text"}`;
 - JSONL (`.jsonl` / `.ndjson`): one record per line, same keys as the JSON list;
-- a single `.txt` / `.md` file (title = file stem);
-- a folder of `.txt` / `.md` files, searched recursively in sorted order (title = file stem).
+- a single `.txt` file (title = file stem), read as it is;
+- a single Markdown (`.md` / `.markdown`), reStructuredText (`.rst`) or HTML (`.html` / `.htm`)
+  file, converted to clean text by `markup` (links keep their text; URLs, badges, images and
+  comments are dropped; code is kept between backticks) and split at its headings: each section
+  is chunked on its own and titled "<document title>: <heading path>" (the document title is
+  the document's own title, e.g. its lone top-level heading, else the file stem; text before the
+  first heading has the document title alone);
+- a folder of such files, searched recursively in sorted order (hidden files and folders
+  skipped).
 
 Texts longer than `chunk_size` characters are split by `chunking.chunk_text` (every chunk keeps
 the document title; a given id becomes `<id>#<n>` for chunk n; otherwise ids come from
@@ -37,11 +44,15 @@ from typing import Any, Literal, get_args
 
 from graphseek.errors import CorpusError
 from graphseek.knowledge.chunking import chunk_text
+from graphseek.knowledge.markup import CONVERTERS, MarkupError, convert
 from graphseek.knowledge.passages import Passage, passage_id
 
 logger = logging.getLogger(__name__)
 
-TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+PLAIN_SUFFIXES = (".txt",)
+MARKUP_SUFFIXES = tuple(CONVERTERS)  # .md .markdown .rst .html .htm
+#: the files read from a folder (and as single files): plain text and markup
+TEXT_SUFFIXES = PLAIN_SUFFIXES + MARKUP_SUFFIXES
 JSON_SUFFIXES = (".json",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES + JSON_SUFFIXES + JSONL_SUFFIXES
@@ -219,10 +230,23 @@ def _read_text_file(path: Path) -> Iterator[_Record]:
     problem = text_problem(text)
     if problem:
         raise CorpusError(f"Cannot read {path}: {problem}.")
-    if text.strip():
-        yield path.stem, text, None, str(path)
-    else:
+    if not text.strip():
         logger.warning("Skipping empty file %s", path)
+        return
+    suffix = path.suffix.lower()
+    if suffix not in MARKUP_SUFFIXES:
+        yield path.stem, text, None, str(path)
+        return
+    try:
+        document = convert(text, suffix)
+    except MarkupError as exc:
+        raise CorpusError(f"Cannot read {path}: {exc}.") from exc
+    if not document.sections:
+        logger.warning("Skipping %s: no text once its markup is removed", path)
+    title = document.title or path.stem
+    for section in document.sections:
+        section_title = f"{title}: {section.title}" if section.title else title
+        yield section_title, section.text, None, str(path)
 
 
 def _checked(item: Any, where: str, source: str, bad: _BadInputs) -> Iterator[_Record]:
