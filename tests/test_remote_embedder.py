@@ -282,7 +282,7 @@ def test_an_index_records_its_embedder_and_queries_with_it(
     assert [b["input"] for _, b in server.requests] == [["Missolonghi municipality Greece"]]
 
 
-def test_added_documents_are_embedded_by_the_recorded_embedder(
+def test_updates_embed_only_new_documents_with_the_recorded_embedder(
     server: FakeModelServer, tmp_path: Path, tiny_passages: list[Passage]
 ) -> None:
     Index.build(
@@ -296,6 +296,12 @@ def test_added_documents_are_embedded_by_the_recorded_embedder(
     assert sorted(only) == sorted(p.content for p in tiny_passages[5:])
     np.testing.assert_allclose(
         index.embeddings, expected([p.content for p in tiny_passages]), atol=1e-6
+    )
+    server.requests.clear()
+    index.delete_documents(["ada"])  # the rows kept are not embedded again
+    assert server.requests == []
+    np.testing.assert_allclose(
+        index.embeddings, expected([p.content for p in tiny_passages[1:]]), atol=1e-6
     )
 
 

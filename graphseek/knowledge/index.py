@@ -139,7 +139,9 @@ class Index:
         with atomic_directory(target) as tmp:
             # the graph first: its passage pass (for contextual alignment) gives the vectors
             vectors = (
-                _build_graph(items, tmp / GRAPH_DIR, show_progress, graph_options)
+                graph_pass_vectors(
+                    encoder, _build_graph(items, tmp / GRAPH_DIR, show_progress, graph_options)
+                )
                 if graph
                 else None
             )
@@ -332,7 +334,7 @@ class Index:
 
         def all_vectors() -> np.ndarray:
             # the graph update's passage pass (contextual alignment), else one of our own
-            computed = from_graph[0] if from_graph else None
+            computed = graph_pass_vectors(self._encoder, from_graph[0] if from_graph else None)
             vectors = passage_vectors(self._encoder, new, computed, batch_size, show_progress)
             return np.vstack([np.asarray(self.embeddings), vectors]).astype(np.float32)
 
@@ -613,10 +615,10 @@ def passage_vectors(
     batch_size: int,
     show_progress: bool,
 ) -> np.ndarray:
-    """Vectors of `passages`: `computed` when it has one row per passage (the passage pass of
-    a graph build or update, `on_passage_vectors`, which runs the packaged MiniLM) and
-    `encoder` is that default embedder, else encoded here with `encoder`."""
-    if computed is not None and len(computed) == len(passages) and embedders.is_default(encoder):
+    """Vectors of `passages`: `computed` when it has one row per passage (vectors already at
+    hand: the rows kept by an update, or the passage pass of a graph build or update,
+    `graph_pass_vectors`), else encoded here with `encoder`."""
+    if computed is not None and len(computed) == len(passages):
         return computed
     return encode_texts(
         encoder,
@@ -625,6 +627,13 @@ def passage_vectors(
         show_progress=show_progress,
         desc="embedding passages",
     )
+
+
+def graph_pass_vectors(encoder: TextEncoder, vectors: np.ndarray | None) -> np.ndarray | None:
+    """The passage vectors a graph build or update computed (its passage pass runs the packaged
+    MiniLM, `on_passage_vectors`) when `encoder` is that embedder; None for any other, whose
+    passages are embedded by `passage_vectors`."""
+    return vectors if embedders.is_default(encoder) else None
 
 
 def resolve_embedder(embedder: str | TextEncoder | None, dim: int | None = None) -> TextEncoder:

@@ -59,6 +59,7 @@ from graphseek.knowledge.index import (
     _build_graph,
     _check_passages,
     check_graph_options,
+    graph_pass_vectors,
     passage_vectors,
     read_passages,
     resolve_embedder,
@@ -472,7 +473,9 @@ class PostgresIndex(Index):
             computed = None
             if graph:  # first: its passage pass (contextual alignment) gives the vectors
                 graph_dir = Path(tmp) / GRAPH_DIR
-                computed = _build_graph(items, graph_dir, show_progress, graph_options)
+                computed = graph_pass_vectors(
+                    encoder, _build_graph(items, graph_dir, show_progress, graph_options)
+                )
             vectors = passage_vectors(encoder, items, computed, batch_size, show_progress)
             manifest = _manifest(
                 items, encoder, source, time.perf_counter() - started, graph, location
@@ -776,7 +779,7 @@ class PostgresIndex(Index):
 
                 self._update_graph(conn, change, [p.id for p in all_items])
             # the graph update's passage pass (contextual alignment), else one of our own
-            computed = from_graph[0] if from_graph else None
+            computed = graph_pass_vectors(self._encoder, from_graph[0] if from_graph else None)
             vectors = passage_vectors(self._encoder, new, computed, batch_size, show_progress)
             _insert_passages(conn, new_ords, new, vectors)
             ords = self._ords + new_ords
