@@ -280,3 +280,8 @@ def test_llama3_function_tags():
         ("finish", {"answer": "x"}),
     ]
     assert parsed.text == ""
+
+
+def test_a_broken_function_tag_is_named_for_the_retry():
+    broken = parse_tool_calls("<function=search>{query: Ada}</function>", SCHEMAS)
+    assert broken.calls == [] and "not valid JSON" in broken.problems[0]

@@ -42,7 +42,7 @@ _MARKERS = re.compile(
 _FUNCTION_TAG = re.compile(r"<function=([\w.-]+)>\s*")
 #: text that shows a call was attempted, though none could be read
 _ATTEMPT = re.compile(
-    r"<tool_call>|<\|python_tag\|>|\"(?:arguments|parameters)\"\s*:", re.IGNORECASE
+    r"<tool_call>|<\|python_tag\|>|<function=|\"(?:arguments|parameters)\"\s*:", re.IGNORECASE
 )
 
 #: a tool's arguments schema: a pydantic model, a JSON schema, or None (anything goes)
