@@ -340,16 +340,22 @@ def test_markup_with_no_text_is_skipped(tmp_path: Path, caplog: pytest.LogCaptur
         load_corpus(folder / "badges.md")
 
 
+def test_markup_suffixes_are_the_converters() -> None:
+    from graphseek.knowledge.loaders import MARKUP_SUFFIXES
+    from graphseek.knowledge.markup import CONVERTERS
+
+    assert MARKUP_SUFFIXES == tuple(CONVERTERS)
+
+
 def test_markup_parser_failure_is_a_bad_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphseek.knowledge import loaders
-    from graphseek.knowledge.markup import MarkupError
+    from graphseek.knowledge import loaders, markup
 
     def fail(text: str, suffix: str) -> None:
-        raise MarkupError("reStructuredText parser failed: boom")
+        raise markup.MarkupError("reStructuredText parser failed: boom")
 
-    monkeypatch.setattr(loaders, "convert", fail)
+    monkeypatch.setattr(markup, "convert", fail)
     folder = tmp_path / "docs"
     write(folder / "a.rst", "Text.")
     write(folder / "b.txt", "Plain.")

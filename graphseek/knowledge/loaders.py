@@ -11,11 +11,11 @@
 - JSONL (`.jsonl` / `.ndjson`): one record per line, same keys as the JSON list;
 - a single `.txt` file (title = file stem), read as it is;
 - a single Markdown (`.md` / `.markdown`), reStructuredText (`.rst`) or HTML (`.html` / `.htm`)
-  file, converted to clean text by `markup` (links keep their text; URLs, badges, images and
-  comments are dropped; code is kept between backticks) and split at its headings: each section
-  is chunked on its own and titled "<document title>: <heading path>" (the document title is
-  the document's own title, e.g. its lone top-level heading, else the file stem; text before the
-  first heading has the document title alone);
+  file, converted to clean text by `markup` (links keep their text; link targets, badges,
+  images and comments are dropped; code is kept between backticks) and split at its headings:
+  each section is chunked on its own and titled "<document title>: <heading path>" (the
+  document title is the document's own title, e.g. its lone top-level heading, else the file
+  stem; text before the first heading has the document title alone);
 - a folder of such files, searched recursively in sorted order (hidden files and folders
   skipped).
 
@@ -44,13 +44,13 @@ from typing import Any, Literal, get_args
 
 from graphseek.errors import CorpusError
 from graphseek.knowledge.chunking import chunk_text
-from graphseek.knowledge.markup import CONVERTERS, MarkupError, convert
 from graphseek.knowledge.passages import Passage, passage_id
 
 logger = logging.getLogger(__name__)
 
 PLAIN_SUFFIXES = (".txt",)
-MARKUP_SUFFIXES = tuple(CONVERTERS)  # .md .markdown .rst .html .htm
+#: read through `markup` (imported on first use: its parsers take a while to load)
+MARKUP_SUFFIXES = (".md", ".markdown", ".rst", ".html", ".htm")
 #: the files read from a folder (and as single files): plain text and markup
 TEXT_SUFFIXES = PLAIN_SUFFIXES + MARKUP_SUFFIXES
 JSON_SUFFIXES = (".json",)
@@ -237,9 +237,11 @@ def _read_text_file(path: Path) -> Iterator[_Record]:
     if suffix not in MARKUP_SUFFIXES:
         yield path.stem, text, None, str(path)
         return
+    from graphseek.knowledge import markup
+
     try:
-        document = convert(text, suffix)
-    except MarkupError as exc:
+        document = markup.convert(text, suffix)
+    except markup.MarkupError as exc:
         raise CorpusError(f"Cannot read {path}: {exc}.") from exc
     if not document.sections:
         logger.warning("Skipping %s: no text once its markup is removed", path)

@@ -53,6 +53,7 @@ Parse failures raise `MarkupError` naming the format; the loader turns them into
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -288,22 +289,17 @@ _XSLT_BODY = f"""<xsl:template match="{_BLOCK_MATCH}">{_PARA}<xsl:apply-template
 </xsl:stylesheet>"""
 
 
-def _stylesheet(*, hidden: bool, permalinks: bool) -> Any:
+@functools.cache
+def _stylesheet(hidden: bool, permalinks: bool) -> Any:
+    """The text stylesheet, compiled on first use. The attribute tests cost a check of every
+    element: each is left out of the stylesheet used for a page whose source never mentions its
+    attribute."""
     skip = "|".join(
         [_DROP_MATCH]
         + ([_HIDDEN_MATCH] if hidden else [])
         + ([_PERMALINK_MATCH] if permalinks else [])
     )
     return etree.XSLT(etree.XML(_XSLT_HEAD.format(skip=skip) + _XSLT_BODY))
-
-
-# the attribute tests cost a check of every element: each is left out of the stylesheet used for
-# a page whose source never mentions its attribute
-_TO_TEXT = {
-    (hidden, permalinks): _stylesheet(hidden=hidden, permalinks=permalinks)
-    for hidden in (False, True)
-    for permalinks in (False, True)
-}
 
 
 def _mark_code_blocks(root: Any) -> None:
@@ -322,7 +318,7 @@ def _html_sections(root: Any, title: str, source: str) -> MarkupDocument:
     hidden = "hidden" in source or "navigation" in source
     permalinks = 'href="#' in source or "href='#" in source
     try:
-        text = _clean(str(_TO_TEXT[hidden, permalinks](root)))  # the heading marks stay
+        text = _clean(str(_stylesheet(hidden, permalinks)(root)))  # the heading marks stay
     except etree.XSLTError as exc:  # e.g. nesting deeper than libxslt's template depth
         raise MarkupError(f"HTML text extraction failed: {exc}") from exc
     b = _Builder(cleaned=True)
