@@ -124,6 +124,24 @@ def test_markdown_indented_code_and_code_in_headings() -> None:
     )
 
 
+def test_markdown_myst_roles_and_directives() -> None:
+    doc = markdown_document(
+        "# T\n\nSee {ref}`the guide <guide-label>`, {mod}`ensurepip` and {py:func}`~os.path.join`."
+        "\n\n```{note}\nA *note* here.\n```\n\n```{toctree}\n:maxdepth: 2\n\nintro\n```\n\n"
+        "```{code-block} python\nx = 1\n```\n\n```{eval-rst}\n.. note:: RST *inside*.\n```\n"
+    )
+    assert doc == MarkupDocument(
+        "T",
+        [
+            Section(
+                "",
+                "See the guide, `ensurepip` and `os.path.join`.\n\nA note here.\n\n`x = 1`\n\n"
+                "RST inside.",
+            )
+        ],
+    )
+
+
 # ------------------------------------------------------------------------ reStructuredText
 
 RST = """\

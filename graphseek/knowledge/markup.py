@@ -34,6 +34,8 @@ Parsers, and why (all well kept, permissively licensed, installed from PyPI whee
   for lxml to read its HTML), while the whole plain-text load of the same files took 0.15 s:
   a pure-Python parser alone costs 15x plain-text loading. One HTML reader for both formats also
   means raw HTML inside Markdown (`<h1 align="center">`, `<details>`) is read, not leaked.
+  MyST roles ({mod}`x`) and directive fences (```{note}) of Sphinx's Markdown are read as
+  reStructuredText's are (below).
 - HTML: **lxml** (BSD-3; libxml2's forgiving HTML parser, in C) builds a tree with comments and
   processing instructions removed at parse time, and one small XSLT 1.0 stylesheet run by
   libxslt (also inside lxml) writes its text out with breaks, list markers and code marks,
@@ -309,13 +311,34 @@ def _stylesheet(hidden: bool, permalinks: bool) -> Any:
 
 def _mark_code_blocks(root: Any) -> None:
     """Each `<pre>` becomes its non-blank lines, each between backticks, joined by line
-    breaks (in Python: few elements, and XSLT 1.0 has no string split)."""
+    breaks (in Python: few elements, and XSLT 1.0 has no string split). A MyST directive fence
+    (```{note}, as Sphinx's Markdown writes them) is read by what it holds: code for code
+    directives, text for admonitions and the like, nothing for toctree / include / autodoc."""
     for pre in root.iter("pre"):
-        lines = "".join(pre.itertext()).splitlines()
-        code = _LINE.join(f"`{line.strip()}`" for line in lines if line.strip())
+        content = "".join(pre.itertext())
+        directive = _MYST_FENCE.fullmatch(pre.get("lang") or "")
+        if directive is None or directive.group(1) in _MYST_CODE:
+            lines = content.splitlines()
+            text = _LINE.join(f"`{line.strip()}`" for line in lines if line.strip())
+        else:
+            text = _myst_directive_text(directive.group(1), content)
         for child in list(pre):
             pre.remove(child)
-        pre.text = code
+        pre.text = text
+
+
+_MYST_FENCE = re.compile(r"\{([\w:.+-]+)\}")
+_MYST_CODE = frozenset("code-block code sourcecode code-cell".split())
+_MYST_NO_TEXT = frozenset("toctree contents include literalinclude image raw".split())
+_DIRECTIVE_OPTION = re.compile(r"^:[\w-]+:.*$", re.M)
+
+
+def _myst_directive_text(name: str, content: str) -> str:
+    if name in _MYST_NO_TEXT or name.startswith("auto"):
+        return ""
+    content = _DIRECTIVE_OPTION.sub("", content)
+    document = rst_document(content) if name == "eval-rst" else markdown_document(content)
+    return _LINE.join(s.text for s in document.sections)
 
 
 def _html_sections(root: Any, title: str, source: str) -> MarkupDocument:
@@ -373,11 +396,24 @@ _FRONT_MATTER = re.compile(
 )
 
 
+# a MyST role as it reads once converted: {role} then its content as a code span
+_MYST_ROLE = re.compile(r"\{([\w:.+-]+)\}`([^`]*)`")
+
+
+def _myst_role(match: re.Match[str]) -> str:
+    return _role_text(match.group(1).rsplit(":", 1)[-1], match.group(2))
+
+
 def markdown_document(text: str) -> MarkupDocument:
-    """Clean sections of a (GitHub-flavoured) Markdown text (see the module docstring)."""
+    """Clean sections of a (GitHub-flavoured) Markdown text (see the module docstring). MyST
+    roles and directives (Sphinx's Markdown) read as reStructuredText's do."""
     text = _FRONT_MATTER.sub("", text, count=1)
     html = cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
-    return _read_html(html, use_title_element=False)
+    document = _read_html(html, use_title_element=False)
+    if "}`" not in text:
+        return document
+    sections = [Section(s.title, _MYST_ROLE.sub(_myst_role, s.text)) for s in document.sections]
+    return MarkupDocument(document.title, sections)
 
 
 # ------------------------------------------------------------------------ reStructuredText
@@ -415,18 +451,16 @@ _RST_PARAGRAPHS = (nodes.paragraph, nodes.title, nodes.subtitle, nodes.rubric, n
 _RST_LINES = (nodes.term, nodes.classifier, nodes.line, nodes.attribution, nodes.field_name)
 
 
+def _role_text(role: str, content: str) -> str:
+    """What a Sphinx role shows: its text (not its `<target>`), as code unless a prose role."""
+    target = _ROLE_TARGET.match(content)
+    content = (target.group(1) if target and target.group(1) else content).lstrip("~!").strip()
+    return content if role in _PROSE_ROLES or not content else f"`{content}`"
+
+
 def _rst_role(text: str, b: _Builder) -> None:
     match = _UNKNOWN_ROLE.match(text)
-    if match is None:
-        b.text(text)
-        return
-    role, content = match.groups()
-    target = _ROLE_TARGET.match(content)
-    content = (target.group(1) if target and target.group(1) else content).lstrip("~!")
-    if role in _PROSE_ROLES:
-        b.text(content)
-    else:
-        b.code_span(content)
+    b.text(text if match is None else _role_text(*match.groups()))
 
 
 @dataclass
