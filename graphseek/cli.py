@@ -126,9 +126,9 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "llm_timeout": args.llm_timeout,
         "context_window": args.llm_context,
         "profile": args.profile,
+        "abstain_threshold": args.abstain_threshold,
         "max_question_chars": args.max_question_chars,
         "reranker": args.reranker,
-        "abstain_threshold": args.abstain_threshold,
     }
 
 
@@ -383,6 +383,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "(Wikipedia-style articles; `demo` default, its corpus is one)",
     )
     p.add_argument(
+        "--abstain-threshold",
+        type=float,
+        default=None,
+        help="confidence below which the offline reader abstains (default: the profile's "
+        "calibrated operating point)",
+    )
+    p.add_argument(
         "--max-question-chars",
         type=int,
         default=None,
@@ -397,13 +404,6 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
 
 
-    p.add_argument(
-        "--abstain-threshold",
-        type=float,
-        default=None,
-        help="confidence below which the offline reader abstains (default: the profile's "
-        "calibrated operating point)",
-    )
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphseek", description="Multi-hop question answering over your own documents."

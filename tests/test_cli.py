@@ -36,7 +36,15 @@ def test_demo_json_matches_the_schema_and_answers(
     assert set(obj) == PUBLIC_KEYS
     assert set(obj["usage"]) == USAGE_KEYS
     assert obj["answer"] == "Bergen" and obj["abstained"] is False
-    assert obj["evidence"] and {"passage_id", "title", "text"} == set(obj["evidence"][0])
+    assert obj["evidence"] and set(obj["evidence"][0]) == {
+        "passage_id",
+        "title",
+        "sentence",
+        "span",
+        "supports_answer",
+        "text",
+    }
+    assert any(e["supports_answer"] and e["span"] == obj["answer"] for e in obj["evidence"])
     assert "Ingrid Halvorsen" in {e["title"] for e in obj["evidence"]}
     assert obj["trace"][0] == "clarify_question" and obj["trace"][-1] == "finalize_answer"
     assert obj["usage"]["llm_calls"] == 0

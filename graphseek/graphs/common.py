@@ -85,19 +85,16 @@ def answer_or_abstain(
 
 
 #: how many of a run's retrieved passages an abstention's evidence is chosen from (first seen first)
-SHOWN_FROM = 20
+SHOWN_FROM = 8
 
 
 def read_passages(state: State, runtime: Runtime[Context], limit: int = SHOWN_FROM) -> list[Hit]:
     """The passages the run read, first seen first: those its state holds with their text, then
     the rest of `retrieved_ids` looked up in the index (ids the index no longer holds skipped)."""
     known: dict[str, EvidenceItem] = {}
-    for key in ("passages", "refined_context"):
-        for e in state.get(key) or []:
-            known.setdefault(e.passage_id, e)
-    for d in state.get("drafts") or []:
-        for e in d.evidence:
-            known.setdefault(e.passage_id, e)
+    held = [*state.get("passages", []), *state.get("refined_context", [])]
+    for e in [*held, *(e for d in state.get("drafts", []) for e in d.evidence)]:
+        known.setdefault(e.passage_id, e)
     ids = list(dict.fromkeys([*state.get("retrieved_ids", []), *known]))[:limit]
     index = None
     hits: list[Hit] = []

@@ -8,7 +8,8 @@ its sentence does). For an abstention, `shown_evidence` ranks what the run read:
    as the `span` where its sentence holds it (what the run judged but did not trust enough);
 2. then the retrieved passages in the order the extractive reader ranks them: a passage's best
    candidate answer (its sentence, the span marked), else its sentence that best covers the
-   question.
+   question. The passages the reader parsed during the run are read, and at most
+   `UNREAD_PASSAGES` more (first retrieved first): parsing is what reading costs.
 
 Nothing here decides whether to answer; an item of an abstention never `supports_answer`.
 """
@@ -24,6 +25,9 @@ from graphseek.state.models import Draft, EvidenceItem
 
 #: how many items an abstention shows at most (the CLI prints the first three)
 SHOWN_ITEMS = 5
+#: how many passages the reader has not parsed yet an abstention reads at most (parsing is the
+#: cost: spaCy and the sentence embedder; the passages the run's drafts read are parsed already)
+UNREAD_PASSAGES = 2
 
 
 def holds(text: str, answer: str) -> bool:
@@ -71,13 +75,19 @@ def shown_evidence(
         if len(out) >= limit:
             break
         out.setdefault(e.passage_id, e)
-    hits = [h for h in hits if h.passage.id not in out]
-    if len(out) >= limit or not hits:
-        return list(out.values())
     if reader is None:
         from graphseek.agents.reading.reader import get_reader
 
         reader = get_reader()
+    unread = [h for h in hits if h.passage.id not in out and not reader.has_parsed(h.passage.id)]
+    hits = [
+        h
+        for h in hits
+        if h.passage.id not in out
+        and (reader.has_parsed(h.passage.id) or h in unread[:UNREAD_PASSAGES])
+    ]
+    if len(out) >= limit or not hits:
+        return list(out.values())
     # each passage's best candidate, in the reader's order across passages ...
     best: dict[str, tuple[tuple[int, float], str, str, float]] = {}
     for position, cand in enumerate(reader.rank(question, hits)):
