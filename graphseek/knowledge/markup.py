@@ -51,8 +51,8 @@ Parsers, and why (all well kept, permissively licensed, installed from PyPI whee
   (about 0.2 MB/s here; still small beside indexing the passages it yields).
 
 Measured by benchmarks/loading.py on the documents of this machine (2 shared cores, loaded):
-Markdown 2.3-2.8x the plain-text load of the same files, HTML 2.0-3.6x, reStructuredText
-28-30x.
+Markdown 2.3-3.2x the plain-text load of the same files, HTML 2.0-3.6x, reStructuredText
+28-39x (three runs; the machine's load moved every figure).
 
 Parse failures raise `MarkupError` naming the format; the loader turns them into its one-line
 `CorpusError` for the file.
