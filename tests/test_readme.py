@@ -10,6 +10,7 @@ The README's fenced blocks follow one convention, checked here:
 - ```text: a diagram or listing, not code; ```text output: what the block before it prints,
   checked against what it printed (each line in order, whitespace-insensitive, "…" eliding).
 
+The Python examples of docs/python-api.md run after them, over the README's `my-index`.
 The scratch folder holds what the examples name: `my_docs/` (libpng.md, zlib.md),
 `more_docs/xz.md` and `my_eval/` (a pkgdocs-style question file beside its `docs/`), written here.
 """
@@ -29,6 +30,7 @@ from markdown_it import MarkdownIt  # rich's Markdown parser (a dependency of ri
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+PYTHON_API = ROOT / "docs" / "python-api.md"  # its examples open the README's my-index
 MAX_LINES = 300
 SETUP_COMMANDS = (
     "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/graphseek demo",
@@ -212,3 +214,9 @@ def test_every_readme_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             assert missing_output(block.code, printed) == [], f"README.md:{block.line}"
     assert ran == [b.line for b in blocks if b.kind in {"python", "bash"}]
     assert (tmp_path / "my-eval" / "table.md").exists()
+    api = [b for b in readme_blocks(PYTHON_API.read_text(encoding="utf-8")) if b.kind == "python"]
+    assert len(api) == 2
+    streamed, checkpointed = (_run(b) for b in api)
+    assert "ask_librarian" in streamed and "finalize_answer" in streamed
+    assert checkpointed.startswith("('decide_action',)")
+    assert (tmp_path / "runs.sqlite").exists()
