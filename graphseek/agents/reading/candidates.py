@@ -137,9 +137,9 @@ def sentence_spans(sent: Any) -> list[Span]:
     covered: list[tuple[int, int]] = []
 
     def add(t: str, kind: str, s: int, e: int, source: str) -> None:
-        t, s, e = _trim(t, s, e)
-        if not t or t.lower() in _PRONOUNS or len(t) > 80:
-            return
+        t, s, e = _trim(t.strip("`"), s, e)
+        if not t or t.lower() in _PRONOUNS or len(t) > 80 or "`" in t:
+            return  # a span across code-span marks ("cmarkgfm` `pipenv") is two things
         if not re.search(r"[A-Za-z0-9]", t):
             return
         out.append(Span(t, kind, s, e, source))

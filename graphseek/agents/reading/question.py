@@ -64,7 +64,7 @@ CODE_NOUNS = frozenset(
 LIBRARY_NOUNS = frozenset(
     "library framework tool toolkit program application app utility server client daemon "
     "binding bindings implementation dependency parser compiler engine database runtime sdk "
-    "api interface protocol language filter".split()
+    "api interface protocol language filter package distribution wheel variant".split()
 )
 VERSION_NOUNS = frozenset("version release".split())
 LICENCE_NOUNS = frozenset("licence license".split())
