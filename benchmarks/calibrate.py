@@ -89,8 +89,8 @@ def main() -> int:
             dataset = load_dataset(name, questions=questions)
             names.append(dataset.name)
             index = cached_index(dataset, graph=True)
-            for t in thresholds:
-                for q in dataset.questions:
+            for q in dataset.questions:  # every threshold of a question in turn: its
+                for t in thresholds:  # passages stay in the reader's cache
                     key = (dataset.name, q.id, t)
                     if key not in done:
                         result = ask(
