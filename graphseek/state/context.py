@@ -34,9 +34,9 @@ RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive"]
 Mode = Literal["single", "competitive", "collaborative"]
 Profile = Literal["general", "wikipedia"]
 OnModelFailure = Literal["abstain", "offline"]
-# the offline reader's confidence scale differs by profile: each has its calibrated threshold
-# (general: measured on the dev slices, see benchmarks/offline_reasoner.py)
-PROFILE_THRESHOLDS: dict[str, float] = {"general": 0.5, "wikipedia": 0.15}
+#: the reading profiles (each one's abstention threshold, its operating point, is calibrated on
+#: its dev slices and stored beside it: `graphseek.agents.profiles`)
+PROFILE_NAMES: tuple[str, ...] = get_args(Profile)
 
 #: the forms of a `Context.reranker` spec (`graphseek.knowledge.rerank` parses it)
 RERANKER_PREFIXES = ("http:", "https:", "ce:")
@@ -168,7 +168,8 @@ class Context:
         default=-1.0,
         metadata=_describe(
             "Offline policies abstain when the best answer's confidence is below this (0..1). "
-            "Negative (the default): the profile's calibrated value (general 0.5, wikipedia 0.15)."
+            "Negative (the default): the profile's operating point, calibrated on its dev slices "
+            "(graphseek/agents/profiles/operating_points.json)."
         ),
     )
     tool_char_budget: int = field(
@@ -194,7 +195,7 @@ class Context:
 
     def __post_init__(self) -> None:
         # names and limits (one error naming the field); then every bad budget in one line
-        check_context(self, profiles=PROFILE_THRESHOLDS, modes=get_args(Mode))
+        check_context(self, profiles=PROFILE_NAMES, modes=get_args(Mode))
         problems = []
         for name in ("top_k", "agents", "max_turns", "max_tool_calls_per_reply"):
             value = getattr(self, name)
@@ -243,13 +244,6 @@ class Context:
             path = resolve_index_path(self.index_path)
             if not path.is_dir():
                 raise ContextError(index_path_problem(self.index_path, "no such directory"))
-
-    @property
-    def threshold(self) -> float:
-        """The abstention threshold in force: `abstain_threshold`, else the profile's default."""
-        if self.abstain_threshold >= 0:
-            return float(self.abstain_threshold)
-        return PROFILE_THRESHOLDS.get(self.profile, 0.5)
 
     def resolved_index_path(self) -> Path | None:
         """`index_path` as an absolute path (None when not set); see `resolve_index_path`."""
