@@ -15,7 +15,8 @@ comes first: the reference row.
 
 Printed: per topology right / wrong / abstained (the evaluation's offline rule judge; an
 unanswerable docqa question is right when abstained on), LLM calls, prompt / completion
-tokens, seconds, tool calls run (counted by a LangChain callback on every tool start), then
+tokens, seconds, tool calls run (counted by a LangChain callback on every tool start),
+requests the server refused as over its window and the longest prompt (server counts), then
 the reason of every abstention. A question still running after ``--timeout`` seconds is
 ended (its model name is cancelled at the server, so its remaining calls fail at once) and
 counted as abstained with the reason "benchmark timeout". ``--out`` writes every run with its
@@ -210,7 +211,7 @@ def _server_log(log: Path, model: str) -> list[dict[str, Any]]:
 
 def table(rows: list[dict[str, Any]], topologies: list[str]) -> str:
     head = ("| topology | q | right | wrong | abstained | LLM calls | prompt tok | completion tok "
-            "| seconds | tool calls | server 400s | max prompt |")  # fmt: skip
+            "| seconds | tool calls | over window | max prompt |")  # fmt: skip
     lines = [head, "|" + "---|" * 12]
     for t in topologies:
         rs = [r for r in rows if r["topology"] == t]
@@ -227,7 +228,7 @@ def table(rows: list[dict[str, Any]], topologies: list[str]) -> str:
             f"| {outcomes.count('abstained')} | {total('llm_calls')} | {total('prompt_tokens')} "
             f"| {total('completion_tokens')} | {sum(r['seconds'] for r in rs):.0f} "
             f"| {sum(len(r['tool_calls']) for r in rs)} "
-            f"| {sum(1 for q in requests if q.get('status') == 400)} "
+            f"| {sum(1 for q in requests if 'exceeds' in str(q.get('error', '')))} "
             f"| {max((q.get('prompt_tokens', 0) for q in requests), default=0)} |"
         )
     lines.append("")
