@@ -190,9 +190,11 @@ def run_one(item: dict[str, Any], topology: str, model: str, base: str, timeout:
     else:
         answer, abstained, reason = result.answer, result.abstained, result.abstain_reason
         usage = result.usage.model_dump()
+    if result is not None:  # a timed-out run's too: how far it got before it was cancelled
         row["evidence"] = [e.passage_id for e in result.evidence]
         row["trace"] = result.trace
         row["diagnostics"] = result.diagnostics
+        row["run_abstain_reason"] = result.abstain_reason
     _, verdict, outcome = score_answer(question, answer, abstained, Judge())
     row.update(answer=answer, abstained=abstained, abstain_reason=reason if abstained else "",
                outcome=outcome, usage=usage, seconds=round(seconds, 1))  # fmt: skip
