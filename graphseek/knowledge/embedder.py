@@ -175,7 +175,10 @@ def _load_sentence_transformer(device: str = "cpu") -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    # the packaged model loads from disk in a blink: no "Loading weights" bar in a user's terminal
+    transformers_logging.disable_progress_bar()
     return SentenceTransformer(str(model_dir()), device=device)
 
 
