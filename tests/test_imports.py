@@ -176,3 +176,80 @@ def test_torch_is_refused_to_the_spacy_importing_thread_only() -> None:
     other.start()
     other.join()
     assert found == [None]  # another thread: left to the other finders
+
+
+#: the layers, lowest first: a module imports its own layer and the layers below it, never one
+#: above (`graphseek` is the package's own `__init__`)
+LAYERS = (
+    ("errors", "version"),
+    ("state",),
+    ("llm",),
+    ("testing",),  # test doubles (the scripted chat model), built on llm
+    ("knowledge",),
+    ("tools",),
+    ("agents",),
+    ("graphs",),
+    ("api",),
+    ("evaluation",),
+    ("cli",),
+    ("graphseek",),
+)
+
+#: imports that point up on purpose, each with its reason; nothing else may
+LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("graphseek.llm", "graphseek.testing.scripted"): (
+        "`from graphseek.llm import ScriptedChatModel` kept for older callers (lazy, PEP 562)"
+    ),
+    ("graphseek.llm.factory", "graphseek.testing.scripted"): (
+        "the model spec 'scripted' builds the test double (lazy, when the spec is used)"
+    ),
+    ("graphseek.state.validation", "graphseek.knowledge.loaders"): (
+        "one check of text input (`text_problem`) for questions and documents alike (lazy)"
+    ),
+}
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    name = parts[1] if len(parts) > 1 else "graphseek"
+    for rank, names in enumerate(LAYERS):
+        if name in names:
+            return rank
+    raise AssertionError(f"{module}: no layer for {name!r}; add it to LAYERS")
+
+
+def test_layers_point_down_only() -> None:
+    """graphs -> agents -> tools -> knowledge -> llm -> state: every import of every module
+    (module level or lazy) goes to its own layer or one below, except `LAYER_EXCEPTIONS`."""
+    files = {_module_of(p): p for p in PACKAGE.rglob("*.py")}
+    known = set(files)
+    upward = {
+        (m, n) for m, p in files.items() for n in _imports(p, m, known) if _layer(n) > _layer(m)
+    }
+    assert sorted(upward - set(LAYER_EXCEPTIONS)) == []
+    assert sorted(set(LAYER_EXCEPTIONS) - upward) == []  # an exception no longer needed goes
+
+
+def test_the_layer_check_sees_a_lazy_upward_import(tmp_path: Path) -> None:
+    module = tmp_path / "tool.py"
+    module.write_text("def f():\n    from graphseek.agents import prompts\n", encoding="utf-8")
+    known = {"graphseek.tools.tool", "graphseek.agents", "graphseek.agents.prompts"}
+    found = _imports(module, "graphseek.tools.tool", known)
+    assert found == {"graphseek.agents.prompts"}
+    assert _layer("graphseek.agents.prompts") > _layer("graphseek.tools.tool")
+
+
+def test_tools_live_in_the_tools_layer() -> None:
+    """A LangChain tool (`@tool`) is an action over the index: it lives in `graphseek.tools`, and
+    the graphs only bind and run it."""
+    defined = []
+    for path in PACKAGE.rglob("*.py"):
+        if _module_of(path).split(".")[1:2] == ["tools"]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for deco in node.decorator_list:
+                    target = deco.func if isinstance(deco, ast.Call) else deco
+                    if isinstance(target, ast.Name) and target.id == "tool":
+                        defined.append(f"{_module_of(path)}.{node.name}")
+    assert defined == []

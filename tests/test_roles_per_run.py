@@ -1,13 +1,16 @@
-"""`Roles` are built once per run (per `Context` object), not once per node."""
+"""`Roles` and the budget guard are built once per run (in the scope its `Context` carries), not
+once per node; no process-wide table keeps them."""
 
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
 
 import graphseek.agents.registry as registry
 from graphseek.state.context import Context
+from graphseek.state.run_scope import run_scope
 
 
 def test_one_roles_object_per_context() -> None:
@@ -15,10 +18,36 @@ def test_one_roles_object_per_context() -> None:
     roles = registry.get_roles(first)
     assert registry.get_roles(first) is roles
     assert registry.get_roles(second) is not roles
-    key = id(first)
-    del first
+    scope = run_scope(first)
+    assert scope is run_scope(first) and "roles" in scope
+    alive = weakref.ref(roles)
+    del first, scope, roles
     gc.collect()
-    assert key not in registry._RUN_ROLES  # the entry goes with its run
+    assert alive() is None  # the roles go with their run
+
+
+def test_the_budget_guard_is_the_runs_and_reaches_its_llm_policies() -> None:
+    from graphseek.llm import ScriptedChatModel
+    from graphseek.llm.budget import guard_for
+
+    context = Context(llm=ScriptedChatModel(responses=[]), max_llm_calls=3)
+    guard = guard_for(context)
+    assert guard is not None and guard is guard_for(context)
+    assert guard.max_llm_calls == 3 and guard_for(Context(max_llm_calls=3)) is not guard
+    roles = registry.get_roles(context)
+    assert roles.seeker.callbacks == [guard] and roles.librarian.callbacks == [guard]
+
+
+def test_a_copied_context_is_another_run() -> None:
+    import copy
+    import pickle
+
+    context = Context()
+    roles = registry.get_roles(context)
+    assert registry.get_roles(copy.copy(context)) is roles  # a shallow copy: the same object's run
+    assert "roles" not in run_scope(copy.deepcopy(context))
+    assert "roles" not in run_scope(pickle.loads(pickle.dumps(context)))
+    assert copy.deepcopy(context) == context  # the scope is not a setting
 
 
 @pytest.mark.parametrize("topology", ["dual_agent", "adaptive"])

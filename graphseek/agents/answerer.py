@@ -3,7 +3,8 @@ passage ids that ground it, or an abstention (KAIR §4.1.3, the QA module)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -23,8 +24,15 @@ class AnswerReply(BaseModel):
 
 
 class LLMAnswerer:
-    def __init__(self, model, max_retries: int = 2, max_chars: int = 8000) -> None:
+    def __init__(
+        self,
+        model,
+        max_retries: int = 2,
+        max_chars: int = 8000,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
         self.max_chars = max_chars
 
@@ -42,7 +50,11 @@ class LLMAnswerer:
             ),
         ]
         out, usage = invoke_structured(
-            self.model, AnswerReply, messages, max_retries=self.max_retries
+            self.model,
+            AnswerReply,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         if out.action == "abstain" or not out.answer.strip():
             return Step(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from graphseek.agents.prompts.clarifier import CLARIFIER_SYSTEM, CLARIFIER_USER
@@ -20,8 +23,14 @@ class ClarifiedQuestion(BaseModel):
 class LLMClarifier:
     """Rewrites with the model only when the question does not start with a wh-word."""
 
-    def __init__(self, model, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        model,
+        max_retries: int = 2,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
 
     def clarify(self, question: str) -> Step[str]:
@@ -32,7 +41,11 @@ class LLMClarifier:
             ("human", CLARIFIER_USER.format(question=question)),
         ]
         out, usage = invoke_structured(
-            self.model, ClarifiedQuestion, messages, max_retries=self.max_retries
+            self.model,
+            ClarifiedQuestion,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         assert isinstance(out, ClarifiedQuestion)
         return Step(out.question.strip() or question, usage)

@@ -58,8 +58,15 @@ def keep_best_ranked(
 
 
 class LLMContextFilter:
-    def __init__(self, model: Any, max_retries: int = 2, max_chars: int = 8000) -> None:
+    def __init__(
+        self,
+        model: Any,
+        max_retries: int = 2,
+        max_chars: int = 8000,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
         self.max_chars = max_chars
 
@@ -79,7 +86,11 @@ class LLMContextFilter:
             ),
         ]
         out, usage = invoke_structured(
-            self.model, ContextSelection, messages, max_retries=self.max_retries
+            self.model,
+            ContextSelection,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         segments = [
             Segment(passage_id=s.passage_id.strip().strip("[]"), text=s.text, score=1.0)

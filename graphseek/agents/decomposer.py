@@ -136,8 +136,15 @@ class LLMDecomposer:
     that dropped a hop is repaired with the offline decomposition `repair` (see the module
     docstring)."""
 
-    def __init__(self, model: Any, max_retries: int = 2, repair: Decomposer | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        max_retries: int = 2,
+        repair: Decomposer | None = None,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
         self.repair = repair
 
@@ -153,7 +160,11 @@ class LLMDecomposer:
             ),
         ]
         out, usage = invoke_structured(
-            self.model, Decomposition, messages, max_retries=self.max_retries
+            self.model,
+            Decomposition,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         assert isinstance(out, Decomposition)
         plan = normalise_plan(out.sub_questions)

@@ -40,8 +40,14 @@ class GraphLibrarian(Protocol):
 
 
 class LLMGraphLibrarian(StructuredRole):
-    def __init__(self, model: object, max_retries: int = 2, max_chars: int = 6000) -> None:
-        super().__init__(model, max_retries)
+    def __init__(
+        self,
+        model: object,
+        max_retries: int = 2,
+        max_chars: int = 6000,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
+        super().__init__(model, max_retries, callbacks)
         self.max_chars = max_chars
 
     def call_tools(
@@ -55,7 +61,9 @@ class LLMGraphLibrarian(StructuredRole):
             HumanMessage(LIBRARIAN_TOOLS_USER.format(question=question)),
             *messages,
         ]
-        reply, usage = call_tools(self.model, tools, prompt, self.max_retries)
+        reply, usage = call_tools(
+            self.model, tools, prompt, self.max_retries, callbacks=self.callbacks
+        )
         return Step(reply, usage)
 
     def draft(

@@ -26,24 +26,13 @@ from dataclasses import dataclass, field
 
 from graphseek.agents.roles import KnowledgeDelta, Segment
 from graphseek.state.models import EvidenceItem, Fact, Gap
+from graphseek.tools.query_history import is_repeat as is_repeat  # re-export
+from graphseek.tools.query_history import normalize_query
 
 _PLACEHOLDER = re.compile(r"#(\d+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 
 # -- queries ----------------------------------------------------------------------------------
-
-
-def normalize_query(query: str) -> str:
-    """Case-, punctuation-, article- and spacing-insensitive form of a query."""
-    text = re.sub(r"[^\w\s#]", " ", query.casefold())
-    text = re.sub(r"\b(?:a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def is_repeat(query: str, history: Iterable[str]) -> bool:
-    """True when `query` was already searched (up to `normalize_query`)."""
-    key = normalize_query(query)
-    return any(normalize_query(q) == key for q in history)
 
 
 # -- gaps -------------------------------------------------------------------------------------

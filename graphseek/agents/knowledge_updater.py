@@ -145,8 +145,15 @@ class KnowledgeUpdateReply(BaseModel):
 
 
 class LLMKnowledgeUpdater:
-    def __init__(self, model: Any, max_retries: int = 2, max_chars: int = 6000) -> None:
+    def __init__(
+        self,
+        model: Any,
+        max_retries: int = 2,
+        max_chars: int = 6000,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
         self.max_chars = max_chars
 
@@ -163,7 +170,11 @@ class LLMKnowledgeUpdater:
         )  # fmt: skip
         messages = [("system", KNOWLEDGE_UPDATER_SYSTEM), ("human", user)]
         out, usage = invoke_structured(
-            self.model, KnowledgeUpdateReply, messages, max_retries=self.max_retries
+            self.model,
+            KnowledgeUpdateReply,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         facts = [
             FactProposal(

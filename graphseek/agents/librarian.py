@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -65,8 +66,15 @@ def ground_reply(question: str, reply: LibrarianReply, hits: Sequence[Hit]) -> D
 
 
 class LLMLibrarian:
-    def __init__(self, model, max_retries: int = 2, max_chars: int = 6000) -> None:
+    def __init__(
+        self,
+        model,
+        max_retries: int = 2,
+        max_chars: int = 6000,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
         self.max_chars = max_chars
 
@@ -76,7 +84,11 @@ class LLMLibrarian:
         )
         messages = [("system", LIBRARIAN_SYSTEM), ("human", user)]
         out, usage = invoke_structured(
-            self.model, LibrarianReply, messages, max_retries=self.max_retries
+            self.model,
+            LibrarianReply,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         assert isinstance(out, LibrarianReply)
         return Step(ground_reply(question, out, hits), usage)

@@ -41,8 +41,14 @@ class QueryProposal(BaseModel):
 
 
 class LLMPlanner:
-    def __init__(self, model, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        model,
+        max_retries: int = 2,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
 
     def initial_gaps(self, question: str) -> Step[list[Gap]]:
@@ -51,7 +57,11 @@ class LLMPlanner:
             ("human", PLANNER_INIT_USER.format(question=question)),
         ]
         out, usage = invoke_structured(
-            self.model, InitialRequired, messages, max_retries=self.max_retries
+            self.model,
+            InitialRequired,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         texts = [" ".join(g.split()) for g in out.gaps if g.strip()] or [question]
         return Step([Gap(id=str(i), description=t) for i, t in enumerate(texts, 1)], usage)
@@ -59,7 +69,11 @@ class LLMPlanner:
     def plan(self, view: KnowledgeView, rejected: Sequence[str] = ()) -> Step[QueryPlan]:
         messages = [("system", PLANNER_SYSTEM), ("human", _plan_user(view, rejected))]
         out, usage = invoke_structured(
-            self.model, QueryProposal, messages, max_retries=self.max_retries
+            self.model,
+            QueryProposal,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         open_ids = {g.id for g in open_gaps(view.required)}
         targets = tuple(g for g in out.target_gap_ids if g in open_ids)
@@ -78,7 +92,9 @@ class LLMPlanner:
             HumanMessage(_plan_user(view, ())),
             *messages,
         ]
-        reply, usage = call_tools(self.model, tools, prompt, self.max_retries)
+        reply, usage = call_tools(
+            self.model, tools, prompt, self.max_retries, callbacks=self.callbacks
+        )
         return Step(reply, usage)
 
 

@@ -1,10 +1,11 @@
 """Pick each role's policy for a run: the LLM policy when a chat model is configured for the role,
 the offline reasoner's deterministic policy otherwise. Nodes only ever call `get_roles(context)`.
 
-`Roles` are built once per run: the first `get_roles(context)` of a `Context` object builds them and
-every later call with that object (each node of the run) gets the same `Roles`; the entry goes
-when the `Context` is garbage-collected. (`Context` is a frozen dataclass, hashed by value and
-often holding unhashable values, so the cache is keyed by the object's identity.)
+`Roles` are built once per run: the first `get_roles(context)` of a run builds them into the run's
+scope (`graphseek.state.run_scope.run_scope(context)`, which travels on the run's `Context`) and
+every later call of the run (each node, parallel branches and subgraphs) gets the same `Roles`;
+they go with the `Context`. Each LLM policy is handed the run's budget guard
+(`graphseek.llm.budget.run_callbacks`) and passes it with every model call.
 
 With `Context.on_model_failure="offline"`, each LLM policy is built to fall back to the role's
 offline policy for a step whose model call failed after its retries
@@ -12,8 +13,6 @@ offline policy for a step whose model call failed after its retries
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +75,9 @@ from graphseek.agents.verifier import (
     TripleChecker,
 )
 from graphseek.llm import model_for_context
+from graphseek.llm.budget import run_callbacks
 from graphseek.state.context import Context
+from graphseek.state.run_scope import run_scope
 
 #: abstention threshold for drafts written by a chat model (its self-reported confidence)
 LLM_DRAFT_THRESHOLD = 0.15
@@ -120,23 +121,9 @@ def _offline(name: str, factory: Any) -> Any:
     return _OFFLINE_CACHE[name]
 
 
-_RUN_ROLES: dict[int, Roles] = {}
-_RUN_LOCK = threading.Lock()
-
-
 def get_roles(context: Context) -> Roles:
-    """The policies of the run whose settings are `context`, built on the first call only."""
-    key = id(context)
-    with _RUN_LOCK:
-        roles = _RUN_ROLES.get(key)
-    if roles is not None:
-        return roles
-    roles = build_roles(context)
-    with _RUN_LOCK:
-        if key not in _RUN_ROLES:
-            _RUN_ROLES[key] = roles
-            weakref.finalize(context, _RUN_ROLES.pop, key, None)
-        return _RUN_ROLES[key]
+    """The policies of the run whose settings are `context`, built on the run's first call only."""
+    return run_scope(context).get("roles", lambda: build_roles(context))
 
 
 def llm_policy(
@@ -144,9 +131,12 @@ def llm_policy(
 ) -> Any:
     """The LLM policy of `role`; with `on_model_failure="offline"`, one that falls back to
     `offline()` (the role's offline policy) for a step whose model call failed."""
+    callbacks = run_callbacks(context)  # the run's budget guard sees every model call
     if context.on_model_failure != "offline":
-        return llm_cls(model, max_retries=context.max_retries, **kwargs)
-    policy = falls_back(llm_cls)(model, max_retries=context.max_retries, **kwargs)
+        return llm_cls(model, max_retries=context.max_retries, callbacks=callbacks, **kwargs)
+    policy = falls_back(llm_cls)(
+        model, max_retries=context.max_retries, callbacks=callbacks, **kwargs
+    )
     return with_fallback(policy, role, offline)
 
 

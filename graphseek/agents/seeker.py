@@ -96,8 +96,14 @@ def new_questions(
 
 
 class LLMSeeker:
-    def __init__(self, model: Any, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        model: Any,
+        max_retries: int = 2,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
 
     def decide(self, view: SeekerView) -> Step[SeekerAction]:
@@ -115,7 +121,11 @@ class LLMSeeker:
             ),
         ]
         out, usage = invoke_structured(
-            self.model, SeekerAction, messages, max_retries=self.max_retries
+            self.model,
+            SeekerAction,
+            messages,
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         assert isinstance(out, SeekerAction)
         if out.action not in ACTIONS or (out.action == "ask_librarian" and not out.questions):

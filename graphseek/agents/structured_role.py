@@ -108,13 +108,23 @@ def with_fallback(policy: Any, role: str, offline: Callable[[], Any]) -> Any:
 class StructuredRole:
     """Base of an LLM policy: `ask(schema, system, user)` -> (validated reply, usage)."""
 
-    def __init__(self, model: Any, max_retries: int = 2) -> None:
+    def __init__(
+        self,
+        model: Any,
+        max_retries: int = 2,
+        callbacks: Sequence[Any] = (),
+    ) -> None:
         self.model = model
+        self.callbacks = list(callbacks)
         self.max_retries = max_retries
 
     def ask(self, schema: type[M], system: str, user: str) -> tuple[M, Usage]:
         out, usage = invoke_structured(
-            self.model, schema, [("system", system), ("human", user)], max_retries=self.max_retries
+            self.model,
+            schema,
+            [("system", system), ("human", user)],
+            max_retries=self.max_retries,
+            callbacks=self.callbacks,
         )
         assert isinstance(out, schema)
         return out, usage

@@ -121,7 +121,9 @@ class LLMThinker(StructuredRole):
             *messages,
             HumanMessage(step),
         ]
-        reply, usage = call_tools(self.model, react_tools(), prompt, self.max_retries)
+        reply, usage = call_tools(
+            self.model, react_tools(), prompt, self.max_retries, callbacks=self.callbacks
+        )
         return Step(reply, usage)
 
     def think(self, view: ThinkerView) -> Step[Thought]:

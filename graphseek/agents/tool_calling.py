@@ -4,7 +4,8 @@ conversion of a model that cannot call tools into `ToolsUnsupportedError` (the c
 its JSON path). A model cannot call tools when it has no `bind_tools`, or when its server refuses
 a request with tools (an HTTP error that names them: vLLM without `--enable-auto-tool-choice`,
 a llama.cpp server without `--jinja`, an Ollama model without tool support); such a model is
-remembered for the process, so later steps take the JSON path without another refused request.
+remembered for the process while it lives (`RefusedModels`, held weakly), so later steps and
+runs take the JSON path without another refused request.
 
 A reply without `tool_calls` whose text holds calls (bare JSON lines, `<tool_call>` tags, Llama
 3's `<|python_tag|>`, a code fence; `graphseek.llm.text_tool_calls`) is read as those calls, so
@@ -23,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,9 +59,46 @@ class ToolsUnsupportedError(Exception):
 _TOOLS_REFUSED = re.compile(
     r"\btools?\b|tool[_ ]choice|tool[_ -]call|function[_ ]call|--jinja", re.IGNORECASE
 )
-#: models whose server refused tool calling in this process (by id; the model is kept alive)
-_REFUSED: dict[int, Any] = {}
-_REFUSED_LOCK = threading.Lock()
+
+
+class RefusedModels:
+    """The models whose server refused tool calling, remembered for the process.
+
+    A refusal is a property of the model's server (its launch flags), not of one run, so it
+    outlives the run that met it: the next run with the same model takes the JSON path without
+    another refused (and charged) request. Models are held weakly and matched by identity (chat
+    models are unhashable pydantic objects): an entry goes with its model, as when
+    `graphseek.llm.clear_model_cache` drops the clients built from specs."""
+
+    def __init__(self) -> None:
+        self._refs: list[Any] = []
+        # reentrant: a model collected while the lock is held drops its entry in this thread
+        self._lock = threading.RLock()
+
+    def add(self, model: Any) -> None:
+        with self._lock:
+            if any(self._get(r) is model for r in self._refs):
+                return
+            try:
+                self._refs.append(weakref.ref(model, self._drop))
+            except TypeError:  # a model without weak references is held
+                self._refs.append(model)
+
+    def __contains__(self, model: object) -> bool:
+        with self._lock:
+            return any(self._get(r) is model for r in self._refs)
+
+    def _drop(self, ref: Any) -> None:
+        with self._lock:
+            self._refs = [r for r in self._refs if r is not ref]
+
+    @staticmethod
+    def _get(entry: Any) -> Any:
+        return entry() if isinstance(entry, weakref.ref) else entry
+
+
+#: models whose server refused tool calling in this process
+_REFUSED = RefusedModels()
 
 
 def _refuses_tools(exc: LLMError) -> bool:
@@ -79,15 +118,19 @@ def model_name(model: Any) -> str:
 
 
 def call_tools(
-    model: Any, tools: Sequence[Any], prompt: Sequence[BaseMessage], max_retries: int
+    model: Any,
+    tools: Sequence[Any],
+    prompt: Sequence[BaseMessage],
+    max_retries: int,
+    *,
+    callbacks: Sequence[Any] = (),
 ) -> tuple[AIMessage, Usage]:
     """`model` with `tools` bound, called on `prompt` until its reply calls a tool (at most
-    ``1 + max_retries`` times, each retry told to call one). Returns the reply and the usage of
+    ``1 + max_retries`` times, each retry told to call one; `callbacks`, the run's budget guard,
+    see every request). Returns the reply and the usage of
     every attempt; raises `ToolsUnsupportedError` when the model cannot bind tools,
     `LLMOutputError` when it never calls one, and the taxonomy's other `LLMError`s."""
-    with _REFUSED_LOCK:
-        refused = id(model) in _REFUSED
-    if refused:
+    if model in _REFUSED:
         raise ToolsUnsupportedError(f"the server of {model_name(model)} refused tool calling")
     try:
         bound = model.bind_tools(list(tools))
@@ -99,12 +142,11 @@ def call_tools(
     attempts = max_retries + 1
     for _ in range(attempts):
         try:
-            reply, spent = invoke_message(bound, messages)
+            reply, spent = invoke_message(bound, messages, callbacks=callbacks)
         except LLMError as exc:
             exc.usage = usage + (exc.usage if isinstance(exc.usage, Usage) else Usage())
             if _refuses_tools(exc):
-                with _REFUSED_LOCK:
-                    _REFUSED[id(model)] = model
+                _REFUSED.add(model)
                 raise ToolsUnsupportedError(
                     f"the server of {model_name(model)} refused tool calling ({exc})",
                     usage=exc.usage,

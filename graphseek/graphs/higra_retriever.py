@@ -21,13 +21,13 @@ from graphseek.agents.registry import get_roles
 from graphseek.errors import LLMError
 from graphseek.graphs.common import answer_or_abstain, finalize_answer, to_evidence, to_hits
 from graphseek.graphs.entry import check_entry
-from graphseek.graphs.graph_context import GraphResult, higra_context
+from graphseek.graphs.graph_context import higra_context
 from graphseek.graphs.routing import budget_exhausted
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, Usage
 from graphseek.state.schema import InputState, LibrarianTask, OutputState, State
-from graphseek.tools.retrievers import resolve_index, retrieve
+from graphseek.tools.graph_context import librarian_context
 
 
 def graph_draft(
@@ -46,15 +46,6 @@ def graph_draft(
         return Draft(question=question, answer="", step_id=step_id), usage, str(exc)
     draft = step.value.model_copy(update={"step_id": step_id, "question": question})
     return draft, step.usage, None
-
-
-def librarian_context(context: Context, question: str) -> GraphResult:
-    """HiGraRetriever's (relations, passages) when the retriever is "higra", else the
-    retriever's passages alone."""
-    if context.retriever == "higra":
-        return higra_context(context, question)
-    hits = retrieve(resolve_index(context), question, context.top_k, context.retriever)
-    return GraphResult(hits=hits)
 
 
 def notes(*texts: str) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """What every KAIR agent of `knowledge_aware` shares, the single agent and the suggesters alike:
 its search as tool calls, and the knowledge update.
 
-- The actions (`kair_tools()`): `search_gap(query, gap_ids)` searches with the agent's retriever
-  (`suggester_retriever`) and refuses a query already in the agent's history (a `ToolException`,
-  so the `ToolNode` returns it as an error `ToolMessage` the planner can react to); the graph
-  tools (entity search, neighbours, PPR expansion, passage search); `stop_searching`.
+- The actions (`kair_tools()`, in `graphseek.tools.kair_tools`): `search_gap(query, gap_ids)`
+  searches with the agent's retriever (`suggester_retriever`) and refuses a query already in
+  the agent's history (a `ToolException`, so the `ToolNode` returns it as an error
+  `ToolMessage` the planner can react to); the graph tools (entity search, neighbours, PPR
+  expansion, passage search); `stop_searching`.
 - `next_search`: the agent's next tool calls. A tool-calling planner model is called with the
   tools bound (`LLMPlanner.call_tools`); the offline planner, and a model that cannot call tools
   (noted), plan a query that is not a repeat (`plan_new_query`) and emit it as the same
@@ -28,11 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
-from langchain_core.tools import BaseTool, ToolException, tool
-from langgraph.prebuilt import ToolRuntime
-from pydantic import BaseModel, Field
 
-from graphseek.agents.kair import AcceptedUpdate, accept_update, is_repeat
+from graphseek.agents.kair import AcceptedUpdate, accept_update
 from graphseek.agents.planner import LLMPlanner
 from graphseek.agents.registry import Roles
 from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan
@@ -41,99 +39,20 @@ from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage
 from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
-from graphseek.state.bounds import Names, Reasoning, Sentence
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
-from graphseek.tools.lc_tools import (
-    char_budget,
-    format_passages,
-    neighbors,
-    ppr_search,
-    search_entities,
-    search_passages,
-)
-from graphseek.tools.retrievers import resolve_index, retrieve
+from graphseek.tools.kair_tools import SEARCH_GAP, STOP, kair_tools
+from graphseek.tools.kair_tools import SUGGESTER_RETRIEVERS as SUGGESTER_RETRIEVERS  # re-export
+from graphseek.tools.kair_tools import suggester_retriever as suggester_retriever  # re-export
+from graphseek.tools.query_history import is_repeat
+from graphseek.tools.retrievers import resolve_index
 
 log = logging.getLogger(__name__)
 
-#: the retrievers suggesters take turns with after the context's own (round-robin by index)
-SUGGESTER_RETRIEVERS = ("bm25", "dense", "hybrid")
 #: tool calls an agent makes at most in one round (a failed call may be followed by another)
 MAX_SEARCHES = 3
-SEARCH_GAP = "search_gap"
-STOP = "stop_searching"
 #: rounds of tool calls in a row without a new passage that stop a model planner
 NO_PROGRESS_ROUNDS = 2
-
-
-def suggester_retriever(index: int, context: Context) -> str:
-    """Suggester `index`'s retriever: the context's for suggester 0 (and the single agent),
-    then the others in turn."""
-    pool = [context.retriever, *(r for r in SUGGESTER_RETRIEVERS if r != context.retriever)]
-    return pool[index % len(pool)]
-
-
-# -- the actions --------------------------------------------------------------------------------
-
-
-class SearchGapArgs(BaseModel):
-    query: Sentence = Field(
-        description="The search query for the gap: never one from the query history."
-    )
-    gap_ids: Names = Field(
-        default_factory=list, description="Ids of the open Required gaps the query serves."
-    )
-
-
-def _agent_of(state: Any) -> tuple[int, list[str]]:
-    """The agent a tool runs for: (suggester index, its query history); the single agent is
-    suggester 0 with the shared history."""
-    state = state if isinstance(state, dict) else {}
-    cache = state.get("suggester_cache")
-    if cache:
-        return int(state.get("suggester") or 0), list(cache.get("queries") or [])
-    return 0, list(state.get("query_history") or [])
-
-
-@tool(SEARCH_GAP, args_schema=SearchGapArgs, response_format="content_and_artifact")
-def search_gap(
-    query: str, runtime: ToolRuntime[Context], gap_ids: list[str] | None = None
-) -> tuple[str, dict[str, Any]]:
-    """Search the documents for the information an open Required gap asks for, with this
-    agent's retriever. Returns passages as [passage id] Title: text."""
-    context = runtime.context
-    agent, history = _agent_of(runtime.state)
-    query = " ".join(str(query).split())
-    if not query:
-        raise ToolException("the query is empty: give the words to search for")
-    if is_repeat(query, history):
-        raise ToolException(f"{query!r} was already searched: reformulate the query")
-    retriever = suggester_retriever(agent, context)
-    hits = retrieve(resolve_index(context), query, context.top_k, retriever)
-    scores = [h.score for h in hits]
-    text = format_passages([h.passage for h in hits], char_budget(context), scores)
-    return text or "(nothing found)", {
-        "passage_ids": [h.passage.id for h in hits],
-        "scores": scores,
-        "query": query,
-        "gap_ids": [str(g) for g in gap_ids or []],
-        "retriever": retriever,
-    }
-
-
-class StopArgs(BaseModel):
-    reason: Reasoning = Field(default="", description="Why no search is left to make.")
-
-
-@tool(STOP, args_schema=StopArgs)
-def stop_searching(reason: str = "") -> str:
-    """End this round without a search: nothing is left that a search could find."""
-    return f"stopped: {reason or 'no search left'}"
-
-
-def kair_tools() -> list[BaseTool]:
-    """A KAIR agent's actions: its gap search, passage and graph search, and stopping."""
-    return [search_gap, search_passages, search_entities, neighbors, ppr_search, stop_searching]
 
 
 def kair_tool_node() -> GuardedToolNode:

@@ -4,8 +4,8 @@ once per sub-question, in parallel through `Send`).
     search_evidence → act (ToolNode) → search_evidence … → draft_answer
 
 - `search_evidence`: the Librarian decides its next tool calls. With a tool-calling model, the
-  model (search tools and `finish` bound, `librarian_tools()`) reads the question and its
-  searches so far; it stops early by calling `finish` with the answer and the passage ids that
+  model (search tools and `finish` bound: `graphseek.tools.librarian_tools`) reads the question
+  and its searches so far; it stops early by calling `finish` with the answer and the passage ids that
   state it. The offline Librarian, and a model that cannot call tools (noted in the
   diagnostics), emit one `context_search` call: the run's configured retrieval (the context's
   retriever, or the HiGraRetriever's relations and passages with ``retriever="higra"``).
@@ -31,12 +31,9 @@ import operator
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
-from langchain_core.tools import BaseTool, tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolRuntime
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from graphseek.agents.graph_librarian import LLMGraphLibrarian
@@ -51,90 +48,21 @@ from graphseek.agents.tool_calling import (
 )
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage, to_evidence
-from graphseek.graphs.higra_retriever import graph_draft, librarian_context
+from graphseek.graphs.higra_retriever import graph_draft
 from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
-from graphseek.state.bounds import Names
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Usage
 from graphseek.state.reducers import add_usage, append_unique, dedupe_evidence, merge_dicts
 from graphseek.state.schema import Diagnostics, LibrarianTask
-from graphseek.tools.lc_tools import (
-    FINISH,
-    FinishArgs,
-    char_budget,
-    fit_lines,
-    format_passages,
-    neighbors,
-    ppr_search,
-    search_entities,
-    search_passages,
-)
+from graphseek.tools.lc_tools import FINISH
+from graphseek.tools.librarian_tools import librarian_tools
 from graphseek.tools.retrievers import resolve_index
 
 #: rounds of tool calls a Librarian makes at most before it drafts
 MAX_SEARCHES = 3
 #: rounds of tool calls in a row without a new passage that end the search
 NO_PROGRESS_ROUNDS = 2
-
-
-class ContextSearchArgs(BaseModel):
-    query: str = Field(description="The question (or a reformulation) to retrieve evidence for.")
-
-
-@tool("context_search", args_schema=ContextSearchArgs, response_format="content_and_artifact")
-def context_search(query: str, runtime: ToolRuntime[Context]) -> tuple[str, dict[str, Any]]:
-    """Retrieve evidence with the team's configured retrieval: the most relevant passages, and
-    the knowledge graph's relations among them when the team uses the graph retriever."""
-    context = runtime.context
-    found = librarian_context(context, query)
-    budget = char_budget(context)
-    head = fit_lines(found.lines, budget // 3) if found.lines else ""
-    body = format_passages([h.passage for h in found.hits], max(300, budget - len(head) - 40))
-    text = "\n".join(p for p in (f"Relations:\n{head}" if head else "", f"Passages:\n{body}") if p)
-    return text[:budget], {
-        "passage_ids": [h.passage.id for h in found.hits],
-        "scores": [h.score for h in found.hits],
-        "lines": list(found.lines),
-        "note": found.note,
-        "usage": found.usage.model_dump(),
-    }
-
-
-class LibrarianFinishArgs(FinishArgs):
-    candidates: Names = Field(
-        default_factory=list,
-        description="Other plausible answers the passages support, best first.",
-    )
-    confidence: float = Field(
-        default=0.8, ge=0.0, le=1.0, description="How sure the passages make you (0 to 1)."
-    )
-
-
-@tool(FINISH, args_schema=LibrarianFinishArgs)
-def librarian_finish(
-    answer: str,
-    passage_ids: list[str] | None = None,
-    reason: str = "",
-    candidates: list[str] | None = None,
-    confidence: float = 0.8,
-) -> str:
-    """Give the answer to the question with the ids of the passages that state it (and other
-    plausible answers, and your confidence), and stop searching. With an empty answer when
-    nothing relevant was found."""
-    return f"Answer: {answer or '(none)'} (passages: {', '.join(passage_ids or []) or 'none'})"
-
-
-def librarian_tools() -> list[BaseTool]:
-    """The Librarian's actions: the configured retrieval, passage and graph search, `finish`."""
-    return [
-        context_search,
-        search_passages,
-        search_entities,
-        neighbors,
-        ppr_search,
-        librarian_finish,
-    ]
 
 
 class LibrarianOutput(TypedDict):

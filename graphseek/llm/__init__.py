@@ -1,4 +1,4 @@
-"""The LLM layer: model factory, scripted model for tests, structured calls, accounting, cache.
+"""The LLM layer: model factory, structured calls, accounting, cache.
 
 Nodes ask `model_for_context(context, role)` for their model (None means "run the offline
 policy"), then call `invoke_structured` / `invoke_text` / `invoke_message`, which retry transport
@@ -7,6 +7,8 @@ request, malformed, budget; see `graphseek.llm.errors`) and return the `Usage` o
 `BudgetGuard` checks a run's budget before every call, and `graphseek.llm.context_window` fits
 every request to its model's context window (or refuses it: `ContextBudgetError`). Nodes never import a provider class.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from graphseek.llm.budget import BudgetGuard
 from graphseek.llm.cache import SQLiteResponseCache
@@ -24,7 +26,6 @@ from graphseek.llm.factory import (
     parse_spec,
     resolve_spec,
 )
-from graphseek.llm.scripted import ScriptedChatModel, ScriptExhaustedError
 from graphseek.llm.structured import (
     ainvoke_message,
     ainvoke_structured,
@@ -35,6 +36,22 @@ from graphseek.llm.structured import (
     parse_message,
 )
 from graphseek.llm.usage import UsageCallback
+
+if TYPE_CHECKING:
+    from graphseek.testing.scripted import ScriptedChatModel, ScriptExhaustedError
+
+#: the test double, re-exported from `graphseek.testing` for older callers (loaded on first use:
+#: `graphseek.testing.scripted` itself imports this package)
+_TESTING = frozenset({"ScriptedChatModel", "ScriptExhaustedError"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TESTING:
+        import graphseek.testing.scripted as scripted
+
+        return getattr(scripted, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ACCEPTED_SPECS",

@@ -7,13 +7,14 @@ tokens. The error belongs to the `LLMError` taxonomy, so the node that made the 
 with the budget as its reason. Checking and counting a request is one atomic step, so parallel
 branches (``Send``) cannot overshoot the call budget together.
 
-Every run has one guard, found from the run's runtime context: `run_guard()` (called by
-`graphseek.llm.structured` for every request) looks up the `Context` of the LangGraph run the call
-is made in and returns `guard_for(context)`, built from the context's ``max_llm_calls`` and
-``max_tokens`` on first use. So the budget holds whoever invokes the compiled graph (`ask`, the
-CLI, Studio, a Python caller), inside tool loops, parallel branches and subgraphs alike. As with
-the roles (`graphseek.agents.registry.get_roles`), a `Context` object stands for one run: the
-guard is kept while the object lives, so give each run its own `Context`.
+Every run has one guard, kept in the run's scope (`graphseek.state.run_scope`): `guard_for(context)`
+builds it from the context's ``max_llm_calls`` and ``max_tokens`` on the run's first call and
+returns the same guard after. The LLM layer does not look for a run: whoever calls a model passes
+the guard in (`graphseek.agents.registry` hands it to every LLM policy of the run, which passes
+it as ``callbacks=`` to `graphseek.llm.invoke_structured` and the other calls; `graphseek.ask`
+also attaches it to the whole run). So the budget holds whoever invokes the compiled graph
+(`ask`, the CLI, Studio, a Python caller), inside tool loops, parallel branches and subgraphs
+alike. A `Context` object stands for one run: give each run its own `Context`.
 
 A guard can also be attached to any run by hand (``config={"callbacks": [guard]}``).
 """
@@ -21,8 +22,6 @@ A guard can also be attached to any run by hand (``config={"callbacks": [guard]}
 from __future__ import annotations
 
 import logging
-import threading
-import weakref
 from typing import Any
 from uuid import UUID
 
@@ -30,6 +29,7 @@ from langchain_core.messages import BaseMessage
 
 from graphseek.errors import BudgetExceededError
 from graphseek.llm.usage import UsageCallback
+from graphseek.state.run_scope import run_scope
 
 
 class BudgetGuard(UsageCallback):
@@ -99,45 +99,31 @@ class BudgetGuard(UsageCallback):
             self._in_flight.discard(run_id)
 
 
-_GUARDS: dict[int, BudgetGuard] = {}
-_GUARDS_LOCK = threading.Lock()
+def budget_guard(max_llm_calls: int | None, max_tokens: int | None) -> BudgetGuard | None:
+    """A fresh guard for these budgets, or None when neither is set."""
+    if max_llm_calls is None and max_tokens is None:
+        return None
+    return BudgetGuard(max_llm_calls, max_tokens)
 
 
 def guard_for(context: Any) -> BudgetGuard | None:
-    """The guard of the run whose settings are `context` (built on first use from its
-    ``max_llm_calls`` and ``max_tokens``; kept while the object lives), or None when `context`
-    sets no budget."""
+    """The guard of the run whose settings are `context` (built on the run's first call from its
+    ``max_llm_calls`` and ``max_tokens`` and kept in its `RunScope`), or None when `context` sets
+    no budget."""
     if context is None:
         return None
     calls = getattr(context, "max_llm_calls", None)
     tokens = getattr(context, "max_tokens", None)
-    if calls is None and tokens is None:
-        return None
-    key = id(context)
-    with _GUARDS_LOCK:
-        guard = _GUARDS.get(key)
-        if guard is None:
-            guard = _GUARDS[key] = BudgetGuard(calls, tokens)
-            try:
-                weakref.finalize(context, _GUARDS.pop, key, None)
-            except TypeError:  # an object without weak references: keep no entry for it
-                del _GUARDS[key]
-        return guard
+    return run_scope(context).get("guard", lambda: budget_guard(calls, tokens))
 
 
-def run_guard() -> BudgetGuard | None:
-    """The guard of the LangGraph run the caller is in (from its runtime context), or None
-    outside a run."""
-    try:
-        from langgraph.runtime import get_runtime
-
-        runtime = get_runtime()
-    except (RuntimeError, KeyError, ImportError):
-        return None
-    return guard_for(getattr(runtime, "context", None))
+def run_callbacks(context: Any) -> list[BudgetGuard]:
+    """The callbacks every model call of the run `context` passes (``callbacks=``): its guard."""
+    guard = guard_for(context)
+    return [guard] if guard is not None else []
 
 
-__all__ = ["BudgetGuard", "guard_for", "run_guard"]
+__all__ = ["BudgetGuard", "budget_guard", "guard_for", "run_callbacks"]
 
 
 class _QuietRefusals(logging.Filter):

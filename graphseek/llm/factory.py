@@ -6,7 +6,8 @@ Accepted specs:
 - ``"openai:<model>"``: ``langchain_openai.ChatOpenAI``, against OpenAI or any OpenAI-compatible
   server (vLLM, Ollama, a llama.cpp server). The model name is everything after the first colon,
   so ``"openai:llama3.1:8b"`` names the Ollama model ``llama3.1:8b``.
-- ``"scripted"``: `ScriptedChatModel`, replaying ``responses=[...]`` (tests).
+- ``"scripted"``: `graphseek.testing.ScriptedChatModel`, a test double replaying
+  ``responses=[...]`` (for tests only).
 
 Environment:
 
@@ -43,7 +44,6 @@ from langchain_core.runnables import Runnable
 from graphseek.errors import ModelSpecError
 from graphseek.llm.cache import SQLiteResponseCache
 from graphseek.llm.context_window import clear_context_windows, set_context_window
-from graphseek.llm.scripted import ScriptedChatModel
 
 OFFLINE = "offline"
 ACCEPTED_SPECS = "'offline', 'openai:<model>' (e.g. 'openai:gpt-4o-mini'), 'scripted'"
@@ -161,6 +161,8 @@ def make_chat_model(spec: str, **kwargs: Any) -> BaseChatModel:
             "use graphseek.llm.model_for(llm, role), which returns None for it"
         )
     if provider == "scripted":
+        from graphseek.testing.scripted import ScriptedChatModel  # the test double
+
         extra = {k: v for k, v in kwargs.items() if k == "model_name"}
         model = ScriptedChatModel(responses=kwargs.get("responses", []), **extra)
     else:

@@ -28,8 +28,8 @@ Every request is first fitted to its model's context window
 `graphseek.llm.errors.call_with_retries`: transport failures (timeout,
 connection, 5xx, 429) are retried with backoff, and a call that keeps failing raises the
 taxonomy's `LLMTransportError` / `LLMRequestError` (or `BudgetExceededError` when the run's
-`graphseek.llm.budget.BudgetGuard` refuses it), with the usage of every attempt on
-``error.usage``: failed requests are charged too.
+`graphseek.llm.budget.BudgetGuard`, passed in ``callbacks=``, refuses it), with the usage of
+every attempt on ``error.usage``: failed requests are charged too.
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ from tenacity import (
 )
 
 from graphseek.errors import LLMError, LLMOutputError
-from graphseek.llm.budget import run_guard
 from graphseek.llm.context_window import ContextBudgetError, fit_request
 from graphseek.llm.errors import acall_with_retries, call_with_retries
 from graphseek.llm.usage import UsageCallback
@@ -185,14 +184,14 @@ def call_config(
 
     Passing ``config={"callbacks": [...]}`` alone would replace the parent's callback manager and
     cut the call off from tracing and from LangGraph's message streaming; merging keeps both.
-    Inside a LangGraph run, the run's `BudgetGuard` (`run_guard`) is added too, unless the run
-    already carries it, so every request is checked against the run's budget before it is sent.
+    A callback the ambient config already carries (the run's `BudgetGuard`, attached to the whole
+    run by `graphseek.ask` and passed to the call by the role's policy) is not added twice.
     """
     config = ensure_config()
-    extra: list[BaseCallbackHandler] = [usage, *(callbacks or [])]
-    guard = run_guard()
-    if guard is not None and guard not in extra and not _carries(config, guard):
-        extra.append(guard)
+    extra: list[BaseCallbackHandler] = [usage]
+    for handler in callbacks or []:
+        if handler not in extra and not _carries(config, handler):
+            extra.append(handler)
     return merge_configs(config, {"callbacks": extra})
 
 

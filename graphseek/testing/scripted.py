@@ -1,4 +1,6 @@
-"""A scripted chat model for tests: replays given responses, deterministically, and records calls.
+"""A scripted chat model: a test double, not a model to run on. It replays given responses,
+deterministically, and records calls; workflows take it like any chat model (``Context(llm=...)``,
+or the model spec ``"scripted"``, kept for tests), so a test drives a whole run offline.
 
 ``ScriptedChatModel(responses=[...])`` answers the n-th call with the n-th response. A response
 may be:

@@ -1,11 +1,13 @@
-"""Graph retrieval as the graph workflows use it: HiGraRetriever context, A2RAG's progressive
+"""Graph retrieval for one run of a workflow: HiGraRetriever context, A2RAG's progressive
 stages, GraphSearch's two channels and G-RAGent's hypergraph primitives, each returning passages
 (`Hit`s, the text the Librarian reads) and linearised graph lines.
 
-The algorithms live in `graphseek.tools`; this module only adapts them to a run: it resolves the
-index and its knowledge graph, picks the seed-recognition model, converts results, and — when
-the index has no graph — falls back to passage search so that a workflow still answers (each
-result says so in `note`).
+The algorithms live in the other `graphseek.tools` modules; this one adapts them to a run's
+`Context`: it resolves the index and its knowledge graph, picks the seed-recognition model (with
+the run's budget guard), converts results, and — when the index has no graph — falls back to
+passage search so that a workflow still answers (each result says so in `note`). The relational
+channel takes its triple pattern from the caller (`graphseek.graphs.graph_context.triple_pattern`
+reads it off the sub-query with the agents' question analysis).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import model_for_context
+from graphseek.llm.budget import run_callbacks
 from graphseek.state.context import Context
 from graphseek.state.models import Usage
 from graphseek.tools.retrievers import resolve_index, retrieve
@@ -96,10 +99,20 @@ def higra_context(context: Context, query: str) -> GraphResult:
         query,
         model=model_for_context(context, "entity_recognition"),
         max_retries=context.max_retries,
+        callbacks=run_callbacks(context),
     )
     hits = result.hits or retriever.hits(result, 2 * context.top_k)
     lines = [relation_line(r.source, r.label, r.target) for r in result.relations]
     return GraphResult(hits=hits, lines=lines, usage=_usage(result.usage), note=result.note)
+
+
+def librarian_context(context: Context, question: str) -> GraphResult:
+    """The Librarian's retrieval for `question`: HiGraRetriever's (relations, passages) when the
+    run's retriever is "higra", else the retriever's passages alone."""
+    if context.retriever == "higra":
+        return higra_context(context, question)
+    hits = retrieve(resolve_index(context), question, context.top_k, context.retriever)
+    return GraphResult(hits=hits)
 
 
 # -- A2RAG's progressive retriever (§III-C) ------------------------------------------------------
@@ -179,36 +192,17 @@ def semantic_channel(context: Context, query: str) -> GraphResult:
     return GraphResult(hits=semantic_query(resolve_index(context), query, context.top_k))
 
 
-def triple_pattern(query: str) -> tuple[str, str, str] | None:
-    """A triple pattern for a one-hop sub-query: (focus entity, relation words, ?x), e.g.
-    "Who directed The Lantern Keeper?" -> ("The Lantern Keeper", "directed", "?x")."""
-    from graphseek.agents.reading import analyse_question
-    from graphseek.agents.text import content_words
-
-    names = analyse_question(query).names
-    subject = names[0] if names else ""
-    if not subject:
-        return None
-    subject_words = content_words(subject)
-    words = [
-        w
-        for w in re.findall(r"[A-Za-z][\w-]*", query)
-        if w.lower() in content_words(query) - subject_words
-        or w.lower().rstrip("s") in content_words(query) - subject_words
-    ]
-    relation = " ".join(words)
-    return (subject, relation or "related to", "?x")
-
-
-def relational_channel(context: Context, query: str) -> GraphResult:
-    """The relational channel: the triples matching the sub-query's pattern, and the passages
-    they were extracted from. Without a graph: BM25 passages (lexical matches of the names)."""
+def relational_channel(
+    context: Context, query: str, pattern: tuple[str, str, str] | None
+) -> GraphResult:
+    """The relational channel: the triples matching `pattern` (the sub-query's (focus entity,
+    relation words, ?x), None when it names no entity), and the passages they were extracted
+    from. Without a graph: BM25 passages (lexical matches of the names)."""
     index = resolve_index(context)
     if not has_knowledge_graph(index):
         return GraphResult(hits=retrieve(index, query, context.top_k, "bm25"), note=NO_GRAPH)
     from graphseek.tools.dual_channel import relational_query
 
-    pattern = triple_pattern(query)
     if pattern is None:
         return GraphResult(hits=[], note=f"no entity to anchor a triple pattern in {query!r}")
     result = relational_query(index, [pattern], top_k=context.top_k)

@@ -9,7 +9,7 @@ The six phases, for a query q over a `GraphView` and a passage ranker:
    fused by RRF); one query embedding serves every similarity.
 2. **Seed entities**: the top `ontology_top_k` entities by similarity are the candidates; a chat
    model picks the seeds among them (context-aware recognition, prompt in
-   `graphseek.agents.prompts.entity_recognition`), or, offline, entities whose name or alias
+   `graphseek.tools.prompts`), or, offline, entities whose name or alias
    occurs in the query (`match_mentions`: longest match, named entities before generic
    concepts, candidates' similarity breaking ties), falling back to the best candidates.
 3. **Subgraph**: entities within `radius` hops of a seed on the undirected entity layer (a node
@@ -253,13 +253,12 @@ def llm_seeds(
     *,
     max_seeds: int = 5,
     max_retries: int = 2,
+    callbacks: Sequence[Any] = (),
 ) -> tuple[list[Seed], Any]:
-    """Seeds chosen by a chat model among the candidates (ids not offered are ignored)."""
-    from graphseek.agents.prompts.entity_recognition import (
-        ENTITY_RECOGNITION_SYSTEM,
-        ENTITY_RECOGNITION_USER,
-    )
+    """Seeds chosen by a chat model among the candidates (ids not offered are ignored);
+    `callbacks` (the run's budget guard) see the request."""
     from graphseek.llm import invoke_structured
+    from graphseek.tools.prompts import ENTITY_RECOGNITION_SYSTEM, ENTITY_RECOGNITION_USER
 
     lines = []
     for e in candidates:
@@ -274,7 +273,9 @@ def llm_seeds(
         ("system", ENTITY_RECOGNITION_SYSTEM.format(max_seeds=max_seeds)),
         ("human", ENTITY_RECOGNITION_USER.format(question=query, candidates="\n".join(lines))),
     ]
-    out, usage = invoke_structured(model, EntitySelection, messages, max_retries=max_retries)
+    out, usage = invoke_structured(
+        model, EntitySelection, messages, max_retries=max_retries, callbacks=callbacks
+    )
     offered = {view.entity_ids[e]: e for e in candidates}
     seeds = []
     for eid in dict.fromkeys(out.entity_ids):
@@ -430,14 +431,21 @@ class HiGraRetriever:
         model: Any = None,
         seeds: Sequence[str] | None = None,
         max_retries: int = 2,
+        callbacks: Sequence[Any] = (),
     ) -> HiGraResult:
         """Run the six phases for `query`. `model`: a chat model for seed recognition (None:
-        offline); `seeds`: entity ids (or names) to use instead of recognition."""
+        offline), its request seen by `callbacks` (the run's budget guard); `seeds`: entity ids
+        (or names) to use instead of recognition."""
         with single_threaded_blas():
-            return self._retrieve(query, model, seeds, max_retries)
+            return self._retrieve(query, model, seeds, max_retries, callbacks)
 
     def _retrieve(
-        self, query: str, model: Any, seeds: Sequence[str] | None, max_retries: int
+        self,
+        query: str,
+        model: Any,
+        seeds: Sequence[str] | None,
+        max_retries: int,
+        callbacks: Sequence[Any] = (),
     ) -> HiGraResult:
         cfg, view = self.config, self.view
         timings: dict[str, float] = {}
@@ -465,7 +473,13 @@ class HiGraRetriever:
             offered = candidates[: cfg.ontology_top_k]
             try:
                 chosen, usage = llm_seeds(
-                    model, view, query, offered, max_seeds=cfg.max_seeds, max_retries=max_retries
+                    model,
+                    view,
+                    query,
+                    offered,
+                    max_seeds=cfg.max_seeds,
+                    max_retries=max_retries,
+                    callbacks=callbacks,
                 )
             except Exception as exc:  # a failed recogniser must not fail retrieval
                 note = f"entity recognition failed ({type(exc).__name__}); used offline seeds"

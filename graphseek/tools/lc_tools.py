@@ -333,12 +333,16 @@ def higra_retrieve(query: str, runtime: ToolRuntime[Context], k: int = 5) -> Too
 
     def run(index: Any, budget: int) -> ToolOutput:
         from graphseek.llm import model_for_context
+        from graphseek.llm.budget import run_callbacks
         from graphseek.tools.graph_retrievers import higra_retriever
 
         retriever = higra_retriever(index)
         model = model_for_context(runtime.context, "entity_recognizer")
         result = retriever.retrieve(
-            query, model=model, max_retries=getattr(runtime.context, "max_retries", 2)
+            query,
+            model=model,
+            max_retries=getattr(runtime.context, "max_retries", 2),
+            callbacks=run_callbacks(runtime.context),
         )
         hits = retriever.hits(result, k)
         seeds = ", ".join(s.name for s in result.seeds) or "(none)"

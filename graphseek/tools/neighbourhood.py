@@ -17,7 +17,7 @@ the PostgreSQL backend: `graphseek.knowledge.postgres.neighbourhood`) is not loa
   the store's ``entity_rows``, one per node). Its `view()` is a `GraphView` over the global
   entity positions holding only those rows, so the algorithms of `higra` and `progressive` run
   on it unchanged. `run_stage` does this for one of A2RAG's stages; the graph tools
-  (`lc_tools`) and the adaptive workflow's stages (`graphs.graph_context`) use it too.
+  (`lc_tools`) and the adaptive workflow's stages (`tools.graph_context`) use it too.
 
 Results. HiGra (radius r) and A2RAG's three stages read every row they use, so their passages
 equal the in-memory run's: Stage 3 is the same push PPR on both (the directory backend runs it
