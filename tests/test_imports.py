@@ -253,3 +253,20 @@ def test_tools_live_in_the_tools_layer() -> None:
                     if isinstance(target, ast.Name) and target.id == "tool":
                         defined.append(f"{_module_of(path)}.{node.name}")
     assert defined == []
+
+
+def test_the_llm_layer_knows_no_graph_run() -> None:
+    """`graphseek.llm` is handed the run's budget guard (``callbacks=``); it never looks for a
+    LangGraph run (no `langgraph` import, lazy ones included)."""
+    found = []
+    for path in (PACKAGE / "llm").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "langgraph"]
+    assert found == []
