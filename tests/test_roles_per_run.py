@@ -67,3 +67,20 @@ def test_a_run_builds_its_roles_once(
     result = ask(tiny_index, "Where did Ada Lovelace's father die?", topology=topology)
     assert len(result.trace) > 3  # several nodes asked for their roles
     assert len(calls) == 1
+
+
+def test_tool_refusals_are_per_model_for_the_process_held_weakly() -> None:
+    """A server's refusal of tools outlives the run (the next run takes the JSON path at once),
+    is matched by the model object, not by equal settings, and goes with the model."""
+    from graphseek.agents.tool_calling import RefusedModels
+    from graphseek.llm import ScriptedChatModel
+
+    refused = RefusedModels()
+    model, twin = ScriptedChatModel(responses=[]), ScriptedChatModel(responses=[])
+    refused.add(model)
+    refused.add(model)
+    assert model in refused and twin not in refused
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None and refused._refs == []
