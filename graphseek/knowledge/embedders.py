@@ -224,7 +224,33 @@ def _first_env(names: Sequence[str]) -> str:
     return ""
 
 
-class OpenAIEmbedder:
+class HttpClientOwner:
+    """One lazily made `httpx.Client` per object (the embedder's and the reranker's), with the
+    object's bearer key and timeout; `close` lets it go. The owner sets `timeout`, `_key`,
+    `_client` (None) and `_lock` in its constructor."""
+
+    timeout: float
+    _key: str
+    _client: Any
+    _lock: threading.Lock
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import httpx
+
+                headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+                self._client = httpx.Client(timeout=self.timeout, headers=headers)
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+
+class OpenAIEmbedder(HttpClientOwner):
     """Vectors from an OpenAI-compatible ``/v1/embeddings`` endpoint (see the module
     docstring). `dim` is learnt from the first reply (or given); every reply is checked
     against it."""
@@ -279,21 +305,6 @@ class OpenAIEmbedder:
             self._request(["dimension probe"])
         assert self.known_dim is not None
         return self.known_dim
-
-    def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                import httpx
-
-                headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-                self._client = httpx.Client(timeout=self.timeout, headers=headers)
-            return self._client
-
-    def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
 
     def encode(
         self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from graphseek.errors import LLMOutputError, ModelSpecError
+from graphseek.knowledge.embedders import HttpClientOwner
 from graphseek.knowledge.passages import Hit
 
 ACCEPTED = "'http:<url>' (or 'http:<model>@<url>'), 'ce:<cross-encoder folder>'"
@@ -128,7 +129,7 @@ def _passage_text(hit: Hit) -> str:
 # -- a rerank endpoint ----------------------------------------------------------------------------
 
 
-class HttpReranker:
+class HttpReranker(HttpClientOwner):
     """A ``/v1/rerank`` or ``/rerank`` endpoint (see the module docstring)."""
 
     def __init__(self, url: str, model: str = "", *, timeout: float | None = None) -> None:
@@ -145,21 +146,6 @@ class HttpReranker:
 
     def __repr__(self) -> str:
         return f"HttpReranker({self.name!r})"
-
-    def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                import httpx
-
-                headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-                self._client = httpx.Client(timeout=self.timeout, headers=headers)
-            return self._client
-
-    def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
 
     def _candidates(self) -> list[str]:
         if self._endpoint:
