@@ -226,4 +226,6 @@ def test_unknown_topology_or_retriever_fails_before_loading(
     for option, name in (("--topology", "nosuch"), ("--retriever", "nosuch")):
         code = eval_main(["--dataset", "docqa", "--data-dir", missing, option, name])
         out = capsys.readouterr().out
-        assert code == 2 and f"unknown {option[2:]} 'nosuch'" in out.lower() and "Traceback" not in out
+        assert (
+            code == 2 and f"unknown {option[2:]} 'nosuch'" in out.lower() and "Traceback" not in out
+        )
