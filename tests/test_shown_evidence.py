@@ -9,7 +9,8 @@ import json
 import pytest
 
 from graphseek import ask
-from graphseek.agents.reading.evidence import holds, mark_support, shown_evidence
+from graphseek.agents.reading.evidence import mark_support, shown_evidence
+from graphseek.agents.text import contains
 from graphseek.evaluation.scoring import answer_in_evidence, shown_text
 from graphseek.graphs import TOPOLOGIES
 from graphseek.knowledge.passages import Hit, Passage
@@ -30,11 +31,11 @@ HITS = [
 ]
 
 
-def test_holds_is_a_normalised_whole_word_match() -> None:
-    assert holds("Written by Jean-loup Gailly.", "jean-loup gailly")
-    assert holds("The `jieba` library", "jieba")
-    assert not holds("zlibrary", "zlib")
-    assert not holds("anything", "")
+def test_contains_is_a_normalised_whole_word_match() -> None:
+    assert contains("Written by Jean-loup Gailly.", "jean-loup gailly")
+    assert contains("The `jieba` library", "jieba")
+    assert not contains("zlibrary", "zlib")
+    assert not contains("anything", "")
 
 
 def test_abstention_shows_drafts_first_then_reader_ranked_passages() -> None:

@@ -110,10 +110,10 @@ def answer_in_evidence(
 ) -> bool | None:
     """Whether a gold answer string occurs (normalised) in what the user was shown
     (`shown_text`), whatever the reader's threshold; None for an unanswerable question."""
-    from graphseek.agents.reading.evidence import holds
+    from graphseek.agents.text import contains
 
     golds = [a for a in answers if str(a).strip()]
     if not golds:
         return None
     seen = shown_text(prediction, evidence, abstained)
-    return any(holds(seen, a) for a in golds)
+    return any(contains(seen, a) for a in golds)

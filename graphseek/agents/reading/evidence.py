@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from graphseek.agents.text import normalize
+from graphseek.agents.text import answer_occurs, contains
 from graphseek.knowledge.passages import Hit
 from graphseek.state.models import Draft, EvidenceItem
 
@@ -30,21 +30,17 @@ SHOWN_ITEMS = 5
 UNREAD_PASSAGES = 2
 
 
-def holds(text: str, answer: str) -> bool:
-    """Whether `text` holds `answer` (normalised: case, punctuation, articles and spaces)."""
-    key = normalize(answer)
-    return bool(key) and f" {key} " in f" {normalize(text)} "
-
-
 def mark_support(items: Sequence[EvidenceItem], answer: str) -> list[EvidenceItem]:
-    """An answer's evidence with `supports_answer` and `span` set from the answer's text."""
+    """An answer's evidence with `supports_answer` set where the passage states the answer
+    (`answer_occurs`, the test a model's `finish` passes) and `span` where its sentence holds
+    the answer's very words."""
     out = []
     for e in items:
-        inside = holds(e.sentence, answer) if e.sentence else False
+        inside = contains(e.sentence, answer) if e.sentence else False
         out.append(
             e.model_copy(
                 update={
-                    "supports_answer": holds(f"{e.title} {e.text} {e.sentence}", answer),
+                    "supports_answer": answer_occurs(answer, f"{e.title} {e.text} {e.sentence}"),
                     "span": answer if inside else e.span,
                 }
             )
@@ -56,7 +52,7 @@ def _draft_items(drafts: Sequence[Draft]) -> list[EvidenceItem]:
     items: list[EvidenceItem] = []
     for d in sorted(drafts, key=lambda d: -d.confidence):
         for e in d.evidence:
-            span = d.answer if d.answer and holds(e.sentence or e.text, d.answer) else ""
+            span = d.answer if d.answer and contains(e.sentence or e.text, d.answer) else ""
             items.append(e.model_copy(update={"span": span, "supports_answer": False}))
     return items
 
