@@ -350,6 +350,18 @@ def cmd_topologies(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_load_options(p: argparse.ArgumentParser) -> None:
+    """How `index` and `add` read a corpus: passage size, progress bars, unreadable files."""
+    p.add_argument("--chunk-size", type=int, default=1200, help="max characters per passage")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--on-bad-file",
+        choices=("fail", "skip"),
+        default="fail",
+        help="a file (or record) that is not UTF-8 text: stop (default) or skip it and say so",
+    )
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--topology", "-t", default="dual_agent", help="workflow name (see `topologies`)"
@@ -425,14 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="index directory to write, or a postgresql://…?schema=NAME URI",
     )
-    p.add_argument("--chunk-size", type=int, default=1200, help="max characters per passage")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument(
-        "--on-bad-file",
-        choices=("fail", "skip"),
-        default="fail",
-        help="a file (or record) that is not UTF-8 text: stop (default) or skip it and say so",
-    )
+    _add_load_options(p)
     p.add_argument(
         "--no-graph", action="store_true", help="skip the knowledge graph (passage search only)"
     )
@@ -468,14 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("index_dir", help="index directory or postgresql:// URI")
     p.add_argument("paths", nargs="+", metavar="PATH", help="corpus files or folders to add")
-    p.add_argument("--chunk-size", type=int, default=1200, help="max characters per passage")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument(
-        "--on-bad-file",
-        choices=("fail", "skip"),
-        default="fail",
-        help="a file (or record) that is not UTF-8 text: stop (default) or skip it and say so",
-    )
+    _add_load_options(p)
     p.set_defaults(func=cmd_add)
 
     p = sub.add_parser(

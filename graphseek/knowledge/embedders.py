@@ -132,12 +132,17 @@ def embedder_for(spec: str | None = None, *, dim: int | None = None) -> TextEnco
 
 def clear_embedders() -> None:
     """Forget the embedders made by `embedder_for` (tests change the environment between)."""
-    with _MADE_LOCK:
-        for made in _MADE.values():
-            close = getattr(made, "close", None)
+    close_all(_MADE, _MADE_LOCK)
+
+
+def close_all(made: dict[Any, Any], lock: threading.Lock) -> None:
+    """Close every object of a made-once cache (`close()` where it has one) and empty it."""
+    with lock:
+        for obj in made.values():
+            close = getattr(obj, "close", None)
             if close is not None:
                 close()
-        _MADE.clear()
+        made.clear()
 
 
 def embedder_spec(encoder: Any) -> str:

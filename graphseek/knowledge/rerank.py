@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from graphseek.errors import LLMOutputError, ModelSpecError
-from graphseek.knowledge.embedders import HttpClientOwner
+from graphseek.knowledge.embedders import HttpClientOwner, close_all
 from graphseek.knowledge.passages import Hit
 
 ACCEPTED = "'http:<url>' (or 'http:<model>@<url>'), 'ce:<cross-encoder folder>'"
@@ -97,12 +97,7 @@ def reranker_for(spec: str) -> Reranker | None:
 
 def clear_rerankers() -> None:
     """Forget the rerankers made by `reranker_for`."""
-    with _MADE_LOCK:
-        for made in _MADE.values():
-            close = getattr(made, "close", None)
-            if close is not None:
-                close()
-        _MADE.clear()
+    close_all(_MADE, _MADE_LOCK)
 
 
 def rerank_hits(hits: Sequence[Hit], query: str, reranker: Reranker, k: int) -> list[Hit]:
