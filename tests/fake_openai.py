@@ -16,7 +16,8 @@ request asks for, and the question lines of the prompt. Faults wrap it (`Faults`
 small context window, which the server reports (``GET /v1/models`` with vLLM's
 ``max_model_len``, ``GET /props`` with llama.cpp's ``n_ctx``) and enforces (a longer request gets
 HTTP 400 "the request exceeds the available context size"); tool calls written as text (bare
-JSON lines, several a reply, the same ones every reply, an unknown tool among them); and a
+JSON lines, or with ``form="pythonic"`` Llama 3.x's ``<|python_tag|>[name(key=value), ...]``;
+several a reply, the same ones every reply, an unknown tool among them); and a
 ``finish`` at once, with a made-up passage id. Its structured replies are `TinyWorld`'s.
 
 Run ``python tests/fake_openai.py [PORT]`` to serve `TinyWorld` until interrupted (the benchmark
@@ -428,10 +429,19 @@ class WeakModel:
     """
 
     MADE_UP_ID = "archive"
+    #: the text forms it writes calls in: bare JSON lines, or Llama 3.x's pythonic list
+    FORMS = ("json", "pythonic")
 
     def __init__(
-        self, answer: str = "Missolonghi", context_window: int = 8192, chars_per_token: float = 3.0
+        self,
+        answer: str = "Missolonghi",
+        context_window: int = 8192,
+        chars_per_token: float = 3.0,
+        form: str = "json",
     ) -> None:
+        if form not in self.FORMS:
+            raise ValueError(f"unknown form {form!r}; the forms are: {', '.join(self.FORMS)}")
+        self.form = form
         self.answer = answer
         self.context_window = context_window
         self.chars_per_token = chars_per_token
@@ -459,7 +469,7 @@ class WeakModel:
             if "finish" in names else []
         )  # fmt: skip
         if finish and not request.text("tool"):
-            return "I know this one.\n" + json.dumps(finish[0])
+            return "I know this one.\n" + self._write(finish)
         search = next(
             (n for n in ("search_gap", "context_search", "search_passages") if n in names),
             names[0],
@@ -473,7 +483,17 @@ class WeakModel:
             {"name": "search_entities", "arguments": {"query": "Lord Byron"}},
             *finish,
         ]
-        return "Let me look this up.\n" + "\n".join(json.dumps(c) for c in calls)
+        return "Let me look this up.\n" + self._write(calls)
+
+    def _write(self, calls: list[dict[str, Any]]) -> str:
+        """`calls` as bare JSON lines, or as ``<|python_tag|>[name(key=value, ...), ...]``."""
+        if self.form == "json":
+            return "\n".join(json.dumps(c) for c in calls)
+        written = [
+            f"{c['name']}({', '.join(f'{k}={v!r}' for k, v in c['arguments'].items())})"
+            for c in calls
+        ]
+        return f"<|python_tag|>[{', '.join(written)}]<|eom_id|>"
 
     @staticmethod
     def _search_args(tool: str, query: str) -> dict[str, Any]:

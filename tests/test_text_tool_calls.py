@@ -285,3 +285,92 @@ def test_llama3_function_tags():
 def test_a_broken_function_tag_is_named_for_the_retry():
     broken = parse_tool_calls("<function=search>{query: Ada}</function>", SCHEMAS)
     assert broken.calls == [] and "not valid JSON" in broken.problems[0]
+
+
+# -- Llama 3.x's pythonic calls -----------------------------------------------------------------
+
+
+def test_a_pythonic_list_of_calls_after_the_python_tag():
+    text = (
+        '<|python_tag|>[search(query="Bergen", k=5), finish(answer="Bergen (Norway)", '
+        'passage_ids=["oslo", "bergen"])]<|eom_id|>'
+    )
+    parsed = parse_tool_calls(text, SCHEMAS)
+    assert [(c.name, c.args, c.error) for c in parsed.calls] == [
+        ("search", {"query": "Bergen", "k": 5}, ""),
+        ("finish", {"answer": "Bergen (Norway)", "passage_ids": ["oslo", "bergen"]}, ""),
+    ]
+    assert parsed.text == ""
+
+
+def test_a_pythonic_call_without_brackets_in_a_fence_or_on_its_own_line():
+    fenced = "Let me search.\n```python\nsearch(query='Lord Byron')\n```\nthen answer"
+    parsed = parse_tool_calls(fenced, SCHEMAS)
+    assert [(c.name, c.args) for c in parsed.calls] == [("search", {"query": "Lord Byron"})]
+    assert parsed.text == "Let me search.\nthen answer"
+    lines = 'search(query="it\'s (here)");\nsearch(query="""Ada""")\n'
+    assert [c[1]["query"] for c in calls(lines)] == ["it's (here)", "Ada"]
+    multi = '[\n  search(query="a"),\n  functions.finish(answer="x")\n]'
+    assert [(c[0], c[1]) for c in calls(multi)] == [
+        ("search", {"query": "a"}),
+        ("finish", {"answer": "x"}),
+    ]
+
+
+def test_a_pythonic_call_of_an_offered_tool_inside_a_sentence():
+    assert calls('I will call search(query="Oslo") now.') == [("search", {"query": "Oslo"}, "")]
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "The answer is Bergen (Norway).",
+        "Bergen (Norway) is the answer.",
+        "I think f(x) is a function (really), see [1] and g(2).",
+        "Use search(query) to look it up.",  # a positional mention of a tool, not a call
+        "The list [1, 2] and (3).",
+    ],
+)
+def test_prose_with_parentheses_is_no_call(prose):
+    parsed = parse_tool_calls(prose, SCHEMAS)
+    assert parsed.calls == [] and parsed.text == prose and parsed.problems == []
+
+
+def test_pythonic_positional_non_literal_and_unknown_calls_are_errors():
+    text = (
+        '[search("Bergen"), search(query=open("/etc/passwd")), web_search(query="a"), '
+        "search(**{'query': 'x'})]"
+    )
+    found = calls(text)
+    assert found[0] == (
+        "search",
+        {},
+        "invalid arguments for 'search': 1 positional argument(s); write each argument as "
+        "name=value",
+    )
+    assert found[1][1] == {} and "query: not a literal value" in found[1][2]
+    assert found[2][2] == "unknown tool 'web_search'; the tools are: finish, search"
+    assert "** arguments" in found[3][2]
+
+
+def test_a_broken_pythonic_call_is_named_for_the_retry():
+    broken = parse_tool_calls('<|python_tag|>[search(query="Bergen"', SCHEMAS)
+    assert broken.calls == [] and "not a valid Python call" in broken.problems[0]
+
+
+def test_a_truncated_pythonic_list_keeps_its_complete_calls():
+    assert calls('[search(query="a"), search(query="b"), finish(ans') == [
+        ("search", {"query": "a"}, ""),
+        ("search", {"query": "b"}, ""),
+    ]
+
+
+def test_json_and_pythonic_calls_in_one_reply_and_json_strings_left_alone():
+    text = (
+        json.dumps({"name": "finish", "arguments": {"answer": 'search(query="x")'}})
+        + '\nsearch(query="y")'
+    )
+    assert calls(text) == [
+        ("finish", {"answer": 'search(query="x")'}, ""),
+        ("search", {"query": "y"}, ""),
+    ]

@@ -202,3 +202,33 @@ def test_a_window_too_small_for_the_prompts_ends_in_one_result(monkeypatch, tiny
     assert_grounded(result)
     assert model.refused == []  # the client learnt the window and sent nothing over it
     assert any(p.endswith(("/models", "/props")) for p in server.probes)
+
+
+@pytest.mark.parametrize("topology", ["react", "dual_agent"])
+def test_pythonic_calls_drive_the_tool_loop(monkeypatch, tiny_index, topology):
+    """Llama 3.x writes ``<|python_tag|>[search(query="..."), ...]``: the same loop runs them."""
+    result, server = run_weak(monkeypatch, tiny_index, topology, WeakModel(form="pythonic"))
+    sent = [m for body in server.requests for m in body.get("messages") or []]
+    # the replies went back to the model as tool calls, their text without the calls
+    replies = [m for m in sent if m.get("role") == "assistant"]
+    assert replies and not any("<|python_tag|>" in (m.get("content") or "") for m in replies)
+    assert all(c["id"].startswith("text") for m in replies for c in m.get("tool_calls") or [])
+    texts = [text for rows in conversations(server) for _, _, text in rows]
+    assert any(t.startswith("finish not accepted: no tool has returned") for t in texts)
+    # the second reply's calls ran (three of five, the unknown tool among them, answered with
+    # its error) and the finish after them was accepted on the passage a search returned
+    assert any("over 3 calls a reply" in d for d in result.diagnostics["dropped_calls"])
+    assert not result.abstained and result.answer == "Missolonghi"
+    assert [e.passage_id for e in result.evidence][:1] == ["byron"]
+    assert_no_call_ran_twice(server)
+
+
+def test_pythonic_calls_with_an_unknown_tool_get_its_error(monkeypatch, tiny_index):
+    result, server = run_weak(
+        monkeypatch, tiny_index, "react", WeakModel(answer="filters", form="pythonic")
+    )
+    texts = [text for rows in conversations(server) for _, _, text in rows]
+    assert any(t.startswith("Error: unknown tool 'web_search'") for t in texts)
+    assert any(t.startswith("(already called; result repeated") for t in texts)
+    assert result.abstained and result.answer == ""
+    assert_no_call_ran_twice(server)

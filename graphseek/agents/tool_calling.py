@@ -8,7 +8,8 @@ remembered for the process while it lives (`RefusedModels`, held weakly), so lat
 runs take the JSON path without another refused request.
 
 A reply without `tool_calls` whose text holds calls (bare JSON lines, `<tool_call>` tags, Llama
-3's `<|python_tag|>`, a code fence; `graphseek.llm.text_tool_calls`) is read as those calls, so
+3's `<|python_tag|>`, Llama 3.x's pythonic call lists, a code fence;
+`graphseek.llm.text_tool_calls`) is read as those calls, so
 a model behind a server without a tool-call parser still drives the loop.
 
 Where the calls run, three small pure pieces keep a weak model's loop in bounds:

@@ -10,7 +10,10 @@ The common forms are read, in any mix and any number per reply:
   its custom-tool form ``<function=name>{...}</function>``;
 - JSON in a Markdown code fence, and a JSON list of calls;
 - the OpenAI shape written out: ``{"type": "function", "function": {"name": ..., "arguments":
-  "..."}}`` and ``{"tool_calls": [...]}``.
+  "..."}}`` and ``{"tool_calls": [...]}``;
+- Llama 3.x's pythonic form: a list of Python calls with keyword arguments,
+  ``[search_entities(query="Bergen", k=5), retrieve_subgraph(entity="X")]``, or one call
+  without the brackets, after ``<|python_tag|>``, in a ``python`` fence or on its own line.
 
 The text is scanned with `json.JSONDecoder.raw_decode` at every ``{`` and ``[`` (tags, fences
 and prose in between are skipped), so no pattern has to match the JSON itself. An object is a
@@ -19,10 +22,18 @@ object that is not a call is searched for calls inside it. Identical calls in on
 once. Arguments are checked against the tools' schemas (`check_call`); a call with an unknown
 name or invalid arguments is still returned, with its `error`, so that the caller can tell the
 model why it was not run. Pure: no LangChain import.
+
+A pythonic call is read with `ast` and never evaluated: each keyword's value goes through
+`ast.literal_eval` (strings, numbers, lists, dicts, True/False/None); a positional argument or a
+value that is not a literal makes the call an error call. It is taken as a call only where a
+call is plausible: its name is an offered tool, or it stands on its own line (after a tag or a
+fence mark, with at most ``;`` or ``,`` after it); ``Bergen (Norway)`` or ``f(x)`` in a
+sentence are prose.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -95,6 +106,16 @@ def parse_tool_calls(text: str, schemas: Mapping[str, Schema]) -> ParsedText:
                 continue
             seen.add(key)
             calls.append(TextCall(name, args, check_call(name, args, schemas)))
+    for start, end, written in _python_calls(text, schemas):
+        if any(a <= start < b or a < end <= b for a, b in spans):
+            continue
+        spans.append((start, end))
+        for call in written:
+            key = call_key(call.name, call.args) + call.error  # refused calls kept apart
+            if key in seen:
+                continue
+            seen.add(key)
+            calls.append(call)
     rest = _without(text, sorted(spans)) if calls else text
     problems: list[str] = []
     if not calls and _ATTEMPT.search(text):
@@ -244,8 +265,140 @@ def _without(text: str, spans: list[tuple[int, int]]) -> str:
     return "\n".join(line.strip() for line in rest.splitlines() if line.strip())
 
 
+# -- the pythonic form -----------------------------------------------------------------------------
+
+#: where a pythonic call may start: a list's bracket, or a (dotted) name right before "("
+_PY_START = re.compile(r"\[\s*[A-Za-z_][\w.]*\(|(?<![\w.])[A-Za-z_][\w.]*\(")
+#: what may stand beside a call on its own line: space, tags, fence marks, separators
+_PY_BESIDE = re.compile(
+    r"(?:\s|[\[\],;]|<\|python_tag\|>|<\|eom_id\|>|<\|eot_id\|>|<\|im_end\|>|```[a-zA-Z]*)*"
+)
+#: how far (characters) a call's closing bracket is looked for
+_PY_MAX_CHARS = 8000
+
+
+def _python_calls(
+    text: str, schemas: Mapping[str, Schema]
+) -> Iterator[tuple[int, int, list[TextCall]]]:
+    """The pythonic calls of `text` (start, end, calls), left to right (see the module
+    docstring)."""
+    i = 0
+    while True:
+        match = _PY_START.search(text, i)
+        if match is None:
+            return
+        start = match.start()
+        parsed = _python_expression(text, start)
+        if parsed is None:
+            i = start + 1
+            continue
+        end, nodes = parsed
+        found = [_python_call(n, schemas) for n in nodes]
+        # in a sentence only a clean call of an offered tool is taken; on its own line, any
+        plausible = _on_own_line(text, start, end) or all(not c.error for c in found)
+        if not plausible:
+            i = start + 1
+            continue
+        yield start, end, found
+        i = end
+
+
+def _python_expression(text: str, start: int) -> tuple[int, list[ast.Call]] | None:
+    """The end and the calls of the bracketed Python expression at `start` when it is a call
+    or a list (or tuple) of calls, each of a plain or dotted name."""
+    end = _closing(text, start)
+    if end is None:
+        return None
+    try:
+        tree = ast.parse(text[start:end], mode="eval").body
+    except (SyntaxError, ValueError):  # ValueError: a null byte
+        return None
+    nodes = tree.elts if isinstance(tree, ast.List | ast.Tuple) else [tree]
+    calls = [n for n in nodes if isinstance(n, ast.Call) and _call_name(n)]
+    return (end, calls) if calls and len(calls) == len(nodes) else None
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The end of the bracket group that opens first at or after `start` (string literals
+    skipped), within `_PY_MAX_CHARS` characters; None when it does not close."""
+    depth = 0
+    quote = ""
+    i = start
+    stop = min(len(text), start + _PY_MAX_CHARS)
+    while i < stop:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif text.startswith(quote, i):
+                i += len(quote) - 1
+                quote = ""
+        elif ch in "\"'":
+            quote = ch * 3 if text.startswith(ch * 3, i) else ch
+            i += len(quote) - 1
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth <= 0:
+                return i + 1 if depth == 0 else None
+        i += 1
+    return None
+
+
+def _call_name(node: ast.AST) -> str:
+    """``search`` for ``search(...)``, ``functions.search`` for a dotted name; "" otherwise."""
+    func = node.func if isinstance(node, ast.Call) else node
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        head = _call_name(func.value)
+        return f"{head}.{func.attr}" if head else ""
+    return ""
+
+
+def _on_own_line(text: str, start: int, end: int) -> bool:
+    """Whether nothing but space, tags, fence marks and separators stands beside the call on
+    its line(s)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    before = text[line_start:start]
+    after = text[end : len(text) if line_end < 0 else line_end]
+    return bool(_PY_BESIDE.fullmatch(before) and _PY_BESIDE.fullmatch(after))
+
+
+def _python_call(node: ast.Call, schemas: Mapping[str, Schema]) -> TextCall:
+    """One pythonic call as a `TextCall`: its keyword arguments' literal values; positional
+    arguments, ``**`` and values that are not literals make it an error call."""
+    name = _call_name(node)
+    if name not in schemas and name.rsplit(".", 1)[-1] in schemas:
+        name = name.rsplit(".", 1)[-1]  # functions.search(...)
+    args: dict[str, Any] = {}
+    problems: list[str] = []
+    if node.args:
+        problems.append(
+            f"{len(node.args)} positional argument(s); write each argument as name=value"
+        )
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            problems.append("** arguments; write each argument as name=value")
+            continue
+        try:
+            args[keyword.arg] = ast.literal_eval(keyword.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            problems.append(f"{keyword.arg}: not a literal value (a string, number, list, dict)")
+    error = check_call(name, args, schemas)
+    if problems and not error.startswith("unknown tool"):
+        error = f"invalid arguments for {name!r}: {'; '.join(problems)}"
+    return TextCall(name, args, error)
+
+
 def _first_json_error(text: str) -> str:
     """What is wrong with the first attempted call (for the model's retry)."""
+    tagged = re.search(r"<\|python_tag\|>\s*\[?\s*[A-Za-z_][\w.]*\(", text)
+    if tagged and not re.search(r"<\|python_tag\|>\s*\{", text):
+        snippet = " ".join(text[tagged.start() : tagged.start() + 80].split())
+        return f"the tool call is not a valid Python call ({snippet!r})"
     for match in re.finditer(r"[{\[]", text):
         try:
             _DECODER.raw_decode(text, match.start())
