@@ -151,8 +151,8 @@ import thinc.compat
 parsed = [e.text for e in nlp("Stephen Curry plays for the Golden State Warriors.").ents]
 print(lazy, "torch" in sys.modules, thinc.compat.has_torch, parsed)
 import torch  # refused only to the thread that imported spaCy, and only while it did
-from graphseek.state import State
-print(State.__name__, torch.__name__)
+from graphseek.state import RunState
+print(RunState.__name__, torch.__name__)
 """
 
 
@@ -161,7 +161,7 @@ def test_knowledge_layer_skips_langgraph_and_spacy_skips_torch() -> None:
     torch (thinc probes it while spaCy imports: about 1.3 s); both import fine afterwards."""
     out = _run(IMPORT_COST, timeout=300)
     assert out[0] == "True False False ['Stephen Curry', 'the Golden State Warriors']"
-    assert out[1] == "State torch"
+    assert out[1] == "RunState torch"
 
 
 def test_torch_is_refused_to_the_spacy_importing_thread_only() -> None:

@@ -1,7 +1,8 @@
-"""The topologies: compiled LangGraph workflows over one shared state, picked by name, and the
-checkpointers to run them with (`memory_saver()`, `sqlite_saver(path)`, `postgres_saver(uri)`,
-`checkpointer_for(index)`, or any LangGraph saver given `serde=checkpoint_serializer()`; they live
-in `graphseek.graphs.checkpoints`)."""
+"""The topologies: compiled LangGraph workflows, each over its own state on a common base
+(`graphseek.state.schema`), picked by name, and the checkpointers to run them with
+(`memory_saver()`, `sqlite_saver(path)`, `postgres_saver(uri)`, `checkpointer_for(index)`, or any
+LangGraph saver given `serde=checkpoint_serializer()`; they live in `graphseek.graphs.checkpoints`).
+"""
 
 from __future__ import annotations
 

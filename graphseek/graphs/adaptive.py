@@ -25,7 +25,7 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.sufficiency import SufficiencyVerdict
 from graphseek.agents.text import normalize
 from graphseek.errors import LLMError
-from graphseek.graphs.common import finalize_answer, to_evidence, to_hits
+from graphseek.graphs.common import abstain, error_usage, finalize_answer, to_evidence, to_hits
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import progressive_stage
 from graphseek.graphs.higra_retriever import graph_draft
@@ -36,20 +36,11 @@ from graphseek.graphs.routing import (
     route_verification,
 )
 from graphseek.state.context import Context
-from graphseek.state.models import Usage
-from graphseek.state.schema import InputState, OutputState, State
+from graphseek.state.schema import AdaptiveState, InputState, OutputState
 from graphseek.tools.retrievers import resolve_index, retrieve
 
 
-def _abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
-    return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
-
-
-def _spent(exc: LLMError) -> Usage:
-    return exc.usage if isinstance(exc.usage, Usage) else Usage()
-
-
-def gate_coverage(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def gate_coverage(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Summarized-KB gating (§III-B1): the coverage role reads the summaries (first sentences)
     of the nearest documents and their similarity; out-of-scope questions abstain here."""
     check_entry(state, runtime)
@@ -60,7 +51,7 @@ def gate_coverage(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     try:
         step = get_roles(ctx).coverage.assess(question, nearest)
     except LLMError as exc:
-        return _abstain("gate_coverage", f"coverage gate failed: {exc}", usage=_spent(exc))
+        return abstain("gate_coverage", f"coverage gate failed: {exc}", usage=error_usage(exc))
     verdict = step.value
     update: dict[str, Any] = {
         **start,
@@ -77,7 +68,7 @@ def gate_coverage(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def _retrieve_stage(stage: str, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def _retrieve_stage(stage: str, state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """One stage of the progressive retriever, then the stage-wise sufficiency check (skipped
     after the last stage, which always ends retrieval)."""
     ctx = runtime.context
@@ -115,7 +106,7 @@ def _retrieve_stage(stage: str, state: State, runtime: Runtime[Context]) -> dict
         verdict, usage = step.value, step.usage
     except LLMError as exc:  # an unusable check escalates, as an insufficient one would
         verdict = SufficiencyVerdict(reason=f"sufficiency check failed: {exc}", sufficient=False)
-        usage = _spent(exc)
+        usage = error_usage(exc)
         update["diagnostics"]["errors"] = [f"sufficiency: {exc}"]
     update |= {
         "sufficient": verdict.sufficient,
@@ -127,28 +118,28 @@ def _retrieve_stage(stage: str, state: State, runtime: Runtime[Context]) -> dict
     return update
 
 
-def retrieve_local(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_local(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Stage 1 (§III-C1): the 1-hop neighbourhood of the query's entity seeds."""
     return _retrieve_stage("local", state, runtime)
 
 
-def retrieve_bridge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_bridge(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Stage 2 (§III-C2): bridge entities near several seeds, and short paths to them."""
     return _retrieve_stage("bridge", state, runtime)
 
 
-def retrieve_ppr(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_ppr(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Stage 3 (§III-C3): degree-normalised PPR, top nodes mapped back to their passages."""
     return _retrieve_stage("ppr", state, runtime)
 
 
-def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def generate_answer(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer the current query from the evidence passages, relations as extra context."""
     ctx = runtime.context
     turn = state.get("turn", 0)
     exhausted = budget_exhausted(state.get("usage"), turn, ctx)
     if exhausted:
-        return _abstain("generate_answer", exhausted)
+        return abstain("generate_answer", exhausted)
     query = state.get("query") or state["question"]
     hits = to_hits(state.get("passages", []))
     draft, usage, error = graph_draft(query, hits, state.get("graph_context", []), runtime)
@@ -165,7 +156,7 @@ def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def triple_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def triple_check(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Triple-Check (§III-B2): relevance, grounding and adequacy of the answer against its
     evidence; the first failed check is the failure type."""
     ctx = runtime.context
@@ -173,7 +164,7 @@ def triple_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     exhausted = budget_exhausted(state.get("usage"), 0, ctx)
     if exhausted:
         reason = f"{exhausted} before the answer was verified"
-        return _abstain("triple_check", reason, verification=None)
+        return abstain("triple_check", reason, verification=None)
     query = state.get("query") or state["question"]
     answer = state.get("answer", "")
     evidence = list(state.get("evidence", [])) or list(state.get("passages", []))
@@ -181,7 +172,7 @@ def triple_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         step = get_roles(ctx).triple_checker.check(query, answer, evidence)
     except LLMError as exc:
         reason = f"Triple-Check failed: {exc}"
-        return _abstain("triple_check", reason, usage=_spent(exc), verification=None)
+        return abstain("triple_check", reason, usage=error_usage(exc), verification=None)
     verdict = step.value
     update: dict[str, Any] = {
         "verification": verdict,
@@ -213,7 +204,7 @@ def triple_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     }
 
 
-def rewrite_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def rewrite_query(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Failure-aware rewrite (§III-B3): rewrite the query by the failed check, then retrieve
     again; a rewrite that repeats a tried query ends the loop (abstaining)."""
     ctx = runtime.context
@@ -234,7 +225,7 @@ def rewrite_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             names,
         )
     except LLMError as exc:
-        return _abstain("rewrite_query", f"rewriter failed: {exc}", usage=_spent(exc))
+        return abstain("rewrite_query", f"rewriter failed: {exc}", usage=error_usage(exc))
     new = " ".join(step.value.split())
     update: dict[str, Any] = {
         "usage": step.usage,
@@ -252,9 +243,9 @@ def rewrite_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update | {"query": new, "query_history": [new], "next_action": "retrieve"}
 
 
-def build_adaptive() -> StateGraph[State, Context, InputState, OutputState]:
+def build_adaptive() -> StateGraph[AdaptiveState, Context, InputState, OutputState]:
     builder = StateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+        AdaptiveState, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
     for node in (
         gate_coverage,

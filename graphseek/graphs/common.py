@@ -1,4 +1,5 @@
-"""Nodes and helpers that several topologies share: the Librarian call and the final answer."""
+"""Nodes and helpers that several topologies share: the Librarian call, an abstention, and the
+final answer."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from graphseek.errors import LLMError
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Usage
-from graphseek.state.schema import State
+from graphseek.state.schema import FinalizeState
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,12 @@ def draft_for(
         return Draft(question=question, answer="", step_id=step_id), error_usage(exc), str(exc)
     draft = step.value.model_copy(update={"step_id": step_id, "question": question})
     return draft, step.usage, None
+
+
+def abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
+    """The update of a node that gives up: abstain with `reason` (routers then go to
+    `finalize_answer`), plus any `extra` keys (the usage of a failed call, say)."""
+    return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
 
 
 def error_usage(exc: BaseException) -> Usage:
@@ -88,7 +95,9 @@ def answer_or_abstain(
 SHOWN_FROM = 8
 
 
-def read_passages(state: State, runtime: Runtime[Context], limit: int = SHOWN_FROM) -> list[Hit]:
+def read_passages(
+    state: FinalizeState, runtime: Runtime[Context], limit: int = SHOWN_FROM
+) -> list[Hit]:
     """The passages the run read, first seen first: those its state holds with their text, then
     the rest of `retrieved_ids` looked up in the index (ids the index no longer holds skipped)."""
     known: dict[str, EvidenceItem] = {}
@@ -115,7 +124,7 @@ def read_passages(state: State, runtime: Runtime[Context], limit: int = SHOWN_FR
     return hits
 
 
-def finalize_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Write the output fields: the answer with its grounding (each item flagged whether it holds
     the answer), or an explicit abstention that shows the passages and sentences the run found
     most likely to hold the answer (`graphseek.agents.reading.evidence`)."""

@@ -24,7 +24,14 @@ from langgraph.types import Overwrite
 from graphseek.agents.registry import get_roles
 from graphseek.agents.text import best_draft
 from graphseek.errors import LLMError
-from graphseek.graphs.common import evidence_from_drafts, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.common import (
+    abstain,
+    error_usage,
+    evidence_from_drafts,
+    finalize_answer,
+    to_evidence,
+    to_hits,
+)
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import relational_channel, semantic_channel
 from graphseek.graphs.higra_retriever import graph_draft
@@ -38,16 +45,14 @@ from graphseek.graphs.routing import (
 )
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, SubQuestion, Usage
-from graphseek.state.schema import ChannelTask, InputState, LibrarianTask, OutputState, State
+from graphseek.state.schema import (
+    ChannelTask,
+    DeepSearchState,
+    InputState,
+    LibrarianTask,
+    OutputState,
+)
 from graphseek.state.verdicts import ChannelResult, LogicDraft
-
-
-def _abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
-    return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
-
-
-def _spent(exc: LLMError) -> Usage:
-    return exc.usage if isinstance(exc.usage, Usage) else Usage()
 
 
 def _best_by_step(drafts: list[Draft]) -> dict[int, Draft]:
@@ -60,7 +65,7 @@ def _best_by_step(drafts: list[Draft]) -> dict[int, Draft]:
     return out
 
 
-def decompose_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def decompose_query(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Query decomposition (§3.1.1): atomic sub-queries, later ones referring to earlier
     answers as #N."""
     check_entry(state, runtime)
@@ -68,7 +73,7 @@ def decompose_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     try:
         step = get_roles(runtime.context).decomposer.decompose(question)
     except LLMError as exc:
-        return _abstain("decompose_query", f"decomposer failed: {exc}", usage=_spent(exc))
+        return abstain("decompose_query", f"decomposer failed: {exc}", usage=error_usage(exc))
     plan = step.value or [SubQuestion(id=1, question=question)]
     return {
         "plan": plan,
@@ -80,14 +85,14 @@ def decompose_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     }
 
 
-def ground_queries(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def ground_queries(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Query grounding (§3.1.1, eq. 2): the sub-queries to search this round (expansions, else
     the plan steps whose inputs are answered), their #N replaced by the earlier answers."""
     ctx = runtime.context
     turn = state.get("turn", 0)
     exhausted = budget_exhausted(state.get("usage"), turn, ctx)
     if exhausted:
-        return _abstain("ground_queries", exhausted)
+        return abstain("ground_queries", exhausted)
     tasks = list(state.get("pending") or [])
     if not tasks:
         tasks = [LibrarianTask(question=s.question, step_id=s.id) for s in unattempted_steps(state)]
@@ -106,7 +111,7 @@ def ground_queries(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             step = grounder.ground(task["question"], earlier, answers)
             text, usage = step.value, usage + step.usage
         except LLMError as exc:
-            text, usage = task["question"], usage + _spent(exc)
+            text, usage = task["question"], usage + error_usage(exc)
         grounded.append(LibrarianTask(question=text, step_id=task.get("step_id") or 0))
     return {
         "pending": grounded,
@@ -155,7 +160,7 @@ def relational_search(task: ChannelTask, runtime: Runtime[Context]) -> dict[str,
     return update
 
 
-def refine_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def refine_context(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Context refinement (§3.1.1): per sub-query, keep the passages and triples of both
     channels that help answer it (skipped, keeping everything, once a budget is spent)."""
     ctx = runtime.context
@@ -180,7 +185,7 @@ def refine_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                 passages = [to_evidence(h) for h in step.value.hits]
                 kept = step.value.triples
             except LLMError as exc:
-                usage = usage + _spent(exc)
+                usage = usage + error_usage(exc)
                 errors.append(f"refiner: {exc}")
         refined.append(
             ChannelResult(
@@ -201,7 +206,7 @@ def refine_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def answer_subqueries(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def answer_subqueries(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Intermediate answers (§3.1.1): the Librarian answers each grounded sub-query from its
     refined context; an answer becomes the step's answer when it is the best supported one."""
     ctx = runtime.context
@@ -244,25 +249,25 @@ def answer_subqueries(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     return update
 
 
-def draft_logic(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def draft_logic(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Logic drafting (§3.1.2, eq. 3): the reasoning chain from the sub-queries' answers to the
     question's answer, with its gaps."""
     ctx = runtime.context
     # the turn budget bounds the search rounds; drafting and verifying the chain stay allowed
     exhausted = budget_exhausted(state.get("usage"), 0, ctx)
     if exhausted:
-        return _abstain("draft_logic", exhausted)
+        return abstain("draft_logic", exhausted)
     question = " ".join(state["question"].split())
     try:
         step = get_roles(ctx).drafter.draft(
             question, state.get("plan", []), list(state.get("drafts", []))
         )
     except LLMError as exc:
-        return _abstain("draft_logic", f"drafter failed: {exc}", usage=_spent(exc))
+        return abstain("draft_logic", f"drafter failed: {exc}", usage=error_usage(exc))
     return {"logic_draft": step.value, "usage": step.usage, "trace": ["draft_logic"]}
 
 
-def verify_evidence(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def verify_evidence(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Evidence verification (§3.1.2, eq. 4): accept the draft's answer, or reject it with what
     is missing."""
     ctx = runtime.context
@@ -271,12 +276,12 @@ def verify_evidence(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     question = " ".join(state["question"].split())
     exhausted = budget_exhausted(state.get("usage"), 0, ctx)
     if exhausted:
-        return _abstain("verify_evidence", f"{exhausted} before the draft was verified",
+        return abstain("verify_evidence", f"{exhausted} before the draft was verified",
                         verification=None)  # fmt: skip
     try:
         step = get_roles(ctx).evidence_verifier.verify(question, drafts, logic)
     except LLMError as exc:
-        return _abstain("verify_evidence", f"verifier failed: {exc}", usage=_spent(exc),
+        return abstain("verify_evidence", f"verifier failed: {exc}", usage=error_usage(exc),
                         verification=None)  # fmt: skip
     verdict = step.value
     update: dict[str, Any] = {
@@ -298,7 +303,7 @@ def verify_evidence(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     }
 
 
-def expand_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def expand_query(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Query expansion (§3.1.2, eq. 5): new sub-queries aimed at the missing evidence; no new
     query ends the search (abstaining)."""
     ctx = runtime.context
@@ -317,7 +322,7 @@ def expand_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             list(state.get("query_history", [])),
         )
     except LLMError as exc:
-        return _abstain("expand_query", f"expander failed: {exc}", usage=_spent(exc))
+        return abstain("expand_query", f"expander failed: {exc}", usage=error_usage(exc))
     new = step.value
     update: dict[str, Any] = {
         "usage": step.usage,
@@ -338,9 +343,9 @@ def expand_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     }
 
 
-def build_deep_search() -> StateGraph[State, Context, InputState, OutputState]:
+def build_deep_search() -> StateGraph[DeepSearchState, Context, InputState, OutputState]:
     builder = StateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+        DeepSearchState, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
     builder.add_node(decompose_query)
     builder.add_node(ground_queries)

@@ -29,7 +29,7 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import SeekerView, diagnostics_of
 from graphseek.agents.seeker import GATE_CONFIDENCE, new_questions, supported_draft
 from graphseek.errors import LLMError
-from graphseek.graphs.common import error_usage, evidence_from_drafts, finalize_answer
+from graphseek.graphs.common import abstain, error_usage, evidence_from_drafts, finalize_answer
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.librarian_agent import librarian_agent
 from graphseek.graphs.routing import (
@@ -40,22 +40,17 @@ from graphseek.graphs.routing import (
 )
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, SubQuestion
-from graphseek.state.schema import InputState, LibrarianTask, OutputState, State
+from graphseek.state.schema import DualAgentState, InputState, LibrarianTask, OutputState
 
 
-def _failed(node: str, reason: str, exc: BaseException | None = None) -> dict[str, Any]:
-    update = {"next_action": "abstain", "abstain_reason": reason, "trace": [node]}
-    return update | ({"usage": error_usage(exc)} if exc is not None else {})
-
-
-def clarify_question(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def clarify_question(state: DualAgentState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Rewrite a question that does not start with a question word (App. P.1)."""
     check_entry(state, runtime)
     question = state["question"].strip()
     try:
         step = get_roles(runtime.context).clarifier.clarify(question)
     except LLMError as exc:
-        return _failed("clarify_question", f"clarifier failed: {exc}", exc)
+        return abstain("clarify_question", f"clarifier failed: {exc}", usage=error_usage(exc))
     return {
         "clarified_question": step.value,
         "usage": step.usage,
@@ -64,13 +59,13 @@ def clarify_question(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     } | _diagnostics(diagnostics_of(step))
 
 
-def decompose_question(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def decompose_question(state: DualAgentState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Break the clarified question into sub-questions with dependencies (App. P.2)."""
     question = state.get("clarified_question") or state["question"]
     try:
         step = get_roles(runtime.context).decomposer.decompose(question)
     except LLMError as exc:
-        return _failed("decompose_question", f"decomposer failed: {exc}", exc)
+        return abstain("decompose_question", f"decomposer failed: {exc}", usage=error_usage(exc))
     plan = step.value or [SubQuestion(id=1, question=question)]
     update = {"plan": plan, "usage": step.usage, "trace": ["decompose_question"]}
     return update | _diagnostics(diagnostics_of(step))
@@ -95,7 +90,7 @@ def _answer_with(draft: Draft, drafts: list[Draft], plan: list[SubQuestion]) -> 
     }
 
 
-def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def decide_action(state: DualAgentState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The Seeker: ask the Librarian again, answer with evidence, or abstain (App. Q); over an
     LLM Seeker, a supported draft of the last hop ends the loop and no question is asked twice."""
     ctx = runtime.context
@@ -198,9 +193,9 @@ def decide_action(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update | _diagnostics(diagnostics)
 
 
-def build_dual_agent() -> StateGraph[State, Context, InputState, OutputState]:
+def build_dual_agent() -> StateGraph[DualAgentState, Context, InputState, OutputState]:
     builder = StateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+        DualAgentState, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
     builder.add_node(clarify_question)
     builder.add_node(decompose_question)

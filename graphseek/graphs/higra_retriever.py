@@ -4,8 +4,8 @@ retrieve_context (HiGraRetriever: top relations and the fused passages) → gene
 Librarian drafts from the passages with the relations as extra context; low confidence abstains)
 → finalize_answer.
 
-Also here: `ask_librarian`, the Librarian node `dual_agent` uses, which takes the same
-(relations, passages) context when the run's retriever is "higra".
+Also here: `graph_draft`, the Librarian's draft from passages and relations, which `adaptive`,
+`deep_search` and the Librarian subgraph (`graphseek.graphs.librarian_agent`) use too.
 """
 
 from __future__ import annotations
@@ -19,15 +19,21 @@ from langgraph.types import Overwrite
 
 from graphseek.agents.registry import get_roles
 from graphseek.errors import LLMError
-from graphseek.graphs.common import answer_or_abstain, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.common import (
+    abstain,
+    answer_or_abstain,
+    error_usage,
+    finalize_answer,
+    to_evidence,
+    to_hits,
+)
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import higra_context
 from graphseek.graphs.routing import budget_exhausted
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, Usage
-from graphseek.state.schema import InputState, LibrarianTask, OutputState, State
-from graphseek.tools.graph_context import librarian_context
+from graphseek.state.schema import HigraRetrieverState, InputState, OutputState
 
 
 def graph_draft(
@@ -42,8 +48,7 @@ def graph_draft(
     try:
         step = get_roles(runtime.context).graph_librarian.draft(question, hits, relations)
     except LLMError as exc:
-        usage = exc.usage if isinstance(exc.usage, Usage) else Usage()
-        return Draft(question=question, answer="", step_id=step_id), usage, str(exc)
+        return Draft(question=question, answer="", step_id=step_id), error_usage(exc), str(exc)
     draft = step.value.model_copy(update={"step_id": step_id, "question": question})
     return draft, step.usage, None
 
@@ -54,31 +59,7 @@ def notes(*texts: str) -> dict[str, Any]:
     return {"diagnostics": {"notes": kept}} if kept else {}
 
 
-def ask_librarian(task: LibrarianTask, runtime: Runtime[Context]) -> dict[str, Any]:
-    """The Librarian: retrieve for one sub-question (relations too, with HiGra) and draft
-    `{answer, evidence}` (stateless)."""
-    question = task["question"]
-    step_id = task.get("step_id")
-    found = librarian_context(runtime.context, question)
-    draft, usage, error = graph_draft(question, found.hits, found.lines, runtime, step_id)
-    update: dict[str, Any] = {
-        "drafts": [draft],
-        "usage": found.usage + usage,
-        "trace": ["ask_librarian"],
-        "query_history": [question],
-        "retrieved_ids": [h.passage.id for h in found.hits],
-        **notes(found.note),
-    }
-    if found.lines:
-        update["graph_context"] = found.lines
-    if step_id is not None and draft.answer:
-        update["step_answers"] = {str(step_id): draft.answer}
-    if error:
-        update.setdefault("diagnostics", {})["errors"] = [f"librarian: {error}"]
-    return update
-
-
-def retrieve_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_context(state: HigraRetrieverState, runtime: Runtime[Context]) -> dict[str, Any]:
     """HiGraRetriever: seed entities, subgraph, PPR, rank fusion; the top relations and the
     combined passages (HiGraAgent §4.1-4.6)."""
     check_entry(state, runtime)
@@ -93,12 +74,12 @@ def retrieve_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     }
 
 
-def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def generate_answer(state: HigraRetrieverState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The Librarian drafts the answer from the passages and relations; low confidence abstains."""
     ctx = runtime.context
     exhausted = budget_exhausted(state.get("usage"), 0, ctx)
     if exhausted:
-        return {"next_action": "abstain", "abstain_reason": exhausted, "trace": ["generate_answer"]}
+        return abstain("generate_answer", exhausted)
     hits = to_hits(state.get("passages", []))
     draft, usage, error = graph_draft(
         state["question"], hits, state.get("graph_context", []), runtime
@@ -106,9 +87,12 @@ def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return answer_or_abstain(draft, usage, error, get_roles(ctx).threshold)
 
 
-def build_higra_retriever() -> StateGraph[State, Context, InputState, OutputState]:
+def build_higra_retriever() -> StateGraph[HigraRetrieverState, Context, InputState, OutputState]:
     builder = StateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+        HigraRetrieverState,
+        input_schema=InputState,
+        output_schema=OutputState,
+        context_schema=Context,
     )
     builder.add_node(retrieve_context)
     builder.add_node(generate_answer)

@@ -61,7 +61,7 @@ from graphseek.agents.knowledge_updater import keep_stated, observed_texts
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment, diagnostics_of
 from graphseek.errors import LLMError
-from graphseek.graphs.common import error_usage, finalize_answer, to_evidence
+from graphseek.graphs.common import abstain, error_usage, finalize_answer, to_evidence
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,
@@ -86,9 +86,9 @@ from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
 from graphseek.state.schema import (
     InputState,
+    KnowledgeAwareState,
     OutputState,
     PlannedQuery,
-    State,
     SuggesterCache,
     SuggesterTask,
 )
@@ -110,7 +110,7 @@ __all__ = [
 # -- helpers ----------------------------------------------------------------------------------
 
 
-def _shared_view(state: State, context: Context) -> KnowledgeView:
+def _shared_view(state: KnowledgeAwareState, context: Context) -> KnowledgeView:
     return KnowledgeView(
         question=state["question"],
         known=state.get("known", []),
@@ -143,7 +143,9 @@ def _candidates(
     return candidates, sources
 
 
-def _evidence(ids: Sequence[str], state: State, context: Context) -> list[EvidenceItem]:
+def _evidence(
+    ids: Sequence[str], state: KnowledgeAwareState, context: Context
+) -> list[EvidenceItem]:
     """Evidence items for passage ids retrieved during the run (refined segments first)."""
     seen = set(state.get("retrieved_ids", []))
     pool: dict[str, EvidenceItem] = {}
@@ -164,14 +166,10 @@ def _evidence(ids: Sequence[str], state: State, context: Context) -> list[Eviden
     return out
 
 
-def _abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
-    return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
-
-
 # -- nodes ------------------------------------------------------------------------------------
 
 
-def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def initialize_caches(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Empty Known, history and context; Required from the planner (Algorithm 1 line 1)."""
     check_entry(state, runtime)
     ctx = runtime.context
@@ -185,7 +183,7 @@ def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     try:
         step = get_roles(ctx).planner.initial_gaps(question)
     except LLMError as exc:
-        return _abstain("initialize_caches", f"planner failed: {exc}", usage=error_usage(exc))
+        return abstain("initialize_caches", f"planner failed: {exc}", usage=error_usage(exc))
     gaps = step.value
     update: dict[str, Any] = {
         "known": Overwrite([]),
@@ -211,7 +209,7 @@ def initialize_caches(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     return update
 
 
-def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def plan_query(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The next search from Known, Required and the query history (eq. 2), as tool calls;
     never a repeat (the tool refuses one, the JSON planner is asked again)."""
     ctx = runtime.context
@@ -220,7 +218,7 @@ def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     stalled = no_progress(get_roles(ctx).planner, messages)
     if stalled:  # a model repeating itself (its repeats answered with their earlier results)
         stop = {"no_progress_stop": stalled}
-        return _abstain("plan_query", f"{stalled} (early stop)", diagnostics=stop)
+        return abstain("plan_query", f"{stalled} (early stop)", diagnostics=stop)
     step = next_search(
         get_roles(ctx).planner,
         view,
@@ -229,7 +227,7 @@ def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         call_id=f"agent-round{view.turn + 1}",
     )
     if step.error is not None:
-        return _abstain("plan_query", f"planner failed: {step.error}", usage=step.usage)
+        return abstain("plan_query", f"planner failed: {step.error}", usage=step.usage)
     calls = step.message.tool_calls if step.message is not None else []
     search = next((c for c in calls if c["name"] != STOP), None)
     args = dict(search.get("args") or {}) if search else {}
@@ -270,7 +268,7 @@ def plan_query(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update | {"next_action": "retrieve", "planned_query": planned}
 
 
-def route_search(state: State) -> Literal["plan_query", "update_knowledge"]:
+def route_search(state: KnowledgeAwareState) -> Literal["plan_query", "update_knowledge"]:
     """After the tools (`retrieve_documents`): every call failed (a refused repeat, a failing
     graph tool) → the planner again, while the round has searches left; else the update."""
     messages = list(state.get("messages", []))
@@ -279,7 +277,7 @@ def route_search(state: State) -> Literal["plan_query", "update_knowledge"]:
     return "update_knowledge"
 
 
-def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def update_knowledge(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Known and Required from the passages the tools found (D_add) and the refined context
     (eq. 5)."""
     ctx = runtime.context
@@ -294,7 +292,7 @@ def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         diagnostics["rejected_queries"] = found.rejected
     if not query:  # every search of the round failed
         why = "; ".join(found.notes or [f"refused: {q}" for q in found.rejected]) or "no result"
-        failure = _abstain("update_knowledge", f"no search succeeded this round ({why})")
+        failure = abstain("update_knowledge", f"no search succeeded this round ({why})")
         return failure | ({"diagnostics": diagnostics} if diagnostics else {})
     gap_ids = tuple(found.gap_ids or planned["gap_ids"])
     plan = QueryPlan(query, gap_ids, planned["reason"])
@@ -332,7 +330,7 @@ def update_knowledge(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def filter_context(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Re-filter D ∪ D_add against the updated Known (eq. 3): kept segments must be exact
     substrings of their passage; the round ends here."""
     ctx = runtime.context
@@ -369,7 +367,7 @@ def filter_context(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     }
 
 
-def select_proposal(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def select_proposal(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Competitive: the proposal with the fewest open gaps wins (eq. 6; ties: more Known facts,
     then the lower index); its caches become the shared Known and Required and its passages go
     on to the filter. Collaborative: the suggesters' passages are pooled."""
@@ -412,7 +410,7 @@ def select_proposal(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update | {"passages": list(pooled.values()), "next_action": "filter"}
 
 
-def compose_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def compose_answer(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The answerer over Known and the refined context, with evidence passage ids; an explicit
     abstention while Required still has open gaps (the budget ended the search)."""
     ctx = runtime.context
@@ -425,23 +423,21 @@ def compose_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         )
         answers = dict(state.get("step_answers", {}))
         gaps = "; ".join(fill_gap(g.description, answers) for g in remaining)
-        return _abstain(
+        return abstain(
             "compose_answer", f"{why}; {len(remaining)} Required gap(s) still open: {gaps}"
         )
     try:
         step = get_roles(ctx).answerer.answer(_shared_view(state, ctx))
     except LLMError as exc:
-        return _abstain("compose_answer", f"answerer failed: {exc}", usage=error_usage(exc))
+        return abstain("compose_answer", f"answerer failed: {exc}", usage=error_usage(exc))
     final = step.value
     if not final.answer.strip():
-        return _abstain(
-            "compose_answer", final.reason or "the answerer abstained", usage=step.usage
-        )
+        return abstain("compose_answer", final.reason or "the answerer abstained", usage=step.usage)
     evidence = _evidence(final.passage_ids, state, ctx)
     if not evidence:  # no usable citation: the passages behind Known
         evidence = _evidence([p for f in state.get("known", []) for p in f.passage_ids], state, ctx)
     if not evidence:
-        return _abstain(
+        return abstain(
             "compose_answer",
             f"the answer {final.answer!r} cites no retrieved passage",
             usage=step.usage,
@@ -463,9 +459,12 @@ def compose_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     }
 
 
-def build_knowledge_aware() -> StateGraph[State, Context, InputState, OutputState]:
+def build_knowledge_aware() -> StateGraph[KnowledgeAwareState, Context, InputState, OutputState]:
     builder = StateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+        KnowledgeAwareState,
+        input_schema=InputState,
+        output_schema=OutputState,
+        context_schema=Context,
     )
     builder.add_node(initialize_caches)
     builder.add_node(plan_query)

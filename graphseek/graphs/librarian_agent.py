@@ -67,7 +67,7 @@ NO_PROGRESS_ROUNDS = 2
 
 class LibrarianOutput(TypedDict):
     """What a Librarian run gives back to the parent graph (same keys and reducers as
-    `graphseek.state.State`)."""
+    `graphseek.state.schema.DualAgentState`)."""
 
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     drafts: NotRequired[Annotated[list[Draft], operator.add]]

@@ -17,11 +17,11 @@ from graphseek.graphs.common import (
 )
 from graphseek.graphs.entry import check_entry
 from graphseek.state.context import Context
-from graphseek.state.schema import InputState, OutputState, State
+from graphseek.state.schema import InputState, NaiveState, OutputState
 from graphseek.tools.retrievers import resolve_index, retrieve
 
 
-def retrieve_passages(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_passages(state: NaiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Retrieve the top-k passages for the question with the context's retriever."""
     check_entry(state, runtime)
     ctx = runtime.context
@@ -33,16 +33,16 @@ def retrieve_passages(state: State, runtime: Runtime[Context]) -> dict[str, Any]
     }
 
 
-def generate_answer(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def generate_answer(state: NaiveState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The Librarian drafts the answer from the retrieved passages; low confidence abstains."""
     ctx = runtime.context
     draft, usage, error = draft_for(state["question"], to_hits(state.get("passages", [])), runtime)
     return answer_or_abstain(draft, usage, error, get_roles(ctx).threshold)
 
 
-def build_naive() -> StateGraph[State, Context, InputState, OutputState]:
+def build_naive() -> StateGraph[NaiveState, Context, InputState, OutputState]:
     builder = StateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+        NaiveState, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
     builder.add_node(retrieve_passages)
     builder.add_node(generate_answer)

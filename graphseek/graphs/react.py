@@ -58,7 +58,7 @@ from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
-from graphseek.state.schema import InputState, OutputState, State
+from graphseek.state.schema import InputState, OutputState, ReactState
 from graphseek.state.verdicts import Thought
 from graphseek.tools.lc_tools import FINISH, react_tools
 from graphseek.tools.retrievers import resolve_index
@@ -109,7 +109,7 @@ def _decide(
     return message, thought, refused + result.usage, notes
 
 
-def think(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Thought: analyse the history and decide RETRIEVE (tool calls), REASON or FINISH."""
     check_entry(state, runtime)
     ctx = runtime.context
@@ -224,7 +224,7 @@ def _refused(
     }
 
 
-def _finished(state: State, verdict: FinishVerdict, step: int) -> dict[str, Any]:
+def _finished(state: ReactState, verdict: FinishVerdict, step: int) -> dict[str, Any]:
     """The run's end on a `finish` accepted where the calls ran (`act`)."""
     thought = Thought(reason="finish accepted", decision="FINISH", query=state["question"],
                       answer=verdict.answer[:200], sufficient=bool(verdict.answer))  # fmt: skip
@@ -280,7 +280,7 @@ def _new_tool_messages(messages: list[AnyMessage]) -> list[ToolMessage]:
     return out[::-1]
 
 
-def observe(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def observe(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Observation: the passages and graph lines the tools returned join the context and the
     history (a tool error is observed as its message)."""
     ctx = runtime.context
@@ -332,9 +332,9 @@ def observe(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
-def build_react() -> StateGraph[State, Context, InputState, OutputState]:
+def build_react() -> StateGraph[ReactState, Context, InputState, OutputState]:
     builder = StateGraph(
-        State, input_schema=InputState, output_schema=OutputState, context_schema=Context
+        ReactState, input_schema=InputState, output_schema=OutputState, context_schema=Context
     )
     builder.add_node(think)
     builder.add_node("act", GuardedToolNode(react_tools(), finish=[FINISH]))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -13,12 +13,22 @@ from graphseek.agents.text import fill_placeholders
 from graphseek.state.context import Context
 from graphseek.state.models import SubQuestion, Usage
 from graphseek.state.schema import (
+    AdaptiveState,
     ChannelTask,
+    DeepSearchState,
+    DualAgentState,
+    KnowledgeAwareState,
     LibrarianTask,
-    State,
+    ReactState,
+    RunState,
+    Stage,
     SuggesterCache,
     SuggesterTask,
 )
+
+#: the node a router goes to when nothing more is to be done
+Finish = Literal["finalize_answer"]
+Next = TypeVar("Next", bound=str)
 
 
 def budget_exhausted(usage: Usage | None, turn: int, context: Context) -> str | None:
@@ -46,22 +56,22 @@ def ready_steps(plan: Sequence[SubQuestion], step_answers: Mapping[str, str]) ->
     return out
 
 
-def failed(state: State) -> bool:
+def failed(state: RunState) -> bool:
     """A node gave up (malformed LLM output after retries, out of scope, …)."""
     return state.get("next_action") == "abstain"
 
 
-def route_unless_failed(next_node: str) -> Callable[[State], str]:
+def route_unless_failed(next_node: Next) -> Callable[[RunState], Next | Finish]:
     """A router that goes on to `next_node`, or to `finalize_answer` once a node gave up."""
 
-    def route(state: State) -> str:
+    def route(state: RunState) -> Next | Finish:
         return "finalize_answer" if failed(state) else next_node
 
     route.__name__ = f"route_to_{next_node}"
     return route
 
 
-def route_plan(state: State) -> list[Send] | Literal["decide_action", "finalize_answer"]:
+def route_plan(state: DualAgentState) -> list[Send] | Literal["decide_action", "finalize_answer"]:
     """After decomposition: send every independent step to the Librarian in parallel."""
     if failed(state):
         return "finalize_answer"
@@ -71,7 +81,7 @@ def route_plan(state: State) -> list[Send] | Literal["decide_action", "finalize_
     return [Send("ask_librarian", LibrarianTask(question=s.question, step_id=s.id)) for s in steps]
 
 
-def route_action(state: State) -> list[Send] | Literal["finalize_answer"]:
+def route_action(state: DualAgentState) -> list[Send] | Finish:
     """After the Seeker: fan its questions out to the Librarian, or finish."""
     pending = state.get("pending") or []
     if state.get("next_action") == "ask_librarian" and pending:
@@ -82,7 +92,7 @@ def route_action(state: State) -> list[Send] | Literal["finalize_answer"]:
 # -- knowledge_aware (KAIR) -------------------------------------------------------------------
 
 
-def suggester_tasks(state: State, context: Context) -> list[Send]:
+def suggester_tasks(state: KnowledgeAwareState, context: Context) -> list[Send]:
     """One `Send` to `suggest` per suggester (KAIR §3.3). Competitive suggesters work on their
     private caches; collaborative ones on the shared Known and Required, each given one
     searchable gap, round-robin."""
@@ -112,7 +122,7 @@ def suggester_tasks(state: State, context: Context) -> list[Send]:
 
 
 def route_knowledge(
-    state: State, runtime: Runtime[Context]
+    state: KnowledgeAwareState, runtime: Runtime[Context]
 ) -> list[Send] | Literal["plan_query", "compose_answer", "finalize_answer"]:
     """At the start and after each KAIR round: answer once Required is empty or a budget is
     spent (KAIR eq. 1, Algorithm 1 line 15); else run the next round with one agent
@@ -132,24 +142,28 @@ def route_knowledge(
 # -- adaptive (A2RAG §III), deep_search (GraphSearch §3), react (G-RAGent §2.2) ----------------
 
 #: A2RAG's monotonic escalation: the stage node after each stage
-NEXT_STAGE = {"local": "retrieve_bridge", "bridge": "retrieve_ppr"}
+NEXT_STAGE: dict[Stage, Literal["retrieve_bridge", "retrieve_ppr"]] = {
+    "local": "retrieve_bridge",
+    "bridge": "retrieve_ppr",
+}
 
 
 def route_escalation(
-    state: State,
+    state: AdaptiveState,
 ) -> Literal["retrieve_bridge", "retrieve_ppr", "generate_answer", "finalize_answer"]:
     """After a retrieval stage: answer once the sufficiency check passed or after the last
     stage (PPR); otherwise escalate local -> bridge -> ppr, each stage once per query."""
     if failed(state):
         return "finalize_answer"
     stage = state.get("diagnostics", {}).get("stage_reached", "ppr")
-    if state.get("sufficient") or stage not in NEXT_STAGE:
+    escalate = NEXT_STAGE.get(stage)
+    if state.get("sufficient") or escalate is None:
         return "generate_answer"
-    return NEXT_STAGE[stage]  # type: ignore[return-value]
+    return escalate
 
 
 def route_verification(
-    state: State, runtime: Runtime[Context]
+    state: AdaptiveState, runtime: Runtime[Context]
 ) -> Literal["rewrite_query", "finalize_answer"]:
     """After Triple-Check (adaptive): finish when the answer passed; on a failure, rewrite and
     retry while retries (`max_retries`) and the budgets last, else finish (abstaining)."""
@@ -164,7 +178,7 @@ def route_verification(
 
 
 def route_channels(
-    state: State,
+    state: DeepSearchState,
 ) -> list[Send] | Literal["draft_logic", "finalize_answer"]:
     """deep_search: send every grounded sub-query to both retrieval channels in parallel."""
     if failed(state):
@@ -180,7 +194,7 @@ def route_channels(
     return sends
 
 
-def unattempted_steps(state: State) -> list[SubQuestion]:
+def unattempted_steps(state: DeepSearchState) -> list[SubQuestion]:
     """Plan steps not searched yet whose inputs are all answered."""
     attempted = {d.step_id for d in state.get("drafts", [])}
     answers = state.get("step_answers", {})
@@ -192,7 +206,7 @@ def unattempted_steps(state: State) -> list[SubQuestion]:
 
 
 def route_subqueries(
-    state: State, runtime: Runtime[Context]
+    state: DeepSearchState, runtime: Runtime[Context]
 ) -> Literal["ground_queries", "draft_logic", "finalize_answer"]:
     """deep_search, after the intermediate answers: ground the next steps while some are ready
     and the budgets last, else draft the reasoning chain."""
@@ -204,7 +218,7 @@ def route_subqueries(
 
 
 def route_evidence(
-    state: State, runtime: Runtime[Context]
+    state: DeepSearchState, runtime: Runtime[Context]
 ) -> Literal["expand_query", "finalize_answer"]:
     """deep_search, after evidence verification: accept, or expand the query on a reject while
     expansions (`max_retries`) and the budgets last, else finish (abstaining)."""
@@ -220,7 +234,7 @@ def route_evidence(
     return "expand_query"
 
 
-def route_thought(state: State) -> Literal["act", "think", "finalize_answer"]:
+def route_thought(state: ReactState) -> Literal["act", "think", "finalize_answer"]:
     """react: FINISH (the `finish` tool; early stopping included) or a failure ends the loop;
     tool calls go to the tools (`act`); a REASON step thinks again."""
     thought = state.get("thought")

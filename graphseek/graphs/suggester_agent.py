@@ -71,7 +71,7 @@ __all__ = [
 
 class SuggesterOutput(TypedDict):
     """What a suggester's round gives back to the parent graph (same keys and reducers as
-    `graphseek.state.State`; `known`, `required` and `step_answers` in collaborative mode only)."""
+    `graphseek.state.schema.KnowledgeAwareState`; `known`, `required` and `step_answers` in collaborative mode only)."""
 
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     proposals: NotRequired[Annotated[list[Proposal], operator.add]]

@@ -1,7 +1,8 @@
 """Typed state shared by every workflow.
 
-The workflow schema (`State`, `InputState`, ...) loads on first use: it imports LangGraph
-(about half a second), which the knowledge layer (an index build, say) never needs.
+The workflow schema (`RunState`, `InputState`, ...; each topology's state is in
+`graphseek.state.schema`) loads on first use: it imports LangGraph (about half a second), which
+the knowledge layer (an index build, say) never needs.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -23,10 +24,10 @@ if TYPE_CHECKING:
         InputState,
         LibrarianTask,
         OutputState,
-        State,
+        RunState,
     )
 
-_SCHEMA = frozenset({"Diagnostics", "InputState", "LibrarianTask", "OutputState", "State"})
+_SCHEMA = frozenset({"Diagnostics", "InputState", "LibrarianTask", "OutputState", "RunState"})
 
 
 def __getattr__(name: str) -> Any:
@@ -48,7 +49,7 @@ __all__ = [
     "InputState",
     "LibrarianTask",
     "OutputState",
-    "State",
+    "RunState",
     "SubQuestion",
     "Usage",
 ]

@@ -1,8 +1,13 @@
-"""The one graph state every topology shares, plus its input and output views.
+"""The graph states: a common base (`RunState`), key groups that several topologies share, and one
+state per topology that adds only the keys its nodes read or write.
 
-`InputState` is what a caller (or LangGraph Studio) sends, `OutputState` what it gets back;
-`State` holds the internals. Keys written by parallel branches carry reducers
-(`graphseek.state.reducers`); reset a reduced list with `langgraph.types.Overwrite`.
+`InputState` is what a caller (or LangGraph Studio) sends, `OutputState` what it gets back; every
+topology's state extends `RunState` (both, plus `next_action`, which each topology narrows to its
+own `Literal` of actions). Keys written by parallel branches carry reducers
+(`graphseek.state.reducers`); reset a reduced list with `langgraph.types.Overwrite`. A node shared
+by several topologies types its state as the narrowest base that holds what it reads (LangGraph
+then hands it those keys only); the Librarian and the suggester subgraphs keep their own states
+beside their nodes (`graphseek.graphs.librarian_agent`, `graphseek.graphs.suggester_agent`).
 
 The TypedDicts come from `typing_extensions`: pydantic (which turns them into the JSON schemas the
 LangGraph server and Studio show) rejects `typing.TypedDict` before Python 3.12.
@@ -11,11 +16,11 @@ LangGraph server and Studio show) rejects `typing.TypedDict` before Python 3.12.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from typing_extensions import TypedDict
+from typing_extensions import ReadOnly, TypedDict
 
 from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion, Usage
 from graphseek.state.reducers import (
@@ -55,7 +60,8 @@ class SuggesterCache(TypedDict):
 
 
 class SuggesterTask(TypedDict):
-    """Payload of a `Send` to a knowledge_aware suggester (keys kept distinct from `State`'s)."""
+    """Payload of a `Send` to a knowledge_aware suggester (keys kept distinct from
+    `KnowledgeAwareState`'s)."""
 
     suggester: int
     question: str
@@ -85,10 +91,14 @@ class ChannelTask(TypedDict):
     step_id: int
 
 
+#: adaptive: the progressive retriever's stages, in escalation order
+Stage = Literal["local", "bridge", "ppr"]
+
+
 class Diagnostics(TypedDict, total=False):
     """What a workflow records about its own run (merged shallowly; lists concatenate)."""
 
-    stage_reached: str  # adaptive: "local" | "bridge" | "ppr" (where retrieval ended)
+    stage_reached: Stage  # adaptive: where retrieval ended
     stages_visited: list[str]
     turns: int
     retries: int
@@ -131,51 +141,176 @@ class OutputState(TypedDict):
     retrieved_ids: NotRequired[Annotated[list[str], append_unique]]
 
 
-class State(InputState, OutputState):
-    """Everything a workflow reads and writes."""
+# -- what each topology's controlling node decided last (`next_action`) ------------------------
 
-    clarified_question: NotRequired[str]
-    # the decomposition plan, and answers to its steps by step id
-    plan: NotRequired[list[SubQuestion]]
-    step_answers: NotRequired[Annotated[dict[str, Any], merge_dicts]]
-    # what the controlling agent decided last ("ask_librarian", "answer", "abstain", ...)
-    next_action: NotRequired[str]
-    # questions the Seeker (or a planner) sends to the Librarian next
-    pending: NotRequired[list[LibrarianTask]]
-    # the passages of a single-shot retrieval (naive, higra_retriever), best first
+#: naive, higra_retriever: the single-shot answer node answers or abstains
+Outcome = Literal["answer", "abstain"]
+#: dual_agent: the Seeker's move (`graphseek.state.models.SeekerAction.action`)
+DualAgentAction = Literal["ask_librarian", "answer", "abstain"]
+#: adaptive: retrieve again (a rewritten query), answer (Triple-Check passed) or abstain
+AdaptiveAction = Literal["retrieve", "answer", "abstain"]
+#: deep_search: search again (expanded queries), answer (evidence accepted) or abstain
+DeepSearchAction = Literal["search", "answer", "abstain"]
+#: react: the thought's decision (RETRIEVE, REASON, FINISH with or without an answer)
+ReactAction = Literal["retrieve", "reason", "answer", "abstain"]
+#: knowledge_aware: plan a round, retrieve, filter the context, answer or abstain
+KnowledgeAwareAction = Literal["plan", "retrieve", "filter", "answer", "abstain"]
+
+
+class RunState(InputState, OutputState):
+    """The common base: the question, the output keys, and what the run decided last. Read-only
+    here so that each topology narrows `next_action` to its own actions; the shared nodes read it
+    only to tell "answer" and "abstain" apart."""
+
+    next_action: NotRequired[ReadOnly[str]]
+
+
+# -- key groups several topologies share ---------------------------------------------------------
+
+
+class PassagesState(TypedDict):
+    # the passages retrieved (a single shot, a stage, the observations so far), best first
     passages: NotRequired[list[EvidenceItem]]
+
+
+class DraftsState(TypedDict):
     # Librarian drafts from parallel branches; reset with Overwrite
     drafts: NotRequired[Annotated[list[Draft], operator.add]]
-    # KAIR caches
-    known: NotRequired[Annotated[list[Fact], merge_facts]]
-    required: NotRequired[Annotated[list[Gap], merge_gaps]]
-    query_history: NotRequired[Annotated[list[str], append_unique]]
+
+
+class RefinedContextState(TypedDict):
     # knowledge_aware: the refined context D (segments: `sentence` is an exact substring of the
-    # passage `text`), the query planned for this round, and the suggesters' proposals (reset
-    # with Overwrite) and private caches (competitive mode) by suggester index
+    # passage `text`)
     refined_context: NotRequired[list[EvidenceItem]]
-    planned_query: NotRequired[PlannedQuery]
-    proposals: NotRequired[Annotated[list[Proposal], operator.add]]
-    suggester_caches: NotRequired[Annotated[dict[str, SuggesterCache], merge_dicts]]
-    # free-form reasoning history (one entry per turn / observation)
-    history: NotRequired[Annotated[list[dict[str, Any]], operator.add]]
-    # counters
-    turn: NotRequired[int]
-    retries: NotRequired[int]
-    # adaptive: the progressive retriever's state (`graphseek.tools.progressive.ProgressiveState`)
-    retrieval: NotRequired[Any]
-    # adaptive / react: the query worked on now (a rewritten question, a sub-question)
-    query: NotRequired[str]
+
+
+class GraphContextState(TypedDict):
     # linearised graph evidence seen so far (relations, triples, hyperedges), first seen first
     graph_context: NotRequired[Annotated[list[str], append_unique]]
-    # adaptive: the last stage-wise sufficiency verdict; adaptive / deep_search: the last check
-    sufficient: NotRequired[bool]
-    verification: NotRequired[Verification]
-    # deep_search: what the parallel channels found this round (reset with Overwrite), the draft
-    channel_results: NotRequired[Annotated[list[ChannelResult], operator.add]]
-    logic_draft: NotRequired[LogicDraft]
-    # react: the last thought
-    thought: NotRequired[Thought]
+
+
+class LoopState(TypedDict):
+    """The counters and records of a workflow that loops."""
+
+    turn: NotRequired[int]
+    # free-form reasoning history (one entry per turn / observation)
+    history: NotRequired[Annotated[list[dict[str, Any]], operator.add]]
+    # every query searched, first seen first
+    query_history: NotRequired[Annotated[list[str], append_unique]]
+
+
+class StepAnswersState(TypedDict):
+    # answers to sub-questions (plan steps, gaps) by id
+    step_answers: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+
+
+class PlanState(StepAnswersState):
+    """A decomposition plan, its answers, and the questions to search next."""
+
+    plan: NotRequired[list[SubQuestion]]
+    pending: NotRequired[list[LibrarianTask]]
+
+
+class ToolCallsState(TypedDict):
     # tool-calling agents: the model's tool calls (AIMessage) and the tools' results
     # (ToolMessage), in order; the same with a model and with the offline policies
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+
+
+class VerifiedState(TypedDict):
+    """A verify-and-retry loop: the last verdict and the retries made."""
+
+    verification: NotRequired[Verification]
+    retries: NotRequired[int]
+
+
+class FinalizeState(RunState, PassagesState, DraftsState, RefinedContextState):
+    """What `finalize_answer` reads: the decision, the answer, and the passages the run read (an
+    abstention shows the likeliest of them). LangGraph gives the node these keys only."""
+
+
+# -- one state per topology ----------------------------------------------------------------------
+
+
+class NaiveState(RunState, PassagesState, DraftsState):
+    """`naive`: one retrieval, one draft."""
+
+    next_action: NotRequired[Outcome]
+
+
+class HigraRetrieverState(RunState, PassagesState, DraftsState, GraphContextState):
+    """`higra_retriever`: the HiGraRetriever's passages and relations, one draft."""
+
+    next_action: NotRequired[Outcome]
+
+
+class DualAgentState(
+    RunState, PlanState, DraftsState, LoopState, ToolCallsState, GraphContextState
+):
+    """`dual_agent`: the Seeker's plan and turns, the Librarians' drafts (and, from the Librarian
+    subgraph, its tool calls, queries and graph relations)."""
+
+    next_action: NotRequired[DualAgentAction]
+    clarified_question: NotRequired[str]
+
+
+class AdaptiveState(
+    RunState, PassagesState, DraftsState, GraphContextState, LoopState, VerifiedState
+):
+    """`adaptive`: the query worked on, the progressive retriever's stages, Triple-Check."""
+
+    next_action: NotRequired[AdaptiveAction]
+    # the query worked on now (the question, then its rewrites)
+    query: NotRequired[str]
+    # the progressive retriever's state (`graphseek.tools.progressive.ProgressiveState`)
+    retrieval: NotRequired[Any]
+    # the last stage-wise sufficiency verdict
+    sufficient: NotRequired[bool]
+
+
+class DeepSearchState(
+    RunState, PlanState, DraftsState, GraphContextState, LoopState, VerifiedState
+):
+    """`deep_search`: the plan, the channels' results, the logic draft and its verification."""
+
+    next_action: NotRequired[DeepSearchAction]
+    # what the parallel channels found this round (reset with Overwrite)
+    channel_results: NotRequired[Annotated[list[ChannelResult], operator.add]]
+    logic_draft: NotRequired[LogicDraft]
+
+
+class ReactState(
+    RunState, PassagesState, StepAnswersState, GraphContextState, LoopState, ToolCallsState
+):
+    """`react`: the thoughts, the tool calls and what they observed."""
+
+    next_action: NotRequired[ReactAction]
+    # the last thought
+    thought: NotRequired[Thought]
+
+
+class KnowledgeAwareState(
+    RunState, PassagesState, RefinedContextState, StepAnswersState, LoopState, ToolCallsState
+):
+    """`knowledge_aware`: the KAIR caches, the planned query, the suggesters' proposals."""
+
+    next_action: NotRequired[KnowledgeAwareAction]
+    known: NotRequired[Annotated[list[Fact], merge_facts]]
+    required: NotRequired[Annotated[list[Gap], merge_gaps]]
+    planned_query: NotRequired[PlannedQuery]
+    # the suggesters' proposals (reset with Overwrite) and private caches (competitive mode) by
+    # suggester index
+    proposals: NotRequired[Annotated[list[Proposal], operator.add]]
+    suggester_caches: NotRequired[Annotated[dict[str, SuggesterCache], merge_dicts]]
+
+
+#: each topology's state by topology name
+TOPOLOGY_STATES: dict[str, type] = {
+    "naive": NaiveState,
+    "higra_retriever": HigraRetrieverState,
+    "dual_agent": DualAgentState,
+    "adaptive": AdaptiveState,
+    "deep_search": DeepSearchState,
+    "react": ReactState,
+    "knowledge_aware": KnowledgeAwareState,
+}

@@ -4,8 +4,8 @@ LangGraph's checkpoint serializer (`JsonPlusSerializer`) stores pydantic models 
 and class name and rebuilds them on load; a type that is not on its msgpack allowlist is rebuilt
 with a "Deserializing unregistered type" warning today and will be blocked later. `serializer()` is
 a `JsonPlusSerializer` whose allowlist holds every model the graphseek state can contain (found by
-walking the `State` TypedDict and the `Send` payloads, plus the models passed in `extra` for keys
-typed `Any`, whose types live in higher layers) and nothing else: any other type is blocked. LangChain messages are always allowed by LangGraph.
+walking every topology's state TypedDict and the `Send` payloads, plus the models passed in `extra`
+for keys typed `Any`, whose types live in higher layers) and nothing else: any other type is blocked. LangChain messages are always allowed by LangGraph.
 
 `graphseek.graphs.checkpoint_serializer()` (and `memory_saver()` / `sqlite_saver(path)` there) add
 the types the topologies keep in `Any` keys; give it to any LangGraph saver::
@@ -51,7 +51,8 @@ def checkpoint_types() -> list[tuple[str, str]]:
     from graphseek.state import schema
 
     found: set[tuple[str, str]] = set()
-    for typ in (schema.State, schema.LibrarianTask, schema.SuggesterTask, schema.ChannelTask):
+    payloads = (schema.LibrarianTask, schema.SuggesterTask, schema.ChannelTask)
+    for typ in (*schema.TOPOLOGY_STATES.values(), *payloads):
         found |= _models_in(typ)
     return sorted(found)
 
