@@ -224,6 +224,27 @@ class CallPlan:
     dropped: list[str] = field(default_factory=list)
     repeated: list[str] = field(default_factory=list)
 
+    def repeat(self, call: ToolCall, earlier: ToolMessage) -> None:
+        """Answer `call` with the `earlier` result of the same call (not run again)."""
+        self.run = [c for c in self.run if c is not call]
+        self.repeated.append(_describe(call))
+        self.replies[str(call.get("id"))] = repeated_result(call, earlier)
+
+
+def repeated_result(call: ToolCall, earlier: ToolMessage) -> ToolMessage:
+    """The result of `call`, identical to a call that ran before: the `earlier` result with the
+    note `REPEAT_NOTE` (its artifact without the usage, which the earlier call charged)."""
+    artifact = earlier.artifact
+    if isinstance(artifact, dict) and "usage" in artifact:
+        artifact = {k: v for k, v in artifact.items() if k != "usage"}
+    return ToolMessage(
+        f"({REPEAT_NOTE}: call another tool or other arguments for new results)\n{earlier.content}",
+        name=str(call.get("name") or ""),
+        tool_call_id=str(call.get("id")),
+        artifact=artifact,
+        status=earlier.status,
+    )
+
 
 def earlier_results(messages: Sequence[BaseMessage]) -> dict[str, ToolMessage]:
     """`call_key` -> the result of the first call with that key that ran (had a result)."""
@@ -286,16 +307,7 @@ def plan_calls(
                 status="error",
             )
         elif key in before:
-            earlier_result = before[key]
-            plan.repeated.append(_describe(call))
-            plan.replies[call_id] = ToolMessage(
-                f"({REPEAT_NOTE}: call another tool or other arguments for new results)\n"
-                f"{earlier_result.content}",
-                name=name,
-                tool_call_id=call_id,
-                artifact=earlier_result.artifact,
-                status=earlier_result.status,
-            )
+            plan.repeat(call, before[key])
         else:
             plan.run.append(call)
     plan.kept.extend(plan.finish)

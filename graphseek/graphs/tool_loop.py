@@ -6,7 +6,14 @@
   twice in one reply, are left out of the reply (the model message is rewritten in place, so
   every call in the conversation has its result) and named in ``diagnostics.dropped_calls``;
 - a call identical to one that already ran this run is not run again: its earlier result comes
-  back with the note "already called; result repeated" (``diagnostics.repeated_calls``);
+  back with the note "already called; result repeated" (``diagnostics.repeated_calls``). "This
+  run" is the whole run, not only the node's own conversation: the results of the calls that ran
+  are kept in the run's scope (a `CallRecord`, ``run_scope(context)``), so parallel Librarians
+  (`Send`) and later rounds share them; a call that a sibling branch is running at that moment
+  waits for its result (the node first runs its own calls, so two siblings never wait on each
+  other). Tools whose result depends on the calling agent's state (`PER_AGENT_TOOLS`: a KAIR
+  agent's `search_gap`, with its own retriever and query history) and error results are not
+  shared;
 - a call of an unknown tool, or with arguments its schema refuses, is answered with the error;
 - the `finish` calls (the node's `finish` names) are taken last, after the other calls have run:
   the answer is accepted only when it occurs in passages a tool returned this run
@@ -26,10 +33,75 @@ from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 
 from graphseek.agents.tool_calling import CallPlan, check_finish, plan_calls, tool_schemas
+from graphseek.llm.text_tool_calls import call_key
+from graphseek.state.run_scope import CallRecord, run_scope
+from graphseek.tools.kair_tools import SEARCH_GAP
 from graphseek.tools.retrievers import resolve_index
 
 #: calls of one reply that run, when the context does not say
 DEFAULT_MAX_CALLS = 3
+#: the tools whose result depends on the agent that calls them: never shared across the run
+PER_AGENT_TOOLS = frozenset({SEARCH_GAP})
+#: the run-scope name of the record of tool results (`CallRecord`)
+RESULTS = "tool_results"
+#: how long (seconds) a call waits for the same call running in a sibling branch
+WAIT_FOR_SIBLING_S = 300.0
+
+
+def _results(runtime: Runtime) -> CallRecord:
+    return run_scope(runtime.context).get(RESULTS, CallRecord)
+
+
+def _key(call: ToolCall) -> str:
+    return call_key(str(call.get("name") or ""), dict(call.get("args") or {}))
+
+
+class _Shared:
+    """A reply's calls against the run's `CallRecord`: those answered from it, those this node
+    claimed (it runs them and settles them), those a sibling runs now (`waiting`)."""
+
+    def __init__(self, record: CallRecord, plan: CallPlan) -> None:
+        self.record = record
+        self.claimed: list[ToolCall] = []
+        self.waiting: list[ToolCall] = []
+        for call in list(plan.run):
+            if call.get("name") in PER_AGENT_TOOLS:
+                continue
+            state, earlier = record.claim(_key(call))
+            if state == "done":
+                plan.repeat(call, earlier)
+            elif state == "run":
+                self.claimed.append(call)
+            else:
+                self.waiting.append(call)
+        waiting = {id(c) for c in self.waiting}
+        self.own = [c for c in plan.run if id(c) not in waiting]
+
+    def settle(self, out: Any, messages_key: str) -> None:
+        """Keep the results of the claimed calls that ran well; release every claim."""
+        ran = out.get(messages_key) if isinstance(out, dict) else None
+        by_id = {m.tool_call_id: m for m in ran or [] if isinstance(m, ToolMessage)}
+        for call in self.claimed:
+            result = by_id.get(str(call.get("id")))
+            ok = result is not None and result.status != "error"
+            self.record.settle(_key(call), result if ok else None)
+        self.claimed = []
+
+    def settle_unrun(self) -> None:
+        for call in self.claimed:
+            self.record.settle(_key(call))
+        self.claimed = []
+
+    def answer_waiting(self, plan: CallPlan, results: dict[str, Any]) -> list[ToolCall]:
+        """Answer the waited-for calls whose sibling left a result; the others, to run here."""
+        left: list[ToolCall] = []
+        for call in self.waiting:
+            earlier = results.get(_key(call))
+            if earlier is None:
+                left.append(call)
+            else:
+                plan.repeat(call, earlier)
+        return left
 
 
 class GuardedToolNode(ToolNode):
@@ -43,7 +115,7 @@ class GuardedToolNode(ToolNode):
         self._finish_names = tuple(finish)
         self._schemas = tool_schemas(tools)
 
-    def _prepare(self, input: Any, runtime: Runtime) -> tuple[Any, AIMessage, CallPlan] | None:
+    def _prepare(self, input: Any, runtime: Runtime) -> tuple[AIMessage, CallPlan] | None:
         messages = list(input.get(self._messages_key) or []) if isinstance(input, dict) else []
         last = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=None)
         if last is None:
@@ -54,23 +126,58 @@ class GuardedToolNode(ToolNode):
         plan = plan_calls(
             ai.tool_calls, messages[:last], self._schemas, int(max_calls), self._finish_names
         )
-        trimmed = ai.model_copy(update={"tool_calls": plan.run})
-        return {**input, self._messages_key: [*messages[:last], trimmed]}, ai, plan
+        return ai, plan
+
+    def _only(self, input: Any, calls: list[ToolCall]) -> Any:
+        """`input` whose last model message calls only `calls` (what the `ToolNode` runs)."""
+        messages = list(input.get(self._messages_key) or [])
+        last = max(i for i, m in enumerate(messages) if isinstance(m, AIMessage))
+        trimmed = messages[last].model_copy(update={"tool_calls": calls})
+        return {**input, self._messages_key: [*messages[:last], trimmed]}
 
     def _func(self, input: Any, config: RunnableConfig, runtime: Runtime) -> Any:
         prepared = self._prepare(input, runtime)
         if prepared is None:
             return super()._func(input, config, runtime)
-        trimmed, ai, plan = prepared
-        out = super()._func(trimmed, config, runtime) if plan.run else {}
+        ai, plan = prepared
+        shared = _Shared(_results(runtime), plan)
+        try:
+            out = (
+                super()._func(self._only(input, shared.own), config, runtime) if shared.own else {}
+            )
+            shared.settle(out, self._messages_key)
+        finally:
+            shared.settle_unrun()
+        if shared.waiting and isinstance(out, dict):
+            record = shared.record
+            results = {_key(c): record.result(_key(c), WAIT_FOR_SIBLING_S) for c in shared.waiting}
+            left = shared.answer_waiting(plan, results)
+            if left:
+                more = super()._func(self._only(input, left), config, runtime)
+                out = _joined(out, more, self._messages_key)
         return self._assemble(input, ai, plan, out, runtime)
 
     async def _afunc(self, input: Any, config: RunnableConfig, runtime: Runtime) -> Any:
         prepared = self._prepare(input, runtime)
         if prepared is None:
             return await super()._afunc(input, config, runtime)
-        trimmed, ai, plan = prepared
-        out = await super()._afunc(trimmed, config, runtime) if plan.run else {}
+        ai, plan = prepared
+        shared = _Shared(_results(runtime), plan)
+        try:
+            own = self._only(input, shared.own)
+            out = await super()._afunc(own, config, runtime) if shared.own else {}
+            shared.settle(out, self._messages_key)
+        finally:
+            shared.settle_unrun()
+        if shared.waiting and isinstance(out, dict):
+            record = shared.record
+            results = {
+                _key(c): await record.aresult(_key(c), WAIT_FOR_SIBLING_S) for c in shared.waiting
+            }
+            left = shared.answer_waiting(plan, results)
+            if left:
+                more = await super()._afunc(self._only(input, left), config, runtime)
+                out = _joined(out, more, self._messages_key)
         return self._assemble(input, ai, plan, out, runtime)
 
     def _assemble(
@@ -103,6 +210,13 @@ class GuardedToolNode(ToolNode):
         if diagnostics:
             update["diagnostics"] = diagnostics
         return update
+
+
+def _joined(out: Any, more: Any, messages_key: str) -> Any:
+    """Two `ToolNode` outputs as one (a tool's `Command` output is left as it is)."""
+    if not isinstance(out, dict) or not isinstance(more, dict):
+        return more if isinstance(out, dict) and not out else out
+    return {messages_key: [*(out.get(messages_key) or []), *(more.get(messages_key) or [])]}
 
 
 def _observed(runtime: Runtime, messages: Sequence[Any]) -> dict[str, str]:

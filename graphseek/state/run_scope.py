@@ -10,7 +10,10 @@ What a scope holds is built on first use by the layer that owns it, through `Run
 
 - ``"roles"``: every role's policy (`graphseek.agents.registry.get_roles`);
 - ``"guard"``: the budget guard that every model call of the run reports to and that refuses a
-  call past the budget (`graphseek.llm.budget.guard_for`).
+  call past the budget (`graphseek.llm.budget.guard_for`);
+- ``"tool_results"``: a `CallRecord` of the tool calls run so far (`graphseek.graphs.tool_loop`),
+  so that a call identical to one made anywhere in the run (a parallel Librarian, an earlier
+  round) is answered with the earlier result instead of running again.
 
 The scope rides on the `Context` as a private attribute rather than a dataclass field, so that the
 settings (`dataclasses.fields`, `asdict`, the Studio form, `Context ==`) stay what they are. A
@@ -20,9 +23,11 @@ server do). A deep copy or a pickle of a `Context` is a new run: its scope start
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -61,6 +66,62 @@ class RunScope:
         return (RunScope, ())
 
 
+class CallRecord:
+    """The results of a run's calls by key, for callers in parallel threads: the first to
+    `claim` a key runs the call and `settle`s it (with its result, or None when it has none to
+    share); a later claim of a settled key gets its result, one made while it runs is told to
+    `wait` for it."""
+
+    def __init__(self) -> None:
+        self._results: dict[str, Any] = {}
+        self._running: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def claim(self, key: str) -> tuple[Literal["run", "done", "wait"], Any]:
+        """("run", None): the caller runs it and must settle it; ("done", result); ("wait",
+        None): another caller runs it now."""
+        with self._lock:
+            if key in self._results:
+                return "done", self._results[key]
+            if key in self._running:
+                return "wait", None
+            self._running[key] = threading.Event()
+            return "run", None
+
+    def settle(self, key: str, result: Any = None) -> None:
+        """The claimed call of `key` is over: its `result` is kept for later callers (None:
+        nothing to share, the next claim runs it again)."""
+        with self._lock:
+            if result is not None:
+                self._results.setdefault(key, result)
+            event = self._running.pop(key, None)
+        if event is not None:
+            event.set()
+
+    def result(self, key: str, timeout: float = 0.0) -> Any:
+        """The result of `key`, waiting up to `timeout` seconds while another caller runs it;
+        None when there is none (not run, nothing to share, or still running)."""
+        with self._lock:
+            if key in self._results:
+                return self._results[key]
+            event = self._running.get(key)
+        if event is not None and timeout > 0:
+            event.wait(timeout)
+        with self._lock:
+            return self._results.get(key)
+
+    def running(self, key: str) -> bool:
+        with self._lock:
+            return key in self._running
+
+    async def aresult(self, key: str, timeout: float = 0.0, poll: float = 0.01) -> Any:
+        """`result` for a caller on an event loop (polls instead of blocking the loop)."""
+        deadline = time.monotonic() + timeout
+        while self.running(key) and time.monotonic() < deadline:
+            await asyncio.sleep(poll)
+        return self.result(key)
+
+
 def run_scope(context: Any) -> RunScope:
     """The scope of the run whose settings are `context`, attached to it on the first call.
 
@@ -81,4 +142,4 @@ def run_scope(context: Any) -> RunScope:
         return scope
 
 
-__all__ = ["SCOPE_ATTRIBUTE", "RunScope", "run_scope"]
+__all__ = ["SCOPE_ATTRIBUTE", "CallRecord", "RunScope", "run_scope"]
