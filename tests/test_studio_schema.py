@@ -1,21 +1,34 @@
 """What LangGraph Studio and the LangGraph server see, without starting a server: the input, output
-and context schemas of all seven graphs, the context's validation and index-path rule, errors that
-the server reports to its client verbatim, and progress streaming (node updates + LLM messages)."""
+and context schemas of all seven graphs, each graph's own state (its keys, its actions, what its
+nodes read and write), the context's validation and index-path rule, errors that the server
+reports to its client verbatim, and progress streaming (node updates + LLM messages)."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import pytest
 from langgraph_api.serde import default as server_error_payload
-from test_topologies import LIBRARIAN_SYSTEM, QUESTION, librarian, scripted
+from test_topologies import LIBRARIAN_SYSTEM, QUESTION, librarian, scripted, tiny_view
 
 from graphseek.errors import ContextError, ModelSpecError
-from graphseek.graphs import get_workflow, topology_names
-from graphseek.state import Context
+from graphseek.graphs import build_workflow, get_workflow, topology_names
+from graphseek.state import Context, SeekerAction
 from graphseek.state.context import INDEX_DIR_ENV, resolve_index_path
+from graphseek.state.schema import (
+    TOPOLOGY_STATES,
+    ChannelTask,
+    DualAgentAction,
+    DualAgentState,
+    FinalizeState,
+    InputState,
+    KnowledgeAwareState,
+    OutputState,
+    RunState,
+    SuggesterTask,
+)
 
 #: what a user sets in Studio's context form (Python-only fields are hidden)
 VISIBLE = {
@@ -161,3 +174,156 @@ def test_langgraph_json_names_the_seven_graphs() -> None:
 
     config = json.loads((Path(__file__).resolve().parent.parent / "langgraph.json").read_text())
     assert sorted(config["graphs"]) == sorted(topology_names())
+
+
+# -- one state per topology ----------------------------------------------------------------------
+
+#: what each topology adds to `RunState` (question, the output keys and `next_action`)
+OWN_KEYS = {
+    "naive": {"passages", "drafts"},
+    "higra_retriever": {"passages", "drafts", "graph_context"},
+    "dual_agent": {
+        "clarified_question", "plan", "pending", "step_answers", "drafts", "turn", "history",
+        "query_history", "messages", "graph_context",
+    },
+    "adaptive": {
+        "query", "retrieval", "sufficient", "retries", "verification", "turn", "history",
+        "query_history", "passages", "graph_context", "drafts",
+    },
+    "deep_search": {
+        "plan", "pending", "step_answers", "drafts", "turn", "history", "query_history",
+        "retries", "verification", "channel_results", "logic_draft", "graph_context",
+    },
+    "react": {
+        "turn", "history", "query_history", "messages", "passages", "step_answers", "thought",
+        "graph_context",
+    },
+    "knowledge_aware": {
+        "known", "required", "query_history", "step_answers", "proposals", "refined_context",
+        "passages", "turn", "history", "suggester_caches", "messages", "planned_query",
+    },
+}  # fmt: skip
+
+
+def _keys(schema: Any) -> set[str]:
+    return set(get_type_hints(schema))
+
+
+def _actions(schema: Any) -> set[str]:
+    hint = get_type_hints(schema, include_extras=True)["next_action"]
+    (literal,) = get_args(hint)  # NotRequired[Literal[...]]
+    assert get_origin(literal) is Literal, hint
+    return set(get_args(literal))
+
+
+@pytest.mark.parametrize("name", topology_names())
+def test_each_topology_has_its_own_state_on_the_common_base(name: str) -> None:
+    builder = get_workflow(name).builder
+    state = builder.state_schema
+    assert state is TOPOLOGY_STATES[name]
+    assert _keys(state) == _keys(RunState) | OWN_KEYS[name]
+    assert len(_keys(RunState)) == 10 and len(_keys(state)) <= 22  # one shared state had 35
+    # Studio's forms are the same for every topology
+    assert builder.input_schema is InputState and builder.output_schema is OutputState
+    # next_action: the topology's own actions, which answer or abstain in the end
+    assert {"answer", "abstain"} <= _actions(state)
+    # every node reads its topology's state, but the parallel branches (their `Send` payload)
+    for node, spec in builder.nodes.items():
+        if spec.input_schema not in (ChannelTask, SuggesterTask):
+            assert spec.input_schema is state, node
+    # and the graph has no channel for a key of another topology (`Send` payloads aside)
+    payloads = (_keys(ChannelTask) | _keys(SuggesterTask)) - _keys(state)
+    assert set(builder.channels) - payloads == _keys(state)
+
+
+def test_the_subgraphs_return_keys_of_their_parents_state() -> None:
+    from graphseek.graphs.librarian_agent import LibrarianOutput
+    from graphseek.graphs.suggester_agent import SuggesterOutput
+
+    assert _keys(LibrarianOutput) <= _keys(DualAgentState)
+    assert _keys(SuggesterOutput) <= _keys(KnowledgeAwareState)
+    # the Seeker's move is dual_agent's next_action
+    assert set(get_args(SeekerAction.model_fields["action"].annotation)) == set(
+        get_args(DualAgentAction)
+    )
+
+
+class _Reads(dict):
+    """A node's input that records the keys the node reads."""
+
+    def __init__(self, data: dict[str, Any], seen: set[str]) -> None:
+        super().__init__(data)
+        self.seen = seen
+
+    def __getitem__(self, key: str) -> Any:
+        self.seen.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.seen.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self.seen.add(str(key))
+        return super().__contains__(key)
+
+
+def _recorded(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict[str, Any]]:
+    """The topology's graph with each function node wrapped to record the keys it reads and
+    the updates it returns."""
+    import functools
+    import importlib
+
+    from graphseek.graphs import TOPOLOGIES
+
+    module = importlib.import_module(TOPOLOGIES[name].module)
+    log: dict[str, Any] = {}
+    for node, spec in build_workflow(name).nodes.items():
+        func = getattr(spec.runnable, "func", None)
+        if func is None or getattr(module, func.__name__, None) is not func:
+            continue  # a subgraph or a ToolNode
+
+        def wrapper(state: Any, *args: Any, __f: Any = func, __n: str = node, **kw: Any) -> Any:
+            entry = log.setdefault(__n, {"reads": set(), "updates": []})
+            out = __f(_Reads(dict(state), entry["reads"]), *args, **kw)
+            entry["updates"].append(out)
+            return out
+
+        monkeypatch.setattr(module, func.__name__, functools.wraps(func)(wrapper))
+    return build_workflow(name).compile(), log
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "settings"),
+    [(n, {}) for n in topology_names()]
+    + [("knowledge_aware", {"agents": 2, "mode": "competitive"})],
+)
+def test_nodes_read_and_write_only_their_topologys_keys(
+    name: str, settings: dict[str, Any], tiny_index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run on the tiny graph: every key a node reads is in the state LangGraph hands it (a key
+    missing from the topology's state would read as absent), every key it writes is in the
+    topology's state, and `next_action` takes only the topology's actions."""
+    from graphseek.knowledge.index import Index
+    from graphseek.tools.graph_access import set_graph_view
+
+    index = Index.open(tiny_index.path)
+    set_graph_view(index, tiny_view())
+    graph, log = _recorded(name, monkeypatch)
+    out = graph.invoke(
+        {"question": QUESTION},
+        {"recursion_limit": 200},
+        context=Context(index=index, llm="offline", **settings),
+    )
+    assert out["trace"][-1] == "finalize_answer"
+    state = TOPOLOGY_STATES[name]
+    assert "finalize_answer" in log and len(log) >= 3
+    for node, entry in log.items():
+        # finalize_answer, shared, reads what its topology has of `FinalizeState`
+        readable = _keys(FinalizeState if node == "finalize_answer" else state)
+        assert entry["reads"] <= readable, (node, entry["reads"] - readable)
+        for update in entry["updates"]:
+            assert set(update) <= _keys(state), (node, set(update) - _keys(state))
+            if "next_action" in update:
+                assert update["next_action"] in _actions(state), (node, update["next_action"])

@@ -25,7 +25,7 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.sufficiency import SufficiencyVerdict
 from graphseek.agents.text import normalize
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, error_usage, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.common import abstain, add_finalize_answer, error_usage, to_evidence, to_hits
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import progressive_stage
 from graphseek.graphs.higra_retriever import graph_draft
@@ -255,9 +255,9 @@ def build_adaptive() -> StateGraph[AdaptiveState, Context, InputState, OutputSta
         generate_answer,
         triple_check,
         rewrite_query,
-        finalize_answer,
     ):
         builder.add_node(node)
+    add_finalize_answer(builder)
     builder.add_edge(START, "gate_coverage")
     builder.add_conditional_edges(
         "gate_coverage",

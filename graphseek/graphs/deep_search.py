@@ -26,9 +26,9 @@ from graphseek.agents.text import best_draft
 from graphseek.errors import LLMError
 from graphseek.graphs.common import (
     abstain,
+    add_finalize_answer,
     error_usage,
     evidence_from_drafts,
-    finalize_answer,
     to_evidence,
     to_hits,
 )
@@ -355,7 +355,7 @@ def build_deep_search() -> StateGraph[DeepSearchState, Context, InputState, Outp
     add_channel(relational_search, input_schema=ChannelTask)
     for node in (refine_context, answer_subqueries, draft_logic, verify_evidence, expand_query):
         builder.add_node(node)
-    builder.add_node(finalize_answer)
+    add_finalize_answer(builder)
     builder.add_edge(START, "decompose_query")
     builder.add_conditional_edges(
         "decompose_query",

@@ -29,7 +29,7 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import SeekerView, diagnostics_of
 from graphseek.agents.seeker import GATE_CONFIDENCE, new_questions, supported_draft
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, error_usage, evidence_from_drafts, finalize_answer
+from graphseek.graphs.common import abstain, add_finalize_answer, error_usage, evidence_from_drafts
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.librarian_agent import librarian_agent
 from graphseek.graphs.routing import (
@@ -202,7 +202,7 @@ def build_dual_agent() -> StateGraph[DualAgentState, Context, InputState, Output
     # the Librarian: a tool-calling subgraph (search_evidence -> act -> ... -> draft_answer)
     builder.add_node("ask_librarian", librarian_agent)
     builder.add_node(decide_action)
-    builder.add_node(finalize_answer)
+    add_finalize_answer(builder)
     builder.add_edge(START, "clarify_question")
     builder.add_conditional_edges(
         "clarify_question",

@@ -21,9 +21,9 @@ from graphseek.agents.registry import get_roles
 from graphseek.errors import LLMError
 from graphseek.graphs.common import (
     abstain,
+    add_finalize_answer,
     answer_or_abstain,
     error_usage,
-    finalize_answer,
     to_evidence,
     to_hits,
 )
@@ -96,7 +96,7 @@ def build_higra_retriever() -> StateGraph[HigraRetrieverState, Context, InputSta
     )
     builder.add_node(retrieve_context)
     builder.add_node(generate_answer)
-    builder.add_node(finalize_answer)
+    add_finalize_answer(builder)
     builder.add_edge(START, "retrieve_context")
     builder.add_edge("retrieve_context", "generate_answer")
     builder.add_edge("generate_answer", "finalize_answer")

@@ -61,7 +61,7 @@ from graphseek.agents.knowledge_updater import keep_stated, observed_texts
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment, diagnostics_of
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, error_usage, finalize_answer, to_evidence
+from graphseek.graphs.common import abstain, add_finalize_answer, error_usage, to_evidence
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,
@@ -475,7 +475,7 @@ def build_knowledge_aware() -> StateGraph[KnowledgeAwareState, Context, InputSta
     builder.add_node(select_proposal)
     builder.add_node(filter_context)
     builder.add_node(compose_answer)
-    builder.add_node(finalize_answer)
+    add_finalize_answer(builder)
     rounds = ["plan_query", "suggest", "compose_answer", "finalize_answer"]
     builder.add_edge(START, "initialize_caches")
     builder.add_conditional_edges("initialize_caches", route_knowledge, rounds)

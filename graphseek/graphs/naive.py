@@ -9,9 +9,9 @@ from langgraph.runtime import Runtime
 
 from graphseek.agents.registry import get_roles
 from graphseek.graphs.common import (
+    add_finalize_answer,
     answer_or_abstain,
     draft_for,
-    finalize_answer,
     to_evidence,
     to_hits,
 )
@@ -46,7 +46,7 @@ def build_naive() -> StateGraph[NaiveState, Context, InputState, OutputState]:
     )
     builder.add_node(retrieve_passages)
     builder.add_node(generate_answer)
-    builder.add_node(finalize_answer)
+    add_finalize_answer(builder)
     builder.add_edge(START, "retrieve_passages")
     builder.add_edge("retrieve_passages", "generate_answer")
     builder.add_edge("generate_answer", "finalize_answer")

@@ -35,6 +35,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphseek.agents.registry import get_roles
+from graphseek.agents.structured_role import offline_policy
 from graphseek.agents.text import answer_occurs, name_coverage, question_names
 from graphseek.agents.thinker import (
     LLMThinker,
@@ -50,7 +51,7 @@ from graphseek.agents.tool_calling import (
     rounds_without_new_passages,
 )
 from graphseek.errors import LLMError
-from graphseek.graphs.common import error_usage, finalize_answer, to_evidence, to_hits
+from graphseek.graphs.common import add_finalize_answer, error_usage, to_evidence, to_hits
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import NO_GRAPH, topic_labels
 from graphseek.graphs.routing import budget_exhausted, route_thought
@@ -96,6 +97,11 @@ def _decide(
         except ToolsUnsupportedError as exc:
             notes.append(f"thinker: {exc}; the JSON thought path is used instead")
             refused = exc.usage
+        except LLMError as exc:  # with on_model_failure="offline": the offline thought
+            offline = offline_policy(thinker, exc)
+            if offline is None:
+                raise
+            refused, thinker = error_usage(exc), offline
         else:
             message = reply.value
             return message, thought_from_message(message, view.question), reply.usage, notes
@@ -339,7 +345,7 @@ def build_react() -> StateGraph[ReactState, Context, InputState, OutputState]:
     builder.add_node(think)
     builder.add_node("act", GuardedToolNode(react_tools(), finish=[FINISH]))
     builder.add_node(observe)
-    builder.add_node(finalize_answer)
+    add_finalize_answer(builder)
     builder.add_edge(START, "think")
     builder.add_conditional_edges("think", route_thought, ["act", "think", "finalize_answer"])
     builder.add_edge("act", "observe")
