@@ -36,7 +36,7 @@ from graphseek.graphs.routing import (
     route_verification,
 )
 from graphseek.state.context import Context
-from graphseek.state.schema import AdaptiveState, InputState, OutputState
+from graphseek.state.schema import AdaptiveState, InputState, OutputState, Stage
 from graphseek.tools.retrievers import resolve_index, retrieve
 
 
@@ -68,7 +68,9 @@ def gate_coverage(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, 
     return update
 
 
-def _retrieve_stage(stage: str, state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def _retrieve_stage(
+    stage: Stage, state: AdaptiveState, runtime: Runtime[Context]
+) -> dict[str, Any]:
     """One stage of the progressive retriever, then the stage-wise sufficiency check (skipped
     after the last stage, which always ends retrieval)."""
     ctx = runtime.context
