@@ -1,7 +1,7 @@
 """Alignment scaling: semantic-merge candidates by exact search (n^2) against HNSW (n log n).
 
 Entity alignment pairs every base entity with its neighbours within cosine distance tau
-(`graphseek.knowledge.graph.align.radius_pairs`). The exact search compares every pair, so a
+(`graphseek.knowledge.graph.candidates.radius_pairs`). The exact search compares every pair, so a
 corpus ten times larger costs a hundred times more; above `EXACT_PAIRS_MAX` base entities the
 build switches to an HNSW graph. This prints, per size, both searches' CPU seconds and the share
 of the exact pairs the HNSW search finds (pairs of a fixed sample of query entities).
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphseek.knowledge.graph.align import EXACT_PAIRS_MAX, radius_pairs
+from graphseek.knowledge.graph.candidates import EXACT_PAIRS_MAX, radius_pairs
 
 TAU = 0.25
 MAX_NEIGHBORS = 10

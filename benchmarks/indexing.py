@@ -103,7 +103,7 @@ def embedded_tokens(index: Any, passages: list[Any]) -> dict[str, int]:
     vector cache), counted with the model's tokenizer (256-token truncation, [CLS] and [SEP]).
     Passages vs graph strings is the floor of index time / raw encoder time."""
     from graphseek.knowledge.embedder import load_tokenizer, model_dir
-    from graphseek.knowledge.graph.build import entity_text, hyperedge_text, relation_text
+    from graphseek.knowledge.graph.vectors import entity_text, hyperedge_text, relation_text
 
     tokenizer = load_tokenizer(model_dir())
 
@@ -311,8 +311,8 @@ def show(label: str, row: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    from graphseek.knowledge.graph.build import OUTSIDE_WINDOW
     from graphseek.knowledge.graph.contextual import ALIGNMENT_VECTORS
+    from graphseek.knowledge.graph.settings import OUTSIDE_WINDOW
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")

@@ -18,7 +18,7 @@ from graphseek.errors import GraphseekError, IndexBusyError
 
 GRAPH_VECTORS = ("static", "minilm")
 """`graphseek index --graph-vectors` choices, default first: `GraphSettings.vectors` and
-`VECTOR_SPACES` of graphseek.knowledge.graph.build (not imported here, so the CLI starts fast;
+`VECTOR_SPACES` of graphseek.knowledge.graph.settings (not imported here, so the CLI starts fast;
 a test keeps them equal)."""
 
 ALIGNMENT_VECTORS = ("contextual", "records")

@@ -15,8 +15,7 @@ import pytest
 
 from graphseek.knowledge.embedder import Embedder, get_embedder, pool_spans
 from graphseek.knowledge.graph import add_passages, build_graph, delete_passages
-from graphseek.knowledge.graph.align import EntityRecord, variant_pairs
-from graphseek.knowledge.graph.build import GraphSettings, _settings_of
+from graphseek.knowledge.graph.candidates import variant_pairs
 from graphseek.knowledge.graph.contextual import (
     ALIGNMENT_VECTORS,
     base_vectors,
@@ -25,6 +24,8 @@ from graphseek.knowledge.graph.contextual import (
 )
 from graphseek.knowledge.graph.models import Mention
 from graphseek.knowledge.graph.offline import OfflineExtractor
+from graphseek.knowledge.graph.records import EntityRecord
+from graphseek.knowledge.graph.settings import GraphSettings, settings_of
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 from graphseek.knowledge.graph.text import stable_id
 from graphseek.knowledge.index import Index
@@ -190,13 +191,13 @@ def test_settings_validate_and_old_stores_align_records() -> None:
     class Old:
         manifest = {"settings": {"tau": 0.3, "vectors": "static"}}
 
-    old = _settings_of(Old())  # type: ignore[arg-type]
+    old = settings_of(Old())  # type: ignore[arg-type]
     assert (old.alignment, old.outside_window) == ("records", "records")
 
     class LastRelease:  # contextual, before outside_window existed: record strings for those
         manifest = {"settings": {"tau": 0.3, "vectors": "static", "alignment": "contextual"}}
 
-    assert _settings_of(LastRelease()).outside_window == "records"  # type: ignore[arg-type]
+    assert settings_of(LastRelease()).outside_window == "records"  # type: ignore[arg-type]
 
 
 def test_base_entities_without_a_mention_vector_merge_by_name_or_embed_their_record() -> None:
@@ -308,7 +309,7 @@ def test_contextual_update_and_delete_equal_a_rebuild(tiny_passages, tmp_path: P
 def test_a_build_runs_the_first_batches_ahead_with_the_same_result(
     tiny_passages: list[Passage], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import graphseek.knowledge.graph.build as build_module
+    import graphseek.knowledge.graph.run_ahead as run_ahead_module
     from graphseek.knowledge.embedder import SpanPass
 
     run_ahead = SpanPass.run_ahead
@@ -327,10 +328,10 @@ def test_a_build_runs_the_first_batches_ahead_with_the_same_result(
         return vectors[0], store
 
     monkeypatch.setattr(SpanPass, "run_ahead", one_batch_ahead)
-    monkeypatch.setattr(build_module, "AHEAD_MIN", 1)
+    monkeypatch.setattr(run_ahead_module, "AHEAD_MIN", 1)
     ahead_vectors, ahead = build("ahead")
     assert ran == [1]
-    monkeypatch.setattr(build_module, "AHEAD_MIN", 10**9)
+    monkeypatch.setattr(run_ahead_module, "AHEAD_MIN", 10**9)
     plain_vectors, plain = build("plain")
     assert ran == [1]
     np.testing.assert_array_equal(ahead_vectors, plain_vectors)

@@ -328,7 +328,7 @@ def test_ctrl_c_during_extraction_waits_for_the_run_ahead_thread(
     instead of exit 130. An interrupted build waits for the batch under way."""
     import threading
 
-    import graphseek.knowledge.graph.build as build_module
+    import graphseek.knowledge.graph.run_ahead as run_ahead_module
     from graphseek.knowledge.embedder import SpanPass
     from graphseek.knowledge.graph import build_graph
     from graphseek.knowledge.graph.offline import OfflineExtractor
@@ -345,7 +345,7 @@ def test_ctrl_c_during_extraction_waits_for_the_run_ahead_thread(
         threading.Timer(0.2, release.set).start()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(build_module, "AHEAD_MIN", 1)
+    monkeypatch.setattr(run_ahead_module, "AHEAD_MIN", 1)
     monkeypatch.setattr(SpanPass, "run_ahead", slow_batch)
     monkeypatch.setattr(OfflineExtractor, "extract", interrupted)
     with pytest.raises(KeyboardInterrupt):

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, align
-from graphseek.knowledge.graph.align import exact_groups, radius_pairs, types_compatible
+from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, candidates
+from graphseek.knowledge.graph.candidates import radius_pairs
+from graphseek.knowledge.graph.exact import exact_groups
+from graphseek.knowledge.graph.records import types_compatible
 from graphseek.knowledge.graph.text import (
     is_acronym_of,
     names_match,
@@ -228,7 +230,7 @@ def test_a_few_queries_against_many_vectors_stay_exact(monkeypatch) -> None:  # 
     def no_hnsw(*args: object) -> None:
         raise AssertionError("an HNSW graph was built for 3 queries")
 
-    monkeypatch.setattr(align, "hnsw_neighbours", no_hnsw)
+    monkeypatch.setattr(candidates, "hnsw_neighbours", no_hnsw)
     assert exact and radius_pairs(vectors, few, 0.25, 5, exact_max=200) == exact  # 3 x 3,200
     with pytest.raises(AssertionError, match="HNSW"):  # every query: 3,200^2 > 200^2 pairs
         radius_pairs(vectors, list(range(len(vectors))), 0.25, 5, exact_max=200)
@@ -236,7 +238,7 @@ def test_a_few_queries_against_many_vectors_stay_exact(monkeypatch) -> None:  # 
 
 def test_alignment_above_the_exact_limit_gives_the_same_entities(embed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     exact = Aligner(embed=embed).align(CURRY_AND_NEW_YORK)
-    monkeypatch.setattr(align, "EXACT_PAIRS_MAX", 0)  # every search goes through HNSW
+    monkeypatch.setattr(candidates, "EXACT_PAIRS_MAX", 0)  # every search goes through HNSW
     approx = Aligner(embed=embed).align(CURRY_AND_NEW_YORK)
     assert [e.model_dump() for e in approx.entities] == [e.model_dump() for e in exact.entities]
     assert approx.pairs == exact.pairs
@@ -271,7 +273,7 @@ def test_every_row_search_computes_each_pair_once_and_finds_what_per_query_searc
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
     lims, sims, found = index.range_search(vectors, 0.75 - 1e-6)
-    rows = list(align._exact_radius_all(vectors, 0.75 - 1e-6, block=256))  # 8 blocks
+    rows = list(candidates._exact_radius_all(vectors, 0.75 - 1e-6, block=256))  # 8 blocks
     assert len(rows) == len(vectors)
     for i, (cand, sim) in enumerate(rows):
         lo, hi = lims[i], lims[i + 1]

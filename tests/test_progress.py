@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphseek.knowledge import progress
-from graphseek.knowledge.graph import build as graph_build
+from graphseek.knowledge.graph import vectors as graph_vectors
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.loaders import load_corpus
 
@@ -51,7 +51,7 @@ def test_bars_only_on_a_terminal_or_with_verbose(
 
 def _build(tmp_path: Path, stderr: io.StringIO, monkeypatch: pytest.MonkeyPatch, **kw: bool) -> str:
     monkeypatch.setattr("sys.stderr", stderr)
-    monkeypatch.setattr(graph_build, "STAGE_BAR_MIN", 1)  # the demo corpus is small
+    monkeypatch.setattr(graph_vectors, "STAGE_BAR_MIN", 1)  # the demo corpus is small
     Index.build(DEMO, tmp_path / "index", graph=True, **kw)
     return stderr.getvalue()
 

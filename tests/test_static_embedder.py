@@ -13,8 +13,9 @@ import pytest
 
 from graphseek.knowledge import static_embedder as static_module
 from graphseek.knowledge.embedder import load_tokenizer, model_dir
-from graphseek.knowledge.graph.build import VECTOR_SPACES, GraphSettings, entity_text
+from graphseek.knowledge.graph.settings import VECTOR_SPACES, GraphSettings
 from graphseek.knowledge.graph.store import vector_space
+from graphseek.knowledge.graph.vectors import entity_text
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.static_embedder import StaticEncoder, distill, get_static_encoder
 

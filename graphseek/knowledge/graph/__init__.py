@@ -13,14 +13,9 @@ Update: `add_passages(dir, passages)`, `delete_passages(dir, ids)`. Statistics: 
 `format_stats`.
 """
 
-from graphseek.knowledge.graph.align import Aligner, AlignmentCache, MergeGroups, types_compatible
+from graphseek.knowledge.graph.align import Aligner, AlignmentCache, MergeGroups
 from graphseek.knowledge.graph.base import Coreferencer, Extractor, IdentityCoreferencer
-from graphseek.knowledge.graph.build import (
-    GraphSettings,
-    add_passages,
-    build_graph,
-    delete_passages,
-)
+from graphseek.knowledge.graph.build import add_passages, build_graph, delete_passages
 from graphseek.knowledge.graph.coref import RuleCoreferencer
 from graphseek.knowledge.graph.llm import HiGraExtraction, LLMExtractor
 from graphseek.knowledge.graph.models import (
@@ -40,6 +35,8 @@ from graphseek.knowledge.graph.models import (
 )
 from graphseek.knowledge.graph.offline import OfflineExtractor
 from graphseek.knowledge.graph.openie import OpenIEImporter, OpenIEStats
+from graphseek.knowledge.graph.records import types_compatible
+from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stats import format_stats, graph_stats
 from graphseek.knowledge.graph.store import GraphStore, SQLiteGraphStore
 

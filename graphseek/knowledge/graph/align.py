@@ -38,8 +38,8 @@ the response cache).
 from __future__ import annotations
 
 import logging
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,240 +47,24 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from graphseek.knowledge.background import Background
+from graphseek.knowledge.graph.candidates import name_pairs, radius_pairs, variant_pairs
 from graphseek.knowledge.graph.contextual import base_vectors
-from graphseek.knowledge.graph.models import CONCEPT, UNTYPED, Entity, Mention
-from graphseek.knowledge.graph.text import names_match, normalize_name, stable_id
+from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
+from graphseek.knowledge.graph.models import Entity, Mention
+from graphseek.knowledge.graph.records import (
+    GENERIC_TYPES,
+    EntityRecord,
+    aggregate,
+    any_name_match,
+    describe,
+    generic_may_join,
+    types_compatible,
+)
+from graphseek.knowledge.graph.text import normalize_name, stable_id
 
 log = logging.getLogger(__name__)
 
-GENERIC_TYPES = frozenset({CONCEPT, UNTYPED})
-#: NER labels that may name the same referent when a tagger hesitates between them
-TYPE_FAMILIES: dict[str, str] = {
-    "PERSON": "person",
-    "ORG": "org",
-    "GPE": "place",
-    "LOC": "place",
-    "FAC": "place",
-    "WORK_OF_ART": "work",
-    "PRODUCT": "work",
-    "LAW": "work",
-    "EVENT": "event",
-    "DATE": "time",
-    "TIME": "time",
-}
-#: types whose near-duplicates are different values, never worth a "similar" edge
-VALUE_TYPES = frozenset({"DATE", "TIME", "MONEY", "PERCENT", "QUANTITY", "CARDINAL", "ORDINAL"})
-
 Embed = Callable[[Sequence[str]], np.ndarray]
-
-
-class UnionFind:
-    """Union-find over 0..n-1 with path halving; `groups()` lists members in index order."""
-
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-
-    def find(self, x: int) -> int:
-        parent = self.parent
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            if rb < ra:
-                ra, rb = rb, ra
-            self.parent[rb] = ra
-
-    def groups(self) -> list[list[int]]:
-        out: dict[int, list[int]] = defaultdict(list)
-        for i in range(len(self.parent)):
-            out[self.find(i)].append(i)
-        return sorted(out.values(), key=lambda g: g[0])
-
-
-# -- records ------------------------------------------------------------------------------------
-
-
-@dataclass
-class EntityRecord:
-    """Aggregated attributes of a group of mentions (a base or a final entity)."""
-
-    name: str
-    aliases: list[str]
-    description: str
-    types: list[str]
-    mention_ids: list[str]
-    passage_ids: list[str]
-
-    @property
-    def names(self) -> list[str]:
-        return [self.name, *self.aliases]
-
-    def embedding_text(self) -> str:
-        """``"name; alias, alias; TYPE, TYPE"`` (the text semantic merging embeds)."""
-        parts = [self.name]
-        if self.aliases:
-            parts.append(", ".join(self.aliases[:8]))
-        parts.append(", ".join(self.types))
-        return "; ".join(parts)
-
-
-def aggregate(mentions: Sequence[Mention]) -> EntityRecord:
-    """Name = the most frequent surface of the most frequent name key (ties: longer, then
-    alphabetical); aliases = every other surface, one per key; types by frequency (``CONCEPT``
-    and ``ENTITY`` dropped when a specific type is present); description = the most frequent.
-    (Counts in plain dicts: called once per base and per final entity, tens of thousands of
-    times a build, where `Counter` objects cost more than the counting.)"""
-    key_counts: dict[str, int] = {}
-    surfaces: dict[str, dict[str, int]] = {}
-    for m in mentions:
-        key = _name_key(m.name)
-        key_counts[key] = key_counts.get(key, 0) + 1
-        counts = surfaces.setdefault(key, {})
-        counts[m.name] = counts.get(m.name, 0) + 1
-    best_key = min(key_counts.items(), key=_frequent_longer)[0]
-    name = _most_frequent({s: c for s, c in surfaces[best_key].items() if s})
-    alias_keys: dict[str, dict[str, int]] = {}
-    for m in mentions:
-        for surface in (m.name, *m.aliases):
-            key = _name_key(surface)
-            if key != best_key:
-                counts = alias_keys.setdefault(key, {})
-                counts[surface] = counts.get(surface, 0) + 1
-    aliases = [min(alias_keys[key].items(), key=_frequent_first)[0] for key in sorted(alias_keys)]
-    type_counts: dict[str, int] = {}
-    for m in mentions:
-        for t in m.types:
-            type_counts[t] = type_counts.get(t, 0) + 1
-    types = [t for t, _ in sorted(type_counts.items(), key=_frequent_first)]
-    specific = [t for t in types if t not in GENERIC_TYPES]
-    types = specific or types or [UNTYPED]
-    descriptions: dict[str, int] = {}
-    for m in mentions:
-        if m.description:
-            descriptions[m.description] = descriptions.get(m.description, 0) + 1
-    return EntityRecord(
-        name=name,
-        aliases=aliases,
-        description=_most_frequent(descriptions),
-        types=types,
-        mention_ids=sorted(m.id for m in mentions),
-        passage_ids=sorted({m.passage_id for m in mentions}),
-    )
-
-
-def _name_key(surface: str) -> str:
-    return normalize_name(surface) or surface.lower()
-
-
-def _frequent_longer(item: tuple[str, int]) -> tuple[int, int, str]:
-    return -item[1], -len(item[0]), item[0]
-
-
-def _frequent_first(item: tuple[str, int]) -> tuple[int, str]:
-    return -item[1], item[0]
-
-
-def _most_frequent(counts: dict[str, int]) -> str:
-    """The most frequent of counted non-empty values; ties go to the longer, then the
-    alphabetically first ("" when there is none)."""
-    return min(counts.items(), key=_frequent_longer)[0] if counts else ""
-
-
-def types_compatible(a: Iterable[str], b: Iterable[str]) -> bool:
-    """Shared type, same NER family, or one side only generic (``CONCEPT``/``ENTITY``)."""
-    ta, tb = set(a), set(b)
-    if not ta or not tb or ta & tb:
-        return True
-    if ta <= GENERIC_TYPES or tb <= GENERIC_TYPES:
-        return True
-    fa = {TYPE_FAMILIES[t] for t in ta if t in TYPE_FAMILIES}
-    fb = {TYPE_FAMILIES[t] for t in tb if t in TYPE_FAMILIES}
-    return bool(fa & fb)
-
-
-def _looks_proper(name: str) -> bool:
-    first = next((c for c in name if c.isalpha()), "")
-    return first.isupper()
-
-
-def _generic_may_join(a: EntityRecord, b: EntityRecord) -> bool:
-    """A generic-only entity (a noun chunk) joins a typed one only when its name looks like a
-    proper name: "Lothair II" missed by the tagger, not "film director" mis-tagged PERSON."""
-    ga, gb = set(a.types) <= GENERIC_TYPES, set(b.types) <= GENERIC_TYPES
-    if ga == gb:
-        return True
-    generic = a if ga else b
-    return _looks_proper(generic.name)
-
-
-def any_name_match(a: EntityRecord, b: EntityRecord, limit: int = 10) -> bool:
-    return any(names_match(x, y) for x in a.names[:limit] for y in b.names[:limit])
-
-
-# -- exact merging ------------------------------------------------------------------------------
-
-
-def _bucket_types(members: Sequence[Mention]) -> list[str]:
-    """The types a passage-level group is bucketed under: all its types when its mentions agree
-    (their type sets pairwise intersect), else its most frequent type; generic types only when
-    no specific type is present."""
-    sets = [set(m.types or [UNTYPED]) for m in members]
-    specific = [t - GENERIC_TYPES for t in sets if t - GENERIC_TYPES]
-    if not specific:
-        return sorted(set().union(*sets))
-    if all(a & b for n, a in enumerate(specific) for b in specific[n + 1 :]):
-        return sorted(set().union(*specific))
-    counts = Counter(t for types in specific for t in types)
-    return [min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]]
-
-
-def exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
-    """Groups of mention indices merged by HiGra's exact-match rule (shared key and type).
-
-    One sense per discourse first: mentions of one passage sharing a name or alias key are one
-    entity whatever their types (a tagger calling "Akron" GPE in one sentence and ORG in the
-    next). Such a passage group then takes part in the global rule with *one* type set
-    (`_bucket_types`), so a tagging error cannot chain every GPE "Akron" to every ORG "Akron"
-    of the corpus."""
-    keys = [{normalize_name(s) for s in (m.name, *m.aliases)} - {""} for m in mentions]
-    local = UnionFind(len(mentions))
-    seen: dict[tuple[str, str], int] = {}
-    for i, m in enumerate(mentions):
-        for key in keys[i]:
-            j = seen.setdefault((m.passage_id, key), i)
-            if j != i:
-                local.union(i, j)
-    uf = UnionFind(len(mentions))
-    first: dict[tuple[str, str], int] = {}
-    for group in local.groups():
-        head = group[0]
-        for i in group[1:]:
-            uf.union(head, i)
-        group_keys = set().union(*(keys[i] for i in group))
-        for key in group_keys:
-            for t in _bucket_types([mentions[i] for i in group]):
-                j = first.setdefault((key, t), head)
-                if j != head:
-                    uf.union(head, j)
-    return uf.groups()
-
-
-def raw_entity_count(mentions: Sequence[Mention]) -> tuple[int, list[int]]:
-    """Entities before alignment: one per distinct (normalised name, type set). Returns the
-    count and each mention's raw node index."""
-    index: dict[tuple[str, tuple[str, ...]], int] = {}
-    nodes = []
-    for m in mentions:
-        key = (normalize_name(m.name) or m.name.lower(), tuple(sorted(set(m.types))))
-        nodes.append(index.setdefault(key, len(index)))
-    return len(index), nodes
-
-
-# -- semantic merging ---------------------------------------------------------------------------
 
 
 class MergeGroups(BaseModel):
@@ -332,186 +116,6 @@ def cached_encode(texts: Sequence[str], embed: Embed, cache: dict[str, np.ndarra
     return np.stack([cache[t] for t in texts]).astype(np.float32, copy=False)
 
 
-EXACT_PAIRS_MAX = 100_000
-"""Up to this many base entities, semantic-merge candidates come from an exact search, which
-compares every pair: n^2 work, 40-50 CPU s at the 63K base entities of the 2Wiki corpus, about
-750 at 254K and hours at the ~1M of a 100K-passage corpus. Above it they come from an HNSW graph
-(`hnsw_neighbours`: 142 CPU s at 254K and 601 at 1M, finding 99.3% and 97.9% of the exact
-pairs). `benchmarks/alignment_scaling.py` prints both."""
-HNSW_LINKS = 32
-"""Links per vector of the approximate search's HNSW graph (FAISS `IndexHNSWFlat`)."""
-HNSW_BUILD_DEPTH = 40
-"""Candidates kept while the HNSW graph is built (``efConstruction``)."""
-HNSW_SEARCH_DEPTH = 64
-"""Candidates kept per query while it searches (``efSearch``; at least the neighbours asked)."""
-
-
-def radius_pairs(
-    vectors: np.ndarray,
-    queries: Sequence[int],
-    tau: float,
-    max_neighbors: int,
-    *,
-    exact_max: int | None = None,
-) -> dict[tuple[int, int], float]:
-    """Index pairs (i < j) with cosine >= 1 - tau, i or j in `queries`; at most `max_neighbors`
-    (the nearest) per query. Exact while it compares at most `exact_max`² pairs (default
-    `EXACT_PAIRS_MAX`): every pair of up to `exact_max` vectors, or a few queries against many
-    more vectors (an update of a large store, where building an HNSW graph over all of them
-    would cost more than the exact search); above, the nearest come from `hnsw_neighbours`
-    (approximate: a few pairs are missed)."""
-    out: dict[tuple[int, int], float] = {}
-    if len(vectors) < 2 or not queries:
-        return out
-    data = np.ascontiguousarray(vectors, dtype=np.float32)
-    q = np.asarray(queries, dtype=np.int64)
-    threshold = 1.0 - tau - 1e-6
-    limit = EXACT_PAIRS_MAX if exact_max is None else exact_max
-    if len(q) * len(data) <= limit * limit:
-        rows = _exact_radius(data, q, threshold)
-    else:
-        rows = hnsw_neighbours(data, q, max_neighbors + 1, threshold)
-    for i, (cand, sim) in zip(q.tolist(), rows, strict=True):
-        order = np.lexsort((cand, -sim))
-        kept = 0
-        for k in order.tolist():
-            j = int(cand[k])
-            if j == i:
-                continue
-            pair = (i, j) if i < j else (j, i)
-            out.setdefault(pair, float(sim[k]))
-            kept += 1
-            if kept >= max_neighbors:
-                break
-    return out
-
-
-def _exact_radius(
-    data: np.ndarray, queries: np.ndarray, threshold: float
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Per query, in order: every row with inner product >= `threshold` (ids, similarities).
-    Searched 4,096 queries at a time, so only one block's results are held (every row as a
-    query: `_exact_radius_all`)."""
-    import faiss
-
-    if len(queries) == len(data) and bool((queries == np.arange(len(data))).all()):
-        yield from _exact_radius_all(data, threshold)
-        return
-    index = faiss.IndexFlatIP(data.shape[1])
-    index.add(data)
-    for start in range(0, len(queries), 4096):
-        ids = queries[start : start + 4096]
-        lims, sims, found = index.range_search(data[ids], threshold)
-        for r in range(len(ids)):
-            yield found[lims[r] : lims[r + 1]], sims[lims[r] : lims[r + 1]]
-
-
-def _exact_radius_all(
-    data: np.ndarray, threshold: float, block: int = 4096
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """`_exact_radius` with every row as a query, each pair's inner product computed once (half
-    the work of searching every row against every row): rows ``[s, e)`` are searched against
-    rows ``s..`` only, and a hit beyond the block is also a hit of that row's list."""
-    import faiss
-
-    n = len(data)
-    rows: list[np.ndarray] = []
-    cands: list[np.ndarray] = []
-    sims: list[np.ndarray] = []
-    for start in range(0, n, block):
-        stop = min(n, start + block)
-        index = faiss.IndexFlatIP(data.shape[1])
-        index.add(data[start:])
-        lims, found_sims, found = index.range_search(data[start:stop], threshold)
-        query = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(lims).astype(np.int64))
-        found = found.astype(np.int64) + start
-        beyond = found >= stop
-        rows += [query, found[beyond]]
-        cands += [found, query[beyond]]
-        sims += [found_sims, found_sims[beyond]]
-    row = np.concatenate(rows)
-    order = np.argsort(row, kind="stable")
-    row, cand, sim = row[order], np.concatenate(cands)[order], np.concatenate(sims)[order]
-    bounds = np.searchsorted(row, np.arange(n + 1))
-    for i in range(n):
-        yield cand[bounds[i] : bounds[i + 1]], sim[bounds[i] : bounds[i + 1]]
-
-
-def hnsw_neighbours(
-    data: np.ndarray, queries: np.ndarray, k: int, threshold: float
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Per query: its `k` nearest rows with inner product >= `threshold` (ids, similarities),
-    from a FAISS HNSW graph over `data` (approximate: a near pair can be missed; the
-    similarities of what it finds are exact). Building and searching grow as n log n."""
-    import faiss
-
-    index = faiss.IndexHNSWFlat(data.shape[1], HNSW_LINKS, faiss.METRIC_INNER_PRODUCT)
-    index.hnsw.efConstruction = HNSW_BUILD_DEPTH
-    index.add(data)
-    index.hnsw.efSearch = max(HNSW_SEARCH_DEPTH, k)
-    for start in range(0, len(queries), 4096):
-        ids = queries[start : start + 4096]
-        sims, found = index.search(data[ids], k)
-        for row in range(len(ids)):
-            keep = (found[row] >= 0) & (sims[row] >= threshold)
-            yield found[row][keep], sims[row][keep]
-
-
-def _blocked_pairs(
-    keys: Sequence[set[Any]],
-    queries: Sequence[int],
-    max_group: int,
-    accept: Callable[[int, int], bool] | None = None,
-) -> set[tuple[int, int]]:
-    """Index pairs (i < j) of items sharing a blocking key (`keys[k]`: item k's keys), i or j
-    in `queries`, that `accept` (when given) accepts. Keys of more than `max_group` items are
-    skipped."""
-    by_key: dict[Any, list[int]] = defaultdict(list)
-    for k, found in enumerate(keys):
-        for key in found:
-            by_key[key].append(k)
-    out: set[tuple[int, int]] = set()
-    for i in queries:
-        for key in keys[i]:
-            group = by_key[key]
-            if len(group) > max_group:
-                continue
-            for j in group:
-                pair = (i, j) if i < j else (j, i)
-                if j != i and pair not in out and (accept is None or accept(i, j)):
-                    out.add(pair)
-    return out
-
-
-def name_pairs(
-    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
-) -> set[tuple[int, int]]:
-    """Index pairs (i < j) of base entities sharing a normalised name or alias (their types
-    differ, or exact merging would have joined them), i or j in `queries`. Keys shared by more
-    than `max_group` entities are skipped."""
-    keys = [{normalize_name(n) for n in record.names} - {""} for record in base]
-    return _blocked_pairs(keys, queries, max_group)
-
-
-def variant_pairs(
-    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
-) -> set[tuple[int, int]]:
-    """Index pairs (i < j) of multi-word base entities whose names are variants of each other
-    (`any_name_match`: ``"Steph Curry"``/``"Stephen Curry"``), i or j in `queries`. Candidates
-    come from blocks of names with the same word count and the same word at one position;
-    blocks of more than `max_group` entities are skipped. Contextual vectors place a name's
-    variants apart when their passages differ; this finds the variants record vectors did."""
-    keys: list[set[tuple[int, int, str]]] = []
-    for record in base:
-        found: set[tuple[int, int, str]] = set()
-        for name in record.names[:10]:
-            words = normalize_name(name).split()
-            if len(words) > 1:
-                found.update((len(words), p, w) for p, w in enumerate(words) if len(w) >= 3)
-        keys.append(found)
-    return _blocked_pairs(keys, queries, max_group, lambda i, j: any_name_match(base[i], base[j]))
-
-
 def ambiguous_generics(
     base: Sequence[EntityRecord],
     position: dict[str, int],
@@ -555,18 +159,6 @@ def clusters_of(pairs: Iterable[tuple[int, int]], max_size: int) -> list[list[in
             if len(chunk) > 1:
                 out.append(chunk)
     return out
-
-
-def describe(records: Sequence[EntityRecord]) -> str:
-    """The entity listing the merge and link prompts show."""
-    lines = []
-    for n, r in enumerate(records, 1):
-        aliases = ", ".join(r.aliases[:8]) or "-"
-        lines.append(
-            f"{n}. name={r.name}; aliases={aliases}; types={', '.join(r.types)}; "
-            f"description={r.description or '-'}"
-        )
-    return "\n".join(lines)
 
 
 class Aligner:
@@ -748,7 +340,7 @@ class Aligner:
             ra, rb = base[position[a]], base[position[b]]
             ok = (
                 types_compatible(ra.types, rb.types)
-                and _generic_may_join(ra, rb)
+                and generic_may_join(ra, rb)
                 and any_name_match(ra, rb)
             )
             out[(a, b)] = (sim, ok)

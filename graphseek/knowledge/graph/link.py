@@ -32,14 +32,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from graphseek.knowledge.graph.align import (
-    GENERIC_TYPES,
-    VALUE_TYPES,
-    EntityRecord,
-    clusters_of,
-    describe,
-)
+from graphseek.knowledge.graph.align import clusters_of
 from graphseek.knowledge.graph.models import Entity, Extraction, Relation
+from graphseek.knowledge.graph.records import GENERIC_TYPES, VALUE_TYPES, EntityRecord, describe
 from graphseek.knowledge.graph.text import normalize_text, stable_id, top_common_words
 from graphseek.knowledge.passages import Passage
 

@@ -1,0 +1,300 @@
+"""Phases 2-5 of a graph build: extracted passages to the `GraphData` a store writes.
+
+Alignment, entity-entity and entity-passage linking, hyperedges and topics, the stored vectors
+and the manifest's counts (the phases: `graphseek.knowledge.graph.build`)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+from scipy.sparse import csgraph
+from scipy.sparse import csr_matrix as _csr
+
+from graphseek.knowledge.background import Background
+from graphseek.knowledge.graph.align import Aligner, cached_encode
+from graphseek.knowledge.graph.clock import Clock
+from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
+from graphseek.knowledge.graph.link import (
+    cooccurrence_edges,
+    cooccurring_pairs,
+    match_passages,
+    predicted_edges,
+    relation_id,
+    similarity_edges,
+)
+from graphseek.knowledge.graph.models import Extraction, Relation
+from graphseek.knowledge.graph.records import GENERIC_TYPES
+from graphseek.knowledge.graph.settings import GraphSettings
+from graphseek.knowledge.graph.store import GraphData, build_matrices
+from graphseek.knowledge.graph.vectors import (
+    Embed,
+    StageEmbed,
+    VectorCache,
+    entity_text,
+    hyperedge_text,
+    relation_text,
+    set_stage,
+    string_embed,
+)
+from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.progress import bar as progress_bar
+
+
+def _components(n: int, edges: Iterable[tuple[int, int]]) -> int:
+    if n == 0:
+        return 0
+    rows, cols = [], []
+    for a, b in edges:
+        rows.append(a)
+        cols.append(b)
+    matrix = _csr((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
+    count, _ = csgraph.connected_components(matrix, directed=False)
+    return int(count)
+
+
+def assemble(
+    passages: Sequence[Passage],
+    extractions: Sequence[Extraction],
+    settings: GraphSettings,
+    *,
+    embed: Embed,
+    model: Any = None,
+    cache: VectorCache | None = None,
+    max_concurrency: int = 8,
+    show_progress: bool = False,
+    timings: dict[str, Any] | None = None,
+) -> GraphData:
+    """Phases 2-5 over extracted passages (see the module docstring)."""
+    timings = timings if timings is not None else {}
+    if cache is None:
+        cache = VectorCache.fresh(settings)
+    strings = string_embed(settings, embed)
+    n_passages = len(passages)
+
+    # Phase 2: alignment
+    clock = Clock()
+    set_stage(embed, "aligning entities")
+    mentions = [m for x in extractions for m in x.mentions]
+    aligner = Aligner(
+        embed=embed,
+        tau=settings.radius,
+        max_neighbors=settings.max_neighbors,
+        description_min=settings.description_min,
+        model=model,
+        max_cluster_size=settings.max_cluster_size,
+        max_concurrency=max_concurrency,
+        show_progress=show_progress,
+        embed_outside=settings.outside_window != "names",
+    )
+    contextual = settings.alignment == "contextual"
+    # record strings show MiniLM's "aligning entities" bar; contextual vectors need their own
+    with progress_bar("aligning entities", 1, show_progress and contextual, unit="step") as step:
+        aligned = aligner.align(mentions, cache.alignment, cache.mentions if contextual else None)
+        step.update(1)
+    entities = aligned.entities
+    by_id = {e.id: e for e in entities}
+    mention_entity = aligned.mention_entity
+    clock.record(timings, "align", n_passages)
+
+    # The static encoder (tokenizer, sums) and k-means mostly run with the GIL released, so
+    # they go to a background thread while linking's Python runs here (static vectors only: a
+    # caller's `embed` need not be thread-safe). Stage seconds are this thread's wall time.
+    threaded = bool(getattr(strings, "thread_safe", False))
+    entity_job = Background(
+        lambda: cached_encode([entity_text(e) for e in entities], strings, cache.vectors),
+        thread=threaded,
+    )
+    # hyperedges need only the alignment: their vectors and k-means start now, so k-means
+    # overlaps linking too (the topics stage below waits for them and adds the keywords)
+    topic_clock = Clock()
+    hyperedges = build_hyperedges(
+        extractions, mention_entity, min_entities=settings.min_hyperedge_entities
+    )
+
+    def hyperedge_topics() -> tuple[np.ndarray, np.ndarray]:
+        vectors = cached_encode([hyperedge_text(h) for h in hyperedges], strings, cache.vectors)
+        return vectors, cluster_topics(vectors, settings.seed)
+
+    topic_job = Background(hyperedge_topics) if threaded else None
+    topic_clock.pause()
+
+    # Phase 3: entity-entity linking
+    clock = Clock()
+    set_stage(embed, "linking")
+    linking = progress_bar("linking", 2, show_progress, unit="step")
+    support: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    for x in extractions:
+        for r in x.relations:
+            s, t = mention_entity.get(r.source), mention_entity.get(r.target)
+            label = " ".join(r.label.lower().split())
+            if s is None or t is None or s == t or not label:
+                continue
+            support[(s, label, t)][r.passage_id] += 1
+    relations = [
+        Relation(
+            id=relation_id(s, label, t),
+            source=s,
+            label=label,
+            target=t,
+            passage_ids=sorted(pids),
+            weight=float(sum(pids.values())),
+            kind="extracted",
+        )
+        for (s, label, t), pids in sorted(support.items())
+    ]
+    named = {e.id for e in entities if not set(e.types) <= GENERIC_TYPES}
+    relations += cooccurrence_edges(
+        extractions,
+        {mid: eid for mid, eid in mention_entity.items() if eid in named},
+        scope=settings.cooccurrence,
+    )
+    base_entity = dict(zip(aligned.base_ids, aligned.base_entity, strict=True))
+    llm_usage: dict[str, Any] = {}
+    if aligned.llm_usage is not None:
+        llm_usage["align"] = aligned.llm_usage.usage.model_dump()
+    if model is None:
+        relations += similarity_edges(
+            aligned.pairs, base_entity, by_id, max_per_entity=settings.max_similar
+        )
+    else:
+        predicted, meter = predicted_edges(
+            aligned.pairs,
+            base_entity,
+            by_id,
+            model,
+            max_cluster_size=settings.max_cluster_size,
+            max_concurrency=max_concurrency,
+            show_progress=show_progress,
+        )
+        known = {r.id for r in relations}
+        relations += [r for r in predicted if r.id not in known]
+        llm_usage["link"] = meter.usage.model_dump()
+    relations.sort(key=lambda r: r.id)
+    clock.record(timings, "link_entities", n_passages)
+    linking.update(1)
+
+    # Phase 4: entity-passage linking
+    clock = Clock()
+    links: dict[str, dict[str, str]] = defaultdict(dict)
+    for e in entities:
+        for pid in e.passage_ids:
+            links[e.id][pid] = "mention"
+    matched, report = match_passages(
+        entities, passages, theta=settings.theta, top_k_common=settings.top_k_common
+    )
+    for eid, pids in matched.items():
+        for pid in pids:
+            links[eid].setdefault(pid, "match")
+    clock.record(timings, "link_passages", n_passages)
+    linking.update(1)
+    linking.close()
+
+    # hyperedges and topics (vectors and clusters begun above with static vectors, here with
+    # MiniLM's; keywords below)
+    topic_clock.resume()
+    set_stage(embed, "topics")
+    # MiniLM shows its own "topics" bar over the hyperedges it embeds; static vectors do not
+    steps = progress_bar(
+        "topics", 2, show_progress and not isinstance(strings, StageEmbed), unit="step"
+    )
+    if topic_job is None:
+        topic_job = Background(hyperedge_topics, thread=False)
+    topic_clock.pause()
+
+    # embeddings of entities (begun above) and relations
+    clock = Clock()
+    set_stage(embed, "embedding graph")
+    names = {e.id: e.name for e in entities}
+    embedded = (
+        [r for r in relations if r.kind in ("extracted", "predicted")]
+        if settings.embed_relations
+        else []
+    )
+    relation_vectors = cached_encode(
+        [relation_text(r, names) for r in embedded], strings, cache.vectors
+    )
+    entity_vectors = entity_job.result()
+    clock.record(timings, "embed", n_passages)
+
+    topic_clock.resume()
+    hyper_vectors, labels = topic_job.result()
+    steps.update(1)
+    hyperedges, topics = assign_topics(
+        hyperedges,
+        hyper_vectors,
+        seed=settings.seed,
+        keywords=settings.topic_keywords,
+        labels=labels,
+    )
+    steps.update(1)
+    steps.close()
+    topic_clock.record(timings, "hyperedges_topics", n_passages)
+
+    # statistics for the manifest: components before and after alignment
+    raw_nodes = dict(zip(sorted(m.id for m in mentions), aligned.raw_nodes, strict=True))
+    raw_edges: list[tuple[int, int]] = []
+    for x in extractions:
+        for raw in x.relations:
+            if raw.source in raw_nodes and raw.target in raw_nodes:
+                raw_edges.append((raw_nodes[raw.source], raw_nodes[raw.target]))
+    typed = {m.id for m in mentions if not set(m.types) <= GENERIC_TYPES}
+    raw_mention_entity = {mid: str(node) for mid, node in raw_nodes.items() if mid in typed}
+    for a, b in cooccurring_pairs(extractions, raw_mention_entity, scope=settings.cooccurrence):
+        raw_edges.append((int(a), int(b)))
+    adjacency, _, _ = build_matrices([e.id for e in entities], [], relations, {})
+    counts = {
+        "passages": n_passages,
+        "entities": len(entities),
+        "relations": len(relations),
+        "relations_by_kind": dict(Counter(r.kind for r in relations)),
+        "hyperedges": len(hyperedges),
+        "topics": len(topics),
+        "entity_passage_links": sum(len(v) for v in links.values()),
+        "match_links": sum(1 for v in links.values() for k in v.values() if k == "match"),
+    }
+    alignment: dict[str, float] = dict(aligned.counts)
+    before, after = alignment["before_alignment"], alignment["after_semantic"]
+    alignment["reduction_pct"] = round(100.0 * (before - after) / before, 2) if before else 0.0
+    components = {
+        "before_alignment": _components(int(alignment["before_alignment"]), raw_edges),
+        "after_alignment": int(csgraph.connected_components(adjacency, directed=False)[0])
+        if len(entities)
+        else 0,
+    }
+    manifest = {
+        "settings": asdict(settings),
+        "counts": counts,
+        "alignment": alignment,
+        "components": components,
+        "passage_matcher": report.model_dump(),
+        "timings": timings,
+        "llm_usage": llm_usage,
+    }
+    return GraphData(
+        passages=list(passages),
+        extractions=list(extractions),
+        entities=entities,
+        relations=relations,
+        entity_passages=dict(links),
+        hyperedges=hyperedges,
+        topics=topics,
+        entity_vectors=entity_vectors,
+        relation_vector_ids=[r.id for r in embedded],
+        relation_vectors=relation_vectors,
+        hyperedge_vectors=hyper_vectors,
+        base_ids=aligned.base_ids,
+        base_texts=aligned.base_texts,
+        base_entity=aligned.base_entity,
+        base_vectors=aligned.base_vectors,
+        pairs=aligned.pairs,
+        mention_entity=mention_entity,
+        mention_base=aligned.mention_base,
+        mention_vectors={m.id: cache.mentions[m.id] for m in mentions if m.id in cache.mentions}
+        if contextual
+        else {},
+        manifest=manifest,
+    )

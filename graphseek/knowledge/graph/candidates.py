@@ -1,0 +1,196 @@
+"""Semantic merging's candidate pairs: base entities near in vector space, or sharing a name.
+
+Near: within cosine distance `tau` (`radius_pairs`: an exact FAISS range search, or above
+`EXACT_PAIRS_MAX` base entities an approximate HNSW one). By name: a shared normalised name or
+alias (`name_pairs`), or multi-word names that are variants of each other (`variant_pairs`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from graphseek.knowledge.graph.records import EntityRecord, any_name_match
+from graphseek.knowledge.graph.text import normalize_name
+
+EXACT_PAIRS_MAX = 100_000
+"""Up to this many base entities, semantic-merge candidates come from an exact search, which
+compares every pair: n^2 work, 40-50 CPU s at the 63K base entities of the 2Wiki corpus, about
+750 at 254K and hours at the ~1M of a 100K-passage corpus. Above it they come from an HNSW graph
+(`hnsw_neighbours`: 142 CPU s at 254K and 601 at 1M, finding 99.3% and 97.9% of the exact
+pairs). `benchmarks/alignment_scaling.py` prints both."""
+HNSW_LINKS = 32
+"""Links per vector of the approximate search's HNSW graph (FAISS `IndexHNSWFlat`)."""
+HNSW_BUILD_DEPTH = 40
+"""Candidates kept while the HNSW graph is built (``efConstruction``)."""
+HNSW_SEARCH_DEPTH = 64
+"""Candidates kept per query while it searches (``efSearch``; at least the neighbours asked)."""
+
+
+def radius_pairs(
+    vectors: np.ndarray,
+    queries: Sequence[int],
+    tau: float,
+    max_neighbors: int,
+    *,
+    exact_max: int | None = None,
+) -> dict[tuple[int, int], float]:
+    """Index pairs (i < j) with cosine >= 1 - tau, i or j in `queries`; at most `max_neighbors`
+    (the nearest) per query. Exact while it compares at most `exact_max`² pairs (default
+    `EXACT_PAIRS_MAX`): every pair of up to `exact_max` vectors, or a few queries against many
+    more vectors (an update of a large store, where building an HNSW graph over all of them
+    would cost more than the exact search); above, the nearest come from `hnsw_neighbours`
+    (approximate: a few pairs are missed)."""
+    out: dict[tuple[int, int], float] = {}
+    if len(vectors) < 2 or not queries:
+        return out
+    data = np.ascontiguousarray(vectors, dtype=np.float32)
+    q = np.asarray(queries, dtype=np.int64)
+    threshold = 1.0 - tau - 1e-6
+    limit = EXACT_PAIRS_MAX if exact_max is None else exact_max
+    if len(q) * len(data) <= limit * limit:
+        rows = _exact_radius(data, q, threshold)
+    else:
+        rows = hnsw_neighbours(data, q, max_neighbors + 1, threshold)
+    for i, (cand, sim) in zip(q.tolist(), rows, strict=True):
+        order = np.lexsort((cand, -sim))
+        kept = 0
+        for k in order.tolist():
+            j = int(cand[k])
+            if j == i:
+                continue
+            pair = (i, j) if i < j else (j, i)
+            out.setdefault(pair, float(sim[k]))
+            kept += 1
+            if kept >= max_neighbors:
+                break
+    return out
+
+
+def _exact_radius(
+    data: np.ndarray, queries: np.ndarray, threshold: float
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per query, in order: every row with inner product >= `threshold` (ids, similarities).
+    Searched 4,096 queries at a time, so only one block's results are held (every row as a
+    query: `_exact_radius_all`)."""
+    import faiss
+
+    if len(queries) == len(data) and bool((queries == np.arange(len(data))).all()):
+        yield from _exact_radius_all(data, threshold)
+        return
+    index = faiss.IndexFlatIP(data.shape[1])
+    index.add(data)
+    for start in range(0, len(queries), 4096):
+        ids = queries[start : start + 4096]
+        lims, sims, found = index.range_search(data[ids], threshold)
+        for r in range(len(ids)):
+            yield found[lims[r] : lims[r + 1]], sims[lims[r] : lims[r + 1]]
+
+
+def _exact_radius_all(
+    data: np.ndarray, threshold: float, block: int = 4096
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """`_exact_radius` with every row as a query, each pair's inner product computed once (half
+    the work of searching every row against every row): rows ``[s, e)`` are searched against
+    rows ``s..`` only, and a hit beyond the block is also a hit of that row's list."""
+    import faiss
+
+    n = len(data)
+    rows: list[np.ndarray] = []
+    cands: list[np.ndarray] = []
+    sims: list[np.ndarray] = []
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        index = faiss.IndexFlatIP(data.shape[1])
+        index.add(data[start:])
+        lims, found_sims, found = index.range_search(data[start:stop], threshold)
+        query = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(lims).astype(np.int64))
+        found = found.astype(np.int64) + start
+        beyond = found >= stop
+        rows += [query, found[beyond]]
+        cands += [found, query[beyond]]
+        sims += [found_sims, found_sims[beyond]]
+    row = np.concatenate(rows)
+    order = np.argsort(row, kind="stable")
+    row, cand, sim = row[order], np.concatenate(cands)[order], np.concatenate(sims)[order]
+    bounds = np.searchsorted(row, np.arange(n + 1))
+    for i in range(n):
+        yield cand[bounds[i] : bounds[i + 1]], sim[bounds[i] : bounds[i + 1]]
+
+
+def hnsw_neighbours(
+    data: np.ndarray, queries: np.ndarray, k: int, threshold: float
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per query: its `k` nearest rows with inner product >= `threshold` (ids, similarities),
+    from a FAISS HNSW graph over `data` (approximate: a near pair can be missed; the
+    similarities of what it finds are exact). Building and searching grow as n log n."""
+    import faiss
+
+    index = faiss.IndexHNSWFlat(data.shape[1], HNSW_LINKS, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_BUILD_DEPTH
+    index.add(data)
+    index.hnsw.efSearch = max(HNSW_SEARCH_DEPTH, k)
+    for start in range(0, len(queries), 4096):
+        ids = queries[start : start + 4096]
+        sims, found = index.search(data[ids], k)
+        for row in range(len(ids)):
+            keep = (found[row] >= 0) & (sims[row] >= threshold)
+            yield found[row][keep], sims[row][keep]
+
+
+def _blocked_pairs(
+    keys: Sequence[set[Any]],
+    queries: Sequence[int],
+    max_group: int,
+    accept: Callable[[int, int], bool] | None = None,
+) -> set[tuple[int, int]]:
+    """Index pairs (i < j) of items sharing a blocking key (`keys[k]`: item k's keys), i or j
+    in `queries`, that `accept` (when given) accepts. Keys of more than `max_group` items are
+    skipped."""
+    by_key: dict[Any, list[int]] = defaultdict(list)
+    for k, found in enumerate(keys):
+        for key in found:
+            by_key[key].append(k)
+    out: set[tuple[int, int]] = set()
+    for i in queries:
+        for key in keys[i]:
+            group = by_key[key]
+            if len(group) > max_group:
+                continue
+            for j in group:
+                pair = (i, j) if i < j else (j, i)
+                if j != i and pair not in out and (accept is None or accept(i, j)):
+                    out.add(pair)
+    return out
+
+
+def name_pairs(
+    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
+) -> set[tuple[int, int]]:
+    """Index pairs (i < j) of base entities sharing a normalised name or alias (their types
+    differ, or exact merging would have joined them), i or j in `queries`. Keys shared by more
+    than `max_group` entities are skipped."""
+    keys = [{normalize_name(n) for n in record.names} - {""} for record in base]
+    return _blocked_pairs(keys, queries, max_group)
+
+
+def variant_pairs(
+    base: Sequence[EntityRecord], queries: Sequence[int], max_group: int
+) -> set[tuple[int, int]]:
+    """Index pairs (i < j) of multi-word base entities whose names are variants of each other
+    (`any_name_match`: ``"Steph Curry"``/``"Stephen Curry"``), i or j in `queries`. Candidates
+    come from blocks of names with the same word count and the same word at one position;
+    blocks of more than `max_group` entities are skipped. Contextual vectors place a name's
+    variants apart when their passages differ; this finds the variants record vectors did."""
+    keys: list[set[tuple[int, int, str]]] = []
+    for record in base:
+        found: set[tuple[int, int, str]] = set()
+        for name in record.names[:10]:
+            words = normalize_name(name).split()
+            if len(words) > 1:
+                found.update((len(words), p, w) for p, w in enumerate(words) if len(w) >= 3)
+        keys.append(found)
+    return _blocked_pairs(keys, queries, max_group, lambda i, j: any_name_match(base[i], base[j]))

@@ -1,0 +1,111 @@
+"""`GraphSettings`: how a graph is built, as saved in and read back from a store's manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphseek.errors import IndexFormatError
+from graphseek.knowledge.graph.contextual import ALIGNMENT_VECTORS
+from graphseek.knowledge.graph.store import SQLiteGraphStore
+
+VECTOR_SPACES = ("minilm", "static")
+"""How a graph embeds the strings it stores vectors of (entities, relations, hyperedge
+sentences): ``"minilm"`` runs the packaged MiniLM on each; ``"static"`` averages token vectors
+distilled from it (`graphseek.knowledge.static_embedder`), at a negligible cost per string.
+Semantic merging embeds base entities with MiniLM in both (its neighbourhoods shape the graph:
+static vectors there cost 1-2 points of HiGra Recall@5 on the 2Wiki dev questions)."""
+
+
+DEFAULT_TAU = {"contextual": 0.30, "records": 0.25}
+"""Semantic merging's radius per kind of alignment vector. Contextual vectors of one name spread
+more than its record strings' (the same 12K 2Wiki base entities have 2,679 pairs within cosine
+distance 0.25 contextually against 18,802 as records); 0.30 was the best of 0.25 / 0.30 / 0.35
+on the dev slices (2Wiki 0-199, MuSiQue train 0-199, docqa): HiGra and progressive Recall@5 and
+@10 no lower than with record strings at 0.25 on any of them (README, "Knowledge graph")."""
+
+
+OUTSIDE_WINDOW = ("names", "records")
+"""What semantic merging does with a base entity that has no contextual vector
+(`GraphSettings.outside_window`)."""
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    """Construction parameters, saved in the manifest and reused by incremental updates."""
+
+    tau: float | None = None
+    """Cluster radius of semantic merging, as cosine distance (candidates: cosine >= 1 - tau);
+    None takes the alignment's default, `DEFAULT_TAU` (the manifest records the value used)."""
+    theta: int = 100
+    """Phase 4: a name links to passages only if it occurs fewer than theta times in the corpus."""
+    top_k_common: int = 1000
+    """Phase 4: names that are one of the K most frequent corpus words never link."""
+    cooccurrence: str = "sentence"
+    """Offline Phase 3 co-occurrence scope: "sentence", "passage" or "none"."""
+    max_neighbors: int = 30
+    description_min: float = 0.2
+    max_similar: int = 5
+    max_cluster_size: int = 12
+    min_hyperedge_entities: int = 1
+    topic_keywords: int = 5
+    embed_relations: bool = True
+    seed: int = 0
+    vectors: str = "static"
+    """The space of the stored entity, relation and hyperedge vectors, one of `VECTOR_SPACES`
+    (a query is encoded in the same space when it is compared with them). Static by default:
+    a third less build time at 1,000 passages, with the same recall and answers on the dev
+    slices (README, "Command line"); stores written before the setting existed are MiniLM."""
+    alignment: str = "contextual"
+    """How semantic merging embeds base entities, one of `ALIGNMENT_VECTORS`: contextual
+    mention vectors from the passage pass (`graphseek.knowledge.graph.contextual`; no second
+    MiniLM pass), or each record string. Stores written before the setting existed (and builds
+    given a custom `embed`, which has no token states) use record strings."""
+
+    outside_window: str | None = None
+    """With contextual alignment, a base entity none of whose mentions has a contextual vector:
+    one of `OUTSIDE_WINDOW`. "names": it takes part in semantic merging through name
+    candidates only (`name_pairs`, `variant_pairs`); "records": it gets its record string's
+    MiniLM vector (a second encoder pass over those strings). None (the default) picks "names"
+    for the offline extractor, whose mentions point at their words, so such an entity is one
+    whose every mention lies past the encoder's 256-token window (10% of the base entities of
+    1,500 2Wiki passages; embedding their records cost about 10% of the passages' tokens, for
+    55 of 1,571 merges, and the dev slices' recall moved by 0.3 point at most without them); and
+    "records" for other extractors, whose names (an LLM's) may not occur in the passage at all.
+    The manifest records the value used; stores written before the setting existed use
+    "records"."""
+
+    def __post_init__(self) -> None:
+        if self.outside_window is not None and self.outside_window not in OUTSIDE_WINDOW:
+            raise ValueError(
+                f"unknown outside_window {self.outside_window!r}; "
+                f"choose {' or '.join(OUTSIDE_WINDOW)}"
+            )
+        if self.vectors not in VECTOR_SPACES:
+            raise ValueError(
+                f"unknown graph vectors {self.vectors!r}; choose {' or '.join(VECTOR_SPACES)}"
+            )
+        if self.alignment not in ALIGNMENT_VECTORS:
+            raise ValueError(
+                f"unknown alignment vectors {self.alignment!r}; "
+                f"choose {' or '.join(ALIGNMENT_VECTORS)}"
+            )
+        if self.tau is None:
+            object.__setattr__(self, "tau", DEFAULT_TAU[self.alignment])
+
+    @property
+    def radius(self) -> float:
+        """`tau`, resolved (never None after construction)."""
+        assert self.tau is not None
+        return self.tau
+
+
+def settings_of(store: SQLiteGraphStore) -> GraphSettings:
+    raw = store.manifest.get("settings") or {}
+    known = {k: v for k, v in raw.items() if k in GraphSettings.__dataclass_fields__}
+    known.setdefault("vectors", "minilm")  # stores written before the settings existed
+    known.setdefault("alignment", "records")
+    known.setdefault("outside_window", "records")
+    try:
+        return GraphSettings(**known)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - manifest edited by hand
+        raise IndexFormatError(f"bad settings in {store.dir}/manifest.json: {exc}") from exc

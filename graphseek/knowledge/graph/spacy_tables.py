@@ -1,0 +1,77 @@
+"""`SpacyTables`: part-of-speech and lemma lookups that stand in for spaCy's disabled pipes.
+
+`OfflineExtractor` runs without the ``attribute_ruler`` and ``lemmatizer`` pipes: tags are mapped
+to universal POS with the ruler's own table, and lemmas computed on demand, cached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SpacyTables:
+    """Per-pipeline lookups: fine tag -> universal POS (from the attribute ruler's own patterns
+    and its dependency rules), ruler lemma exceptions, rule lemmas cached, hash -> string."""
+
+    def __init__(self, nlp: Any) -> None:
+        self.strings = nlp.vocab.strings
+        self._str: dict[int, str] = {}
+        self.tag_pos: dict[str, str] = {}
+        self.pos_exceptions: dict[tuple[str, str], str] = {}
+        self.lemmas: dict[tuple[str, str], str] = {}
+        try:
+            self.lemmatizer: Any = nlp.get_pipe("lemmatizer")
+        except KeyError:  # pragma: no cover - every English pipeline has one
+            self.lemmatizer = None
+        try:
+            ruler = nlp.get_pipe("attribute_ruler")
+        except KeyError:  # pragma: no cover
+            return
+        for pattern in ruler.patterns:
+            pos, lemma = pattern["attrs"].get("POS"), pattern["attrs"].get("LEMMA")
+            for token_pattern in pattern["patterns"]:
+                if len(token_pattern) != 1:
+                    continue
+                spec = token_pattern[0]
+                if set(spec) == {"TAG"} and isinstance(spec["TAG"], str) and pos:
+                    self.tag_pos.setdefault(spec["TAG"], pos)
+                elif set(spec) == {"TAG", "LOWER"} and isinstance(spec["TAG"], str):
+                    lowers = spec["LOWER"]
+                    values = [lowers] if isinstance(lowers, str) else lowers.get("IN", [])
+                    for lower in values:
+                        if pos:
+                            self.pos_exceptions[(spec["TAG"], lower)] = pos
+                        if lemma:
+                            self.lemmas[(lower, spec["TAG"])] = lemma
+
+    def string(self, key: int) -> str:
+        value = self._str.get(key)
+        if value is None:
+            value = self.strings[key] if key else ""
+            self._str[key] = value
+        return value
+
+    def pos(self, tag: str, dep: str, lower: str) -> str:
+        if dep in ("aux", "auxpass") and tag != "TO":
+            return "AUX"
+        if tag in ("DT", "WDT") and dep not in ("det", "quantmod"):
+            return "PRON"
+        if tag == "IN" and dep == "mark":
+            return "SCONJ"
+        return self.pos_exceptions.get((tag, lower)) or self.tag_pos.get(tag, "X")
+
+    def lemma(self, doc: Any, i: int, lower: str, tag: str, pos: str) -> str:
+        key = (lower, tag)
+        lemma = self.lemmas.get(key)
+        if lemma is None:
+            lemma = lower
+            if self.lemmatizer is not None:
+                tok = doc[i]
+                tok.pos_ = pos
+                try:
+                    found = self.lemmatizer.rule_lemmatize(tok)
+                    lemma = (found[0] if found else lower).lower()
+                except Exception:  # pragma: no cover - lookup tables missing
+                    lemma = lower
+            self.lemmas[key] = lemma
+        return lemma
