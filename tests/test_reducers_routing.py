@@ -2,12 +2,15 @@
 
 from langgraph.types import Send
 
+from graphseek.graphs.common import abstain
 from graphseek.graphs.routing import (
     budget_exhausted,
     fill_placeholders,
     ready_steps,
     route_action,
+    route_escalation,
     route_plan,
+    route_unless_failed,
 )
 from graphseek.state import Context, EvidenceItem, Fact, Gap, SubQuestion, Usage
 from graphseek.state.reducers import (
@@ -94,3 +97,36 @@ def test_route_action():
     assert route_action({"question": "q", "next_action": "ask_librarian", "pending": []}) == (
         "finalize_answer"
     )
+
+
+def test_route_unless_failed_goes_on_until_a_node_gives_up():
+    route = route_unless_failed("decompose_question")
+    assert route.__name__ == "route_to_decompose_question"
+    assert route({"question": "q"}) == "decompose_question"
+    assert route({"question": "q", "next_action": "answer"}) == "decompose_question"
+    assert route({"question": "q", "next_action": "abstain"}) == "finalize_answer"
+    # the shared abstention update is what the router reads as giving up
+    update = abstain("decompose_question", "decomposer failed: x", usage=Usage(llm_calls=1))
+    assert update == {
+        "next_action": "abstain",
+        "abstain_reason": "decomposer failed: x",
+        "trace": ["decompose_question"],
+        "usage": Usage(llm_calls=1),
+    }
+    assert route({"question": "q", **update}) == "finalize_answer"
+
+
+def test_route_escalation_climbs_the_stages_once_each():
+    def after(stage, sufficient=False):
+        return route_escalation(
+            {"question": "q", "sufficient": sufficient, "diagnostics": {"stage_reached": stage}}
+        )
+
+    assert [after(s) for s in ("local", "bridge", "ppr")] == [
+        "retrieve_bridge",
+        "retrieve_ppr",
+        "generate_answer",
+    ]
+    assert after("local", sufficient=True) == "generate_answer"
+    assert route_escalation({"question": "q"}) == "generate_answer"  # no stage: answer
+    assert route_escalation({"question": "q", "next_action": "abstain"}) == "finalize_answer"
