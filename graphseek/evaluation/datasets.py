@@ -320,6 +320,35 @@ def _flag(missing: Sequence[str], n_gold: int, answerable: bool = True) -> tuple
     return False, ""
 
 
+def _question(
+    record: Mapping[str, Any],
+    qid: str,
+    gold_ids: list[str],
+    gold_titles: list[str],
+    missing: Sequence[str],
+    *,
+    type: str,
+    hops: int | None,
+    metadata: dict[str, Any],
+) -> EvalQuestion:
+    """The `EvalQuestion` of one record of any format: its answers (`_answers`), the gold
+    passages found, and a flag when some were not found or none are labelled (`_flag`)."""
+    answers = _answers(record)
+    flagged, reason = _flag(missing, len(gold_ids), bool(answers))
+    return EvalQuestion(
+        id=qid,
+        question=str(record["question"]),
+        answers=answers,
+        gold_passage_ids=gold_ids,
+        gold_titles=gold_titles,
+        flagged=flagged,
+        flag_reason=reason,
+        type=type,
+        hops=hops,
+        metadata=metadata,
+    )
+
+
 def _musique_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQuestion]:
     """MuSiQue-Ans / sample records: gold = paragraphs with is_supporting, on (title, text)."""
     ids = {p.id for p in corpus}
@@ -338,22 +367,10 @@ def _musique_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQu
                     gold_ids.append(pid)
             else:
                 missing.append(title)
-        answers = _answers(r)
-        flagged, reason = _flag(missing, len(gold_ids), bool(answers))
         qtype, hops = _musique_hops(qid, r)
+        meta = {"answerable": r.get("answerable", True)}
         out.append(
-            EvalQuestion(
-                id=qid,
-                question=str(r["question"]),
-                answers=answers,
-                gold_passage_ids=gold_ids,
-                gold_titles=gold_titles,
-                flagged=flagged,
-                flag_reason=reason,
-                type=qtype,
-                hops=hops,
-                metadata={"answerable": r.get("answerable", True)},
-            )
+            _question(r, qid, gold_ids, gold_titles, missing, type=qtype, hops=hops, metadata=meta)
         )
     return out
 
@@ -413,22 +430,11 @@ def _twowiki_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQu
                 gold_titles.append(p.title)
                 if p.id not in gold_ids:
                     gold_ids.append(p.id)
-        answers = _answers(r)
-        flagged, reason = _flag(missing, len(gold_ids), bool(answers))
         qtype = str(r.get("question_type") or r.get("type") or "")
+        hops = len(evidence) or None
+        meta = {"evidence": evidence}
         out.append(
-            EvalQuestion(
-                id=qid,
-                question=str(r["question"]),
-                answers=answers,
-                gold_passage_ids=gold_ids,
-                gold_titles=gold_titles,
-                flagged=flagged,
-                flag_reason=reason,
-                type=qtype,
-                hops=len(evidence) or None,
-                metadata={"evidence": evidence},
-            )
+            _question(r, qid, gold_ids, gold_titles, missing, type=qtype, hops=hops, metadata=meta)
         )
     return out
 
@@ -456,22 +462,10 @@ def _hotpot_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQue
                 missing.append(t)
             elif p.id not in gold_ids:
                 gold_ids.append(p.id)
-        answers = _answers(r)
-        flagged, reason = _flag(missing, len(gold_ids), bool(answers))
         meta = {k: r[k] for k in ("level", "supporting_facts", "bridge") if r.get(k) is not None}
+        qtype, hops = str(r.get("type", "")), len(titles) or None
         out.append(
-            EvalQuestion(
-                id=qid,
-                question=str(r["question"]),
-                answers=answers,
-                gold_passage_ids=gold_ids,
-                gold_titles=titles,
-                flagged=flagged,
-                flag_reason=reason,
-                type=str(r.get("type", "")),
-                hops=len(titles) or None,
-                metadata=meta,
-            )
+            _question(r, qid, gold_ids, titles, missing, type=qtype, hops=hops, metadata=meta)
         )
     return out
 
@@ -530,22 +524,10 @@ def _docs_questions(records: list[Any], corpus: list[Passage]) -> list[EvalQuest
             elif p.id not in gold_ids:
                 gold_ids.append(p.id)
                 gold_titles.append(p.title)
-        answers = _answers(r)
-        flagged, reason = _flag(missing, len(gold_ids), bool(answers))
         meta = {k: r[k] for k in ("bridge", "supporting") if r.get(k)}
+        qtype, hops = str(r.get("type", "")), len(supporting) or None
         out.append(
-            EvalQuestion(
-                id=qid,
-                question=str(r["question"]),
-                answers=answers,
-                gold_passage_ids=gold_ids,
-                gold_titles=gold_titles,
-                flagged=flagged,
-                flag_reason=reason,
-                type=str(r.get("type", "")),
-                hops=len(supporting) or None,
-                metadata=meta,
-            )
+            _question(r, qid, gold_ids, gold_titles, missing, type=qtype, hops=hops, metadata=meta)
         )
     return out
 
