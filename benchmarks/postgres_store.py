@@ -96,18 +96,17 @@ def write_directory(items: list[Passage], vectors: np.ndarray, path: Path) -> In
 
 def write_postgres(items: list[Passage], vectors: np.ndarray, uri: str) -> Any:
     from graphseek.knowledge import embedder as embedder_module
-    from graphseek.knowledge.postgres.index import (
-        PostgresIndex,
-        _manifest,
-        _write_all,
-        ensure_vector_extension,
-    )
+    from graphseek.knowledge.postgres.connection import ensure_vector_extension
+    from graphseek.knowledge.postgres.index import PostgresIndex
+    from graphseek.knowledge.postgres.tables import postgres_manifest, write_all
     from graphseek.knowledge.postgres.uri import parse_postgres_uri
 
     location = parse_postgres_uri(uri)
     ensure_vector_extension(location)
-    manifest = _manifest(items, embedder_module.get_embedder(), "bench", 0.0, False, location)
-    _write_all(location, items, vectors, None, manifest)
+    manifest = postgres_manifest(
+        items, embedder_module.get_embedder(), "bench", 0.0, False, location
+    )
+    write_all(location, items, vectors, None, manifest)
     return PostgresIndex.open(uri)
 
 
@@ -332,7 +331,7 @@ def main() -> None:
                   "(postgres: COPY + HNSW build + bm25s postings)")  # fmt: skip
             compare("synthetic", sdir, spg, squeries, ["bm25", "dense", "hybrid"], clients, args.k)
     finally:
-        from graphseek.knowledge.postgres.index import close_pools
+        from graphseek.knowledge.postgres.connection import close_pools
 
         close_pools()
         if server is not None:

@@ -482,7 +482,9 @@ def test_node_feature_and_neighbor_check() -> None:
 
 
 def test_index_without_graph_names_the_command(tiny_index: object) -> None:
-    with pytest.raises(GraphNotFoundError, match="graphseek index --graph"):
+    with pytest.raises(
+        GraphNotFoundError, match="has no knowledge graph; rebuild it with `graphseek index"
+    ):
         graph_view(tiny_index)
 
 

@@ -324,3 +324,54 @@ def test_dense_search_with_a_different_embedder_is_refused(
     assert index.search("Byron", method="bm25")
     with pytest.raises(IndexFormatError, match="embedded with all-MiniLM-L6-v2.*other"):
         index.search("Byron", method="hybrid")
+
+
+# ------------------------------------------------------------------------- storage registry
+
+
+def test_the_registry_chooses_the_backend_by_uri_scheme(tmp_path: Path) -> None:
+    from graphseek.knowledge import storage
+
+    assert storage.backend_for(tmp_path) is storage.DIRECTORY
+    assert storage.backend_for("relative/idx") is storage.DIRECTORY
+    assert storage.backend_for(f"file://{tmp_path}") is storage.DIRECTORY
+    assert storage.backend_for("postgresql://u@h/db?schema=x") is storage.POSTGRES
+    assert storage.backend_for("POSTGRES://h/db") is storage.POSTGRES
+    assert storage.local_path(f"file://{tmp_path}/idx") == tmp_path / "idx"
+    assert storage.POSTGRES.index_class().__name__ == "PostgresIndex"
+
+
+def test_an_unknown_scheme_is_one_line_naming_the_accepted_ones() -> None:
+    from graphseek.errors import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError) as err:
+        Index.open("postgresq://localhost/db")
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("Unknown index URI scheme 'postgresq'; did you mean 'postgresql'")
+    assert "a directory path, file://PATH or postgresql://" in message
+    with pytest.raises(InvalidRequestError, match="known index URI schemes: file, postgresql"):
+        Index.build(CORPUS_A, "s3://bucket/idx", show_progress=False)
+
+
+def test_a_file_uri_opens_the_directory_index(tiny_index: Index) -> None:
+    from graphseek.knowledge.storage import open_index
+
+    reopened = open_index(f"file://{tiny_index.path}")
+    assert type(reopened) is Index and reopened.path == tiny_index.path
+    assert [p.id for p in reopened.passages] == [p.id for p in tiny_index.passages]
+
+
+def test_both_backends_have_every_member_of_the_storage_protocol() -> None:
+    from graphseek.knowledge.postgres.index import PostgresIndex
+    from graphseek.knowledge.postgres.neighbourhood import PostgresNeighbourhood
+    from graphseek.knowledge.storage import IndexStore, NeighbourhoodReads
+
+    def members(protocol: type) -> set[str]:
+        return {
+            n for n in vars(protocol) if not n.startswith("_") or n in ("__len__", "__contains__")
+        } - {"__annotations__"}
+
+    for cls in (Index, PostgresIndex):
+        assert all(hasattr(cls, m) for m in members(IndexStore)), cls
+    assert all(hasattr(PostgresNeighbourhood, m) for m in members(NeighbourhoodReads))

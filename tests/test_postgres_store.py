@@ -70,7 +70,7 @@ def pg_server() -> Any:
         pytest.skip(f"embedded PostgreSQL could not start: {type(exc).__name__}: {exc}")
     yield server
     from graphseek.graphs import close_checkpointers
-    from graphseek.knowledge.postgres.index import close_pools
+    from graphseek.knowledge.postgres.connection import close_pools
 
     close_checkpointers()
     close_pools()
@@ -909,9 +909,9 @@ def test_dense_search_uses_hnsw_above_the_threshold(
     import psycopg
     from pgvector.psycopg import register_vector
 
-    from graphseek.knowledge.postgres import index as pg_module
+    from graphseek.knowledge.postgres import dense as pg_dense
 
-    monkeypatch.setattr(pg_module, "HNSW_THRESHOLD", 2)
+    monkeypatch.setattr(pg_dense, "HNSW_THRESHOLD", 2)
     assert pg_index._dense.kind == "pgvector-hnsw"
     for query in QUERIES:
         got = pg_index.search(query, k=3, method="dense")

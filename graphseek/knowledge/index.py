@@ -43,6 +43,7 @@ from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.loaders import load_corpus
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.sparse import BM25Index
+from graphseek.knowledge.storage import DIRECTORY, backend_for, local_path
 
 logger = logging.getLogger(__name__)
 
@@ -115,10 +116,12 @@ class Index:
         in the manifest, and the index is queried with it. The graph keeps its own vectors
         (static, from the packaged MiniLM) whichever embedder the passages use.
 
-        A ``postgresql://…?schema=NAME`` URI as `path` builds into PostgreSQL instead
+        `path` chooses the backend (`graphseek.knowledge.storage.backend_for`): a directory (or
+        ``file://`` URI) here, a ``postgresql://…?schema=NAME`` URI builds into PostgreSQL
         (`graphseek.knowledge.postgres.PostgresIndex`)."""
-        if _is_postgres_uri(path):
-            return _backend(path).build(  # type: ignore[no-any-return]
+        backend = backend_for(path)
+        if backend is not DIRECTORY:
+            return backend.index_class().build(  # type: ignore[no-any-return]
                 passages,
                 path,
                 show_progress=show_progress,
@@ -127,23 +130,26 @@ class Index:
                 graph_options=graph_options,
                 embedder=embedder,
             )
-        encoder = resolve_embedder(embedder)
-        if graph:
-            check_graph_options(encoder, graph_options)
-        items, source = read_passages(passages, show_progress)
-        target = Path(path).expanduser().absolute()
+        encoder, items, source = prepare_build(
+            passages,
+            embedder,
+            graph=graph,
+            graph_options=graph_options,
+            show_progress=show_progress,
+        )
+        target = local_path(path)
         _check_target(target)
         target.parent.mkdir(parents=True, exist_ok=True)
 
         started = time.perf_counter()
         with atomic_directory(target) as tmp:
-            # the graph first: its passage pass (for contextual alignment) gives the vectors
-            vectors = (
-                graph_pass_vectors(
-                    encoder, _build_graph(items, tmp / GRAPH_DIR, show_progress, graph_options)
-                )
-                if graph
-                else None
+            vectors = corpus_vectors(
+                encoder,
+                items,
+                tmp / GRAPH_DIR if graph else None,
+                graph_options,
+                batch_size=batch_size,
+                show_progress=show_progress,
             )
             bm25, dense, encoder = _write_stores(
                 items, tmp, show_progress, batch_size, vectors=vectors, encoder=encoder
@@ -165,14 +171,16 @@ class Index:
     @classmethod
     def open(cls, path: str | Path, *, embedder: str | TextEncoder | None = None) -> Index:
         """Open the index at `path`: reads the manifest and passages; nothing is re-embedded.
-        A ``postgresql://…`` URI opens a `PostgresIndex`.
+        `path` chooses the backend (`graphseek.knowledge.storage.backend_for`): a
+        ``postgresql://…`` URI opens a `PostgresIndex`.
 
         Queries are embedded with the embedder recorded at build time; `embedder` (a spec or
         an encoder) names one explicitly, and is refused (`IndexFormatError`, naming both) when
         it is not the recorded one."""
-        if _is_postgres_uri(path):
-            return _backend(path).open(path, embedder=embedder)  # type: ignore[no-any-return]
-        target = Path(path).expanduser().absolute()
+        backend = backend_for(path)
+        if backend is not DIRECTORY:
+            return backend.index_class().open(path, embedder=embedder)  # type: ignore[no-any-return]
+        target = local_path(path)
         recover(target)
         hint = "run `graphseek index` to build one"
         if not target.is_dir():
@@ -267,10 +275,16 @@ class Index:
 
     @cached_property
     def graph(self) -> Any:
-        """The knowledge-graph store (`SQLiteGraphStore`), opened on first use.
+        """The knowledge-graph store (`GraphStore`), opened on first use (`open_graph_store`).
 
         Raises `IndexNotFoundError` when the index was built without one."""
-        if not self.has_graph:
+        return self.open_graph_store()
+
+    def open_graph_store(self) -> Any:
+        """A new `SQLiteGraphStore` on this index's graph (the caller closes it);
+        `IndexNotFoundError` when the index has none, or an incomplete one."""
+        directory = self._path / GRAPH_DIR
+        if not directory.exists():
             raise IndexNotFoundError(
                 f"The index at {self._path} has no knowledge graph; rebuild it with "
                 "`graphseek index CORPUS --out DIR` (graphs are built unless --no-graph) or "
@@ -278,7 +292,13 @@ class Index:
             )
         from graphseek.knowledge.graph import SQLiteGraphStore
 
-        return SQLiteGraphStore.open(self._path / GRAPH_DIR)
+        try:
+            return SQLiteGraphStore.open(directory)
+        except IndexNotFoundError as exc:
+            raise IndexNotFoundError(
+                f"The index at {self._path} has no complete knowledge graph ({exc}); rebuild "
+                "it with `graphseek index`."
+            ) from exc
 
     def ensure_graph(
         self, *, show_progress: bool = False, graph_options: Mapping[str, Any] | None = None
@@ -318,27 +338,13 @@ class Index:
         new = [p for p in items if p.id not in self]
         if not new:
             return self
-        options = dict(graph_options or {})
-        from_graph: list[np.ndarray] = []
-
-        def update_graph(graph_dir: Path) -> None:
-            from graphseek.knowledge.graph import add_passages
-
-            add_passages(
-                graph_dir,
-                new,
-                show_progress=show_progress,
-                on_passage_vectors=from_graph.append,
-                **options,
-            )
+        update = GraphAddition(new, graph_options, show_progress)
 
         def all_vectors() -> np.ndarray:
-            # the graph update's passage pass (contextual alignment), else one of our own
-            computed = graph_pass_vectors(self._encoder, from_graph[0] if from_graph else None)
-            vectors = passage_vectors(self._encoder, new, computed, batch_size, show_progress)
+            vectors = update.vectors(self._encoder, batch_size)
             return np.vstack([np.asarray(self.embeddings), vectors]).astype(np.float32)
 
-        return self._rewrite(self._passages + new, all_vectors, update_graph, show_progress)
+        return self._rewrite(self._passages + new, all_vectors, update, show_progress)
 
     def delete_documents(self, passage_ids: Iterable[str], *, show_progress: bool = False) -> Index:
         """Remove passages by id, and from the graph every entity, relation and hyperedge only
@@ -347,23 +353,31 @@ class Index:
         again); returns it."""
         _check_unchanged(self._path, self._manifest)  # fail fast; again under the lock
         drop = set(passage_ids)
-        unknown = sorted(drop - set(self._by_id))
-        if unknown:
-            raise KeyError(f"No passages with ids {unknown[:5]} in the index at {self._path}")
-        if not drop:
+        keep = self._kept_positions(drop)
+        if keep is None:
             return self
-        keep = [i for i, p in enumerate(self._passages) if p.id not in drop]
-        if not keep:
-            raise CorpusError("Deleting these passages would leave the index empty.")
         vectors = np.asarray(self.embeddings)[keep]
 
         def update_graph(graph_dir: Path) -> None:
-            from graphseek.knowledge.graph import delete_passages
-
-            delete_passages(graph_dir, drop, show_progress=show_progress)
+            delete_from_graph(graph_dir, drop, show_progress)
 
         items = [self._passages[i] for i in keep]
         return self._rewrite(items, lambda: vectors, update_graph, show_progress)
+
+    def _kept_positions(self, drop: set[str]) -> list[int] | None:
+        """The positions of the passages a deletion of `drop` keeps (None: nothing to delete);
+        `KeyError` for unknown ids, `CorpusError` when none would be left."""
+        unknown = sorted(drop - set(self._by_id))
+        if unknown:
+            raise KeyError(
+                f"No passages with ids {unknown[:5]} in the index at {self.location_text}"
+            )
+        if not drop:
+            return None
+        keep = [i for i, p in enumerate(self._passages) if p.id not in drop]
+        if not keep:
+            raise CorpusError("Deleting these passages would leave the index empty.")
+        return keep
 
     def _rewrite(
         self,
@@ -401,6 +415,11 @@ class Index:
         self._passages = items
         self._by_id = {p.id: i for i, p in enumerate(items)}
         self.__dict__.update(_bm25=bm25, _dense=dense, _encoder=encoder)
+        return self
+
+    def sync(self) -> Index:
+        """This index (a directory index is not changed under an open object: a writer swaps in
+        a new directory, which `Index.open` reads)."""
         return self
 
     def _close_graph(self) -> None:
@@ -516,28 +535,6 @@ class Index:
 # ---------------------------------------------------------------------------------- helpers
 
 
-#: index backends other than a directory, by URI scheme -> (module, class); imported on first use
-#: (like `graphseek.tools.retrievers.LAZY_RETRIEVERS`), so this module does not import them and
-#: they can subclass `Index`
-URI_BACKENDS: dict[str, tuple[str, str]] = {
-    "postgresql": ("graphseek.knowledge.postgres.index", "PostgresIndex"),
-    "postgres": ("graphseek.knowledge.postgres.index", "PostgresIndex"),
-}
-
-
-def _is_postgres_uri(path: object) -> bool:
-    from graphseek.knowledge.postgres.uri import is_postgres_uri
-
-    return is_postgres_uri(path)
-
-
-def _backend(uri: str | Path) -> Any:
-    import importlib
-
-    module, name = URI_BACKENDS[str(uri).split("://", 1)[0].lower()]
-    return getattr(importlib.import_module(module), name)
-
-
 def read_passages(
     passages: Iterable[Passage] | str | Path, show_progress: bool = True
 ) -> tuple[list[Passage], str]:
@@ -556,6 +553,82 @@ def read_passages(
         items = list(passages)
     _check_passages(items)
     return items, source
+
+
+def prepare_build(
+    passages: Iterable[Passage] | str | Path,
+    embedder: str | TextEncoder | None,
+    *,
+    graph: bool,
+    graph_options: Mapping[str, Any] | None,
+    show_progress: bool,
+) -> tuple[TextEncoder, list[Passage], str]:
+    """What every backend's build starts with: the encoder (`resolve_embedder`), the graph
+    options checked against it, and the passages (`read_passages`) with their source."""
+    encoder = resolve_embedder(embedder)
+    if graph:
+        check_graph_options(encoder, graph_options)
+    items, source = read_passages(passages, show_progress)
+    return encoder, items, source
+
+
+def corpus_vectors(
+    encoder: TextEncoder,
+    items: list[Passage],
+    graph_dir: Path | None,
+    graph_options: Mapping[str, Any] | None,
+    *,
+    batch_size: int,
+    show_progress: bool,
+) -> np.ndarray:
+    """The vectors of a corpus being built, after building its graph into `graph_dir` (None:
+    no graph) first: the graph's passage pass (contextual alignment) gives the vectors when the
+    encoder is the packaged MiniLM, else they are encoded here."""
+    computed = None
+    if graph_dir is not None:
+        computed = graph_pass_vectors(
+            encoder, _build_graph(items, graph_dir, show_progress, graph_options)
+        )
+    return passage_vectors(encoder, items, computed, batch_size, show_progress)
+
+
+class GraphAddition:
+    """Adding `new` passages to a graph (`graphseek.knowledge.graph.add_passages`), then their
+    vectors: the graph update's passage pass (contextual alignment) when it ran and the
+    encoder is MiniLM, else encoded (`vectors`). Both backends' `add_documents` use it."""
+
+    def __init__(
+        self,
+        new: list[Passage],
+        graph_options: Mapping[str, Any] | None,
+        show_progress: bool,
+    ) -> None:
+        self.new = new
+        self.options = dict(graph_options or {})
+        self.show_progress = show_progress
+        self.from_graph: list[np.ndarray] = []
+
+    def __call__(self, graph_dir: Path) -> None:
+        from graphseek.knowledge.graph import add_passages
+
+        add_passages(
+            graph_dir,
+            self.new,
+            show_progress=self.show_progress,
+            on_passage_vectors=self.from_graph.append,
+            **self.options,
+        )
+
+    def vectors(self, encoder: TextEncoder, batch_size: int) -> np.ndarray:
+        computed = graph_pass_vectors(encoder, self.from_graph[0] if self.from_graph else None)
+        return passage_vectors(encoder, self.new, computed, batch_size, self.show_progress)
+
+
+def delete_from_graph(graph_dir: Path, drop: set[str], show_progress: bool) -> None:
+    """Remove passages `drop` from the graph in `graph_dir`, with what only they supported."""
+    from graphseek.knowledge.graph import delete_passages
+
+    delete_passages(graph_dir, drop, show_progress=show_progress)
 
 
 def _check_passages(items: list[Any]) -> None:
@@ -682,16 +755,15 @@ def _build_graph(
     return vectors[0] if vectors else None
 
 
-def _manifest(
-    items: list[Passage],
-    bm25: BM25Index,
+def manifest_record(
+    items: Sequence[Passage],
     encoder: TextEncoder,
     source: str,
     seconds: float,
-    directory: Path,
+    **backend: Any,
 ) -> dict[str, Any]:
-    import faiss
-
+    """An index manifest: what every backend records (format, counts, embedder, fusion, a new
+    revision), with the backend's own fields (`backend`: its stores)."""
     from graphseek.version import __version__
 
     return {
@@ -706,19 +778,38 @@ def _manifest(
             "sources": len({p.source for p in items}),
         },
         "embedder": embedders.embedder_record(encoder),
-        "bm25": bm25.params,
-        "dense": {
+        **backend,
+        "fusion": {"method": "rrf", "k": RRF_K, "depth": "max(4k, 20)"},
+        "build_seconds": round(seconds, 3),
+        "revision": uuid.uuid4().hex,
+    }
+
+
+def _manifest(
+    items: list[Passage],
+    bm25: BM25Index,
+    encoder: TextEncoder,
+    source: str,
+    seconds: float,
+    directory: Path,
+) -> dict[str, Any]:
+    import faiss
+
+    return manifest_record(
+        items,
+        encoder,
+        source,
+        seconds,
+        bm25=bm25.params,
+        dense={
             "implementation": "faiss",
             "version": faiss.__version__,
             "index": "IndexHNSWFlat" if len(items) > HNSW_THRESHOLD else "IndexFlatIP",
             "metric": "inner_product",
         },
-        "fusion": {"method": "rrf", "k": RRF_K, "depth": "max(4k, 20)"},
-        "files": {"passages": PASSAGES_FILE, "bm25": BM25_DIR, "dense": DENSE_DIR},
-        "graph": (directory / GRAPH_DIR / "manifest.json").is_file(),
-        "build_seconds": round(seconds, 3),
-        "revision": uuid.uuid4().hex,
-    }
+        files={"passages": PASSAGES_FILE, "bm25": BM25_DIR, "dense": DENSE_DIR},
+        graph=(directory / GRAPH_DIR / "manifest.json").is_file(),
+    )
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -251,7 +251,10 @@ class Context:
 
 
 def _is_uri(path: str) -> bool:
-    return path.split("://", 1)[0].lower() in ("postgresql", "postgres") and "://" in path
+    """Whether `path` names a server by a URI (its scheme is checked when the index opens,
+    `graphseek.knowledge.storage.backend_for`); ``file://`` and plain paths are directories."""
+    scheme, sep, _ = path.partition("://")
+    return bool(sep) and scheme.isidentifier() and scheme.lower() != "file"
 
 
 def index_base_dir() -> Path:
@@ -262,8 +265,10 @@ def index_base_dir() -> Path:
 
 
 def resolve_index_path(path: str | os.PathLike[str]) -> Path:
-    """An index path made absolute: `~` expanded, a relative path joined to `index_base_dir()`."""
-    p = Path(path).expanduser()
+    """An index path made absolute: a ``file://`` prefix dropped, `~` expanded, a relative path
+    joined to `index_base_dir()`."""
+    text = os.fspath(path)
+    p = Path(text[len("file://") :] if text.lower().startswith("file://") else text).expanduser()
     return p if p.is_absolute() else (index_base_dir() / p).resolve()
 
 

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from graphseek.errors import IndexNotFoundError
 from graphseek.knowledge.graph.store import vector_space
+from graphseek.knowledge.storage import reads_neighbourhoods
 from graphseek.tools.graph_arrays import (
     SIMILARITY_RRF_K,
     GraphText,
@@ -97,7 +98,7 @@ __all__ = [
 
 
 class GraphNotFoundError(IndexNotFoundError):
-    """The index has no knowledge graph (build one with ``graphseek index --graph``)."""
+    """The index has no knowledge graph (build one with ``graphseek index``, which builds graphs unless ``--no-graph``)."""
 
 
 # -- loading from an index ------------------------------------------------------------------------
@@ -111,19 +112,12 @@ def revision_of(index: Any) -> str:
     return str(getattr(index, "revision", ""))
 
 
-def reads_neighbourhoods(index: Any) -> bool:
-    """Whether the index serves its graph one neighbourhood at a time (PostgreSQL): then the
-    retrievers and tools read what each query touches instead of loading the graph
-    (`graphseek.tools.neighbourhood`)."""
-    return callable(getattr(index, "graph_neighbourhood", None))
-
-
 def graph_view(index: Any) -> GraphView:
     """The knowledge graph of `index` as a `GraphView` (loaded once per index object and
     revision: after `index.add_documents` / `delete_documents` it is loaded again).
 
     Raises `GraphNotFoundError` when the index has no graph (build it with
-    ``graphseek index --graph``).
+    ``graphseek index``).
     """
     if isinstance(index, GraphView):
         return index
@@ -143,39 +137,21 @@ def set_graph_view(index: Any, view: GraphView) -> None:
 
 
 def load_graph_view(index: Any) -> GraphView:
-    """Read the graph store under ``index.dir_for("graph")`` (or the one `open_graph_store()`
-    returns, for an index stored elsewhere, e.g. PostgreSQL) into a `GraphView`."""
+    """Read the graph store of `index` (`IndexStore.open_graph_store`, either backend) into a
+    `GraphView`. (When the index serves neighbourhoods, `graphseek.tools.neighbourhood` reads
+    per query instead.)"""
     opener = getattr(index, "open_graph_store", None)
-    if opener is not None:
-        try:
-            store = opener()
-        except IndexNotFoundError as exc:
-            raise GraphNotFoundError(str(exc)) from exc
-        try:
-            return view_of_store(store, source=str(index.path))
-        finally:
-            store.close()
-    directory = index.dir_for("graph")
-    if not directory.exists():
+    if opener is None:  # not an `IndexStore` (a stand-in with passages only)
         raise GraphNotFoundError(
-            f"The index at {index.path} has no knowledge graph ({directory} does not exist); "
-            "build one with `graphseek index --graph`."
+            f"The index at {getattr(index, 'path', index)} has no knowledge graph; "
+            "build one with `graphseek index` (graphs are built unless --no-graph)."
         )
-    return _load_store(index, directory)
-
-
-def _load_store(index: Any, directory: Any) -> GraphView:
-    from graphseek.knowledge.graph.store import SQLiteGraphStore
-
     try:
-        store = SQLiteGraphStore.open(directory)
+        store = opener()
     except IndexNotFoundError as exc:
-        raise GraphNotFoundError(
-            f"The index at {index.path} has no complete knowledge graph ({exc}); "
-            "build one with `graphseek index --graph`."
-        ) from exc
+        raise GraphNotFoundError(str(exc)) from exc
     try:
-        return view_of_store(store, source=str(directory))
+        return view_of_store(store, source=str(index.path))
     finally:
         store.close()
 

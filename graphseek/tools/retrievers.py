@@ -121,10 +121,10 @@ def _open_index(path: str, stamp: tuple[int, int]) -> Any:
 
 
 @lru_cache(maxsize=8)
-def _open_postgres(uri: str) -> Any:
-    from graphseek.knowledge.postgres.index import PostgresIndex
+def _open_remote(uri: str) -> Any:
+    from graphseek.knowledge.storage import open_index
 
-    return PostgresIndex.open(uri)
+    return open_index(uri)
 
 
 def _manifest_stamp(path: str) -> tuple[int, int]:
@@ -146,10 +146,16 @@ def resolve_index(context: Any) -> Any:
     client) when no index is named or the path holds no readable index."""
     if context.index is not None:
         return context.index
+    from graphseek.knowledge.storage import backend_for
+
     raw = getattr(context, "index_path", "")
-    if raw and str(raw).split("://", 1)[0] in ("postgresql", "postgres"):
+    try:
+        local = backend_for(raw).local if raw else True
+    except GraphseekError as exc:  # an unknown URI scheme
+        raise ContextError(f"index_path: {exc}") from exc
+    if not local:
         try:  # one open index per URI, brought up to the stored revision for each run
-            return _open_postgres(str(raw)).sync()
+            return _open_remote(str(raw)).sync()
         except (GraphseekError, OSError, ValueError) as exc:  # the message names no password
             raise ContextError(f"index_path: {str(exc).rstrip('.')}.") from exc
     if raw:

@@ -2,9 +2,13 @@
 knowledge graph in tables, and the index metadata, all in one schema of one database, chosen by a
 URI such as ``postgresql://user@host:5432/db?schema=myindex``.
 
-`graphseek.knowledge.index.Index.build` / `Index.open` dispatch here when given such a URI; the
-directory backend stays the default. See `graphseek.knowledge.postgres.index` for the storage
-protocol both backends implement and for how reads and writes stay consistent.
+The storage registry (`graphseek.knowledge.storage.backend_for`) chooses this backend for such
+a URI (`Index.build` / `Index.open` go through it); the directory backend stays the default.
+Modules: `index` (`PostgresIndex`, the `IndexStore` protocol over tables, and how reads and
+writes stay consistent), `connection` (connections, pools, snapshots, the advisory lock),
+`tables` (state, manifest, passages, BM25 postings, rebuilds, migrations), `dense` (pgvector
+search), `graph` (the knowledge graph in tables), `neighbourhood` (per-query graph reads),
+`schema` (DDL and migrations), `uri` (parsing the URI).
 
 psycopg, psycopg-pool and pgvector are imported only when a Postgres URI is used.
 """

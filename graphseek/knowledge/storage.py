@@ -1,0 +1,214 @@
+"""The storage interface: what retrieval needs from an index, and the registry picking a backend.
+
+Two backends store an index: a directory (`graphseek.knowledge.index.Index`: SQLite and files,
+the default) and PostgreSQL (`graphseek.knowledge.postgres.index.PostgresIndex`: pgvector,
+tables). Both implement `IndexStore`; everything above them (passage search, the graph
+retrievers and tools, the workflows) is written once against it:
+
+- `IndexStore`: passages in corpus order, lookups by id, dense / sparse / hybrid search, the
+  embeddings and the embedder, a manifest with a revision, the knowledge graph as a
+  `GraphStore` (`open_graph_store`, loaded whole into a `GraphView` by
+  `graphseek.tools.graph_access`), `sync` (take what another writer committed), and
+  `add_documents` / `delete_documents` / `ensure_graph`.
+- `NeighbourhoodReads`: an index that can also serve its graph one neighbourhood at a time
+  (`index.graph_neighbourhood()`, PostgreSQL) is read per query by
+  `graphseek.tools.neighbourhood` instead of being loaded whole.
+
+The registry (`BACKENDS`) maps a URI scheme to its backend: a plain path or ``file://`` is a
+directory, ``postgresql://`` / ``postgres://`` is PostgreSQL; any other scheme is refused with
+one line naming the accepted ones (`backend_for`). `build_index` and `open_index` dispatch
+through it; `Index.build` / `Index.open`, the CLI and the retrievers call them. Backends are
+imported on first use by module name, so this module imports neither.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from graphseek.errors import InvalidRequestError
+from graphseek.knowledge.passages import Hit, Passage
+
+# -- the protocols --------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class IndexStore(Protocol):
+    """A passage index with its graph, as every algorithm above storage uses it."""
+
+    @property
+    def manifest(self) -> dict[str, Any]: ...
+    @property
+    def passages(self) -> list[Passage]: ...
+    @property
+    def revision(self) -> str: ...
+    @property
+    def location_text(self) -> str: ...
+    @property
+    def embeddings(self) -> np.ndarray: ...
+    @property
+    def embedder(self) -> Any: ...
+    @property
+    def has_graph(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, passage_id: object) -> bool: ...
+    def get(self, passage_id: str) -> Passage: ...
+    def position(self, passage_id: str) -> int: ...
+    def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray: ...
+    def search(self, query: str, k: int = 5, method: Any = "hybrid") -> list[Hit]: ...
+    def search_many(
+        self, queries: Sequence[str], k: int = 5, method: Any = "hybrid"
+    ) -> list[list[Hit]]: ...
+    def open_graph_store(self) -> Any: ...
+    def sync(self) -> IndexStore: ...
+    def add_documents(
+        self,
+        passages: Iterable[Passage],
+        *,
+        show_progress: bool = False,
+        batch_size: int = 64,
+        graph_options: Mapping[str, Any] | None = None,
+    ) -> IndexStore: ...
+    def delete_documents(
+        self, passage_ids: Iterable[str], *, show_progress: bool = False
+    ) -> IndexStore: ...
+    def ensure_graph(
+        self, *, show_progress: bool = False, graph_options: Mapping[str, Any] | None = None
+    ) -> IndexStore: ...
+
+
+@runtime_checkable
+class NeighbourhoodReads(Protocol):
+    """Indexed, batched reads of one revision of an index's graph (what
+    `graphseek.tools.neighbourhood` runs the graph algorithms on, query by query)."""
+
+    revision: str
+    source: str
+    dim: int
+
+    def catalogue(self) -> Any: ...
+    def incident_relations(self, entity_ids: Iterable[str]) -> list[Any]: ...
+    def relations(self, relation_ids: Iterable[str]) -> list[Any]: ...
+    def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]: ...
+    def links_of_passages(self, passage_ids: Iterable[str]) -> list[tuple[str, str]]: ...
+    def entity_rows(
+        self, positions: Iterable[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
+    def relation_vectors(self, relation_ids: Iterable[str]) -> dict[str, np.ndarray]: ...
+    def topics(self) -> list[Any]: ...
+    def hyperedge_labels(self) -> list[Any]: ...
+    def topic_centroids(self) -> dict[str, np.ndarray] | None: ...
+    def hyperedges(self, hyperedge_ids: Iterable[str]) -> list[Any]: ...
+    def hyperedges_of(self, entity_ids: Iterable[str]) -> list[Any]: ...
+    def relation_list(self) -> list[tuple[str, str, str, str, float, str]]: ...
+    def nearest_entities(
+        self, query_vector: np.ndarray, n: int
+    ) -> tuple[list[int], np.ndarray]: ...
+    def entity_vectors(self, positions: Sequence[int]) -> np.ndarray: ...
+
+
+def reads_neighbourhoods(index: Any) -> bool:
+    """Whether `index` serves its graph one neighbourhood at a time (`graph_neighbourhood()`)."""
+    return callable(getattr(index, "graph_neighbourhood", None))
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A storage backend: its name, the URI schemes that choose it, and its index class (the
+    module and class name, imported on first use)."""
+
+    name: str
+    schemes: tuple[str, ...]
+    module: str
+    cls: str
+    #: whether its targets are local directories (else a URI naming a server)
+    local: bool
+
+    def index_class(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.cls)
+
+
+DIRECTORY = Backend("directory", ("file",), "graphseek.knowledge.index", "Index", local=True)
+POSTGRES = Backend(
+    "postgres",
+    ("postgresql", "postgres"),
+    "graphseek.knowledge.postgres.index",
+    "PostgresIndex",
+    local=False,
+)
+BACKENDS: tuple[Backend, ...] = (DIRECTORY, POSTGRES)
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def scheme_of(target: object) -> str:
+    """The URI scheme of `target`, lowercase ("" for a plain path or a `Path`)."""
+    if not isinstance(target, str):
+        return ""
+    found = _SCHEME.match(target)
+    return found.group(1).lower() if found else ""
+
+
+def backend_for(target: object) -> Backend:
+    """The backend of an index location (a path, or a URI by its scheme); an unknown scheme
+    raises `InvalidRequestError` naming the accepted ones."""
+    scheme = scheme_of(target)
+    if not scheme:
+        return DIRECTORY
+    for backend in BACKENDS:
+        if scheme in backend.schemes:
+            return backend
+    from graphseek.state.validation import unknown_name
+
+    known = [s for b in BACKENDS for s in b.schemes]
+    message = unknown_name("index URI scheme", scheme, known, plural="index URI schemes")
+    raise InvalidRequestError(
+        f"{message} An index is a directory path, file://PATH or postgresql://…?schema=NAME."
+    )
+
+
+def path_text(target: str | Path) -> str:
+    """A directory backend's target as written, without its ``file://`` prefix."""
+    text = str(target)
+    return text[len("file://") :] if scheme_of(text) == "file" else text
+
+
+def local_path(target: str | Path) -> Path:
+    """A directory backend's target as a path (``file://`` removed, ``~`` expanded, absolute)."""
+    return Path(path_text(target)).expanduser().absolute()
+
+
+def open_index(target: str | Path, **kwargs: Any) -> Any:
+    """Open the index at `target` with its backend's class (`backend_for`)."""
+    return backend_for(target).index_class().open(target, **kwargs)
+
+
+def build_index(passages: Any, target: str | Path, **kwargs: Any) -> Any:
+    """Build an index at `target` with its backend's class (`backend_for`)."""
+    return backend_for(target).index_class().build(passages, target, **kwargs)
+
+
+__all__ = [
+    "BACKENDS",
+    "DIRECTORY",
+    "POSTGRES",
+    "Backend",
+    "IndexStore",
+    "NeighbourhoodReads",
+    "backend_for",
+    "build_index",
+    "local_path",
+    "open_index",
+    "path_text",
+    "reads_neighbourhoods",
+    "scheme_of",
+]
