@@ -47,24 +47,29 @@ def test_answer_type_table(question: str, kind: str, first_label: str, profile: 
 
 
 @pytest.mark.parametrize(
-    ("question", "relation", "focus", "category"),
+    ("question", "relation", "focus", "category", "general_focus"),
     [
-        ("Who is the director of film Blood Street?", "director", "Blood Street", "film"),
-        ("Who is the performer of song Changed It?", "performer", "Changed It", "song"),
-        ("When was Aivar Kuusmaa born?", "birth_date", "Aivar Kuusmaa", ""),
-        ("When did Ermengarde of Tours die?", "death_date", "Ermengarde of Tours", ""),
-        ("Where did Sylvia Burka die?", "death_place", "Sylvia Burka", ""),
-        ("What nationality is Leo Fong?", "nationality", "Leo Fong", ""),
-        ("Which country is Marufabad located in?", "country", "Marufabad", ""),
-        ("Who is the mother of Lothair II?", "mother", "Lothair II", ""),
+        ("Who is the director of film Blood Street?", "director", "Blood Street", "film",
+         "film Blood Street"),
+        ("Who is the performer of song Changed It?", "performer", "Changed It", "song",
+         "song Changed It"),
+        ("When was Aivar Kuusmaa born?", "birth_date", "Aivar Kuusmaa", "", "Aivar Kuusmaa"),
+        ("When did Ermengarde of Tours die?", "death_date", "Ermengarde of Tours", "", "Tours"),
+        ("Where did Sylvia Burka die?", "death_place", "Sylvia Burka", "", "Sylvia Burka"),
+        ("What nationality is Leo Fong?", "nationality", "Leo Fong", "", "Leo Fong"),
+        ("Which country is Marufabad located in?", "country", "Marufabad", "", "Marufabad"),
+        ("Who is the mother of Lothair II?", "mother", "Lothair II", "", "Lothair II"),
     ],
-)
-def test_relation_and_focus(question: str, relation: str, focus: str, category: str) -> None:
+)  # fmt: skip
+def test_relation_and_focus(
+    question: str, relation: str, focus: str, category: str, general_focus: str
+) -> None:
     answer = expected_answer(question, WIKIPEDIA)
     assert (answer.relation, answer.focus, answer.category) == (relation, focus, category)
-    # the general profile has no relation lexicon: the focus is found all the same
+    # the general profile has no relation lexicon, no category words and no life-event frames:
+    # its focus is the "of" object or the longest capitalised run
     plain = expected_answer(question)
-    assert (plain.relation, plain.focus, plain.category) == (None, focus, category)
+    assert (plain.relation, plain.focus, plain.category) == (None, general_focus, "")
 
 
 @pytest.mark.parametrize(
@@ -120,17 +125,43 @@ def test_relation_and_focus(question: str, relation: str, focus: str, category: 
 def test_comparisons(
     question: str, options: list[str], attribute: str, pick: str, via: str | None
 ) -> None:
-    for profile in (GENERAL, WIKIPEDIA):
-        comparison = parse_comparison(question, profile)
-        assert comparison is not None
-        assert comparison.options == options
-        assert (comparison.attribute, comparison.pick, comparison.via) == (attribute, pick, via)
+    comparison = parse_comparison(question, WIKIPEDIA)
+    assert comparison is not None
+    assert comparison.options == options
+    assert (comparison.attribute, comparison.pick, comparison.via) == (attribute, pick, via)
+    if attribute in {"date", "country", "quantity"}:  # the general rules read these alike
+        plain = parse_comparison(question)
+        assert plain is not None and plain.options == options
+        assert (plain.attribute, plain.pick, plain.via) == (attribute, pick, via)
+
+
+@pytest.mark.parametrize(
+    ("question", "general"),
+    [
+        # no life events under `general`: "first" / "younger" order by date, "longer" by size
+        ("Who was born first out of Aivar Kuusmaa and Andy Summers?", ("date", "min", None)),
+        ("Who is younger, Denise Kandel or Bruce Robinson?", ("date", "max", None)),
+        ("Who lived longer, Ludwig Elsbett or Pamela Ann Rymer?", ("quantity", "max", None)),
+        # no bridge nouns: the options are compared themselves
+        ("Which song has the singer who was born first, Blue Harbour or Salt Roads?",
+         ("date", "min", None)),
+        # no nationality, no "born" predicate, no bridge: not read as a comparison at all
+        ("Does Leslie Pietrzyk have the same nationality as Marianne Wiggins?", None),
+        ("Was Sammy Hagar or Renaud Garcia-Fons born first?", None),
+    ],
+)  # fmt: skip
+def test_biography_comparisons_are_read_only_under_the_wikipedia_profile(
+    question: str, general: tuple[str, str, str | None] | None
+) -> None:
+    assert parse_comparison(question, WIKIPEDIA) is not None
+    plain = parse_comparison(question)
+    assert (plain and (plain.attribute, plain.pick, plain.via)) == general
 
 
 def test_a_comparisons_bridge_noun_maps_through_the_lexicon_only_under_its_profile() -> None:
     question = "Which song has the singer who was born first, Blue Harbour or Salt Roads?"
     assert parse_comparison(question, WIKIPEDIA).via == "performer"  # type: ignore[union-attr]
-    assert parse_comparison(question).via == "singer"  # type: ignore[union-attr]
+    assert parse_comparison(question).via is None  # type: ignore[union-attr]
 
 
 def test_non_comparisons() -> None:

@@ -21,8 +21,8 @@ from graphseek.knowledge.graph.text import split_qualifier
 from graphseek.knowledge.sparse import STOPWORDS, BM25Index, tokenize
 from graphseek.tools.names import (
     MAX_NAME_TOKENS,
-    QUESTION_WORDS,
     _cased_tokens,
+    mention_stopwords,
     name_key,
 )
 
@@ -578,13 +578,14 @@ def match_mentions(view: GraphView, query: str) -> list[Mention]:
     """
     tokens = _cased_tokens(query)
     words = [t for t, _ in tokens]
+    skip = mention_stopwords()  # the question words and the run's profile's own
     index = view.name_index
     found: list[Mention] = []
     max_len = view.max_name_tokens
     for start in range(len(words)):
         for end in range(start + 1, min(len(words), start + max_len) + 1):
             span = words[start:end]
-            if all(w in STOPWORDS or w in QUESTION_WORDS for w in span):
+            if all(w in STOPWORDS or w in skip for w in span):
                 continue
             entities = index.get(" ".join(span))
             if not entities:

@@ -3,15 +3,59 @@
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Iterable
 
 from graphseek.knowledge.graph.text import fold
 from graphseek.knowledge.sparse import STOPWORDS
 
-#: words never taken as a mention on their own
+#: words never taken as a mention on their own (a reading profile adds its own words:
+#: `register_profile_words`)
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how name named did does do was were is are "
-    "first last earlier later born died film song album book".split()
+    "first last earlier later".split()
 )
+_NONE: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+#: profile name -> (type nouns, event verbs) never taken as a mention on their own
+_PROFILE_WORDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+
+
+def register_profile_words(
+    profile: str, nouns: Iterable[str] = (), verbs: Iterable[str] = ()
+) -> None:
+    """Declare reading profile `profile`'s own words that are never a mention on their own:
+    `nouns` (type words; never relation seeds either) and `verbs` (event verbs, which stay
+    relation seeds). The profiles register theirs (`graphseek.agents.profiles`), so this layer
+    holds no data-set vocabulary."""
+    _PROFILE_WORDS[profile] = (frozenset(nouns), frozenset(verbs))
+
+
+def run_profile() -> str:
+    """``Context.profile`` of the LangGraph run this call is part of, else "" (general)."""
+    if "langgraph" not in sys.modules:  # no run without langgraph loaded
+        return ""
+    from langgraph.runtime import get_runtime
+
+    try:
+        runtime = get_runtime()
+    except (RuntimeError, KeyError):  # outside a run
+        return ""
+    return str(getattr(getattr(runtime, "context", None), "profile", "") or "")
+
+
+def mention_stopwords(profile: str | None = None) -> frozenset[str]:
+    """Words never taken as a mention on their own under `profile` (None: the current run's)."""
+    nouns, verbs = _PROFILE_WORDS.get(run_profile() if profile is None else profile, _NONE)
+    return QUESTION_WORDS | nouns | verbs
+
+
+def seed_stopwords(profile: str | None = None) -> frozenset[str]:
+    """Words never taken as a relation seed under `profile` (None: the current run's): the
+    question words and the profile's type nouns."""
+    nouns, _ = _PROFILE_WORDS.get(run_profile() if profile is None else profile, _NONE)
+    return QUESTION_WORDS | nouns
+
+
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 _POSSESSIVE = re.compile(r"['\u2019]s$")
 _ARTICLES = ("the", "a", "an")

@@ -51,7 +51,6 @@ from pydantic import BaseModel, Field
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.sparse import STOPWORDS
 from graphseek.tools.graph_access import (
-    QUESTION_WORDS,
     GraphView,
     PassageSearch,
     graph_view,
@@ -61,6 +60,7 @@ from graphseek.tools.graph_access import (
     single_threaded_blas,
 )
 from graphseek.tools.higra import offline_seeds
+from graphseek.tools.names import seed_stopwords
 from graphseek.tools.ppr import BatchRows, csr_rows, push_pagerank, top_nodes
 
 StepName = Literal["stage_local", "stage_bridge", "stage_ppr", "done"]
@@ -166,12 +166,13 @@ def is_comparison(query: str) -> bool:
 
 def relation_seeds(view: GraphView, query: str, mention_tokens: set[int]) -> list[str]:
     """Relation labels sharing a stem with a content word of the query outside the mentions."""
+    skip = seed_stopwords()
     words = [
         w
         for i, w in enumerate(name_tokens(query))
         if i not in mention_tokens
         and w not in STOPWORDS
-        and w not in QUESTION_WORDS - {"born", "died"}
+        and w not in skip
         and len(w) >= 3
         and not w.isdigit()
     ]

@@ -33,9 +33,9 @@ from graphseek.agents.text import AUX_WORDS, WH_WORDS, normalize
 AnswerKind = Literal["entity", "yesno", "choice", "text"]
 Pick = Literal["min", "max", "same"]
 
-# Head nouns of "which/what N" questions and the labels they expect.
-HEAD_LABELS: dict[str, list[str]] = {}
-for _labels, _nouns in [
+# Head nouns of "which/what N" questions and the labels they expect: English noun classes
+# (what kind of thing a noun names), read under every profile.
+_HEAD_NOUNS: list[tuple[list[str], str]] = [
     (["DATE"], "year date day month century decade era period time birthday"),
     (
         ["GPE", "LOC", "FAC"],
@@ -66,15 +66,10 @@ for _labels, _nouns in [
     (["LOC", "GPE"], "mountain river lake sea ocean valley forest"),
     (["EVENT"], "war battle event festival tournament competition election"),
     (["TEXT"], "instrument genre profession occupation job sport religion award prize"),
-]:
-    for _n in _nouns.split():
-        HEAD_LABELS[_n] = _labels
-
-CATEGORY_WORDS = (
-    "film", "movie", "song", "album", "book", "novel", "magazine", "newspaper", "band",
-    "company", "series", "show", "play", "single", "tv series", "video game", "game",
-    "opera", "painting", "poem", "documentary",
-)  # fmt: skip
+]
+HEAD_LABELS: dict[str, list[str]] = {
+    n: labels for labels, nouns in _HEAD_NOUNS for n in nouns.split()
+}
 
 
 class Comparison(BaseModel):
@@ -163,22 +158,35 @@ _MORE_ADJ = {
 }  # fmt: skip
 
 
-def _strip_option(text: str) -> str:
+_OPTION_NOUNS = (
+    r"songs?|albums?|books?|mountains?|rivers?|islands?|people|persons?|men|women|players?|"
+    r"bands?|magazines?|museums?|places?|cities|towns?|villages?|companies|newspapers"
+)
+_OPTION_SUFFIXES = r"songs?|albums?|books?|magazines?"
+
+
+@lru_cache(maxsize=8)
+def _option_res(profile: Profile) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The type words dropped before and after a comparison option, the profile's first."""
+    before = "|".join(x for x in (profile.option_prefixes, _OPTION_NOUNS) if x)
+    after = "|".join(x for x in (profile.option_suffixes, _OPTION_SUFFIXES) if x)
+    return (
+        re.compile(rf"^(?:both\s+)?(?:the\s+)?(?:{before})\s*,?\s+"),
+        re.compile(rf"\s+(?:{after})$"),
+    )
+
+
+def _strip_option(text: str, profile: Profile = GENERAL) -> str:
+    before, after = _option_res(profile)
     text = text.strip(" ,")
     text = re.sub(r"^(?:both|either)\s+", "", text)
     text = re.sub(r"^the\s+(?=[a-z])", "", text)
-    text = re.sub(
-        r"^(?:both\s+)?(?:the\s+)?(?:movies?|films?|songs?|albums?|books?|mountains?|rivers?|"
-        r"islands?|people|persons?|men|women|players?|bands?|magazines?|museums?|places?|cities|"
-        r"towns?|villages?|companies|newspapers|directors of films?|directors of)\s*,?\s+",
-        "",
-        text,
-    )
-    text = re.sub(r"\s+(?:films?|movies?|songs?|albums?|books?|magazines?)$", "", text)
+    text = before.sub("", text, count=1)
+    text = after.sub("", text, count=1)
     return text.strip(" ,")
 
 
-def _split_options(text: str, sep: re.Pattern[str]) -> list[str] | None:
+def _split_options(text: str, sep: re.Pattern[str], profile: Profile = GENERAL) -> list[str] | None:
     parts = sep.split(text.strip(" ,"))
     if len(parts) < 2:
         return None
@@ -193,13 +201,13 @@ def _split_options(text: str, sep: re.Pattern[str]) -> list[str] | None:
                 break
         else:
             parts = [parts[0], " ".join(parts[1:])]
-    opts = [_strip_option(p) for p in parts]
+    opts = [_strip_option(p, profile) for p in parts]
     return opts if all(opts) else None
 
 
-def _comparison_category(prefix: str) -> str:
+def _comparison_category(prefix: str, profile: Profile) -> str:
     low = prefix.lower()
-    for word in CATEGORY_WORDS:
+    for word in profile.category_words:
         if re.search(rf"\b{word}s?\b", low):
             return word
     if re.search(r"\bwho\b|\bperson\b|\bpeople\b", low):
@@ -207,41 +215,33 @@ def _comparison_category(prefix: str) -> str:
     return ""
 
 
-def _via(prefix: str, nouns: Mapping[str, str]) -> str | None:
-    """The bridge relation of a comparison ("the director who ..."): a person noun, mapped to its
-    relation key by the profile's lexicon."""
+def _via(prefix: str, profile: Profile) -> str | None:
+    """The bridge relation of a comparison ("the <noun> who ..."): a noun of the profile's
+    bridge patterns, mapped to its relation key by the profile's lexicon."""
     low = prefix.lower()
-    m = re.search(
-        r"\b(?:has|have|had|with|whose|of)\s+(?:the\s+)?(director|performer|composer|author|"
-        r"writer|producer|founder|creator|singer|publisher|screenwriter)s?\b",
-        low,
-    )
-    if m:
-        return nouns.get(m.group(1), m.group(1))
-    m = re.search(r"\b(director|performer|composer|author|producer|founder|creator)s of\b", low)
-    if m:
-        return nouns.get(m.group(1), m.group(1))
+    for pattern in profile.comparison_bridges:
+        m = re.search(pattern, low)
+        if m:
+            return profile.relation_nouns.get(m.group(1), m.group(1))
     return None
 
 
-def _ordering(criterion: str, category: str, via: str | None) -> tuple[str, Pick, str, str] | None:
+def _ordering(
+    criterion: str, category: str, via: str | None, profile: Profile
+) -> tuple[str, Pick, str, str] | None:
     """(attribute, pick, verb, quantity) for a comparative criterion, or None."""
     c = criterion.lower()
-    if re.search(r"\blived longer\b|\blonger life\b|\blived the longest\b", c):
-        return "lifespan", "max", "", ""
-    if re.search(r"\blived shorter\b|\bshorter life\b", c):
-        return "lifespan", "min", "", ""
     person_like = category == "person" or via is not None or re.search(r"\bwho\b", c)
-    if re.search(r"\bborn\b", c):
+    for pattern, attribute, fixed in profile.comparison_events:
+        if not re.search(pattern, c):
+            continue
+        if fixed in ("min", "max"):
+            return attribute, fixed, "", ""  # type: ignore[return-value]
         if re.search(rf"\b(?:{_LATER})\b", c):
-            return "birth_date", "max", "", ""
+            return attribute, "max", "", ""
         if re.search(rf"\b(?:{_FIRST})\b", c):
-            return "birth_date", "min", "", ""
-    if re.search(r"\b(?:died|die|dead|death|passed away)\b", c):
-        if re.search(rf"\b(?:{_LATER})\b", c):
-            return "death_date", "max", "", ""
-        if re.search(rf"\b(?:{_FIRST})\b", c):
-            return "death_date", "min", "", ""
+            return attribute, "min", "", ""
+    age = profile.age_attribute
     m = re.search(rf"\b({_DATE_VERBS})\b", c)
     if m:
         verb = m.group(1).replace("came out", "come out")
@@ -250,9 +250,9 @@ def _ordering(criterion: str, category: str, via: str | None) -> tuple[str, Pick
         if re.search(rf"\b(?:{_FIRST})\b", c):
             return "date", "min", verb, ""
     if re.search(r"\b(?:older|oldest|elder)\b", c):
-        return ("birth_date", "min", "", "") if person_like else ("date", "min", "", "")
+        return (age, "min", "", "") if person_like else ("date", "min", "", "")
     if re.search(r"\b(?:younger|youngest)\b", c):
-        return ("birth_date", "max", "", "") if person_like else ("date", "max", "", "")
+        return (age, "max", "", "") if person_like else ("date", "max", "", "")
     if re.search(r"\b(?:newer|more recent)\b", c):
         return "date", "max", "", ""
     if re.search(r"\bfirst\b|\bearlier\b", c):
@@ -263,29 +263,22 @@ def _ordering(criterion: str, category: str, via: str | None) -> tuple[str, Pick
     return None
 
 
-def _same_attribute(text: str, category: str, via: str | None) -> str | None:
+def general_same_attribute(text: str, category: str, via: str | None) -> str | None:
+    """The attribute a "same ..." question compares, by the general rule: the noun after
+    "same" (a profile may read more: `Profile.same_attribute`)."""
     low = text.lower()
-    if re.search(r"\bsame nationalit|\bnationality\b", low):
-        return "nationality"
     if re.search(r"\bsame (?:country|state)\b", low):
-        if via or category in {"person"}:
-            return "nationality"
-        if re.search(r"\blocated\b|\bsituated\b|\bfound in\b", low):
-            return "country"
-        if category in {"", "mountain", "river", "island", "place", "city", "village", "town"}:
-            if re.search(r"\b(?:from|originate|come from|made|produced)\b", low):
-                return "origin_country"
-            return "country"
-        return "origin_country"
-    if re.search(r"\bsame (?:place|city|town)\b", low):
-        if re.search(r"\bdied|\bdeath", low):
-            return "death_place"
-        return "birth_place"
+        return "country"
     if re.search(r"\bsame (?:year|date|day)\b", low):
-        return "birth_date" if re.search(r"\bborn\b", low) else "date"
+        return "date"
     if re.search(r"\bsame (?:genre|occupation|profession|job)\b", low):
         return "genre" if "genre" in low else "occupation"
     return None
+
+
+def _same_attribute(text: str, category: str, via: str | None, profile: Profile) -> str | None:
+    rule = profile.same_attribute or general_same_attribute
+    return rule(text, category, via)
 
 
 def parse_comparison(question: str, profile: Profile = GENERAL) -> Comparison | None:
@@ -296,27 +289,28 @@ def parse_comparison(question: str, profile: Profile = GENERAL) -> Comparison | 
 
 @lru_cache(maxsize=2048)
 def _parse_comparison(q: str, profile: Profile) -> Comparison | None:
-    nouns = profile.relation_nouns
     q = q[:-1].strip() if q.endswith("?") else q
     low = q.lower()
     w = first_word(q)
     # yes/no: "Are A and B both located in the same country?"
     if w in AUX_WORDS and re.search(r"\bsame\b", low):
-        return _parse_same(q, nouns)
+        return _parse_same(q, profile)
     # "Was A or B born first?"
     if w in AUX_WORDS and re.search(r"\s+or\s+", q):
         m = re.match(
             r"^(?:was|were|is|are|did|does|do)\s+(?:the\s+)?(.+?)\s+"
-            r"((?:born|released|founded|established|published|formed|opened|died|dead|"
-            r"come out|came out|made|older|younger|taller|created)\b.*)$",
+            rf"((?:{_event_verbs(profile)})\b.*)$",
             q,
             flags=re.I,
         )
         if m:
-            opts = _split_options(m.group(1), _SEP_OR)
-            category = _comparison_category(q.split()[0] + " " + m.group(1))
-            via = _via(m.group(1), nouns)
-            order = _ordering(m.group(2), "person" if "born" in m.group(2) else category, via)
+            opts = _split_options(m.group(1), _SEP_OR, profile)
+            category = _comparison_category(q.split()[0] + " " + m.group(1), profile)
+            via = _via(m.group(1), profile)
+            persons = bool(profile.person_criterion) and re.search(
+                profile.person_criterion, m.group(2)
+            )
+            order = _ordering(m.group(2), "person" if persons else category, via, profile)
             if opts and order:
                 attr, pick, verb, qty = order
                 return Comparison(
@@ -328,10 +322,12 @@ def _parse_comparison(q: str, profile: Profile) -> Comparison | None:
     # "Who was born first out of A and B?"
     m = re.match(r"^(.+?)\s*,?\s+(?:out of|between|among)\s+(.+)$", q, flags=re.I)
     if m:
-        opts = _split_options(m.group(2), _SEP_AND) or _split_options(m.group(2), _SEP_OR)
-        category = _comparison_category(m.group(1))
-        via = _via(m.group(1), nouns)
-        order = _ordering(m.group(1), category, via)
+        opts = _split_options(m.group(2), _SEP_AND, profile) or _split_options(
+            m.group(2), _SEP_OR, profile
+        )
+        category = _comparison_category(m.group(1), profile)
+        via = _via(m.group(1), profile)
+        order = _ordering(m.group(1), category, via, profile)
         if opts and order:
             attr, pick, verb, qty = order
             return Comparison(
@@ -349,10 +345,10 @@ def _parse_comparison(q: str, profile: Profile) -> Comparison | None:
         comma = q.find(",", cm.end())
         if comma > 0:
             criterion, rest = q[:comma], q[comma + 1 :]
-            opts = _split_options(rest, _SEP_OR)
-            category = _comparison_category(criterion)
-            via = _via(criterion, nouns)
-            order = _ordering(criterion, category, via)
+            opts = _split_options(rest, _SEP_OR, profile)
+            category = _comparison_category(criterion, profile)
+            via = _via(criterion, profile)
+            order = _ordering(criterion, category, via, profile)
             if opts and order:
                 attr, pick, verb, qty = order
                 return Comparison(
@@ -362,53 +358,69 @@ def _parse_comparison(q: str, profile: Profile) -> Comparison | None:
     return None
 
 
-def _parse_same(q: str, nouns: Mapping[str, str]) -> Comparison | None:
+def _event_verbs(profile: Profile) -> str:
+    """The verbs of "Was A or B <verb> first?": the profile's, then the general ones."""
+    general = (
+        r"released|founded|established|published|formed|opened|come out|came out|made|older|"
+        r"younger|taller|created"
+    )
+    return "|".join(x for x in (profile.comparison_event_verbs, general) if x)
+
+
+def _alternation(*parts: str) -> str:
+    return "|".join(x for x in parts if x)
+
+
+def _parse_same(q: str, profile: Profile) -> Comparison | None:
     low = q.lower()
     # "Does A have the same nationality as B?"
+    verbs = _alternation(
+        profile.same_as_verbs, "have|has|had|share|shares|of|hold|come from|from|located in"
+    )
     m = re.match(
-        r"^(?:does|do|did|is|was|are|were)\s+(.+?)\s+(?:have|has|had|share|shares|of|hold|"
-        r"come from|from|born in|located in)\s+the\s+same\s+(.+?)\s+as\s+(.+)$",
+        rf"^(?:does|do|did|is|was|are|were)\s+(.+?)\s+(?:{verbs})\s+the\s+same\s+(.+?)\s+as\s+(.+)$",
         q,
         flags=re.I,
     )
     if m:
-        opts = [_strip_option(m.group(1)), _strip_option(m.group(3))]
-        category = _comparison_category(m.group(1))
-        attr = _same_attribute(q, category or "person", _via(q, nouns))
+        opts = [_strip_option(m.group(1), profile), _strip_option(m.group(3), profile)]
+        category = _comparison_category(m.group(1), profile)
+        attr = _same_attribute(q, category or "person", _via(q, profile), profile)
         if all(opts) and attr:
             return Comparison(options=opts, attribute=attr, pick="same", category=category)
     body = re.sub(r"^(?:are|is|were|was|do|does|did|have|has)\s+", "", q, flags=re.I)
-    via = _via(body, nouns)
-    category = _comparison_category(body.split(" same ")[0])
-    predicate = re.search(
-        r",?\s+(?:both\s+)?(?:located|situated|from|of the same|have|has|share|born|"
-        r"originate[ds]?|come from|came from|in the same|hold|died|the same|belong|play|"
-        r"made|produced|released)\b",
-        body,
-        flags=re.I,
+    via = _via(body, profile)
+    category = _comparison_category(body.split(" same ")[0], profile)
+    verbs = _alternation(
+        profile.same_verbs,
+        r"located|situated|from|of the same|have|has|share|originate[ds]?|come from|came from|"
+        r"in the same|hold|the same|belong|play|made|produced|released",
     )
+    predicate = re.search(rf",?\s+(?:both\s+)?(?:{verbs})\b", body, flags=re.I)
     if not predicate:
         return None
     opts_text = body[: predicate.start()]
-    # "both directors of films A and B", "both films A and B", "the movies A and B"
-    opts_text = re.sub(
-        r"^(?:both\s+)?(?:the\s+)?(?:directors?|performers?|composers?|authors?|producers?)"
-        r"\s+of\s+(?:the\s+)?",
-        "",
-        opts_text,
-        flags=re.I,
-    )
-    split = _split_options(opts_text, _SEP_AND)
+    # a bridge noun before the options ("both <noun>s of A and B")
+    if profile.bridge_prefix:
+        opts_text = re.sub(
+            rf"^(?:both\s+)?(?:the\s+)?{profile.bridge_prefix}", "", opts_text, flags=re.I
+        )
+    split = _split_options(opts_text, _SEP_AND, profile)
     if not split:
         return None
     opts = split
-    if category == "" and re.search(r"\b(?:films?|movies?)\b", low):
-        category = "film"
-    attr = _same_attribute(body, category, via)
+    implied, implied_category = profile.implied_category
+    if category == "" and implied and re.search(implied, low):
+        category = implied_category
+    attr = _same_attribute(body, category, via, profile)
     if attr is None:
         return None
-    if attr == "nationality" and via is None and category in {"film", "movie"}:
-        attr = "origin_country"
+    if (
+        via is None
+        and category in profile.origin_attributes
+        and attr in (profile.nationality_relations)
+    ):
+        attr = profile.origin_attributes[category]
     return Comparison(options=opts, attribute=attr, pick="same", via=via, category=category)
 
 
@@ -416,27 +428,36 @@ def _parse_same(q: str, nouns: Mapping[str, str]) -> Comparison | None:
 # relation and focus detection
 
 
-_FRAME_PATTERNS = [
-    r"^(?:who|what|which \w+) (?:is|was|are|were) the (?:[\w\- ]+?) of (?P<f>.+)$",
-    r"^(?:what|which \w+) (?:is|was) the (?:[\w\- ]+?) of (?P<f>.+)$",
-    r"^(?:when|where|why|how) (?:was|is|were|are|did|does|do) (?P<f>.+?) "
-    r"(?:born|die|died|buried|work(?: at| for)?|study|studied|live|located|situated|based|"
-    r"released|published|founded|established|formed|opened|built|created|come out|"
-    r"detained|imprisoned|educated|graduate|married|pass away|killed|headquartered)\b.*$",
-    r"^(?:which|what) (?:country|city|state) (?:is|was) (?P<f>.+?) (?:located|situated|from|"
-    r"based)(?: in)?$",
-    r"^(?:what|which) (?:nationality|country) (?:is|was|are|were) (?P<f>.+?)(?: from)?$",
-    r"^(?:which|what) \w+ (?P<f>.+?) (?:is|was|are|were) from$",
-    r"^who (?:did|does) (?P<f>.+?) (?:marry|wed)$",
-    r"^who (?:directed|produced|composed|wrote|founded|created|performed|sang|published|"
-    r"designed|founded) (?P<f>.+)$",
-]
+_FOCUS_VERBS = (
+    r"work(?: at| for)?|study|studied|live|located|situated|based|released|published|founded|"
+    r"established|formed|opened|built|created|come out|detained|imprisoned|educated|graduate|"
+    r"killed|headquartered"
+)
 
 
-def _strip_category(focus: str) -> tuple[str, str]:
+@lru_cache(maxsize=8)
+def _frame_patterns(profile: Profile) -> list[re.Pattern[str]]:
+    """Question frames whose group `f` is the focus; the profile's frames before the
+    country frames (no question matches both)."""
+    verbs = _alternation(profile.focus_verbs, _FOCUS_VERBS)
+    frames = [
+        r"^(?:who|what|which \w+) (?:is|was|are|were) the (?:[\w\- ]+?) of (?P<f>.+)$",
+        r"^(?:what|which \w+) (?:is|was) the (?:[\w\- ]+?) of (?P<f>.+)$",
+        rf"^(?:when|where|why|how) (?:was|is|were|are|did|does|do) (?P<f>.+?) (?:{verbs})\b.*$",
+        r"^(?:which|what) (?:country|city|state) (?:is|was) (?P<f>.+?) (?:located|situated|from|"
+        r"based)(?: in)?$",
+        *profile.focus_frames,
+        r"^(?:what|which) (?:country) (?:is|was|are|were) (?P<f>.+?)(?: from)?$",
+        r"^(?:which|what) \w+ (?P<f>.+?) (?:is|was|are|were) from$",
+        r"^who (?:produced|wrote|founded|created|published|designed) (?P<f>.+)$",
+    ]
+    return [re.compile(frame, re.I) for frame in frames]
+
+
+def _strip_category(focus: str, profile: Profile) -> tuple[str, str]:
     f = focus.strip(" ,?")
     f = re.sub(r"^(?:the|a|an)\s+", "", f)
-    for word in sorted(CATEGORY_WORDS, key=len, reverse=True):
+    for word in sorted(profile.category_words, key=len, reverse=True):
         m = re.match(rf"^{word}s?\s+(.+)$", f, flags=re.I)
         if m and m.group(1)[:1].isupper():
             return m.group(1).strip(), word
@@ -467,22 +488,22 @@ def _capitalised_run(q: str) -> str:
     return " ".join(best).strip(" ,")
 
 
-def find_focus(question: str) -> tuple[str, str]:
+def find_focus(question: str, profile: Profile = GENERAL) -> tuple[str, str]:
     """(focus entity, category word) of a one-hop question."""
     q = _clean(question).rstrip("?").strip()
-    for pattern in _FRAME_PATTERNS:
-        m = re.match(pattern, q, flags=re.I)
+    for pattern in _frame_patterns(profile):
+        m = pattern.match(q)
         if m:
             focus = m.group("f").strip()
             focus = re.sub(r"'s( \w+)?$", "", focus)
             if focus:
-                return _strip_category(focus)
-    # "X's mother" / "the director of X": the last "of" object or possessor
+                return _strip_category(focus, profile)
+    # "X's <noun>" / "the <noun> of X": the last "of" object or possessor
     m = re.search(r"\bof (?P<f>[A-Z#].+)$", q)
     if m:
-        return _strip_category(_strip_tail(m.group("f")))
+        return _strip_category(_strip_tail(m.group("f")), profile)
     run = _capitalised_run(q)
-    return _strip_category(run) if run else ("", "")
+    return _strip_category(run, profile) if run else ("", "")
 
 
 def _strip_tail(text: str) -> str:
@@ -540,11 +561,12 @@ def _expected(question: str, profile: Profile) -> AnswerType:
     if m:
         w = m.group(1)
     relation = detect_relation(q, profile)
-    focus, category = find_focus(q)
+    focus, category = find_focus(q, profile)
     if w in AUX_WORDS:
         return AnswerType(kind="yesno", labels=["YESNO"], wh=w, relation=relation, focus=focus,
                           category=category)  # fmt: skip
-    head = _head_noun(low)
+    table = HEAD_LABELS
+    head = _head_noun(low, table)
     labels: list[str]
     kind: AnswerKind = "entity"
     if relation is not None and relation in profile.relations:
@@ -559,13 +581,17 @@ def _expected(question: str, profile: Profile) -> AnswerType:
         labels = ["TEXT"]
     elif w == "how":
         labels = _how_labels(low)
-    elif head and head in HEAD_LABELS:
-        labels = list(HEAD_LABELS[head])
+    elif head and head in table:
+        labels = list(table[head])
     else:
         labels = ["TEXT"]
-    if w in {"which", "what"} and head in HEAD_LABELS and relation is None:
-        labels = list(HEAD_LABELS[head])
-    if w in {"which", "what"} and head == "country" and relation in {"nationality", None}:
+    if w in {"which", "what"} and head in table and relation is None:
+        labels = list(table[head])
+    if (
+        w in {"which", "what"}
+        and head == "country"
+        and (relation is None or relation in profile.nationality_relations)
+    ):
         labels = ["GPE", "NORP"]
     if w in {"who", "whom"} and head is None and relation is None:
         labels = ["PERSON", "ORG", "NORP"]
@@ -587,19 +613,19 @@ def _how_labels(low: str) -> list[str]:
     return ["TEXT"]
 
 
-def _head_noun(low: str) -> str | None:
+def _head_noun(low: str, table: Mapping[str, list[str]]) -> str | None:
     m = re.match(r"^(?:which|what)\s+(?:\w+\s+)?(?:of the\s+)?(\w+)", low)
     if m:
         one = re.match(r"^(?:which|what)\s+(\w+)", low)
-        if one and one.group(1) in HEAD_LABELS:
+        if one and one.group(1) in table:
             return one.group(1)
-        if m.group(1) in HEAD_LABELS:
+        if m.group(1) in table:
             return m.group(1)
     m = re.match(r"^(?:what|which) (?:is|was|are|were) the (?:name of the )?(\w+)", low)
-    if m and m.group(1) in HEAD_LABELS:
+    if m and m.group(1) in table:
         return m.group(1)
     m = re.match(r"^(?:in|on|at|from) (?:which|what) (\w+)", low)
-    if m and m.group(1) in HEAD_LABELS:
+    if m and m.group(1) in table:
         return m.group(1)
     return None
 

@@ -51,13 +51,6 @@ def _relation_patterns(profile: Profile) -> tuple[re.Pattern[str], re.Pattern[st
     )
 
 
-_TAIL_RE = re.compile(
-    r"\s+(?:(?:was|is|were|are|did|does|do|has|had)\s+)?(?:born|die|died|buried|"
-    r"work(?:s|ed)?(?:\s+at|\s+for)?|stud(?:y|ied)|live[sd]?|located|situated|based|from|"
-    r"founded|formed|established|released|published|detained|educated|graduated?|married|"
-    r"marry|come from|originate|start(?:ed)?|end(?:ed)?|receive[sd]?|win|won|play(?:s|ed)?|"
-    r"go(?:\s+to)?|attend(?:ed)?)(?:\s+(?:at|in|from|for|to))?$"
-)
 _TRIVIAL_RE = re.compile(r"^(?:who|what|which \w+) (?:is|was|are|were) (#\d+)\??$", re.I)
 _MAX_STEPS = 8
 
@@ -110,16 +103,15 @@ def _refs(text: str, own_id: int) -> list[int]:
 # comparisons
 
 
-def attribute_questions(comparison: Comparison, subject: str) -> list[str]:
-    """Sub-questions that fetch the compared attribute of one option (or of its bridge entity)."""
+def attribute_questions(
+    comparison: Comparison, subject: str, profile: Profile = GENERAL
+) -> list[str]:
+    """Sub-questions that fetch the compared attribute of one option (or of its bridge entity):
+    the profile's templates for the attribute, else the general ones."""
     attr = comparison.attribute
     s = subject
-    if attr == "birth_date":
-        return [f"When was {s} born?"]
-    if attr == "death_date":
-        return [f"When did {s} die?"]
-    if attr == "lifespan":
-        return [f"When was {s} born?", f"When did {s} die?"]
+    if attr in profile.attribute_questions:
+        return [template.format(s=s) for template in profile.attribute_questions[attr]]
     if attr == "date":
         verb = comparison.verb
         if verb in {"come out", "came out"}:
@@ -129,14 +121,6 @@ def attribute_questions(comparison: Comparison, subject: str) -> list[str]:
         return [f"When was {s} {verb}?"]
     if attr == "country":
         return [f"Which country is {s} located in?"]
-    if attr == "origin_country":
-        return [f"Which country is {s} from?"]
-    if attr == "nationality":
-        return [f"What nationality is {s}?"]
-    if attr == "birth_place":
-        return [f"Where was {s} born?"]
-    if attr == "death_place":
-        return [f"Where did {s} die?"]
     if attr == "quantity":
         return [f"How {comparison.quantity or 'large'} is {s}?"]
     return [f"What is the {attr.replace('_', ' ')} of {s}?"]
@@ -165,12 +149,12 @@ def comparison_steps(
             texts.append(f"Who is the {noun} of {kind}{option}?")
             bridge_ids.append(len(texts))
         for bid in bridge_ids:
-            for text in attribute_questions(comparison, f"#{bid}"):
+            for text in attribute_questions(comparison, f"#{bid}", profile):
                 texts.append(text)
                 value_ids.append(len(texts))
     else:
         for option in comparison.options:
-            for text in attribute_questions(comparison, option):
+            for text in attribute_questions(comparison, option, profile):
                 texts.append(text)
                 value_ids.append(len(texts))
     texts.append(question)
@@ -230,7 +214,7 @@ def _add_relation_steps(noun: str, obj: str, steps: list[str], profile: Profile)
     return subject
 
 
-def _object_text(rest: str) -> str:
+def _object_text(rest: str, profile: Profile) -> str:
     """The object of an "of": the name after it, without the question's trailing predicate."""
     text = rest.strip()
     if text.endswith("?"):
@@ -239,7 +223,8 @@ def _object_text(rest: str) -> str:
     m = re.match(r"^(#\d+)\b", text)
     if m:
         return m.group(1)
-    stripped = _TAIL_RE.sub("", text)
+    tail = profile.object_tail_re
+    stripped = tail.sub("", text) if tail is not None else text
     words = stripped.split()
     j = len(words)
     while j > 0 and words[j - 1][:1].islower() and words[j - 1].lower() not in {"of"}:
@@ -255,7 +240,7 @@ def _reduce_of(q: str, steps: list[str], profile: Profile) -> str | None:
         return None
     m = matches[-1]  # innermost
     noun = m.group(1)
-    obj = _object_text(q[m.end() :])
+    obj = _object_text(q[m.end() :], profile)
     if not obj:
         return None
     end = q.find(obj, m.end()) + len(obj)

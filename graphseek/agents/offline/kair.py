@@ -86,14 +86,7 @@ def keyword_form(question: str, profile: Profile = GENERAL) -> str:
     place of death"; without a known relation, the question's words minus wh-words."""
     qa = expected_answer(question, profile)
     if qa.focus and qa.relation:
-        relation = qa.relation.replace("_", " ")
-        relation = {
-            "death place": "place of death",
-            "birth place": "place of birth",
-            "death date": "date of death",
-            "birth date": "date of birth",
-            "burial place": "place of burial",
-        }.get(relation, relation)
+        relation = profile.relation_phrases.get(qa.relation, qa.relation.replace("_", " "))
         return f"{qa.focus} {relation}"
     words = re.findall(r"[\w'#-]+", question)
     drop = set(WH_WORDS) | set(AUX_WORDS)

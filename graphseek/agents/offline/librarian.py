@@ -55,7 +55,6 @@ from graphseek.state.models import Draft, EvidenceItem
 _CROSS_LABEL = 0.3
 # Wikipedia-style passages are about their title: a passage whose title names the question's
 # entity holds the answer far more often than one that only mentions it.
-_TITLE_WEIGHT = 0.55
 _NAME_LABELS = {"PERSON", "ORG", "GPE", "LOC", "FAC", "NORP", "WORK_OF_ART", "PRODUCT", "EVENT"}
 _PRONOUNS = {"he", "she", "it", "they", "him", "her", "them", "his", "its", "their", "i", "we",
              "you", "this", "that", "who", "which", "one"}  # fmt: skip
@@ -266,7 +265,7 @@ class OfflineLibrarian:
                     0.30 * float(sim)
                     + 0.15 * lex
                     + 0.10 * rank_score
-                    + _TITLE_WEIGHT * title_match * (1.0 if sent.index == 0 else 0.85)
+                    + self.profile.title_weight * title_match * (1.0 if sent.index == 0 else 0.85)
                 )
                 spans = _spans(sent, labels, qa)
                 if title_ok:
@@ -281,8 +280,8 @@ class OfflineLibrarian:
                     if not cues:
                         cue = 0.6 * _proximity(relation_words, sent.text, start, end)
                     score = s_score + 0.45 * cue + 0.25 * type_weight
-                    score += _value_bonus(qa, text, label, sent, start)
-                    key = _candidate_key(text, qa)
+                    score += _value_bonus(qa, text, label, sent, start, self.profile)
+                    key = _candidate_key(text, qa, self.profile)
                     prev = pool.get(key)
                     if prev is None or score > prev.score:
                         support = prev.support + 1 if prev else 1
@@ -327,13 +326,13 @@ class OfflineLibrarian:
                 evidence.extend(draft.evidence)
                 confidences.append(draft.confidence)
             answers = []
-            for sub in attribute_questions(comparison, subject):
+            for sub in attribute_questions(comparison, subject, self.profile):
                 draft = self._draft_entity(sub, expected_answer(sub, self.profile), hits)
                 answers.append(draft.answer)
                 evidence.extend(draft.evidence)
                 confidences.append(draft.confidence if draft.answer else 0.0)
             values[option] = answers
-        verdict = compare_values(comparison, values)
+        verdict = compare_values(comparison, values, self.profile)
         if verdict is None:
             return Draft(question=question, answer="", evidence=evidence, confidence=0.0)
         confidence = min(confidences) if confidences else 0.0
@@ -470,9 +469,8 @@ def _title_label(title: str, doc: Any, profile: Profile) -> str:
     first = sents[0].text if sents else doc.text
     head = first[:400]
     low = head.lower()
-    # "X (born 1942) is ...", "X (12 June 1967 – 3 May 2001) was ..."
-    if re.search(r"\((?:[^)]*\b(?:born|died|b\.|d\.|c\.)\b[^)]*|\s*\d{1,2}\s+\w+\s+\d{3,4}[^)]*)\)",
-                 head[: len(title) + 80]):  # fmt: skip
+    # the profile's mark of a person just after the title (life dates in brackets)
+    if profile.person_title and re.search(profile.person_title, head[: len(title) + 80]):
         return "PERSON"
     m = re.search(r"\b(?:is|was|are|were)\s+(?:an?|the)\s+([^.;]{0,80})", low)
     descr = m.group(1) if m else low[len(title) : len(title) + 80]
@@ -483,11 +481,10 @@ def _title_label(title: str, doc: Any, profile: Profile) -> str:
         if re.search(pattern, descr_head):
             if (
                 label == "WORK_OF_ART"
-                and person_words is not None
-                and person_words.search(descr_head.split(" film")[0])
+                and profile.work_names_person is not None
+                and profile.work_names_person(descr_head)
             ):
-                if re.search(r"\b(?:film|movie)\s+(?:director|producer|actor|actress)", descr_head):
-                    return "PERSON"
+                return "PERSON"
             return label
     if person_words is not None and person_words.search(descr_head):
         return "PERSON"
@@ -631,7 +628,9 @@ def _cue_score(
     return best + worst
 
 
-def _value_bonus(qa: AnswerType, text: str, label: str, sent: _Sentence, start: int) -> float:
+def _value_bonus(
+    qa: AnswerType, text: str, label: str, sent: _Sentence, start: int, profile: Profile
+) -> float:
     """Relation-specific preferences: date ranges, country names, demonyms."""
     rel = qa.relation
     bonus = 0.0
@@ -640,22 +639,22 @@ def _value_bonus(qa: AnswerType, text: str, label: str, sent: _Sentence, start: 
         after = sent.text[start + len(text) : start + len(text) + 6]
         in_range_end = bool(re.search(r"\d[^()]*[–—-]\s*(?:c\.\s*)?$", before)) and "(" in before
         in_range_start = bool(re.match(r"\s*[–—-]", after))
-        if rel == "birth_date":
-            bonus += 0.35 if in_range_start else (-0.3 if in_range_end else 0.0)
-            if re.search(r"\bdied\b|\bd\.\s*$", before):
+        end, other_end = profile.date_range_ends.get(rel or "", ("", ""))
+        if end:
+            at_end, at_other = (
+                (in_range_start, in_range_end) if end == "start" else (in_range_end, in_range_start)
+            )
+            bonus += 0.35 if at_end else (-0.3 if at_other else 0.0)
+            if re.search(other_end, before):
                 bonus -= 0.3
-        elif rel == "death_date":
-            bonus += 0.35 if in_range_end else (-0.3 if in_range_start else 0.0)
-            if re.search(r"\bborn\b|\bb\.\s*$", before):
-                bonus -= 0.3
-        if rel in {"birth_date", "death_date", "date"} and not re.search(r"\d{3,4}", text):
+        if (rel == "date" or end) and not re.search(r"\d{3,4}", text):
             bonus -= 0.2
-    if rel in {"country", "origin_country", "nationality"}:
+    if rel == "country" or rel in profile.nationality_relations:
         if rel == "country" and is_country(text):
             bonus += 0.35
         elif country_of(text):
             bonus += 0.2
-    if rel in {"birth_place", "death_place", "burial_place"}:
+    if rel in profile.place_relations:
         if is_country(text):
             bonus -= 0.15  # the place asked for is nearly always a town, not a country
         elif label == "GPE":
@@ -671,9 +670,9 @@ def _in_question(cand: str, q_norm: str, focus_norm: str) -> bool:
     return False
 
 
-def _candidate_key(text: str, qa: AnswerType) -> str:
+def _candidate_key(text: str, qa: AnswerType, profile: Profile) -> str:
     key = normalize(text)
-    if qa.relation in {"nationality", "origin_country"}:
+    if qa.relation in profile.nationality_relations:
         return country_of(text) or key
     return key
 

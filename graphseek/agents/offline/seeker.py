@@ -18,7 +18,6 @@ A or B?") with dependencies is resolved here, never sent to the Librarian.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from rapidfuzz import fuzz
@@ -54,8 +53,8 @@ def _date_key(text: str) -> float | None:
     return year * 372.0 + max(month - 1, 0) * 31.0 + max(day - 1, 0)
 
 
-def _same(attribute: str, a: str, b: str) -> bool:
-    if attribute in {"country", "origin_country", "nationality"}:
+def _same(attribute: str, a: str, b: str, profile: Profile) -> bool:
+    if attribute == "country" or attribute in profile.nationality_relations:
         ca, cb = countries_in(a), countries_in(b)
         if ca and cb:
             return bool(ca & cb)
@@ -64,35 +63,37 @@ def _same(attribute: str, a: str, b: str) -> bool:
         return False
     if na == nb or f" {na} " in f" {nb} " or f" {nb} " in f" {na} ":
         return True
-    if attribute in {"birth_place", "death_place"}:
+    if attribute in profile.place_relations:
         pa, pb = country_of(a), country_of(b)
         if pa and pb and pa != pb:
             return False
     return fuzz.ratio(na, nb) >= 85
 
 
-def compare_values(comparison: Comparison, values: Mapping[str, Sequence[str]]) -> str | None:
+def compare_values(
+    comparison: Comparison, values: Mapping[str, Sequence[str]], profile: Profile = GENERAL
+) -> str | None:
     """The winning option (or "yes"/"no") from each option's looked-up values; None if unsure.
 
-    `values[option]` holds the answers of the option's steps, in plan order; for "lifespan" the
-    birth date comes first, then the death date.
+    `values[option]` holds the answers of the option's steps, in plan order; for a duration
+    attribute (`Profile.duration_attributes`) the start date comes first, then the end date.
     """
     options = comparison.options
     if any(not values.get(o) or not all(values[o]) for o in options):
         return None
     if comparison.pick == "same":
         firsts = [values[o][0] for o in options]
-        same = all(_same(comparison.attribute, firsts[0], other) for other in firsts[1:])
+        same = all(_same(comparison.attribute, firsts[0], other, profile) for other in firsts[1:])
         return "yes" if same else "no"
     keys: dict[str, float] = {}
     for option in options:
         vals = values[option]
         key: float | None
-        if comparison.attribute == "lifespan":
+        if comparison.attribute in profile.duration_attributes:
             if len(vals) < 2:
                 return None
-            born, died = _date_key(vals[0]), _date_key(vals[1])
-            key = None if born is None or died is None else died - born
+            start, end = _date_key(vals[0]), _date_key(vals[1])
+            key = None if start is None or end is None else end - start
         elif comparison.attribute == "quantity":
             key = parse_number(vals[0])
         else:
@@ -132,7 +133,7 @@ def rephrase(question: str, profile: Profile = GENERAL) -> str | None:
     focus = qa.focus
     if not focus:
         return None
-    if qa.category and qa.relation in {"director", "performer", "composer", "producer", "author"}:
+    if qa.category and qa.relation in profile.titled_relations:
         focus = f"{focus} ({qa.category})" if "(" not in focus else focus
     for template in profile.rephrasings.get(qa.relation or "", []):
         text = template.format(f=focus)
@@ -265,7 +266,7 @@ class OfflineSeeker:
             final_step = max(virtual)
             step = next(s for s in plan if s.id == final_step)
             values, confs = _option_values(plan, step, comparison, best)
-            verdict = compare_values(comparison, values)
+            verdict = compare_values(comparison, values, self.profile)
             confidence = min(confs) if confs else 0.0
             if verdict is None:
                 return _abstain("The compared values could not all be found or compared.")
@@ -371,9 +372,6 @@ def _ancestors(plan: Sequence[SubQuestion], step_id: int) -> set[int]:
     return out
 
 
-_DEATH = re.compile(r"\b(?:die|died|death)\b", re.I)
-
-
 def _option_values(
     plan: Sequence[SubQuestion],
     final: SubQuestion,
@@ -384,8 +382,6 @@ def _option_values(
     by_id = {s.id: s for s in plan}
     value_ids = [d for d in final.depends_on if d in by_id]
     values: dict[str, list[str]] = {o: [] for o in comparison.options}
-    births: dict[str, str] = {}
-    deaths: dict[str, str] = {}
     confs: list[float] = []
     for vid in value_ids:
         texts = [by_id[vid].question] + [by_id[a].question for a in _ancestors(plan, vid)]
@@ -397,16 +393,8 @@ def _option_values(
         for sid in _ancestors(plan, vid) | {vid}:
             d = best.get(sid)
             confs.append(d.confidence if d is not None and d.answer else 0.0)
-        if comparison.attribute == "lifespan":
-            # the lifespan steps are `attribute_questions`' "When was X born?" / "When did X die?"
-            if _DEATH.search(by_id[vid].question):
-                deaths[option] = answer
-            else:
-                births[option] = answer
-        else:
-            values[option].append(answer)
-    if comparison.attribute == "lifespan":
-        values = {o: [births.get(o, ""), deaths.get(o, "")] for o in comparison.options}
+        # in plan order: a duration's start step comes before its end step
+        values[option].append(answer)
     return values, confs
 
 

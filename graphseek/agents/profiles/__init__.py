@@ -12,8 +12,12 @@ from graphseek.agents.profiles.general import GENERAL
 from graphseek.agents.profiles.wikipedia import WIKIPEDIA
 from graphseek.errors import ContextError
 from graphseek.state.validation import check_name
+from graphseek.tools.names import register_profile_words
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (GENERAL, WIKIPEDIA)}
+for _profile in PROFILES.values():
+    # the graph tools read a run's profile words by its name (tools do not import agents)
+    register_profile_words(_profile.name, _profile.mention_nouns, _profile.mention_verbs)
 
 
 def get_profile(profile: str | Profile | None = None) -> Profile:

@@ -66,6 +66,79 @@ class Profile:
     name_titles: str = ""
     """Regex of the titles a person's full name may carry after a comma ("Carlos, Duke of
     Madrid"): a person span is extended over ", <title> of <Name>"."""
+    category_words: Sequence[str] = ()
+    """Type words that stand before a name ("film Blood Street") and name the kind of a
+    comparison's options, longest matched first where they compete."""
+    focus_verbs: str = ""
+    """Regex alternation of the verbs ending a "When was X <verb>?" question, beyond the
+    general ones, so that X is read as the question's focus."""
+    focus_frames: Sequence[str] = ()
+    """Further question frames (regexes with a group `f`, the focus), tried after the general
+    ones ("Who directed X?")."""
+    comparison_bridges: Sequence[str] = ()
+    """Regexes over a lower-cased comparison whose group 1 is the noun of the options' bridge
+    entity ("the director who ..."), tried in order; mapped through `relation_nouns`."""
+    comparison_events: Sequence[tuple[str, str, str]] = ()
+    """(regex over a comparative criterion, attribute, pick) tried before the event verbs:
+    pick "min" / "max", or "" to read it from the criterion's first / later words."""
+    comparison_event_verbs: str = ""
+    """Regex alternation of the verbs of "Was A or B <verb> first?", beyond the general ones."""
+    person_criterion: str = ""
+    """Regex over such a criterion that makes its options persons."""
+    age_attribute: str = "date"
+    """The attribute "older" / "younger" compare for persons."""
+    same_attribute: Callable[[str, str, str | None], str | None] | None = None
+    """The attribute a "same ..." question compares, from (its text, the options' category,
+    the bridge relation); None: the general rule (`answer_types.general_same_attribute`)."""
+    same_as_verbs: str = ""
+    """Regex alternation of the predicates of "Does A <verb> the same X as B?", beyond the
+    general ones."""
+    same_verbs: str = ""
+    """Regex alternation of the predicates of "Are A and B <verb> ... the same X?", beyond the
+    general ones."""
+    option_prefixes: str = ""
+    """Regex alternation of type words dropped before a comparison option ("films"),
+    beyond the general ones."""
+    option_suffixes: str = ""
+    """Regex alternation of type words dropped after a comparison option."""
+    bridge_prefix: str = ""
+    """Regex of a bridge noun before the options of a "same" question ("directors of")."""
+    implied_category: tuple[str, str] = ("", "")
+    """(regex over a "same" question, category) read when its options name no category."""
+    origin_attributes: Mapping[str, str] = field(default_factory=dict)
+    """Category -> the attribute a "same nationality" question compares for it (a film's
+    country of origin)."""
+    attribute_questions: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Compared attribute -> the sub-questions (templates over `{s}`) that fetch it for one
+    option, beyond the general ones (date, country, quantity)."""
+    duration_attributes: frozenset[str] = frozenset()
+    """Compared attributes measured as the time between the dates of their two steps."""
+    nationality_relations: frozenset[str] = frozenset()
+    """Relations whose answers are compared by the country they name ("American" = "USA")."""
+    place_relations: frozenset[str] = frozenset()
+    """Relations whose answer is a town rather than a country."""
+    date_range_ends: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Relation -> (which end of a date range "(1900 - 1980)" its answer is, "start" or
+    "end"; regex of the words just before a date that mark the other end)."""
+    relation_phrases: Mapping[str, str] = field(default_factory=dict)
+    """Relation key -> its keyword-query wording, where not the key's words."""
+    titled_relations: frozenset[str] = frozenset()
+    """Relations whose re-ask names the focus with its category ("X (film)")."""
+    object_tail: str = ""
+    """Regex of the predicate that ends a relation chain's object ("... was born in")."""
+    title_weight: float = 0.0
+    """Weight of a passage's title matching the question's focus in the cue reader (passages
+    about their title, as encyclopedia articles are)."""
+    person_title: str = ""
+    """Regex over a passage's title and the 80 characters after it that makes the title a
+    person (life dates in brackets)."""
+    work_names_person: Callable[[str], bool] | None = None
+    """Whether a first description typed as a work still names a person."""
+    mention_nouns: frozenset[str] = frozenset()
+    """Type words never taken as an entity mention on their own, nor as a relation seed, by
+    the graph tools (`graphseek.tools.names.register_profile_words`)."""
+    mention_verbs: frozenset[str] = frozenset()
+    """Event verbs never taken as an entity mention on their own (they stay relation seeds)."""
     operating_point: float = 0.5
     """The offline reader's abstention threshold for this profile, chosen on its dev slices by
     one rule (`graphseek.evaluation.calibration`) and stored in `operating_points.json` beside
@@ -88,6 +161,10 @@ class Profile:
             key: [(re.compile(rx, re.I), where, w) for rx, where, w in cues]
             for key, cues in self.cues.items()
         }
+
+    @cached_property
+    def object_tail_re(self) -> re.Pattern[str] | None:
+        return re.compile(self.object_tail) if self.object_tail else None
 
     @cached_property
     def person_words_re(self) -> re.Pattern[str] | None:

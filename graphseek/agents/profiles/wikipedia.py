@@ -462,6 +462,96 @@ CANONICAL: list[tuple[str, str]] = [
 ]
 
 
+# ---------------------------------------------------------------------------------------------
+# question reading beyond the general rules (`graphseek.agents.offline.answer_types`)
+
+# Type words before a title ("film Blood Street") and of a comparison's options.
+CATEGORY_WORDS: tuple[str, ...] = (
+    "film", "movie", "song", "album", "book", "novel", "magazine", "newspaper", "band",
+    "company", "series", "show", "play", "single", "tv series", "video game", "game",
+    "opera", "painting", "poem", "documentary",
+)  # fmt: skip
+
+# Verbs ending "When was X born?"-questions, and the frames of "Who directed X?"-questions.
+FOCUS_VERBS = r"born|die|died|buried|married|pass away"
+FOCUS_FRAMES: list[str] = [
+    r"^(?:what|which) (?:nationality) (?:is|was|are|were) (?P<f>.+?)(?: from)?$",
+    r"^who (?:did|does) (?P<f>.+?) (?:marry|wed)$",
+    r"^who (?:directed|composed|performed|sang) (?P<f>.+)$",
+]
+
+# Comparisons through a bridge person: "Which film has the director who was born later?"
+COMPARISON_BRIDGES: list[str] = [
+    r"\b(?:has|have|had|with|whose|of)\s+(?:the\s+)?(director|performer|composer|author|"
+    r"writer|producer|founder|creator|singer|publisher|screenwriter)s?\b",
+    r"\b(director|performer|composer|author|producer|founder|creator)s of\b",
+]
+# Life events compared: (regex over the criterion, attribute, pick or "" for first / later).
+COMPARISON_EVENTS: list[tuple[str, str, str]] = [
+    (r"\blived longer\b|\blonger life\b|\blived the longest\b", "lifespan", "max"),
+    (r"\blived shorter\b|\bshorter life\b", "lifespan", "min"),
+    (r"\bborn\b", "birth_date", ""),
+    (r"\b(?:died|die|dead|death|passed away)\b", "death_date", ""),
+]
+
+_PERSON_WORDS_RE = re.compile(PERSON_WORDS, re.I)
+
+
+def same_attribute(text: str, category: str, via: str | None) -> str | None:
+    """The attribute a "same ..." question about persons, works or places compares."""
+    low = text.lower()
+    if re.search(r"\bsame nationalit|\bnationality\b", low):
+        return "nationality"
+    if re.search(r"\bsame (?:country|state)\b", low):
+        if via or category in {"person"}:
+            return "nationality"
+        if re.search(r"\blocated\b|\bsituated\b|\bfound in\b", low):
+            return "country"
+        if category in {"", "mountain", "river", "island", "place", "city", "village", "town"}:
+            if re.search(r"\b(?:from|originate|come from|made|produced)\b", low):
+                return "origin_country"
+            return "country"
+        return "origin_country"
+    if re.search(r"\bsame (?:place|city|town)\b", low):
+        if re.search(r"\bdied|\bdeath", low):
+            return "death_place"
+        return "birth_place"
+    if re.search(r"\bsame (?:year|date|day)\b", low):
+        return "birth_date" if re.search(r"\bborn\b", low) else "date"
+    if re.search(r"\bsame (?:genre|occupation|profession|job)\b", low):
+        return "genre" if "genre" in low else "occupation"
+    return None
+
+
+# Sub-questions fetching one option's compared attribute.
+ATTRIBUTE_QUESTIONS: dict[str, list[str]] = {
+    "birth_date": ["When was {s} born?"],
+    "death_date": ["When did {s} die?"],
+    "lifespan": ["When was {s} born?", "When did {s} die?"],
+    "origin_country": ["Which country is {s} from?"],
+    "nationality": ["What nationality is {s}?"],
+    "birth_place": ["Where was {s} born?"],
+    "death_place": ["Where did {s} die?"],
+}
+
+# The predicate that ends a relation chain's object ("the director of X was born in").
+OBJECT_TAIL = (
+    r"\s+(?:(?:was|is|were|are|did|does|do|has|had)\s+)?(?:born|die|died|buried|"
+    r"work(?:s|ed)?(?:\s+at|\s+for)?|stud(?:y|ied)|live[sd]?|located|situated|based|from|"
+    r"founded|formed|established|released|published|detained|educated|graduated?|married|"
+    r"marry|come from|originate|start(?:ed)?|end(?:ed)?|receive[sd]?|win|won|play(?:s|ed)?|"
+    r"go(?:\s+to)?|attend(?:ed)?)(?:\s+(?:at|in|from|for|to))?$"
+)
+
+
+def work_names_person(descr_head: str) -> bool:
+    """ "actor and film director": a first description typed a work that names a person."""
+    return bool(
+        _PERSON_WORDS_RE.search(descr_head.split(" film")[0])
+        and re.search(r"\b(?:film|movie)\s+(?:director|producer|actor|actress)", descr_head)
+    )
+
+
 WIKIPEDIA = Profile(
     name="wikipedia",
     operating_point=stored_operating_point("wikipedia"),
@@ -478,4 +568,44 @@ WIKIPEDIA = Profile(
     person_words=PERSON_WORDS,
     clean_text=clean_text,
     name_titles=NAME_TITLES,
+    category_words=CATEGORY_WORDS,
+    focus_verbs=FOCUS_VERBS,
+    focus_frames=FOCUS_FRAMES,
+    comparison_bridges=COMPARISON_BRIDGES,
+    comparison_events=COMPARISON_EVENTS,
+    comparison_event_verbs=r"born|died|dead",
+    person_criterion=r"born",
+    age_attribute="birth_date",
+    same_attribute=same_attribute,
+    same_as_verbs=r"born in",
+    same_verbs=r"born|died",
+    option_prefixes=r"movies?|films?|directors of films?|directors of",
+    option_suffixes=r"films?|movies?",
+    bridge_prefix=r"(?:directors?|performers?|composers?|authors?|producers?)\s+of\s+(?:the\s+)?",
+    implied_category=(r"(?:films?|movies?)", "film"),
+    origin_attributes={"film": "origin_country", "movie": "origin_country"},
+    attribute_questions=ATTRIBUTE_QUESTIONS,
+    duration_attributes=frozenset({"lifespan"}),
+    nationality_relations=frozenset({"nationality", "origin_country"}),
+    place_relations=frozenset({"birth_place", "death_place", "burial_place"}),
+    date_range_ends={
+        "birth_date": ("start", r"\bdied\b|\bd\.\s*$"),
+        "death_date": ("end", r"\bborn\b|\bb\.\s*$"),
+    },
+    relation_phrases={
+        "death_place": "place of death",
+        "birth_place": "place of birth",
+        "death_date": "date of death",
+        "birth_date": "date of birth",
+        "burial_place": "place of burial",
+    },
+    titled_relations=frozenset({"director", "performer", "composer", "producer", "author"}),
+    object_tail=OBJECT_TAIL,
+    # Wikipedia passages are about their title: "X is a film directed by Y" answers "Who
+    # directed X?" from the passage titled X
+    title_weight=0.55,
+    person_title=r"\((?:[^)]*\b(?:born|died|b\.|d\.|c\.)\b[^)]*|\s*\d{1,2}\s+\w+\s+\d{3,4}[^)]*)\)",
+    work_names_person=work_names_person,
+    mention_nouns=frozenset({"film", "song", "album", "book"}),
+    mention_verbs=frozenset({"born", "died"}),
 )
