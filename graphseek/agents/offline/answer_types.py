@@ -12,7 +12,9 @@ default `general` profile none), and returns an `AnswerType`:
   Street?") and `category` the type word before it ("film");
 - `comparison`: for "Which film came out first, A or B?", "Are A and B from the same country?",
   "Which film has the director who was born later, A or B?": the options, the attribute compared,
-  whether the smallest, largest or equal value wins, and the bridge relation ("director").
+  whether the smallest, largest or equal value wins, and the bridge relation ("director"). The
+  biography readings (born / died first, lived longer, same nationality, a bridge through a
+  person) come from the profile's fields (`Profile.comparison_events`, ...): `general` has none.
 
 Also here, because the Librarian and the Seeker both need them: a parser of dates to sortable
 tuples, number parsing, and a country / demonym table to compare nationalities.
@@ -21,7 +23,6 @@ tuples, number parsing, and a country / demonym table to compare nationalities.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
@@ -565,8 +566,7 @@ def _expected(question: str, profile: Profile) -> AnswerType:
     if w in AUX_WORDS:
         return AnswerType(kind="yesno", labels=["YESNO"], wh=w, relation=relation, focus=focus,
                           category=category)  # fmt: skip
-    table = HEAD_LABELS
-    head = _head_noun(low, table)
+    head = _head_noun(low)
     labels: list[str]
     kind: AnswerKind = "entity"
     if relation is not None and relation in profile.relations:
@@ -581,12 +581,12 @@ def _expected(question: str, profile: Profile) -> AnswerType:
         labels = ["TEXT"]
     elif w == "how":
         labels = _how_labels(low)
-    elif head and head in table:
-        labels = list(table[head])
+    elif head and head in HEAD_LABELS:
+        labels = list(HEAD_LABELS[head])
     else:
         labels = ["TEXT"]
-    if w in {"which", "what"} and head in table and relation is None:
-        labels = list(table[head])
+    if w in {"which", "what"} and head in HEAD_LABELS and relation is None:
+        labels = list(HEAD_LABELS[head])
     if (
         w in {"which", "what"}
         and head == "country"
@@ -613,19 +613,19 @@ def _how_labels(low: str) -> list[str]:
     return ["TEXT"]
 
 
-def _head_noun(low: str, table: Mapping[str, list[str]]) -> str | None:
+def _head_noun(low: str) -> str | None:
     m = re.match(r"^(?:which|what)\s+(?:\w+\s+)?(?:of the\s+)?(\w+)", low)
     if m:
         one = re.match(r"^(?:which|what)\s+(\w+)", low)
-        if one and one.group(1) in table:
+        if one and one.group(1) in HEAD_LABELS:
             return one.group(1)
-        if m.group(1) in table:
+        if m.group(1) in HEAD_LABELS:
             return m.group(1)
     m = re.match(r"^(?:what|which) (?:is|was|are|were) the (?:name of the )?(\w+)", low)
-    if m and m.group(1) in table:
+    if m and m.group(1) in HEAD_LABELS:
         return m.group(1)
     m = re.match(r"^(?:in|on|at|from) (?:which|what) (\w+)", low)
-    if m and m.group(1) in table:
+    if m and m.group(1) in HEAD_LABELS:
         return m.group(1)
     return None
 
