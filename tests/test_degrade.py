@@ -158,3 +158,83 @@ def test_registry_wires_the_fallback_only_when_asked(tiny_index):
     # the tool-calling loops still recognise the LLM planner
     assert isinstance(degrading.planner, LLMPlanner)
     assert degrading.planner.fallback.role == "planner"  # type: ignore[attr-defined]
+
+
+# -- every topology against a server whose every reply is bad ------------------------------------
+
+#: the roles each topology's run falls back for, every structured and tool-calling reply bad
+#: (react's thinker and dual_agent's Librarian ("graph_librarian") call tools: the step is taken
+#: by the role's offline policy; knowledge_aware's planner both calls tools and plans in JSON)
+FALLS_BACK = {
+    "naive": {"librarian"},
+    "react": {"thinker"},
+    "dual_agent": {"decomposer", "graph_librarian", "seeker"},
+    "knowledge_aware": {"planner", "knowledge_updater", "context_filter", "answerer"},
+    "higra_retriever": {"graph_librarian"},
+    "adaptive": {"coverage", "sufficiency", "graph_librarian", "triple_checker"},
+    "deep_search": {"decomposer", "grounder", "refiner", "graph_librarian", "drafter",
+                    "evidence_verifier", "expander"},
+}  # fmt: skip
+BAD_REPLIES = {
+    "malformed": {"content": "I am not sure, let me think about it."},
+    "http500": {"status": 500, "error": "internal server error"},
+}
+
+
+def ask_bad_server(
+    monkeypatch: pytest.MonkeyPatch, index: Any, topology: str, fault: str, on_failure: str
+) -> tuple[Any, int]:
+    """`topology` on a server whose every reply is `fault`; the result and the requests made."""
+    from fake_openai import FakeOpenAIServer, Reply
+
+    from graphseek.api import ask
+    from graphseek.llm import clear_model_cache
+
+    for name in ("GRAPHSEEK_LLM", "GRAPHSEEK_LLM_CACHE", "OPENAI_API_KEY", "GRAPHSEEK_BASE_URL",
+                 "OPENAI_API_BASE"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GRAPHSEEK_LLM_BACKOFF", "0")
+    monkeypatch.setenv("GRAPHSEEK_LLM_MAX_RETRIES", "1")
+    bad = Reply(**BAD_REPLIES[fault])  # type: ignore[arg-type]
+    server = FakeOpenAIServer(lambda request: bad)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    clear_model_cache()
+    try:
+        with server:
+            result = ask(
+                index, QUESTION, topology=topology, llm="openai:bad", on_model_failure=on_failure
+            )
+    finally:
+        clear_model_cache()
+    return result, len(server.requests)
+
+
+@pytest.mark.enable_socket
+@pytest.mark.allow_hosts(["127.0.0.1"])
+@pytest.mark.parametrize("fault", sorted(BAD_REPLIES))
+@pytest.mark.parametrize("topology", sorted(FALLS_BACK))
+def test_every_topology_degrades_to_its_offline_policies(monkeypatch, tiny_index, topology, fault):
+    result, requests = ask_bad_server(monkeypatch, tiny_index, topology, fault, "offline")
+    assert requests  # the model was asked
+    # an answer or an abstention of the offline policies, not a "model failed" abstention
+    assert result.abstained == (result.answer == "")
+    assert "failed" not in result.abstain_reason, result.abstain_reason
+    assert not result.diagnostics.get("errors"), result.diagnostics
+    degraded = result.diagnostics["degraded"]
+    assert {note.split(":", 1)[0] for note in degraded} == FALLS_BACK[topology]
+    why = "malformed reply" if fault == "malformed" else "HTTP 500"
+    assert all(why in note for note in degraded), degraded
+    # the failed calls are charged
+    assert result.usage.llm_calls == requests
+
+
+@pytest.mark.enable_socket
+@pytest.mark.allow_hosts(["127.0.0.1"])
+@pytest.mark.parametrize(
+    ("topology", "role"),
+    [("react", "thinker"), ("dual_agent", "decomposer"), ("naive", "librarian")],
+)
+def test_abstain_ends_the_run_at_the_first_failed_step(monkeypatch, tiny_index, topology, role):
+    result, _ = ask_bad_server(monkeypatch, tiny_index, topology, "malformed", "abstain")
+    assert result.abstained and result.abstain_reason.startswith(f"{role} failed: malformed")
+    assert "degraded" not in result.diagnostics

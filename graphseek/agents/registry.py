@@ -9,7 +9,9 @@ they go with the `Context`. Each LLM policy is handed the run's budget guard
 
 With `Context.on_model_failure="offline"`, each LLM policy is built to fall back to the role's
 offline policy for a step whose model call failed after its retries
-(`graphseek.agents.structured_role.falls_back`); the offline policy is built on the first failure."""
+(`graphseek.agents.structured_role.falls_back`); the offline policy is built on the first failure,
+and each fallback is noted in the run's degraded notes (`graphseek.state.run_scope.degraded_notes`,
+which `finalize_answer` reads)."""
 
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ from graphseek.agents.verifier import (
 from graphseek.llm import model_for_context
 from graphseek.llm.budget import run_callbacks
 from graphseek.state.context import Context
-from graphseek.state.run_scope import run_scope
+from graphseek.state.run_scope import degraded_notes, run_scope
 
 #: abstention threshold for drafts written by a chat model (its self-reported confidence)
 LLM_DRAFT_THRESHOLD = 0.15
@@ -137,7 +139,7 @@ def llm_policy(
     policy = falls_back(llm_cls)(
         model, max_retries=context.max_retries, callbacks=callbacks, **kwargs
     )
-    return with_fallback(policy, role, offline)
+    return with_fallback(policy, role, offline, degraded_notes(context))
 
 
 def build_roles(context: Context) -> Roles:

@@ -1,6 +1,7 @@
 """What every LLM policy of the checking and searching roles shares: one structured call with
 the role's system prompt, plain-text renderings of evidence for the prompts, and the fallback to
-the role's offline policy when a model call fails after its retries (`falls_back`)."""
+the role's offline policy when a model call fails after its retries (`falls_back`; for a
+tool-calling step, `offline_policy`), each fallback noted in the run's degraded notes."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from graphseek.errors import BudgetExceededError, LLMError
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import invoke_structured
 from graphseek.state.models import Draft, EvidenceItem, Usage
+from graphseek.state.run_scope import Notes
 
 M = TypeVar("M", bound=BaseModel)
 C = TypeVar("C", bound=type)
@@ -34,13 +36,27 @@ ROLE_METHODS = frozenset(
 
 
 class Fallback:
-    """The offline policy a failing LLM policy of `role` falls back to, built on first use."""
+    """The offline policy a failing LLM policy of `role` falls back to, built on first use;
+    each fallback is noted in `record` (the run's `Notes`) when one is given."""
 
-    def __init__(self, role: str, offline: Callable[[], Any]) -> None:
+    def __init__(self, role: str, offline: Callable[[], Any], record: Notes | None = None) -> None:
         self.role = role
         self._offline = offline
         self._policy: Any = None
         self._lock = threading.Lock()
+        self.record = record
+
+    def note(self, exc: LLMError) -> str:
+        """Note (log, and keep in the run's record) that the offline policy answers a step whose
+        model call failed with `exc`; returns the note, "role: reason"."""
+        reason = " ".join(str(exc).split())[:200]
+        log.warning(
+            "%s: model call failed (%s); the offline policy answers this step", self.role, reason
+        )
+        note = f"{self.role}: {reason}"
+        if self.record is not None:
+            self.record.add(note)
+        return note
 
     def policy(self) -> Any:
         with self._lock:
@@ -57,13 +73,23 @@ class Fallback:
         out = step(*args, **kwargs)
         if not isinstance(out, Step):
             raise exc
-        reason = " ".join(str(exc).split())[:200]
-        log.warning(
-            "%s: model call failed (%s); the offline policy answers this step", self.role, reason
-        )
         failed = getattr(exc, "usage", None)
         usage = (failed if isinstance(failed, Usage) else Usage()) + out.usage
-        return replace(out, usage=usage, degraded=(*out.degraded, f"{self.role}: {reason}"))
+        return replace(out, usage=usage, degraded=(*out.degraded, self.note(exc)))
+
+
+def offline_policy(policy: Any, exc: LLMError) -> Any:
+    """For a tool-calling step (`call_tools`, which has no offline twin of its own) whose model
+    call failed with `exc`: the offline policy `policy` falls back to, the failure noted as
+    degraded in the run; None when `policy` has no fallback (``on_model_failure="abstain"``)
+    or `exc` is a spent budget (it ends the run). The caller takes the offline policy's path
+    for the step and charges ``exc.usage``."""
+    fallback = getattr(policy, "fallback", None)
+    if not isinstance(fallback, Fallback) or isinstance(exc, BudgetExceededError):
+        return None
+    offline = fallback.policy()
+    fallback.note(exc)
+    return offline
 
 
 def _degrading(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
@@ -99,9 +125,12 @@ def falls_back(llm_cls: C) -> C:
     return type(llm_cls.__name__, (llm_cls,), overrides)  # type: ignore[return-value]
 
 
-def with_fallback(policy: Any, role: str, offline: Callable[[], Any]) -> Any:
-    """`policy` (an instance of a `falls_back` class) with the offline policy it falls back to."""
-    policy.fallback = Fallback(role, offline)
+def with_fallback(
+    policy: Any, role: str, offline: Callable[[], Any], record: Notes | None = None
+) -> Any:
+    """`policy` (an instance of a `falls_back` class) with the offline policy it falls back to
+    (each fallback noted in `record`, the run's degraded notes)."""
+    policy.fallback = Fallback(role, offline, record)
     return policy
 
 

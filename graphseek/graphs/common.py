@@ -4,6 +4,7 @@ final answer."""
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Any
 
 from langgraph.graph import StateGraph
@@ -15,6 +16,7 @@ from graphseek.errors import LLMError
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Usage
+from graphseek.state.run_scope import degraded_notes
 from graphseek.state.schema import FinalizeState
 
 log = logging.getLogger(__name__)
@@ -125,6 +127,19 @@ def read_passages(
     return hits
 
 
+def unrecorded_degraded(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """``diagnostics.degraded`` for the run's steps answered by a role's offline policy
+    (`degraded_notes`: every fallback of the run) that no node recorded in the state."""
+    recorded = Counter(state.get("diagnostics", {}).get("degraded") or [])
+    missing: list[str] = []
+    for note in degraded_notes(runtime.context).items():
+        if recorded[note] > 0:
+            recorded[note] -= 1
+        else:
+            missing.append(note)
+    return {"diagnostics": {"degraded": missing}} if missing else {}
+
+
 def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Write the output fields: the answer with its grounding (each item flagged whether it holds
     the answer), or an explicit abstention that shows the passages and sentences the run found
@@ -139,6 +154,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str
             "abstain_reason": "",
             "evidence": Overwrite(evidence),
             "trace": ["finalize_answer"],
+            **unrecorded_degraded(state, runtime),
         }
     reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
     question = state.get("question", "")
@@ -149,6 +165,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str
         "abstain_reason": reason,
         "evidence": Overwrite(shown),
         "trace": ["finalize_answer"],
+        **unrecorded_degraded(state, runtime),
     }
 
 

@@ -34,6 +34,7 @@ from graphseek.agents.kair import AcceptedUpdate, accept_update
 from graphseek.agents.planner import LLMPlanner
 from graphseek.agents.registry import Roles
 from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan
+from graphseek.agents.structured_role import offline_policy
 from graphseek.agents.tool_calling import ToolsUnsupportedError, rounds_without_new_passages
 from graphseek.errors import LLMError
 from graphseek.graphs.common import error_usage
@@ -102,7 +103,11 @@ def next_search(
             step.notes.append(f"{label}: {exc}; the JSON path is used instead")
             step.usage = exc.usage  # a request the server refused for its tools is charged
         except LLMError as exc:
-            return SearchStep(usage=error_usage(exc), reason=f"{label}: {exc}", error=exc)
+            offline = offline_policy(planner, exc)
+            if offline is None:
+                return SearchStep(usage=error_usage(exc), reason=f"{label}: {exc}", error=exc)
+            # on_model_failure="offline": the offline planner plans this round's search
+            step.usage, planner = error_usage(exc), offline
         else:
             stop = [c for c in reply.value.tool_calls if c["name"] == STOP]
             reason = str((stop[0].get("args") or {}).get("reason") or "") if stop else ""

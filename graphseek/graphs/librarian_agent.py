@@ -39,6 +39,7 @@ from typing_extensions import TypedDict
 from graphseek.agents.graph_librarian import LLMGraphLibrarian
 from graphseek.agents.librarian import LibrarianReply, ground_reply
 from graphseek.agents.registry import get_roles
+from graphseek.agents.structured_role import offline_policy
 from graphseek.agents.tool_calling import (
     FinishVerdict,
     ToolsUnsupportedError,
@@ -165,8 +166,11 @@ def search_evidence(state: LibrarianState, runtime: Runtime[Context]) -> dict[st
             if exc.usage.llm_calls:  # the refused request is charged
                 update["usage"] = update.get("usage", Usage()) + exc.usage
         except LLMError as exc:
-            errors = [f"librarian: {exc}"]
-            return update | {"usage": error_usage(exc), "diagnostics": {"errors": errors}}
+            if offline_policy(librarian, exc) is None:
+                errors = [f"librarian: {exc}"]
+                return update | {"usage": error_usage(exc), "diagnostics": {"errors": errors}}
+            # on_model_failure="offline": the offline Librarian's step (its one search)
+            update["usage"] = update.get("usage", Usage()) + error_usage(exc)
         else:
             usage = update.get("usage", Usage()) + step.usage
             return update | {"messages": [step.value], "searches": searches + 1, "usage": usage}

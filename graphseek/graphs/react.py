@@ -35,6 +35,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphseek.agents.registry import get_roles
+from graphseek.agents.structured_role import offline_policy
 from graphseek.agents.text import answer_occurs, name_coverage, question_names
 from graphseek.agents.thinker import (
     LLMThinker,
@@ -96,6 +97,11 @@ def _decide(
         except ToolsUnsupportedError as exc:
             notes.append(f"thinker: {exc}; the JSON thought path is used instead")
             refused = exc.usage
+        except LLMError as exc:  # with on_model_failure="offline": the offline thought
+            offline = offline_policy(thinker, exc)
+            if offline is None:
+                raise
+            refused, thinker = error_usage(exc), offline
         else:
             message = reply.value
             return message, thought_from_message(message, view.question), reply.usage, notes

@@ -11,6 +11,9 @@ What a scope holds is built on first use by the layer that owns it, through `Run
 - ``"roles"``: every role's policy (`graphseek.agents.registry.get_roles`);
 - ``"guard"``: the budget guard that every model call of the run reports to and that refuses a
   call past the budget (`graphseek.llm.budget.guard_for`);
+- ``"degraded"``: the `Notes` of the steps whose failed model call the role's offline policy
+  answered (``on_model_failure="offline"``), "role: reason", in the order they happened
+  (`graphseek.agents.structured_role.Fallback`); `finalize_answer` adds those no node recorded;
 - ``"tool_results"``: a `CallRecord` of the tool calls run so far (`graphseek.graphs.tool_loop`),
   so that a call identical to one made anywhere in the run (a parallel Librarian, an earlier
   round) is answered with the earlier result instead of running again.
@@ -64,6 +67,22 @@ class RunScope:
 
     def __reduce__(self) -> tuple[type[RunScope], tuple[()]]:
         return (RunScope, ())
+
+
+class Notes:
+    """A run's list of notes, appended to from parallel branches."""
+
+    def __init__(self) -> None:
+        self._items: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, note: str) -> None:
+        with self._lock:
+            self._items.append(note)
+
+    def items(self) -> list[str]:
+        with self._lock:
+            return list(self._items)
 
 
 class CallRecord:
@@ -142,4 +161,9 @@ def run_scope(context: Any) -> RunScope:
         return scope
 
 
-__all__ = ["SCOPE_ATTRIBUTE", "CallRecord", "RunScope", "run_scope"]
+def degraded_notes(context: Any) -> Notes:
+    """The run's record of degraded steps (the scope's ``"degraded"``)."""
+    return run_scope(context).get("degraded", Notes)
+
+
+__all__ = ["SCOPE_ATTRIBUTE", "CallRecord", "Notes", "RunScope", "degraded_notes", "run_scope"]
