@@ -374,3 +374,14 @@ def test_json_and_pythonic_calls_in_one_reply_and_json_strings_left_alone():
         ("finish", {"answer": 'search(query="x")'}, ""),
         ("search", {"query": "y"}, ""),
     ]
+
+
+def test_a_repeated_result_does_not_charge_the_earlier_calls_usage_again():
+    from graphseek.agents.tool_calling import repeated_result
+
+    earlier = ToolMessage("[ada] ...", tool_call_id="old", name="context_search",
+                          artifact={"passage_ids": ["ada"], "usage": {"llm_calls": 1}})  # fmt: skip
+    again = repeated_result(call("context_search", "new", query="Ada"), earlier)
+    assert again.artifact == {"passage_ids": ["ada"]} and again.tool_call_id == "new"
+    assert str(again.content).startswith(f"({REPEAT_NOTE}") and again.name == "context_search"
+    assert earlier.artifact["usage"] == {"llm_calls": 1}  # the earlier result is left alone
