@@ -63,3 +63,16 @@ def test_index_without_graph_says_how_to_get_one(tiny_index) -> None:
     assert not tiny_index.has_graph
     with pytest.raises(IndexNotFoundError, match="no knowledge graph"):
         _ = tiny_index.graph
+
+
+def test_ensure_graph_adds_the_graph_a_full_build_has(graph_indexes, tiny_passages) -> None:
+    full, _ = graph_indexes
+    plain = Index.build(tiny_passages, full.path.parent / "plain", show_progress=False)
+    revision = plain.revision
+    assert not plain.has_graph
+    assert plain.ensure_graph() is plain
+    assert plain.has_graph and plain.manifest["graph"] is True and plain.revision != revision
+    assert _entity_names(plain) == _entity_names(full)
+    reopened = Index.open(plain.path)
+    assert reopened.has_graph and reopened.revision == plain.revision
+    assert plain.ensure_graph() is plain and plain.revision == reopened.revision  # once only

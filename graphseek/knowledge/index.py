@@ -304,19 +304,30 @@ class Index:
         self, *, show_progress: bool = False, graph_options: Mapping[str, Any] | None = None
     ) -> Index:
         """Build the knowledge graph into this index if it has none (passages are not
-        re-embedded). The graph directory appears atomically, then the manifest is rewritten."""
+        re-embedded) and record it in the manifest, as one write of the backend
+        (`_store_graph`)."""
         if self.has_graph:
             return self
         check_graph_options(self._encoder, graph_options)
+
+        def build(graph_dir: Path) -> None:
+            _build_graph(self._passages, graph_dir, show_progress, graph_options)
+
+        manifest = self._store_graph(build)
+        if manifest is not None:
+            self._take_state(manifest, self._passages)
+        return self
+
+    def _store_graph(self, build: Callable[[Path], None]) -> dict[str, Any] | None:
+        """Run `build` into the graph directory (it appears atomically), then rewrite the
+        manifest; returns it."""
         with hold(self._path):
-            _build_graph(self._passages, self._path / GRAPH_DIR, show_progress, graph_options)
+            build(self._path / GRAPH_DIR)
             manifest = {**self._manifest, "graph": True, "revision": uuid.uuid4().hex}
             tmp = self._path / f".{MANIFEST_FILE}.{uuid.uuid4().hex[:8]}"
             _write_json(tmp, manifest)
             os.replace(tmp, self._path / MANIFEST_FILE)
-        self._manifest = manifest
-        self._close_graph()
-        return self
+        return manifest
 
     # ---------------------------------------------------------------------------- updates
 
@@ -410,10 +421,7 @@ class Index:
             _write_json(tmp / MANIFEST_FILE, manifest)
         # this object is the updated index from now on: a caller who keeps using it (as in
         # `index.delete_documents(ids)`, result ignored) must not see the old passages
-        self._close_graph()
-        self._manifest = manifest
-        self._passages = items
-        self._by_id = {p.id: i for i, p in enumerate(items)}
+        self._take_state(manifest, items)
         self.__dict__.update(_bm25=bm25, _dense=dense, _encoder=encoder)
         return self
 
@@ -421,6 +429,14 @@ class Index:
         """This index (a directory index is not changed under an open object: a writer swaps in
         a new directory, which `Index.open` reads)."""
         return self
+
+    def _take_state(self, manifest: dict[str, Any], passages: list[Passage]) -> None:
+        """This object is the index of `manifest` and `passages` from now on (its graph store
+        closed; the backend's other state is the caller's)."""
+        self._close_graph()
+        self._manifest = manifest
+        self._passages = passages
+        self._by_id = {p.id: i for i, p in enumerate(passages)}
 
     def _close_graph(self) -> None:
         store = self.__dict__.pop("graph", None)

@@ -198,27 +198,16 @@ class GraphView:
         link_matrix = sp.csr_matrix(
             (np.ones(len(rows)), (rows, cols)), shape=(len(entity_ids), len(passage_ids))
         )
-        kept = [r for r in relations if r.source in pos and r.target in pos]
-        src = np.array([pos[r.source] for r in kept], dtype=np.int64)
-        dst = np.array([pos[r.target] for r in kept], dtype=np.int64)
-        weights = np.array([r.weight for r in kept], dtype=np.float64)
+        rels = relation_fields([r for r in relations if r.source in pos and r.target in pos], pos)
         return cls(
-            entity_ids=entity_ids,
-            names=[e.name for e in entities],
-            aliases=[list(e.aliases) for e in entities],
-            types=[list(e.types) for e in entities],
-            descriptions=[e.description for e in entities],
-            relation_ids=[r.id for r in kept],
-            rel_source=src,
-            rel_target=dst,
-            rel_labels=[r.label for r in kept],
-            rel_passages=[list(r.passage_ids) for r in kept],
-            rel_kinds=[r.kind for r in kept],
-            rel_weights=weights,
+            **entity_fields(entities),
+            **rels,
             passage_ids=list(passage_ids),
             passage_titles=list(passage_titles or ()),
             links=link_matrix,
-            adjacency=adjacency_from_relations(src, dst, weights, len(entity_ids)),
+            adjacency=adjacency_from_relations(
+                rels["rel_source"], rels["rel_target"], rels["rel_weights"], len(entity_ids)
+            ),
             hyperedges=list(hyperedges),
             topics=list(topics),
             entity_vectors=entity_vectors,
@@ -504,6 +493,34 @@ class GraphView:
     @cached_property
     def max_name_tokens(self) -> int:
         return min(MAX_NAME_TOKENS, max((len(k.split()) for k in self.name_index), default=1))
+
+
+def entity_fields(entities: Sequence[Entity]) -> dict[str, Any]:
+    """The entity fields of a `GraphView` (ids, names, aliases, types, descriptions by
+    position) from the graph's `Entity` models, in their order."""
+    return {
+        "entity_ids": [e.id for e in entities],
+        "names": [e.name for e in entities],
+        "aliases": [list(e.aliases) for e in entities],
+        "types": [list(e.types) for e in entities],
+        "descriptions": [e.description for e in entities],
+    }
+
+
+def relation_fields(relations: Sequence[Any], pos: Mapping[str, int]) -> dict[str, Any]:
+    """The relation fields of a `GraphView` (ids, end positions, labels, provenance passages,
+    kinds, weights) from relations with `id`, `source`, `label`, `target`, `passage_ids`,
+    `kind` and `weight` (the graph's `Relation` models, or the rows a store reads per query),
+    in their order; both ends of each must be in `pos` (entity id -> position)."""
+    return {
+        "relation_ids": [r.id for r in relations],
+        "rel_source": np.array([pos[r.source] for r in relations], dtype=np.int64),
+        "rel_target": np.array([pos[r.target] for r in relations], dtype=np.int64),
+        "rel_labels": [r.label for r in relations],
+        "rel_passages": [list(r.passage_ids) for r in relations],
+        "rel_kinds": [r.kind for r in relations],
+        "rel_weights": np.array([r.weight for r in relations], dtype=np.float64),
+    }
 
 
 @dataclass

@@ -47,7 +47,7 @@ from graphseek.tools.graph_access import (
     reads_neighbourhoods,
     revision_of,
 )
-from graphseek.tools.graph_arrays import single_threaded_blas, topic_matrix
+from graphseek.tools.graph_arrays import relation_fields, single_threaded_blas, topic_matrix
 from graphseek.tools.higra import (
     HiGraConfig,
     HiGraRetriever,
@@ -403,8 +403,6 @@ class LocalGraph:
         pos = base.entity_pos
         rels = sorted(self._relations.values(), key=lambda r: r.ord)
         n, m = base.n_entities, base.n_passages
-        src = np.array([pos[r.source] for r in rels], dtype=np.int64)
-        dst = np.array([pos[r.target] for r in rels], dtype=np.int64)
         rows, cols, vals = [], [], []
         for a, nbrs in self._adjacency.items():
             for b, w in nbrs.items():
@@ -432,13 +430,7 @@ class LocalGraph:
             aliases=base.aliases,
             types=base.types,
             descriptions=base.descriptions,
-            relation_ids=[r.id for r in rels],
-            rel_source=src,
-            rel_target=dst,
-            rel_labels=[r.label for r in rels],
-            rel_passages=[list(r.passage_ids) for r in rels],
-            rel_kinds=[r.kind for r in rels],
-            rel_weights=np.array([r.weight for r in rels], dtype=np.float64),
+            **relation_fields(rels, pos),
             passage_ids=base.passage_ids,
             passage_titles=base.passage_titles,
             links=link_matrix,

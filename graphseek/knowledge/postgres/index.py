@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
@@ -53,7 +53,6 @@ from graphseek.knowledge.index import (
     GraphAddition,
     Index,
     SearchMethod,
-    _build_graph,
     _check_passages,
     corpus_vectors,
     delete_from_graph,
@@ -275,10 +274,7 @@ class PostgresIndex(Index):
         """Take the stored state (inside the caller's snapshot or lock) as this object's."""
         with self._state_lock:
             manifest, ords, passages = read_state(conn, self._location)
-            self._close_graph()
-            self._manifest = manifest
-            self._passages = passages
-            self._by_id = {p.id: i for i, p in enumerate(passages)}
+            self._take_state(manifest, passages)
             self._set_ords(ords)
             self._embeddings = None
             self.__dict__.pop("_bm25", None)
@@ -385,17 +381,14 @@ class PostgresIndex(Index):
             )
         return PostgresNeighbourhood(self)
 
-    def ensure_graph(
-        self, *, show_progress: bool = False, graph_options: Mapping[str, Any] | None = None
-    ) -> PostgresIndex:
-        """Build the knowledge graph into this index if it has none (one transaction)."""
-        if self.has_graph:
-            return self
+    def _store_graph(self, build: Callable[[Path], None]) -> dict[str, Any] | None:
+        """One transaction: `build` into a temporary directory, the graph imported into the
+        tables, the manifest rewritten; None when another writer stored a graph first."""
         with self._writing() as conn, tempfile.TemporaryDirectory(prefix="graphseek-pg-") as tmp:
             if self.has_graph:
-                return self
+                return None
             graph_dir = Path(tmp) / GRAPH_DIR
-            _build_graph(self._passages, graph_dir, show_progress, graph_options)
+            build(graph_dir)
             from graphseek.knowledge.postgres.graph import delete_graph, import_graph
 
             delete_graph(conn.cursor())
@@ -403,9 +396,7 @@ class PostgresIndex(Index):
             manifest = {**self._manifest, "graph": True, "revision": uuid.uuid4().hex}
             write_meta(conn, "manifest", manifest)
             write_meta(conn, "revision", manifest["revision"])
-        self._close_graph()
-        self._manifest = manifest
-        return self
+        return manifest
 
     # ----------------------------------------------------------------------------- updates
 
@@ -465,10 +456,7 @@ class PostgresIndex(Index):
         vectors: np.ndarray | None,
     ) -> None:
         with self._state_lock:
-            self._close_graph()
-            self._manifest = manifest
-            self._passages = items
-            self._by_id = {p.id: i for i, p in enumerate(items)}
+            self._take_state(manifest, items)
             self._set_ords(ords)
             self._embeddings = vectors
             if vectors is not None:
