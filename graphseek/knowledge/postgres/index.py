@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -91,6 +91,8 @@ logger = logging.getLogger(__name__)
 
 #: searches retried when another writer commits in between
 RETRIES = 3
+
+_T = TypeVar("_T")
 
 __all__ = ["PostgresIndex", "close_pools"]
 
@@ -310,22 +312,19 @@ class PostgresIndex(Index):
         another writer has committed)."""
         if method == "bm25":  # no pgvector query (which checks the revision): check it here
             self.sync()
-        for _ in range(RETRIES):
-            try:
-                return super().search_many(queries, k=k, method=method)
-            except Stale:
-                self.sync()
-        raise IndexBusyError(
-            f"The index at {self._location.display} changed during {RETRIES} searches in a row; "
-            "retry."
-        )
+        return self._fresh(lambda: super(PostgresIndex, self).search_many(queries, k, method))
 
     def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The (position, cosine) pairs of the `k` passages nearest to one query vector, from
         pgvector (the graph retrievers' passage similarity, without loading the embeddings)."""
+        return self._fresh(lambda: self._dense.search(np.asarray(query_vector)[None, :], k)[0])
+
+    def _fresh(self, read: Callable[[], _T]) -> _T:
+        """`read()` against one revision: when another writer committed during it (`Stale`),
+        take the new revision and read again, at most `RETRIES` times."""
         for _ in range(RETRIES):
             try:
-                return self._dense.search(np.asarray(query_vector)[None, :], k)[0]
+                return read()
             except Stale:
                 self.sync()
         raise IndexBusyError(

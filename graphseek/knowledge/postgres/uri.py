@@ -11,18 +11,17 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from graphseek.knowledge.storage import POSTGRES, scheme_of
+
 DEFAULT_SCHEMA = "graphseek"
-SCHEMES = ("postgresql", "postgres")
+#: the URI schemes of this backend (the storage registry's)
+SCHEMES = POSTGRES.schemes
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
 def is_postgres_uri(target: object) -> bool:
     """Whether `target` is a ``postgresql://`` (or ``postgres://``) URI string."""
-    return (
-        isinstance(target, str)
-        and target.split("://", 1)[0].lower() in SCHEMES
-        and ("://" in target)
-    )
+    return scheme_of(target) in SCHEMES
 
 
 @dataclass(frozen=True)
