@@ -66,6 +66,16 @@ def test_the_relation_lexicon_is_consulted_only_under_its_profile() -> None:
     assert len(decompose_question(question)) == 1
 
 
+def test_the_graph_tools_skip_a_profiles_words_only_under_that_profile() -> None:
+    from graphseek.tools.names import QUESTION_WORDS, mention_stopwords, seed_stopwords
+
+    assert mention_stopwords("general") == seed_stopwords("general") == QUESTION_WORDS
+    assert {"film", "born"} <= mention_stopwords("wikipedia")
+    # an event verb names a relation ("born" -> "born in"); a type word does not
+    assert "film" in seed_stopwords("wikipedia") and "born" not in seed_stopwords("wikipedia")
+    assert mention_stopwords() == QUESTION_WORDS  # outside a run: the general words
+
+
 def test_offline_roles_resolve_their_profile() -> None:
     assert OfflineLibrarian().profile is GENERAL
     assert OfflineLibrarian(profile="wikipedia").profile is WIKIPEDIA
