@@ -15,7 +15,9 @@ offline extraction rate (target >= 100 passages/s; wall, and per CPU second), pe
 process (the extraction workers are forked from it and share its pages; each adds
 spaCy's working set), the tokens the build embedded (passages vs graph strings: the encoder
 alone needs about (all tokens / passage tokens) x the raw encoder time; the short graph strings
-cost somewhat less per token than passages), then how each stage grows with size.
+cost somewhat less per token than passages), then how each stage grows with size: seconds per
+1,000 passages, and the peak RSS at each graph stage's end (the graph clock records it in the
+manifest's timings) with the growth of the whole run's peak between sizes, MB per 1,000.
 ``--text-mb X`` also indexes one plain-text file of X MB (default chunking) the same way.
 The graph's entities, relations and hyperedges get static vectors (`GraphSettings.vectors`, the
 default; the table is distilled once, outside the timings, as the ONNX export is; the tokens line
@@ -192,6 +194,7 @@ def child(args: argparse.Namespace) -> None:
         )
         total, total_cpu = time.perf_counter() - t, cpu_seconds() - c
         stages: dict[str, float] = {}
+        stage_rss: dict[str, float] = {}
         extract_rate = None
         extract_cpu = None
         if index.has_graph:
@@ -199,6 +202,8 @@ def child(args: argparse.Namespace) -> None:
             for name, row in timings.items():
                 if name != "total_before_write":
                     stages[name] = float(row["seconds"])
+                    if row.get("peak_rss_mb") is not None:
+                        stage_rss[name] = float(row["peak_rss_mb"])
             if "extract" in timings:
                 extract_rate = float(timings["extract"]["passages_per_s"])
                 extract_cpu = timings["extract"].get("cpu_seconds")
@@ -215,6 +220,7 @@ def child(args: argparse.Namespace) -> None:
                     "raw_encoder_cpu_s": raw_cpu,
                     "index_cpu_s": total_cpu,
                     "stages": stages,
+                    "stage_peak_rss_mb": stage_rss,
                     "extract_rate": extract_rate,
                     "extract_cpu_s": extract_cpu,
                     "peak_rss_mb": peak_rss_mb(),
@@ -394,6 +400,23 @@ def main() -> None:
                 seconds = r["raw_encoder_s"] if name == "raw encoder" else r["stages"].get(name)
                 cells.append("-" if seconds is None else f"{seconds * 1000 / r['n']:.2f}")
             print(f"{name:<28}" + "".join(f"{c:>10}" for c in cells))
+        print_memory(rows)
+
+
+def print_memory(rows: list[dict[str, Any]]) -> None:
+    """Peak RSS (MB) of the build process at the end of each graph stage, the whole run's, and
+    its growth between sizes (MB per 1,000 passages; the target is a flat build)."""
+    print("\npeak RSS MB at each stage's end (the process; forked extraction workers not counted):")
+    print(f"{'stage':<28}" + "".join(f"{r['n']:>10}" for r in rows))
+    names = list(rows[-1].get("stage_peak_rss_mb", {}))
+    for name in names:
+        cells = [r.get("stage_peak_rss_mb", {}).get(name) for r in rows]
+        print(f"{name:<28}" + "".join(f"{'-' if c is None else f'{c:.0f}':>10}" for c in cells))
+    print(f"{'whole run':<28}" + "".join(f"{r['peak_rss_mb']:>10.0f}" for r in rows))
+    for a, b in zip(rows, rows[1:], strict=False):
+        if b["n"] > a["n"]:
+            slope = (b["peak_rss_mb"] - a["peak_rss_mb"]) * 1000 / (b["n"] - a["n"])
+            print(f"peak RSS growth {a['n']:,} -> {b['n']:,} passages: {slope:.0f} MB per 1,000")
 
 
 if __name__ == "__main__":

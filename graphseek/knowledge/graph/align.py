@@ -105,15 +105,28 @@ class AlignmentResult:
 
 
 def cached_encode(texts: Sequence[str], embed: Embed, cache: dict[str, np.ndarray]) -> np.ndarray:
-    """Vectors for `texts`, encoding only those not in `cache` (which is updated)."""
+    """Vectors for `texts`, encoding only those not in `cache` (which is updated).
+
+    The cache keeps the new texts' rows as views of the returned array, not of the encoder's
+    output, so that output is freed once copied: a build holds each vector once (the graph's
+    entity, relation and hyperedge vectors grow with the corpus). Callers must not write into
+    the returned array."""
     missing = sorted({t for t in texts if t not in cache})
     if missing:
         vectors = embed(missing)
         for text, vector in zip(missing, vectors, strict=True):
             cache[text] = np.asarray(vector, dtype=np.float32)
+        del vectors
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    return np.stack([cache[t] for t in texts]).astype(np.float32, copy=False)
+    out = np.stack([cache[t] for t in texts]).astype(np.float32, copy=False)
+    if missing:
+        fresh = set(missing)
+        for k, text in enumerate(texts):
+            if text in fresh:
+                cache[text] = out[k]
+                fresh.discard(text)
+    return out
 
 
 def ambiguous_generics(

@@ -132,11 +132,12 @@ def encode_passages(
                 )
             vectors[idx] = rows
             for i, span_vectors in zip(idx, pooled, strict=True):
-                found = np.abs(span_vectors).sum(1) > 0
-                half = span_vectors.astype(MENTION_DTYPE)
-                for m, ok, row in zip(extractions[i].mentions, found, half, strict=True):
-                    if ok:
-                        mentions[m.id] = row
+                found = np.flatnonzero(np.abs(span_vectors).sum(1) > 0)
+                # only the rows kept: each passage's vectors are one compact block
+                half = span_vectors[found].astype(MENTION_DTYPE)
+                passage_mentions = extractions[i].mentions
+                for at, row in zip(found.tolist(), half, strict=True):
+                    mentions[passage_mentions[at].id] = row
             bar.update(len(idx))
     return vectors, mentions
 

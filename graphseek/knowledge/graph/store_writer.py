@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,6 +325,27 @@ def _save_npy(path: Path, array: np.ndarray, dim: int) -> None:
     np.save(path, np.ascontiguousarray(array, dtype=np.float32))
 
 
+WRITE_ROWS = 65_536
+"""Rows copied at a time when a store's vectors are written from a mapping (one batch in memory
+beside the vectors themselves)."""
+
+
+def _save_rows(path: Path, rows: Mapping[str, np.ndarray], ids: Sequence[str], dim: int) -> None:
+    """``np.save`` of the float16 rows of `ids` (the same bytes), written `WRITE_ROWS` at a time
+    through a memory map instead of stacking every row into one more array first."""
+    if not ids:
+        np.save(path, np.zeros((0, dim), dtype=np.float16))
+        return
+    out = np.lib.format.open_memmap(
+        path, mode="w+", dtype=np.float16, shape=(len(ids), len(rows[ids[0]]))
+    )
+    for start in range(0, len(ids), WRITE_ROWS):
+        chunk = ids[start : start + WRITE_ROWS]
+        out[start : start + len(chunk)] = np.stack([rows[m] for m in chunk])
+    out.flush()
+    del out
+
+
 def check_target(out_dir: str | os.PathLike[str]) -> Path:
     """The resolved store path; `IndexFormatError` if it names a non-empty directory (or a
     file) that is not a graph store, which a build would otherwise replace."""
@@ -380,12 +401,7 @@ def _write_arrays(tmp: Path, data: GraphData) -> None:
     _save_npy(tmp / "hyperedge_vectors.npy", data.hyperedge_vectors, dim)
     _save_npy(tmp / "base_vectors.npy", data.base_vectors, dim)
     mention_ids = sorted(data.mention_vectors)
-    mention_rows = (
-        np.stack([data.mention_vectors[m] for m in mention_ids])
-        if mention_ids
-        else np.zeros((0, dim))
-    )
-    np.save(tmp / "mention_vectors.npy", np.ascontiguousarray(mention_rows, dtype=np.float16))
+    _save_rows(tmp / "mention_vectors.npy", data.mention_vectors, mention_ids, dim)
     entity_ids = [e.id for e in data.entities]
     passage_ids = [p.id for p in data.passages]
     adjacency, full, incidence = build_matrices(

@@ -1,0 +1,198 @@
+"""A build holds each of its growing structures once (issue 27, first step), and writes the same
+store as the reference build: the same files byte for byte, the manifest's counts and settings.
+
+The reference build runs today's functions as they were before the change (kept below,
+verbatim): `cached_encode` that stacks a copy while the cache keeps the encoder's output,
+`encode_passages` that keeps every mention row, and the mention vectors stacked whole before
+`np.save`."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import weakref
+from collections import Counter
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphseek.knowledge.graph import build_graph
+from graphseek.knowledge.graph.contextual import MENTION_DTYPE, mention_spans
+from graphseek.knowledge.passages import Passage
+
+align = importlib.import_module("graphseek.knowledge.graph.align")
+assemble = importlib.import_module("graphseek.knowledge.graph.assemble")
+building = importlib.import_module("graphseek.knowledge.graph.build")
+contextual = importlib.import_module("graphseek.knowledge.graph.contextual")
+store_writer = importlib.import_module("graphseek.knowledge.graph.store_writer")
+
+# -- the reference: the functions as they were before the change ---------------------------------
+
+
+def reference_cached_encode(texts, embed, cache):  # type: ignore[no-untyped-def]
+    missing = sorted({t for t in texts if t not in cache})
+    if missing:
+        vectors = embed(missing)
+        for text, vector in zip(missing, vectors, strict=True):
+            cache[text] = np.asarray(vector, dtype=np.float32)
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([cache[t] for t in texts]).astype(np.float32, copy=False)
+
+
+def reference_encode_passages(  # type: ignore[no-untyped-def]
+    encoder, passages, extractions, *, batch_size=64, show_progress=False, ahead=None
+):
+    n = len(passages)
+    vectors = np.zeros((n, encoder.dim), dtype=np.float32)
+    mentions = {}
+    for k, idx in enumerate(contextual._blocks(passages, batch_size)):
+        spans = [mention_spans(passages[i], extractions[i].mentions) for i in idx]
+        if k == 0 and ahead is not None:
+            rows, pooled = ahead.finish(spans)
+        else:
+            rows, pooled = encoder.encode_spans(
+                [passages[i].content for i in idx], spans, batch_size=batch_size
+            )
+        vectors[idx] = rows
+        for i, span_vectors in zip(idx, pooled, strict=True):
+            found = np.abs(span_vectors).sum(1) > 0
+            half = span_vectors.astype(MENTION_DTYPE)
+            for m, ok, row in zip(extractions[i].mentions, found, half, strict=True):
+                if ok:
+                    mentions[m.id] = row
+    return vectors, mentions
+
+
+def reference_save_rows(path, rows, ids, dim):  # type: ignore[no-untyped-def]
+    stacked = np.stack([rows[m] for m in ids]) if ids else np.zeros((0, dim))
+    np.save(path, np.ascontiguousarray(stacked, dtype=np.float16))
+
+
+# -- a corpus of a few hundred passages -----------------------------------------------------------
+
+
+def corpus(copies: int = 9) -> list[Passage]:
+    """The packaged demo corpus (34 passages) `copies` times: copy c > 0 retitled
+    ``"<title> [c]"`` with its sentences rotated by c (new contexts for the same names)."""
+    records = json.loads(
+        resources.files("graphseek.knowledge.demo").joinpath("demo_corpus.json").read_text()
+    )
+    out = []
+    for c in range(copies):
+        for r in records:
+            sentences = [s.strip() for s in r["text"].split(". ") if s.strip()]
+            turn = c % len(sentences)
+            text = ". ".join(sentences[turn:] + sentences[:turn])
+            title = r["title"] if c == 0 else f"{r['title']} [{c}]"
+            out.append(Passage.from_title_text(title, text, source="bounded"))
+    return out
+
+
+def store_files(path: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(path).as_posix(): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    }
+
+
+def manifest(path: Path) -> dict[str, object]:
+    data = json.loads((path / "manifest.json").read_text())
+    for key in ("timings", "written"):
+        data.pop(key, None)
+    return data
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Passage]]:
+    passages = corpus()
+    root = tmp_path_factory.mktemp("bounded")
+    calls: Counter[str] = Counter()
+
+    def counted(fn):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            calls[fn.__name__] += 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    patch = pytest.MonkeyPatch()
+    try:
+        patch.setattr(align, "cached_encode", counted(reference_cached_encode))
+        patch.setattr(assemble, "cached_encode", counted(reference_cached_encode))
+        patch.setattr(building, "encode_passages", counted(reference_encode_passages))
+        patch.setattr(store_writer, "_save_rows", counted(reference_save_rows))
+        build_graph(passages, root / "reference", show_progress=False)
+    finally:
+        patch.undo()
+    # the reference build ran the reference functions
+    assert calls["reference_encode_passages"] == 1 and calls["reference_save_rows"] == 1
+    assert calls["reference_cached_encode"] >= 3  # entities, relations, hyperedges
+    build_graph(passages, root / "bounded", show_progress=False)
+    return root / "reference", root / "bounded", passages
+
+
+def test_the_store_is_the_reference_builds_byte_for_byte(
+    builds: tuple[Path, Path, list[Passage]],
+) -> None:
+    reference, bounded, passages = builds
+    assert len(passages) == 306
+    ref_files, new_files = store_files(reference), store_files(bounded)
+    assert sorted(new_files) == sorted(ref_files)
+    assert "mention_vectors.npy" in new_files and "graph.sqlite" in new_files
+    different = [name for name in ref_files if ref_files[name] != new_files[name]]
+    assert different == []
+    assert manifest(bounded) == manifest(reference)
+    counts = manifest(bounded)["counts"]
+    assert isinstance(counts, dict) and counts["passages"] == 306 and counts["entities"] > 100
+    mentions = np.load(bounded / "mention_vectors.npy")
+    assert mentions.dtype == np.float16 and len(mentions) > 1000
+
+
+def test_each_stage_records_the_peak_rss(builds: tuple[Path, Path, list[Passage]]) -> None:
+    _, bounded, _ = builds
+    timings = json.loads((bounded / "manifest.json").read_text())["timings"]
+    for stage in ("extract", "embed_passages", "align", "link_entities", "hyperedges_topics"):
+        assert timings[stage]["peak_rss_mb"] > 50
+
+
+def test_cached_encode_keeps_each_vector_once() -> None:
+    outputs: list[weakref.ref[np.ndarray]] = []
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        out = np.arange(len(texts) * 4, dtype=np.float32).reshape(len(texts), 4) + len(texts)
+        outputs.append(weakref.ref(out))
+        return out
+
+    cache: dict[str, np.ndarray] = {"old": np.ones(4, dtype=np.float32)}
+    texts = ["b", "old", "a", "b"]
+    got = align.cached_encode(texts, embed, cache)
+    expected = reference_cached_encode(texts, embed, {"old": np.ones(4, dtype=np.float32)})
+    np.testing.assert_array_equal(got, expected)
+    assert outputs[0]() is None  # the encoder's output is freed once copied
+    assert np.shares_memory(cache["a"], got) and np.shares_memory(cache["b"], got)
+    np.testing.assert_array_equal(cache["a"], got[2])
+    np.testing.assert_array_equal(cache["b"], got[0])
+    # a second call encodes nothing and returns the same rows
+    again = align.cached_encode(["a", "old"], embed, cache)
+    assert len(outputs) == 2  # the reference call above encoded once more, this one not at all
+    np.testing.assert_array_equal(again, np.stack([got[2], np.ones(4)]))
+
+
+def test_mention_rows_are_written_in_batches_as_np_save_writes_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(0)
+    rows = {
+        f"p{i}#m{k}": rng.standard_normal(8).astype(np.float16) for i in range(9) for k in (0, 1)
+    }
+    ids = sorted(rows)
+    monkeypatch.setattr(store_writer, "WRITE_ROWS", 4)
+    for chosen in (ids, []):
+        store_writer._save_rows(tmp_path / "a.npy", rows, chosen, 8)
+        reference_save_rows(tmp_path / "b.npy", rows, chosen, 8)
+        assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
