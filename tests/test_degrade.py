@@ -17,7 +17,7 @@ from graphseek.agents.prompts.librarian import LIBRARIAN_TOOLS_SYSTEM
 from graphseek.agents.prompts.seeker import SEEKER_SYSTEM
 from graphseek.agents.registry import build_roles
 from graphseek.agents.roles import Step
-from graphseek.agents.structured_role import falls_back, with_fallback
+from graphseek.agents.structured_role import FAILURES_BEFORE_OFFLINE, falls_back, with_fallback
 from graphseek.errors import BudgetExceededError, ContextError
 from graphseek.graphs import get_workflow
 from graphseek.llm import ScriptedChatModel
@@ -169,7 +169,9 @@ FALLS_BACK = {
     "naive": {"librarian"},
     "react": {"thinker"},
     "dual_agent": {"decomposer", "graph_librarian", "seeker"},
-    "knowledge_aware": {"planner", "knowledge_updater", "context_filter", "answerer"},
+    # (its offline updater resolves no gap at the general profile's point, as the offline run
+    # does, so the run ends as that one does, before the answerer)
+    "knowledge_aware": {"planner", "knowledge_updater", "context_filter"},
     "higra_retriever": {"graph_librarian"},
     "adaptive": {"coverage", "sufficiency", "graph_librarian", "triple_checker"},
     "deep_search": {"decomposer", "grounder", "refiner", "graph_librarian", "drafter",
@@ -226,6 +228,13 @@ def test_every_topology_degrades_to_its_offline_policies(monkeypatch, tiny_index
     assert all(why in note for note in degraded), degraded
     # the failed calls are charged
     assert result.usage.llm_calls == requests
+    # a role whose model failed FAILURES_BEFORE_OFFLINE times is not asked again in the run
+    # (one more failure each where parallel branches ask at once); 3 attempts per call
+    attempts = 3
+    assert requests <= (FAILURES_BEFORE_OFFLINE + 1) * attempts * len(FALLS_BACK[topology])
+    assert any("model not asked after" in note for note in degraded) or requests <= (
+        FAILURES_BEFORE_OFFLINE * attempts * len(FALLS_BACK[topology])
+    )
 
 
 @pytest.mark.enable_socket
@@ -238,3 +247,38 @@ def test_abstain_ends_the_run_at_the_first_failed_step(monkeypatch, tiny_index, 
     result, _ = ask_bad_server(monkeypatch, tiny_index, topology, "malformed", "abstain")
     assert result.abstained and result.abstain_reason.startswith(f"{role} failed: malformed")
     assert "degraded" not in result.diagnostics
+
+
+# -- a degraded draft is judged as the offline reader judges it ----------------------------------
+
+
+def test_rescaled_confidence_keeps_order_and_the_decision_at_the_point() -> None:
+    from graphseek.agents.structured_role import rescale_confidence
+
+    point, target = 0.5, 0.15
+    assert rescale_confidence(point, point, target) == pytest.approx(target)
+    assert rescale_confidence(0.0, point, target) == 0.0
+    assert rescale_confidence(1.0, point, target) == pytest.approx(1.0)
+    grid = [i / 20 for i in range(21)]
+    mapped = [rescale_confidence(c, point, target) for c in grid]
+    assert mapped == sorted(mapped)
+    # below the offline point stays below the run's threshold, at or above stays at or above
+    assert all((m < target) == (c < point) for c, m in zip(grid, mapped, strict=True))
+
+
+@pytest.mark.enable_socket
+@pytest.mark.allow_hosts(["127.0.0.1"])
+@pytest.mark.parametrize("topology", ["naive", "higra_retriever"])
+def test_a_degraded_librarian_answers_only_what_the_offline_run_answers(
+    monkeypatch, tiny_index, topology
+):
+    """The run's threshold is set for a model's own confidence; the offline Librarian that
+    answers for a failed model call is judged at its calibrated point, so a draft the offline
+    run abstains on is not answered just because the model failed."""
+    from graphseek.api import ask
+
+    offline = ask(tiny_index, QUESTION, topology=topology, llm="offline")
+    degraded, _ = ask_bad_server(monkeypatch, tiny_index, topology, "malformed", "offline")
+    assert degraded.diagnostics.get("degraded")
+    assert degraded.abstained == offline.abstained
+    assert degraded.answer == offline.answer

@@ -135,3 +135,16 @@ def test_answer_in_evidence_reads_what_the_user_saw() -> None:
     assert answer_in_evidence(["Bergen"], "Bergen", [], abstained=False) is True
     assert answer_in_evidence([""], "", evidence, abstained=True) is None
     assert "VerifyHostKeyDNS" in shown_text("", evidence, True)
+
+
+def test_abstention_evidence_depends_on_the_run_only(tiny_index) -> None:
+    """What an abstention shows does not depend on what the process read before it."""
+    from graphseek.agents.reading.reader import get_reader
+
+    question = "Where did Lord Byron die?"
+    hits = tiny_index.search(question, k=6, method="bm25")
+    first = shown_evidence(question, [], hits)
+    # the process reads other passages (other questions, other runs) ...
+    get_reader().rank("Who was Ada Lovelace's father?", list(reversed(hits)))
+    # ... and the same run shows the same evidence
+    assert shown_evidence(question, [], hits) == first

@@ -129,17 +129,40 @@ def get_roles(context: Context) -> Roles:
 
 
 def llm_policy(
-    context: Context, role: str, llm_cls: Any, model: Any, offline: Any, **kwargs: Any
+    context: Context,
+    role: str,
+    llm_cls: Any,
+    model: Any,
+    offline: Any,
+    scale: tuple[float, float] | None = None,
+    **kwargs: Any,
 ) -> Any:
     """The LLM policy of `role`; with `on_model_failure="offline"`, one that falls back to
-    `offline()` (the role's offline policy) for a step whose model call failed."""
+    `offline()` (the role's offline policy) for a step whose model call failed, its drafts'
+    confidences rescaled by `scale` (`graphseek.agents.structured_role.Fallback`)."""
     callbacks = run_callbacks(context)  # the run's budget guard sees every model call
     if context.on_model_failure != "offline":
         return llm_cls(model, max_retries=context.max_retries, callbacks=callbacks, **kwargs)
     policy = falls_back(llm_cls)(
         model, max_retries=context.max_retries, callbacks=callbacks, **kwargs
     )
-    return with_fallback(policy, role, offline, degraded_notes(context))
+    return with_fallback(policy, role, offline, degraded_notes(context), scale)
+
+
+def thresholds(context: Context) -> tuple[float, float]:
+    """(the offline reader's abstention point, the run's draft threshold). The first is the
+    context's `abstain_threshold`, else the profile's calibrated operating point; the run's is
+    the same, except that drafts written by a chat model carry the model's own confidence and
+    are judged by `LLM_DRAFT_THRESHOLD` (when no threshold is set)."""
+    point = (
+        float(context.abstain_threshold)
+        if context.abstain_threshold >= 0
+        else get_profile(context.profile).operating_point
+    )
+    llm_drafts = model_for_context(context, "librarian") is not None
+    if llm_drafts and context.abstain_threshold < 0:
+        return point, LLM_DRAFT_THRESHOLD
+    return point, point
 
 
 def build_roles(context: Context) -> Roles:
@@ -147,8 +170,18 @@ def build_roles(context: Context) -> Roles:
     profile_key = context.profile  # offline policies are cached per profile
     offline: set[str] = set()
 
+    # the offline policies that judge the offline reader's confidences use its point; drafts a
+    # failing model's step gets from the offline Librarian are rescaled to the run's threshold
+    point, threshold = thresholds(context)
+    scale = (point, threshold) if point != threshold else None
+
     def pick(
-        role: str, llm_cls: Any, offline_factory: Any, cache: bool = True, **kwargs: Any
+        role: str,
+        llm_cls: Any,
+        offline_factory: Any,
+        cache: bool = True,
+        scale: tuple[float, float] | None = None,
+        **kwargs: Any,
     ) -> Any:
         def offline_policy() -> Any:
             if cache:
@@ -159,7 +192,7 @@ def build_roles(context: Context) -> Roles:
         if model is None:
             offline.add(role)
             return offline_policy()
-        return llm_policy(context, role, llm_cls, model, offline_policy, **kwargs)
+        return llm_policy(context, role, llm_cls, model, offline_policy, scale, **kwargs)
 
     clarifier = pick("clarifier", LLMClarifier, OfflineClarifier)
     profile = context.profile
@@ -174,16 +207,8 @@ def build_roles(context: Context) -> Roles:
         "librarian",
         LLMLibrarian,
         lambda: OfflineLibrarian(profile=profile),
+        scale=scale,
     )
-    # the profile's threshold is calibrated on the offline reader's confidences; drafts of a
-    # chat model carry the model's own confidence, judged by the plain default
-    threshold = (
-        float(context.abstain_threshold)
-        if context.abstain_threshold >= 0
-        else get_profile(profile).operating_point
-    )
-    if "librarian" not in offline and context.abstain_threshold < 0:
-        threshold = LLM_DRAFT_THRESHOLD
     seeker_model = model_for_context(context, "seeker")
     # the general reader reports per-candidate confidences: a two-hop chain follows up to
     # three bridges and is decided by the joint support of both hops
@@ -211,19 +236,17 @@ def build_roles(context: Context) -> Roles:
     knowledge_updater = pick(
         "knowledge_updater",
         LLMKnowledgeUpdater,
-        lambda: OfflineKnowledgeUpdater(
-            shared_librarian, threshold=max(RESOLVE_THRESHOLD, threshold)
-        ),
+        lambda: OfflineKnowledgeUpdater(shared_librarian, threshold=max(RESOLVE_THRESHOLD, point)),
         cache=False,
     )
     context_filter = pick("context_filter", LLMContextFilter, OfflineContextFilter)
     answerer = pick(
         "answerer",
         LLMAnswerer,
-        lambda: OfflineAnswerer(shared_librarian, abstain_threshold=threshold),
+        lambda: OfflineAnswerer(shared_librarian, abstain_threshold=point),
         cache=False,
     )
-    search_roles = _search_roles(context, pick, offline, shared_librarian, threshold)
+    search_roles = _search_roles(context, pick, offline, shared_librarian, point, scale)
     return Roles(
         clarifier,
         decomposer,
@@ -240,13 +263,25 @@ def build_roles(context: Context) -> Roles:
 
 
 def _search_roles(
-    context: Context, pick: Any, offline: set[str], librarian: Any, threshold: float
+    context: Context,
+    pick: Any,
+    offline: set[str],
+    librarian: Any,
+    point: float,
+    scale: tuple[float, float] | None,
 ) -> dict[str, Any]:
     """The policies of the adaptive, deep_search, react and higra_retriever roles (same pick
     pattern; the two verifiers share the model of role "verifier", the graph Librarian the
-    Librarian's)."""
+    Librarian's). The offline thinker and drafter judge the offline reader's confidences at its
+    abstention `point`; the graph Librarian's fallback drafts are rescaled by `scale`."""
 
-    def pick_as(model_role: str, name: str, llm_cls: Any, offline_factory: Any) -> Any:
+    def pick_as(
+        model_role: str,
+        name: str,
+        llm_cls: Any,
+        offline_factory: Any,
+        scale: tuple[float, float] | None = None,
+    ) -> Any:
         def offline_policy() -> Any:
             return _offline(f"{name}:{context.profile}", offline_factory)
 
@@ -254,7 +289,7 @@ def _search_roles(
         if model is None:
             offline.add(name)
             return offline_policy()
-        return llm_policy(context, name, llm_cls, model, offline_policy)
+        return llm_policy(context, name, llm_cls, model, offline_policy, scale)
 
     return {
         "coverage": pick("coverage", LLMCoverageGate, lambda: OfflineCoverageGate(librarian)),
@@ -275,12 +310,13 @@ def _search_roles(
         ),
         "rewriter": pick("rewriter", LLMQueryRewriter, lambda: OfflineQueryRewriter(librarian)),
         "thinker": pick(
-            "thinker", LLMThinker, lambda: OfflineThinker(librarian, threshold), cache=False
+            "thinker", LLMThinker, lambda: OfflineThinker(librarian, point), cache=False
         ),
         "drafter": pick(
             "drafter",
             LLMDrafter,
-            lambda: OfflineDrafter(threshold, profile=context.profile),
+            lambda: OfflineDrafter(point, profile=context.profile),
+            scale=scale,
             cache=False,
         ),
         "expander": pick("expander", LLMExpander, lambda: OfflineExpander(profile=context.profile)),
@@ -291,5 +327,6 @@ def _search_roles(
             "graph_librarian",
             LLMGraphLibrarian,
             lambda: OfflineGraphLibrarian(librarian),
+            scale,
         ),
     }

@@ -35,24 +35,94 @@ ROLE_METHODS = frozenset(
 )
 
 
+def rescale_confidence(confidence: float, source: float, target: float) -> float:
+    """`confidence` on a scale whose abstention point is `source`, mapped onto a scale whose point
+    is `target`: piecewise linear through (0, 0), (source, target) and (1, 1), so the order of
+    confidences and the answer-or-abstain decision at the point are kept."""
+    c = min(max(confidence, 0.0), 1.0)
+    if c <= source:
+        return c * target / source if source > 0 else target
+    return target + (c - source) * (1.0 - target) / (1.0 - source) if source < 1 else 1.0
+
+
+def _rescaled(value: Any, scale: tuple[float, float]) -> Any:
+    """A `Draft` (or a list of drafts) with its confidences rescaled (`rescale_confidence`)."""
+    if isinstance(value, list):
+        return [_rescaled(v, scale) for v in value]
+    if not isinstance(value, Draft):
+        return value
+    return value.model_copy(
+        update={
+            "confidence": rescale_confidence(value.confidence, *scale),
+            "candidate_confidences": [
+                rescale_confidence(c, *scale) for c in value.candidate_confidences
+            ],
+        }
+    )
+
+
+#: after this many failed model calls of a role in one run (each after its retries), the role's
+#: offline policy answers its remaining steps without asking the model again: a server that is
+#: down or a model that cannot write the schema costs a few calls, not every step's retries
+FAILURES_BEFORE_OFFLINE = 2
+
+
+class ModelSkippedError(LLMError):
+    """A role's model was not asked: it failed `FAILURES_BEFORE_OFFLINE` times in this run."""
+
+    kind = "skipped"
+
+
 class Fallback:
     """The offline policy a failing LLM policy of `role` falls back to, built on first use;
-    each fallback is noted in `record` (the run's `Notes`) when one is given."""
+    each fallback is noted in `record` (the run's `Notes`) when one is given.
 
-    def __init__(self, role: str, offline: Callable[[], Any], record: Notes | None = None) -> None:
+    `scale` = (the offline reader's abstention point, the run's): the offline policy's drafts
+    are judged by the run's threshold, set for a model's self-reported confidence, so their
+    confidences are rescaled to decide as the offline reader would at its calibrated point (a
+    draft the offline run abstains on is not answered because a model call failed)."""
+
+    def __init__(
+        self,
+        role: str,
+        offline: Callable[[], Any],
+        record: Notes | None = None,
+        scale: tuple[float, float] | None = None,
+    ) -> None:
         self.role = role
         self._offline = offline
         self._policy: Any = None
         self._lock = threading.Lock()
         self.record = record
+        self.scale = scale
+        self.failures = 0
+        self.last_failure = ""
+
+    def skip(self) -> ModelSkippedError | None:
+        """The error standing for a model call not made, once the role's model has failed
+        `FAILURES_BEFORE_OFFLINE` times in the run; None while it may still be asked."""
+        if self.failures < FAILURES_BEFORE_OFFLINE:
+            return None
+        return ModelSkippedError(
+            f"model not asked after {self.failures} failed calls in this run "
+            f"(last: {self.last_failure})",
+            cause="skipped",
+        )
 
     def note(self, exc: LLMError) -> str:
         """Note (log, and keep in the run's record) that the offline policy answers a step whose
         model call failed with `exc`; returns the note, "role: reason"."""
         reason = " ".join(str(exc).split())[:200]
-        log.warning(
-            "%s: model call failed (%s); the offline policy answers this step", self.role, reason
-        )
+        if isinstance(exc, ModelSkippedError):
+            log.info("%s: %s; the offline policy answers this step", self.role, reason)
+        else:
+            self.failures += 1
+            self.last_failure = reason
+            log.warning(
+                "%s: model call failed (%s); the offline policy answers this step",
+                self.role,
+                reason,
+            )
         note = f"{self.role}: {reason}"
         if self.record is not None:
             self.record.add(note)
@@ -75,7 +145,8 @@ class Fallback:
             raise exc
         failed = getattr(exc, "usage", None)
         usage = (failed if isinstance(failed, Usage) else Usage()) + out.usage
-        return replace(out, usage=usage, degraded=(*out.degraded, self.note(exc)))
+        value = out.value if self.scale is None else _rescaled(out.value, self.scale)
+        return replace(out, value=value, usage=usage, degraded=(*out.degraded, self.note(exc)))
 
 
 def offline_policy(policy: Any, exc: LLMError) -> Any:
@@ -95,6 +166,10 @@ def offline_policy(policy: Any, exc: LLMError) -> Any:
 def _degrading(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fallback = getattr(self, "fallback", None)
+        skipped = fallback.skip() if isinstance(fallback, Fallback) else None
+        if skipped is not None:
+            return fallback.run(name, skipped, args, kwargs)  # type: ignore[union-attr]
         try:
             return method(self, *args, **kwargs)
         except BudgetExceededError:
@@ -104,6 +179,21 @@ def _degrading(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
             if not isinstance(fallback, Fallback):
                 raise
             return fallback.run(name, exc, args, kwargs)
+
+    return call
+
+
+def _skipping(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool-calling step (`call_tools`) that raises `ModelSkippedError` instead of asking a
+    model that failed `FAILURES_BEFORE_OFFLINE` times: its caller takes the offline path."""
+
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fallback = getattr(self, "fallback", None)
+        skipped = fallback.skip() if isinstance(fallback, Fallback) else None
+        if skipped is not None:
+            raise skipped
+        return method(self, *args, **kwargs)
 
     return call
 
@@ -121,16 +211,23 @@ def falls_back(llm_cls: C) -> C:
         for name in ROLE_METHODS
         if callable(getattr(llm_cls, name, None))
     }
+    if callable(getattr(llm_cls, "call_tools", None)):
+        overrides["call_tools"] = _skipping(llm_cls.call_tools)  # type: ignore[attr-defined]
     overrides["fallback"] = None
     return type(llm_cls.__name__, (llm_cls,), overrides)  # type: ignore[return-value]
 
 
 def with_fallback(
-    policy: Any, role: str, offline: Callable[[], Any], record: Notes | None = None
+    policy: Any,
+    role: str,
+    offline: Callable[[], Any],
+    record: Notes | None = None,
+    scale: tuple[float, float] | None = None,
 ) -> Any:
     """`policy` (an instance of a `falls_back` class) with the offline policy it falls back to
-    (each fallback noted in `record`, the run's degraded notes)."""
-    policy.fallback = Fallback(role, offline, record)
+    (each fallback noted in `record`, the run's degraded notes; drafts rescaled by `scale`, see
+    `Fallback`)."""
+    policy.fallback = Fallback(role, offline, record, scale)
     return policy
 
 

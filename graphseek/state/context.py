@@ -116,7 +116,9 @@ class Context:
             "When a role's model call still fails after its retries (malformed replies, server "
             "errors; not a spent budget): abstain (end the run, naming the cause) or offline "
             "(that step falls back to the role's offline policy, noted in "
-            "diagnostics.degraded, the failed call still charged)."
+            "diagnostics.degraded, the failed call still charged; its drafts are judged as the "
+            "offline reader's, and after 2 failed calls in a run the role's model is not asked "
+            "again)."
         ),
     )
     llm_timeout: float = field(

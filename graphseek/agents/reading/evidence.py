@@ -8,8 +8,9 @@ its sentence does). For an abstention, `shown_evidence` ranks what the run read:
    as the `span` where its sentence holds it (what the run judged but did not trust enough);
 2. then the retrieved passages in the order the extractive reader ranks them: a passage's best
    candidate answer (its sentence, the span marked), else its sentence that best covers the
-   question. The passages the reader parsed during the run are read, and at most
-   `UNREAD_PASSAGES` more (first retrieved first): parsing is what reading costs.
+   question. The first `READ_PASSAGES` passages the run retrieved (first seen first) are read:
+   parsing is what reading costs, and those are the ones its drafts read, parsed already. What
+   is shown depends on the run only, not on what else the process read before.
 
 Nothing here decides whether to answer; an item of an abstention never `supports_answer`.
 """
@@ -25,9 +26,9 @@ from graphseek.state.models import Draft, EvidenceItem
 
 #: how many items an abstention shows at most (the CLI prints the first three)
 SHOWN_ITEMS = 5
-#: how many passages the reader has not parsed yet an abstention reads at most (parsing is the
-#: cost: spaCy and the sentence embedder; the passages the run's drafts read are parsed already)
-UNREAD_PASSAGES = 2
+#: how many of the run's passages (first retrieved first) an abstention reads: parsing is the
+#: cost (spaCy and the sentence embedder), and the first ones are those the drafts parsed
+READ_PASSAGES = 5
 
 
 def mark_support(items: Sequence[EvidenceItem], answer: str) -> list[EvidenceItem]:
@@ -75,13 +76,7 @@ def shown_evidence(
         from graphseek.agents.reading.reader import get_reader
 
         reader = get_reader()
-    unread = [h for h in hits if h.passage.id not in out and not reader.has_parsed(h.passage.id)]
-    hits = [
-        h
-        for h in hits
-        if h.passage.id not in out
-        and (reader.has_parsed(h.passage.id) or h in unread[:UNREAD_PASSAGES])
-    ]
+    hits = [h for h in hits if h.passage.id not in out][:READ_PASSAGES]
     if len(out) >= limit or not hits:
         return list(out.values())
     # each passage's best candidate, in the reader's order across passages ...

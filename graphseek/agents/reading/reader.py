@@ -373,11 +373,6 @@ class ExtractiveReader:
                 out.append(self._cache[p.id])
             return out
 
-    def has_parsed(self, passage_id: str) -> bool:
-        """Whether the passage's parse is cached (reading it again costs nothing)."""
-        with self._lock:
-            return passage_id in self._cache
-
     def _store(self, parsed: _Parsed) -> None:
         self._cache[parsed.passage.id] = parsed
         while len(self._cache) > self._cache_size:
