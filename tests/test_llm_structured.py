@@ -243,3 +243,42 @@ def test_async_variants_retry_and_fail_the_same_way() -> None:
     with pytest.raises(LLMOutputError, match="after 3 attempt"):
         asyncio.run(ainvoke_structured(always_bad, Answer, "q", max_retries=2))
     assert len(always_bad.calls) == 3
+
+
+# -- a reply cut off at max_tokens: its complete part ---------------------------------------------
+
+
+def test_salvage_keeps_only_values_written_whole() -> None:
+    from graphseek.llm.structured import salvage_truncated
+
+    runaway = '{"answer": "LZMA2", "candidates": ["LZMA2", "LZMA2.1", "LZMA2.2", "LZ'
+    assert salvage_truncated(runaway) == {
+        "answer": "LZMA2",
+        "candidates": ["LZMA2", "LZMA2.1", "LZMA2.2"],
+    }
+    # a half-written answer is dropped, never kept shorter
+    assert salvage_truncated('{"answer": "Jean-lo') is None
+    assert salvage_truncated('{"reasoning": "x", "answer": "Jean-lo') == {"reasoning": "x"}
+    # objects in a list keep their finished members; strings with commas and escapes are text
+    nested = '{"facts": [{"s": "a, b", "q": "say \\"hi\\", then"}, {"s": "c", "q": "d'
+    assert salvage_truncated(nested) == {
+        "facts": [{"s": "a, b", "q": 'say "hi", then'}, {"s": "c"}]
+    }
+    # a complete object is not a truncated one
+    assert salvage_truncated('{"answer": "x"}') is None
+    assert salvage_truncated("no json here") is None
+
+
+def test_a_runaway_reply_cut_at_max_tokens_keeps_its_complete_fields() -> None:
+    from graphseek.agents.librarian import LibrarianReply
+    from graphseek.llm.structured import _salvaged
+
+    cut = (
+        '{"answer": "LZMA2", "evidence": ["The primary filter is currently LZMA2."], '
+        '"candidates": ["LZMA2", "LZMA2.1", "LZMA2.2", "LZMA2.3", "LZ'
+    )
+    reply = _salvaged(cut, LibrarianReply)
+    assert reply is not None and reply.answer == "LZMA2"
+    assert reply.evidence == ["The primary filter is currently LZMA2."]
+    # what the schema requires must be there
+    assert _salvaged('{"candidates": ["a", "b", "c', LibrarianReply) is None

@@ -146,6 +146,63 @@ def _loads_json_object(text: str) -> Any:
     )
 
 
+def salvage_truncated(text: str) -> dict[str, Any] | None:
+    """The complete part of a JSON object cut off at ``max_tokens``: the text up to its last
+    comma outside a string (so every value kept was written whole: a list keeps its finished
+    items, an object its finished members, and a half-written string is dropped, never kept as
+    a shorter one), with the open brackets closed. None when no object can be read.
+
+    Small models run away in a list ("LZMA2", "LZMA2.1", "LZMA2.2", ...) until the token limit,
+    after the fields that matter were written; the reply's schema then says whether what is left
+    is enough (its required fields)."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    stack: list[str] = []
+    cut: tuple[int, list[str]] | None = None
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+            if not stack:
+                return None  # the object was complete: not a truncated reply
+        elif ch == "," and stack:
+            cut = (i, list(stack))
+    if cut is None:
+        return None
+    end, still_open = cut
+    try:
+        data = json.loads(text[start:end] + "".join(reversed(still_open)))
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _salvaged(text: str, schema: Any) -> Any:
+    """`schema`'s value from the complete part of a truncated reply, None if it does not fit."""
+    data = salvage_truncated(text)
+    if data is None:
+        return None
+    try:
+        return schema.model_validate(data) if _is_pydantic_class(schema) else data
+    except ValidationError:
+        return None
+
+
 def _is_pydantic_class(schema: Any) -> bool:
     return isinstance(schema, type) and issubclass(schema, BaseModel)
 
@@ -302,7 +359,9 @@ def invoke_structured(
                         partial(call.runnable.invoke, prompt, call.config), call.who
                     )
                 except Exception as exc:
-                    call.raise_if_cut(exc)
+                    salvaged = call.raise_if_cut(exc)
+                    if salvaged is not None:
+                        return salvaged
                     raise
                 return call.finish(out)
     except RETRYABLE_ERRORS as exc:
@@ -333,7 +392,9 @@ async def ainvoke_structured(
                         partial(call.runnable.ainvoke, prompt, call.config), call.who
                     )
                 except Exception as exc:
-                    call.raise_if_cut(exc)
+                    salvaged = call.raise_if_cut(exc)
+                    if salvaged is not None:
+                        return salvaged
                     raise
                 return call.finish(out)
     except RETRYABLE_ERRORS as exc:
@@ -393,14 +454,22 @@ class _StructuredCall(Generic[T]):
             prompt.append(HumanMessage(correction + (TRUNCATED_NOTE if self.truncated else "")))
         return fit_request(self.model, prompt)
 
-    def raise_if_cut(self, exc: BaseException) -> None:
+    def raise_if_cut(self, exc: BaseException) -> tuple[T, Usage] | None:
         """A reply stopped at ``max_tokens`` that the client refused to parse (the OpenAI SDK
-        raises ``LengthFinishReasonError`` for structured output) is a malformed reply: raise
-        it as one, so that it is retried with a note asking for a shorter reply."""
-        if type(exc).__name__ == "LengthFinishReasonError":
-            self.truncated = True
-            self.error = OutputParserException("the reply was cut off at max_tokens")
-            raise self.error from exc
+        raises ``LengthFinishReasonError`` for structured output): its complete part when that
+        fits the schema (`salvage_truncated`), else a malformed reply, raised as one so that it
+        is retried with a note asking for a shorter reply. None for any other error."""
+        if type(exc).__name__ != "LengthFinishReasonError":
+            return None
+        completion = getattr(exc, "completion", None)
+        choices = getattr(completion, "choices", None) or []
+        text = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
+        value = _salvaged(text, self.schema) if isinstance(text, str) else None
+        if value is not None:
+            return value, self.usage.usage
+        self.truncated = True
+        self.error = OutputParserException("the reply was cut off at max_tokens")
+        raise self.error from exc
 
     def finish(self, out: Any) -> tuple[T, Usage]:
         """Validate one attempt's output; remember the error for the next prompt."""
@@ -412,6 +481,11 @@ class _StructuredCall(Generic[T]):
         except RETRYABLE_ERRORS as exc:
             self.error = exc
             self.truncated = _finish_reason(out) == "length"
+            if self.truncated:  # the complete part of a reply cut off at max_tokens may do
+                raw = out.get("raw") if isinstance(out, dict) else out
+                salvaged = _salvaged(message_text(raw), self.schema)
+                if salvaged is not None:
+                    return salvaged, self.usage.usage
             raise
         return value, self.usage.usage
 
