@@ -125,6 +125,7 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "max_tokens": args.max_tokens,
         "llm_timeout": args.llm_timeout,
         "context_window": args.llm_context,
+        "on_model_failure": args.on_model_failure,
         "profile": args.profile,
         "abstain_threshold": args.abstain_threshold,
         "max_question_chars": args.max_question_chars,
@@ -385,6 +386,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the model's context window in tokens (default: what the server reports, else the "
         "model family's)",
+    )
+    p.add_argument(
+        "--on-model-failure",
+        choices=("abstain", "offline"),
+        default=None,
+        help="when a role's model call still fails after its retries: abstain (default) or let "
+        "the role's offline policy take the step (noted in diagnostics.degraded)",
     )
     p.add_argument("--agents", type=int, default=None, help="suggesters (knowledge_aware)")
     p.add_argument("--mode", default=None, help="single, competitive or collaborative")
