@@ -282,3 +282,25 @@ def test_a_runaway_reply_cut_at_max_tokens_keeps_its_complete_fields() -> None:
     assert reply.evidence == ["The primary filter is currently LZMA2."]
     # what the schema requires must be there
     assert _salvaged('{"candidates": ["a", "b", "c', LibrarianReply) is None
+
+
+def test_an_answer_copied_from_a_passage_is_grounded_on_it() -> None:
+    """A small model answers with a sentence of a passage and cites nothing: the passages it
+    occurs in are its evidence; an answer in no passage stays ungrounded."""
+    from graphseek.agents.librarian import LibrarianReply, ground_reply
+    from graphseek.agents.seeker import is_supported
+    from graphseek.knowledge.passages import Hit, Passage
+
+    hits = [
+        Hit(
+            passage=Passage(id="xz", title="XZ", text="The primary filter is LZMA2. It is fast."),
+            score=1.0,
+            rank=1,
+        ),  # fmt: skip
+        Hit(passage=Passage(id="gz", title="gzip", text="gzip uses DEFLATE."), score=0.5, rank=2),
+    ]
+    copied = ground_reply("q", LibrarianReply(answer="The primary filter is LZMA2."), hits)
+    assert [e.passage_id for e in copied.evidence] == ["xz"] and is_supported(copied)
+    assert copied.evidence[0].sentence == "The primary filter is LZMA2."
+    made_up = ground_reply("q", LibrarianReply(answer="Brotli", confidence=0.9), hits)
+    assert made_up.evidence == [] and not is_supported(made_up) and made_up.confidence <= 0.3

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from graphseek.agents.formatting import with_passages
 from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
 from graphseek.agents.roles import Step
+from graphseek.agents.text import contains
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import invoke_structured
 from graphseek.state.bounds import Name, Names, Reasoning, Sentences
@@ -25,8 +26,15 @@ class LibrarianReply(BaseModel):
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
+#: the passages (first retrieved first) an answer is grounded on when the model cited and quoted
+#: nothing but its answer occurs in them
+QUOTED_ANSWER_PASSAGES = 2
+
+
 def ground_reply(question: str, reply: LibrarianReply, hits: Sequence[Hit]) -> Draft:
-    """Map the model's cited ids and sentences back onto retrieved passages (unknown ids drop)."""
+    """Map the model's cited ids and sentences back onto retrieved passages (unknown ids drop);
+    when it cited and quoted nothing, the passages its answer occurs in (a small model often
+    answers with a sentence copied from a passage and leaves `passage_ids` empty)."""
     by_id = {h.passage.id: h for h in hits}
     items: list[EvidenceItem] = []
     for pid in reply.passage_ids:
@@ -56,9 +64,26 @@ def ground_reply(question: str, reply: LibrarianReply, hits: Sequence[Hit]) -> D
                         score=hit.score,
                     )
                 )
+    answer = reply.answer.strip()
+    if (
+        not items and answer
+    ):  # nothing cited or quoted: an answer copied from a passage is its quote
+        for hit in hits:
+            if contains(hit.passage.text, answer):
+                items.append(
+                    EvidenceItem(
+                        passage_id=hit.passage.id,
+                        title=hit.passage.title,
+                        text=hit.passage.text,
+                        sentence=answer if answer in hit.passage.text else "",
+                        score=hit.score,
+                    )
+                )
+                if len(items) == QUOTED_ANSWER_PASSAGES:
+                    break
     return Draft(
         question=question,
-        answer=reply.answer.strip(),
+        answer=answer,
         evidence=items,
         confidence=reply.confidence if items else min(reply.confidence, 0.3),
         candidates=[c for c in reply.candidates if c and c != reply.answer],
