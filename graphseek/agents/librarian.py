@@ -9,12 +9,13 @@ from pydantic import BaseModel, Field
 
 from graphseek.agents.formatting import with_passages
 from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.roles import Step
 from graphseek.agents.text import contains
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import invoke_structured
 from graphseek.state.bounds import Name, Names, Reasoning, Sentences
-from graphseek.state.models import Draft, EvidenceItem
+from graphseek.state.models import Draft
 
 
 class LibrarianReply(BaseModel):
@@ -36,51 +37,21 @@ def ground_reply(question: str, reply: LibrarianReply, hits: Sequence[Hit]) -> D
     when it cited and quoted nothing, the passages its answer occurs in (a small model often
     answers with a sentence copied from a passage and leaves `passage_ids` empty)."""
     by_id = {h.passage.id: h for h in hits}
-    items: list[EvidenceItem] = []
-    for pid in reply.passage_ids:
-        hit = by_id.get(pid)
-        if hit is None:
-            continue
-        sentence = next((s for s in reply.evidence if s and s in hit.passage.text), "")
-        items.append(
-            EvidenceItem(
-                passage_id=pid,
-                title=hit.passage.title,
-                text=hit.passage.text,
-                sentence=sentence,
-                score=hit.score,
-            )
-        )
+
+    def quote_in(hit: Hit) -> str:
+        return next((s for s in reply.evidence if s and s in hit.passage.text), "")
+
+    cited = [by_id[pid] for pid in reply.passage_ids if pid in by_id]
+    items = [to_evidence(hit, quote_in(hit)) for hit in cited]
     if not items:  # the model cited nothing usable: ground on passages containing a quote
-        for hit in hits:
-            sentence = next((s for s in reply.evidence if s and s in hit.passage.text), "")
-            if sentence:
-                items.append(
-                    EvidenceItem(
-                        passage_id=hit.passage.id,
-                        title=hit.passage.title,
-                        text=hit.passage.text,
-                        sentence=sentence,
-                        score=hit.score,
-                    )
-                )
+        items = [to_evidence(hit, quote) for hit in hits if (quote := quote_in(hit))]
     answer = reply.answer.strip()
-    if (
-        not items and answer
-    ):  # nothing cited or quoted: an answer copied from a passage is its quote
-        for hit in hits:
-            if contains(hit.passage.text, answer):
-                items.append(
-                    EvidenceItem(
-                        passage_id=hit.passage.id,
-                        title=hit.passage.title,
-                        text=hit.passage.text,
-                        sentence=answer if answer in hit.passage.text else "",
-                        score=hit.score,
-                    )
-                )
-                if len(items) == QUOTED_ANSWER_PASSAGES:
-                    break
+    if not items and answer:  # nothing cited or quoted: an answer copied from a passage
+        holding = [hit for hit in hits if contains(hit.passage.text, answer)]
+        items = [
+            to_evidence(hit, answer if answer in hit.passage.text else "")
+            for hit in holding[:QUOTED_ANSWER_PASSAGES]
+        ]
     return Draft(
         question=question,
         answer=answer,

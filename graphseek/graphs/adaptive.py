@@ -21,11 +21,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.sufficiency import SufficiencyVerdict
 from graphseek.agents.text import normalize
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, add_finalize_answer, error_usage, to_evidence, to_hits
+from graphseek.graphs.common import abstain, add_finalize_answer, error_usage, to_hits
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import progressive_stage
 from graphseek.graphs.higra_retriever import graph_draft

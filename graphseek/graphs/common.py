@@ -22,13 +22,6 @@ from graphseek.state.schema import FinalizeState
 log = logging.getLogger(__name__)
 
 
-def to_evidence(hit: Hit, sentence: str = "") -> EvidenceItem:
-    p = hit.passage
-    return EvidenceItem(
-        passage_id=p.id, title=p.title, text=p.text, sentence=sentence, score=hit.score
-    )
-
-
 def to_hits(items: list[EvidenceItem]) -> list[Hit]:
     return [
         Hit(passage=Passage(id=e.passage_id, title=e.title, text=e.text), score=e.score, rank=i)

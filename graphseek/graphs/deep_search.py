@@ -21,6 +21,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.text import best_draft
 from graphseek.errors import LLMError
@@ -29,7 +30,6 @@ from graphseek.graphs.common import (
     add_finalize_answer,
     error_usage,
     evidence_from_drafts,
-    to_evidence,
     to_hits,
 )
 from graphseek.graphs.entry import check_entry

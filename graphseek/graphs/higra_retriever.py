@@ -17,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.errors import LLMError
 from graphseek.graphs.common import (
@@ -24,7 +25,6 @@ from graphseek.graphs.common import (
     add_finalize_answer,
     answer_or_abstain,
     error_usage,
-    to_evidence,
     to_hits,
 )
 from graphseek.graphs.entry import check_entry

@@ -58,10 +58,11 @@ from graphseek.agents.kair import (
     segments_to_context,
 )
 from graphseek.agents.knowledge_updater import keep_stated, observed_texts
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment, diagnostics_of
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, add_finalize_answer, error_usage, to_evidence
+from graphseek.graphs.common import abstain, add_finalize_answer, error_usage
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,

@@ -38,6 +38,7 @@ from typing_extensions import TypedDict
 
 from graphseek.agents.graph_librarian import LLMGraphLibrarian
 from graphseek.agents.librarian import LibrarianReply, ground_reply
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.structured_role import offline_policy
 from graphseek.agents.tool_calling import (
@@ -48,7 +49,7 @@ from graphseek.agents.tool_calling import (
     rounds_without_new_passages,
 )
 from graphseek.errors import LLMError
-from graphseek.graphs.common import error_usage, to_evidence
+from graphseek.graphs.common import error_usage
 from graphseek.graphs.higra_retriever import graph_draft
 from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit

@@ -7,14 +7,9 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
-from graphseek.graphs.common import (
-    add_finalize_answer,
-    answer_or_abstain,
-    draft_for,
-    to_evidence,
-    to_hits,
-)
+from graphseek.graphs.common import add_finalize_answer, answer_or_abstain, draft_for, to_hits
 from graphseek.graphs.entry import check_entry
 from graphseek.state.context import Context
 from graphseek.state.schema import InputState, NaiveState, OutputState

@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.structured_role import offline_policy
 from graphseek.agents.text import answer_occurs, name_coverage, question_names
@@ -51,7 +52,7 @@ from graphseek.agents.tool_calling import (
     rounds_without_new_passages,
 )
 from graphseek.errors import LLMError
-from graphseek.graphs.common import add_finalize_answer, error_usage, to_evidence, to_hits
+from graphseek.graphs.common import add_finalize_answer, error_usage, to_hits
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import NO_GRAPH, topic_labels
 from graphseek.graphs.routing import budget_exhausted, route_thought

@@ -35,9 +35,9 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from graphseek.agents.kair import open_gaps
+from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import KnowledgeView, QueryPlan
-from graphseek.graphs.common import to_evidence
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,
     SUGGESTER_RETRIEVERS,

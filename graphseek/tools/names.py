@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable
 
 from graphseek.knowledge.graph.text import fold
 from graphseek.knowledge.sparse import STOPWORDS
+from graphseek.tools.run_settings import run_setting
 
 #: words never taken as a mention on their own (a reading profile adds its own words:
 #: `register_profile_words`)
@@ -32,15 +32,7 @@ def register_profile_words(
 
 def run_profile() -> str:
     """``Context.profile`` of the LangGraph run this call is part of, else "" (general)."""
-    if "langgraph" not in sys.modules:  # no run without langgraph loaded
-        return ""
-    from langgraph.runtime import get_runtime
-
-    try:
-        runtime = get_runtime()
-    except (RuntimeError, KeyError):  # outside a run
-        return ""
-    return str(getattr(getattr(runtime, "context", None), "profile", "") or "")
+    return run_setting("profile")
 
 
 def mention_stopwords(profile: str | None = None) -> frozenset[str]:

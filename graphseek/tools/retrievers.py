@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import sys
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from graphseek.errors import ContextError, GraphseekError
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import index_path_problem, resolve_index_path
+from graphseek.tools.run_settings import run_setting
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def retrieve(
     `graphseek.knowledge.rerank`; None: the current run's ``Context.reranker``, none outside a
     run) the retriever gives `rerank_depth(k)` candidates and the reranker orders them; when
     the reranker fails (after its retries) the retrieval order stands and a warning is logged."""
-    spec = _run_reranker() if reranker is None else reranker
+    spec = run_setting("reranker") if reranker is None else reranker
     if not spec:
         return get_retriever(name)(index, query, k)
     from graphseek.errors import LLMError
@@ -86,19 +86,6 @@ def retrieve(
     except LLMError as exc:
         logger.warning("reranking skipped, retrieval order kept: %s", exc)
         return [h.model_copy(update={"rank": r}) for r, h in enumerate(hits[:k], start=1)]
-
-
-def _run_reranker() -> str:
-    """``Context.reranker`` of the LangGraph run this call is part of, else ""."""
-    if "langgraph" not in sys.modules:  # no run without langgraph loaded
-        return ""
-    from langgraph.runtime import get_runtime
-
-    try:
-        runtime = get_runtime()
-    except (RuntimeError, KeyError):  # outside a run
-        return ""
-    return str(getattr(getattr(runtime, "context", None), "reranker", "") or "")
 
 
 def _method(method: str) -> RetrieverFn:

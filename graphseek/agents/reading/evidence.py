@@ -31,6 +31,14 @@ SHOWN_ITEMS = 5
 READ_PASSAGES = 5
 
 
+def to_evidence(hit: Hit, sentence: str = "") -> EvidenceItem:
+    """A retrieved passage as an evidence item (`sentence`: the part of it that counts)."""
+    p = hit.passage
+    return EvidenceItem(
+        passage_id=p.id, title=p.title, text=p.text, sentence=sentence, score=hit.score
+    )
+
+
 def mark_support(items: Sequence[EvidenceItem], answer: str) -> list[EvidenceItem]:
     """An answer's evidence with `supports_answer` set where the passage states the answer
     (`answer_occurs`, the test a model's `finish` passes) and `span` where its sentence holds
