@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from graphseek.agents.registry import get_roles
+from graphseek.agents.reading.answer_fit import Fit
+from graphseek.agents.registry import get_roles, thresholds
+from graphseek.agents.text import answer_occurs, contains
 from graphseek.errors import LLMError
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.context import Context
@@ -133,24 +136,87 @@ def unrecorded_degraded(state: FinalizeState, runtime: Runtime[Context]) -> dict
     return {"diagnostics": {"degraded": missing}} if missing else {}
 
 
+#: the roles whose policy can write a run's answer; a chat model behind any of them makes the
+#: reader check the answer before it is given (`model_answer_fit`)
+ANSWER_ROLES = frozenset(
+    {"librarian", "seeker", "thinker", "answerer", "drafter", "graph_librarian"}
+)
+
+
+def model_answer_fit(
+    question: str,
+    answer: str,
+    evidence: list[EvidenceItem],
+    observed: Callable[[], list[Hit]],
+    ctx: Context,
+) -> tuple[Fit, list[EvidenceItem]] | None:
+    """A chat model's answer as the reader reads it (`graphseek.agents.reading.answer_fit`),
+    with its evidence flagged for it. Evidence that does not state the answer gives way to the
+    first `QUOTED_ANSWER_PASSAGES` passages the run observed (`observed()`) that do; `fit.fits` is
+    False, with the reason, when the answer does not answer the question or no such passage
+    states it. None when no model can have written the answer (an offline run: its answers are
+    the reader's own spans)."""
+    from graphseek.agents.librarian import QUOTED_ANSWER_PASSAGES
+    from graphseek.agents.reading.answer_fit import fit_answer
+    from graphseek.agents.reading.evidence import mark_support, to_evidence
+
+    if ANSWER_ROLES <= get_roles(ctx).offline:
+        return None
+    # the passage a sentence was copied from, else the first cited: its title reads with it
+    first = evidence[0] if evidence else None
+    source = next((e for e in evidence if contains(e.text, answer)), first)
+    fit = fit_answer(question, answer, thresholds(ctx)[0], source.title if source else "")
+    marked = mark_support(evidence, fit.answer)
+    if not fit.fits or fit.answer in ("yes", "no") or any(e.supports_answer for e in marked):
+        return fit, marked
+    stating = [
+        h for h in observed() if answer_occurs(fit.answer, f"{h.passage.title} {h.passage.text}")
+    ]
+    if not stating:
+        reason = f"the answer {fit.answer!r} is stated in none of the passages the run read"
+        return Fit(fit.answer, False, reason, fit.read_from), marked
+    grounded = [to_evidence(h) for h in stating[:QUOTED_ANSWER_PASSAGES]]
+    return fit, mark_support(grounded, fit.answer)
+
+
 def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Write the output fields: the answer with its grounding (each item flagged whether it holds
     the answer), or an explicit abstention that shows the passages and sentences the run found
-    most likely to hold the answer (`graphseek.agents.reading.evidence`)."""
+    most likely to hold the answer (`graphseek.agents.reading.evidence`). A chat model's answer
+    is read first (`model_answer_fit`): a sentence gives way to the span that answers, and an
+    answer that does not answer, or that its evidence does not state, is an abstention."""
     from graphseek.agents.reading.evidence import mark_support, shown_evidence
 
-    if state.get("next_action") == "answer" and state.get("answer"):
-        # an earlier rejection that a later round overcame is no reason to show with an answer
-        evidence = mark_support(state.get("evidence", []), state["answer"])
-        return {
-            "abstained": False,
-            "abstain_reason": "",
-            "evidence": Overwrite(evidence),
-            "trace": ["finalize_answer"],
-            **unrecorded_degraded(state, runtime),
-        }
-    reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
     question = state.get("question", "")
+    reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
+    diagnostics: dict[str, Any] = dict(unrecorded_degraded(state, runtime).get("diagnostics", {}))
+    if state.get("next_action") == "answer" and state.get("answer"):
+        answer = state["answer"]
+        evidence = list(state.get("evidence", []))
+        checked = model_answer_fit(
+            question, answer, evidence, lambda: read_passages(state, runtime), runtime.context
+        )
+        if checked is None:
+            # an earlier rejection that a later round overcame is no reason to show with an answer
+            evidence = mark_support(evidence, answer)
+        else:
+            fit, evidence = checked
+            if fit.read_from:
+                diagnostics["answer_read_from"] = fit.read_from
+            answer = fit.answer
+        if checked is None or checked[0].fits:
+            extra = {"diagnostics": diagnostics} if diagnostics else {}
+            return {
+                "answer": answer,
+                "abstained": False,
+                "abstain_reason": "",
+                "evidence": Overwrite(evidence),
+                "trace": ["finalize_answer"],
+                **extra,
+            }
+        reason = checked[0].reason
+        diagnostics["answer_misfit"] = answer
+    extra = {"diagnostics": diagnostics} if diagnostics else {}
     shown = shown_evidence(question, state.get("drafts") or [], read_passages(state, runtime))
     return {
         "answer": "",
@@ -158,7 +224,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str
         "abstain_reason": reason,
         "evidence": Overwrite(shown),
         "trace": ["finalize_answer"],
-        **unrecorded_degraded(state, runtime),
+        **extra,
     }
 
 

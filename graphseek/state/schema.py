@@ -118,6 +118,8 @@ class Diagnostics(TypedDict, total=False):
     repeated_calls: list[str]  # tool calls answered with the result of the same earlier call
     refused_finishes: list[str]  # finish calls refused: answer not in the passages observed
     no_progress_stop: str  # why a tool loop ended early: rounds that found nothing new
+    answer_read_from: str  # the model's sentence the answer (its span) was read from
+    answer_misfit: str  # a model's answer refused: it does not answer, or its evidence lacks it
 
 
 class InputState(TypedDict):

@@ -1,0 +1,105 @@
+"""Does a model's answer answer the question? The reader's pass over what a chat model wrote.
+
+A small model often answers with a whole sentence: sometimes one that states the answer ("LZMA2
+is the primary filter of the .xz format"), sometimes one copied from a passage that answers
+another question ("The version number format of XZ Utils is X.Y.ZS.") or only repeats a name
+the question holds. Both occur in the passages, so an occurrence test passes them. Here:
+
+- a **sentence** (a finite verb, at least `SENTENCE_MIN_WORDS` words, not a title) is read as a
+  one-sentence passage, under the title of the passage it comes from, by the extractive reader (`graphseek.agents.reading.reader`): the span
+  of the kind the question asks for, tied to the question's words, becomes the answer when the
+  reader's confidence reaches its operating point; else the sentence does not answer;
+- a **short answer** that is only a name the question already holds does not answer, except in
+  a question that offers a choice ("A or B?");
+- a yes/no question's answer that starts with "yes" or "no" is that word.
+
+General English only; nothing depends on a data set. The workflow decides what to do with a
+misfit (`graphseek.graphs.common.finalize_answer`: an abstention that shows its evidence).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from graphseek.agents.reading.question import analyse_question, in_question
+from graphseek.knowledge.passages import Hit, Passage
+
+#: fewer words than this is a span, never read as a sentence
+SENTENCE_MIN_WORDS = 4
+_FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
+_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What the reader made of an answer: `answer` (the span read from a sentence, else the
+    answer as written), whether it answers the question, and why not."""
+
+    answer: str
+    fits: bool
+    reason: str = ""
+    read_from: str = ""  # the model's sentence when `answer` is a span read from it
+
+
+def is_sentence(text: str, nlp: Any = None) -> bool:
+    """At least `SENTENCE_MIN_WORDS` words, not a title (every word capitalised), and a finite
+    verb ("LZMA2 **is** ...", "... **was** proposed by ...")."""
+    words = text.split()
+    if len(words) < SENTENCE_MIN_WORDS or all(w[:1].isupper() for w in words if w[:1].isalpha()):
+        return False
+    if nlp is None:
+        from graphseek.knowledge.nlp import get_nlp
+
+        nlp = get_nlp()
+    doc = nlp(text)
+    return any(t.tag_ in _FINITE_TAGS or "Fin" in t.morph.get("VerbForm") for t in doc)
+
+
+def fit_answer(
+    question: str, answer: str, threshold: float, title: str = "", reader: Any = None
+) -> Fit:
+    """Read `answer` against `question` (see the module docstring); `threshold` is the reader's
+    operating point, the confidence at which its own drafts are answers. `title`: the title of
+    the passage the sentence comes from, read with it as a passage's title is ("He died at
+    Missolonghi" under "Lord Byron")."""
+    question = " ".join(question.split())
+    answer = answer.strip()
+    if not answer:
+        return Fit(answer, False, "the model gave no answer")
+    spec = analyse_question(question)
+    if spec.yesno:
+        match = _YES_NO.match(answer)
+        word = match.group(1).lower() if match else ""
+        return Fit(word, True, read_from=answer) if word and word != answer else Fit(answer, True)
+    if not is_sentence(answer):
+        if in_question(answer, spec) >= 0.99 and not _CHOICE.search(question):
+            return Fit(
+                answer, False, f"the answer {answer!r} only repeats a name the question holds"
+            )
+        return Fit(answer, True)
+    if reader is None:
+        from graphseek.agents.reading.reader import get_reader
+
+        reader = get_reader()
+    key = hashlib.sha1(f"{title}\n{answer}".encode()).hexdigest()[:16]
+    passage = Passage(id=f"model-answer:{key}", title=title, text=answer)
+    hit = Hit(passage=passage, score=1.0, rank=1)
+    ranked = reader.rank(question, [hit], spec)
+    confidence = reader.confidence(ranked) if ranked else 0.0
+    if ranked and confidence >= threshold:
+        return Fit(ranked[0].text, True, read_from=answer)
+    return Fit(
+        answer,
+        False,
+        f"the model's answer {_short(answer)!r} does not state what the question asks (the "
+        f"reader ties nothing in it to the question: confidence {confidence:.2f}, below "
+        f"{threshold:.2f})",
+    )
+
+
+def _short(text: str, n: int = 120) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
