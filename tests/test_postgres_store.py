@@ -177,6 +177,25 @@ def test_passages_vectors_and_manifest_match_directory(pg_index: Any, dir_graph_
     assert reopened.has_graph and reopened.revision == pg_index.revision
 
 
+def test_dense_search_by_vector_is_one_interface_on_both_backends(
+    pg_index: Any, dir_graph_index: Any
+) -> None:
+    """`IndexStore.dense_search`: exact in memory on a directory, pgvector on PostgreSQL."""
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.storage import IndexStore
+
+    reopened = Index.open(pg_index.uri)
+    for query in QUERIES:
+        vector = dir_graph_index.embed([query])[0]
+        expected = dir_graph_index.dense_search(vector, 5)
+        got = reopened.dense_search(vector, 5)
+        assert [i for i, _ in got] == [i for i, _ in expected], query
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-5)
+        brute = np.asarray(dir_graph_index.embeddings) @ vector
+        assert [i for i, _ in expected] == [int(i) for i in np.argsort(-brute, kind="stable")[:5]]
+    assert isinstance(dir_graph_index, IndexStore) and isinstance(reopened, IndexStore)
+
+
 @pytest.mark.parametrize("name", RETRIEVERS)
 def test_every_retriever_same_top_k(pg_index: Any, dir_graph_index: Any, name: str) -> None:
     from graphseek.knowledge.index import Index

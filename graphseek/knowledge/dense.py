@@ -28,6 +28,19 @@ HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 128
 
 
+def top_positions(scores: np.ndarray, k: int, *, positive: bool = True) -> list[int]:
+    """Positions of the `k` highest scores (only > 0 when `positive`), best first, ties by
+    position."""
+    if k <= 0 or len(scores) == 0:
+        return []
+    candidates = np.flatnonzero(scores > 0) if positive else np.arange(len(scores))
+    if len(candidates) > k:
+        kth = np.partition(-scores[candidates], k - 1)[k - 1]
+        candidates = candidates[-scores[candidates] <= kth]
+    order = np.lexsort((candidates, -scores[candidates]))[:k]
+    return [int(i) for i in candidates[order]]
+
+
 class TextEncoder(Protocol):
     """What dense search needs from an embedder (`graphseek.knowledge.embedder.Embedder`)."""
 

@@ -38,7 +38,13 @@ import numpy as np
 from graphseek.errors import CorpusError, IndexBusyError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge import embedders
 from graphseek.knowledge.atomic import atomic_directory, hold, recover
-from graphseek.knowledge.dense import HNSW_THRESHOLD, DenseIndex, TextEncoder, encode_texts
+from graphseek.knowledge.dense import (
+    HNSW_THRESHOLD,
+    DenseIndex,
+    TextEncoder,
+    encode_texts,
+    top_positions,
+)
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.loaders import load_corpus
 from graphseek.knowledge.passages import Hit, Passage
@@ -500,6 +506,13 @@ class Index:
     def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
         """Embed texts with the index's embedder: float32, L2-normalised, one row per text."""
         return self._encoder.encode(list(texts), batch_size=batch_size)
+
+    def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The (position, cosine) pairs of the `k` passages nearest to one query vector, best
+        first, ties by position: exact, over the embeddings held in memory (the graph
+        retrievers' passage similarity; PostgreSQL answers it from pgvector)."""
+        scores = np.asarray(self.embeddings @ query_vector, dtype=np.float32)
+        return [(i, float(scores[i])) for i in top_positions(scores, k, positive=False)]
 
     def search(self, query: str, k: int = 5, method: SearchMethod = "hybrid") -> list[Hit]:
         """The `k` best passages for `query` (ranks from 1, higher scores better).

@@ -5,7 +5,8 @@ the default) and PostgreSQL (`graphseek.knowledge.postgres.index.PostgresIndex`:
 tables). Both implement `IndexStore`; everything above them (passage search, the graph
 retrievers and tools, the workflows) is written once against it:
 
-- `IndexStore`: passages in corpus order, lookups by id, dense / sparse / hybrid search, the
+- `IndexStore`: passages in corpus order, lookups by id, dense / sparse / hybrid search (and
+  `dense_search` by a query vector: exact in memory, or pgvector), the
   embeddings and the embedder, a manifest with a revision, the knowledge graph as a
   `GraphStore` (`open_graph_store`, loaded whole into a `GraphView` by
   `graphseek.tools.graph_access`), `sync` (take what another writer committed), and
@@ -62,6 +63,7 @@ class IndexStore(Protocol):
     def position(self, passage_id: str) -> int: ...
     def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray: ...
     def search(self, query: str, k: int = 5, method: Any = "hybrid") -> list[Hit]: ...
+    def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
     def search_many(
         self, queries: Sequence[str], k: int = 5, method: Any = "hybrid"
     ) -> list[list[Hit]]: ...

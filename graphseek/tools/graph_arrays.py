@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphseek.knowledge.adjacency import undirected_adjacency
+from graphseek.knowledge.dense import top_positions
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.graph.models import CONCEPT, Entity, HyperEdge, Relation, Topic
 from graphseek.knowledge.graph.text import split_qualifier
@@ -54,19 +55,6 @@ def single_threaded_blas() -> AbstractContextManager[Any]:
 
 
 # -- ranking helpers -----------------------------------------------------------------------------
-
-
-def top_positions(scores: np.ndarray, k: int, *, positive: bool = True) -> list[int]:
-    """Positions of the `k` highest scores (only > 0 when `positive`), best first, ties by
-    position."""
-    if k <= 0 or len(scores) == 0:
-        return []
-    candidates = np.flatnonzero(scores > 0) if positive else np.arange(len(scores))
-    if len(candidates) > k:
-        kth = np.partition(-scores[candidates], k - 1)[k - 1]
-        candidates = candidates[-scores[candidates] <= kth]
-    order = np.lexsort((candidates, -scores[candidates]))[:k]
-    return [int(i) for i in candidates[order]]
 
 
 def ranks_of(ranking: Sequence[int]) -> dict[int, int]:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from graphseek.knowledge.fusion import rrf
-from graphseek.tools.graph_arrays import top_positions
 
 if TYPE_CHECKING:
     from graphseek.knowledge.passages import Passage
@@ -48,12 +47,7 @@ class IndexPassageSearch:
         if query_vector is None:
             query_vector = self.embed(query)
         passages = self.index.passages
-        dense_search = getattr(self.index, "dense_search", None)
-        if dense_search is not None:  # an index whose vectors stay in its store (PostgreSQL)
-            dense = [passages[i].id for i, _ in dense_search(query_vector, depth)]
-        else:
-            scores = np.asarray(self.index.embeddings @ query_vector, dtype=np.float32)
-            dense = [passages[i].id for i in top_positions(scores, depth, positive=False)]
+        dense = [passages[i].id for i, _ in self.index.dense_search(query_vector, depth)]
         return rrf([sparse, dense], k=RRF_K)[:k]
 
 
