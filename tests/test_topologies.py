@@ -794,3 +794,22 @@ def test_offline_reasoner_answers_a_two_hop_question(name, with_graph, graph_ind
     assert out["answer"] == "Missolonghi" and not out["abstained"], out.get("abstain_reason")
     assert "byron" in [e.passage_id for e in out["evidence"]]
     assert out["usage"].llm_calls == 0
+
+
+def test_react_unfinished_at_its_budget_answers_when_the_reader_is_sure_of_what_it_observed(
+    graph_index,
+):
+    """The turn budget runs out before the model finishes: the offline reader reads the passages
+    the run observed and answers at its operating point (noted); else the run abstains."""
+    question = "Where did Lord Byron die?"
+    retrieve = tool_call("search_passages", 1, query="Lord Byron death place")
+    model = scripted({THINKER_TOOLS_SYSTEM: replay(retrieve)})
+    out = run("react", question, Context(index=graph_index, llm=llm_for(model), max_turns=1))
+    assert out["trace"] == ["think", "observe", "think", "finalize_answer"]
+    assert out["answer"] == "Missolonghi" and not out["abstained"]
+    assert "byron" in [e.passage_id for e in out["evidence"] if e.supports_answer]
+    (note,) = out["diagnostics"]["notes"]
+    assert note.startswith("the thinker had not finished when turn budget exhausted (1/1 turns)")
+    strict = Context(index=graph_index, llm=llm_for(model), max_turns=1, abstain_threshold=0.999)
+    out = run("react", question, strict)
+    assert out["abstained"] and "turn budget exhausted (1/1 turns)" in out["abstain_reason"]

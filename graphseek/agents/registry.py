@@ -111,6 +111,9 @@ class Roles:
     graph_librarian: GraphLibrarian
     # confidence below which a draft is not an answer (see `get_roles`)
     threshold: float = LLM_DRAFT_THRESHOLD
+    # the offline Librarian of the run's profile, whatever `librarian` is: it reads the passages
+    # a model's loop observed when the loop ends unfinished (react's last word)
+    reader: Librarian | None = None
 
 
 _OFFLINE_CACHE: dict[str, Any] = {}
@@ -258,6 +261,7 @@ def build_roles(context: Context) -> Roles:
         context_filter=context_filter,
         answerer=answerer,
         threshold=threshold,
+        reader=shared_librarian,
         **search_roles,
     )
 

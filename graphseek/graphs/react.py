@@ -35,7 +35,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphseek.agents.reading.evidence import to_evidence
-from graphseek.agents.registry import get_roles
+from graphseek.agents.registry import get_roles, thresholds
 from graphseek.agents.structured_role import offline_policy
 from graphseek.agents.text import answer_occurs, name_coverage, question_names
 from graphseek.agents.thinker import (
@@ -125,25 +125,27 @@ def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
     verdict = accepted_finish(messages)
     if verdict is not None:  # a finish taken after the other calls of its reply, accepted
         return _finished(state, verdict, step)
+    model = isinstance(get_roles(ctx).thinker, LLMThinker)
     exhausted = budget_exhausted(state.get("usage"), step, ctx)
     if exhausted:
-        return {
+        update = {
             "next_action": "abstain",
             "abstain_reason": f"{exhausted} before the thinker could finish",
             "trace": ["think"],
             "diagnostics": {"early_stop": False, "turns": step},
         }
+        return _last_word(state, runtime, exhausted, update) if model else update
     # a model repeating itself is stopped; the offline thinker decides its own end
-    model = isinstance(get_roles(ctx).thinker, LLMThinker)
     stale = rounds_without_new_passages(messages) if model else 0
     if stale >= NO_PROGRESS_ROUNDS:
         why = f"{stale} rounds of tool calls in a row found no new passage"
-        return {
+        update = {
             "next_action": "abstain",
             "abstain_reason": f"{why} (early stop) before the thinker could finish",
             "trace": ["think"],
             "diagnostics": {"early_stop": True, "no_progress_stop": why, "turns": step},
         }
+        return _last_word(state, runtime, why, update)
     question = " ".join(state["question"].split())
     passages = list(state.get("passages", []))
     view = ThinkerView(
@@ -208,6 +210,37 @@ def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
         "answer": answer,
         "evidence": evidence,
         "history": [record],
+        "diagnostics": diagnostics,
+    }
+
+
+def _last_word(
+    state: ReactState, runtime: Runtime[Context], why: str, abstention: dict[str, Any]
+) -> dict[str, Any]:
+    """A model's loop that ends unfinished (`why`: its turn budget spent, or rounds with nothing
+    new) answers from what it observed when the offline reader of the run's profile is sure
+    enough: its draft over the observed passages at the reader's operating point (the
+    confidence at which the offline workflows answer), noted in `diagnostics.notes`; else the
+    `abstention` stands. Nothing is asked of the model: its budget is spent or it repeats."""
+    roles = get_roles(runtime.context)
+    passages = list(state.get("passages", []))
+    if roles.reader is None or not passages:
+        return abstention
+    question = " ".join(state["question"].split())
+    draft = roles.reader.draft(question, to_hits(passages)).value
+    point = thresholds(runtime.context)[0]
+    if not draft.answer or draft.confidence < point or not draft.evidence:
+        return abstention
+    note = (
+        f"the thinker had not finished when {why}: the reader answered from the "
+        f"{len(passages)} passage(s) observed (confidence {draft.confidence:.2f} >= {point:.2f})"
+    )
+    diagnostics = {**abstention.get("diagnostics", {}), "notes": [note]}
+    return {
+        "next_action": "answer",
+        "answer": draft.answer,
+        "evidence": draft.evidence,
+        "trace": ["think"],
         "diagnostics": diagnostics,
     }
 

@@ -235,10 +235,12 @@ def route_evidence(
 
 
 def route_thought(state: ReactState) -> Literal["act", "think", "finalize_answer"]:
-    """react: FINISH (the `finish` tool; early stopping included) or a failure ends the loop;
-    tool calls go to the tools (`act`); a REASON step thinks again."""
+    """react: FINISH (the `finish` tool; early stopping included), an answer (the reader's last
+    word at the budget) or a failure ends the loop; tool calls go to the tools (`act`); a REASON
+    step thinks again."""
     thought = state.get("thought")
-    if failed(state) or thought is None or thought.decision == "FINISH":
+    ended = failed(state) or state.get("next_action") == "answer"
+    if ended or thought is None or thought.decision == "FINISH":
         return "finalize_answer"
     if thought.decision == "REASON":
         return "think"
