@@ -128,24 +128,24 @@ def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
     model = isinstance(get_roles(ctx).thinker, LLMThinker)
     exhausted = budget_exhausted(state.get("usage"), step, ctx)
     if exhausted:
-        update = {
+        ended: dict[str, Any] = {
             "next_action": "abstain",
             "abstain_reason": f"{exhausted} before the thinker could finish",
             "trace": ["think"],
             "diagnostics": {"early_stop": False, "turns": step},
         }
-        return _last_word(state, runtime, exhausted, update) if model else update
+        return _last_word(state, runtime, exhausted, ended) if model else ended
     # a model repeating itself is stopped; the offline thinker decides its own end
     stale = rounds_without_new_passages(messages) if model else 0
     if stale >= NO_PROGRESS_ROUNDS:
         why = f"{stale} rounds of tool calls in a row found no new passage"
-        update = {
+        stopped: dict[str, Any] = {
             "next_action": "abstain",
             "abstain_reason": f"{why} (early stop) before the thinker could finish",
             "trace": ["think"],
             "diagnostics": {"early_stop": True, "no_progress_stop": why, "turns": step},
         }
-        return _last_word(state, runtime, why, update)
+        return _last_word(state, runtime, why, stopped)
     question = " ".join(state["question"].split())
     passages = list(state.get("passages", []))
     view = ThinkerView(
