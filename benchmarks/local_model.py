@@ -21,7 +21,8 @@ the reason of every abstention. A question still running after ``--timeout`` sec
 ended (its model name is cancelled at the server, so its remaining calls fail at once) and
 counted as abstained with the reason "benchmark timeout". ``--out`` writes every run with its
 answer, tool calls and the server's log of its requests (prompt / cached / completion tokens,
-the reply text). Set ``PYTHONPATH`` to another checkout to measure that one's graphseek.
+the reply text); ``--report A.json B.json`` prints the tables of saved runs (before / after)
+and runs nothing. Set ``PYTHONPATH`` to another checkout to measure that one's graphseek.
 """
 
 from __future__ import annotations
@@ -243,6 +244,18 @@ def table(rows: list[dict[str, Any]], topologies: list[str]) -> str:
     return "\n".join(lines)
 
 
+def report(paths: list[str], topologies: list[str]) -> int:
+    """The table of each saved run (`--out`), with the commit and settings it ran with."""
+    for path in paths:
+        saved = json.loads(Path(path).read_text())
+        keys = ("max_tokens", "max_turns", "timeout", "threads")
+        settings = ", ".join(f"{k} {saved['args'].get(k)}" for k in keys)
+        print(f"{path}: {saved['code']} ({settings}; {len(saved['runs'])} run(s))")
+        print(table(saved["runs"], topologies))
+        print()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--topologies", default=",".join(TOPOLOGIES), help="comma-separated")
@@ -256,10 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ctx", type=int, default=16384, help="model server window (tokens)")
     p.add_argument("--port", type=int, default=8091)
     p.add_argument("--out", default=None, help="write every run as JSON here")
+    p.add_argument("--report", nargs="+", metavar="OUT_JSON", default=None,
+                   help="print the tables of runs saved by --out (one per file) and run nothing")  # fmt: skip
     args = p.parse_args(argv)
     topologies = [t.strip() for t in args.topologies.split(",") if t.strip()]
     if "naive" in topologies:
         topologies = ["naive", *(t for t in topologies if t != "naive")]
+    if args.report:
+        return report(args.report, topologies)
 
     import graphseek
 
