@@ -3,15 +3,14 @@ passage ids that ground it, or an abstention (KAIR §4.1.3, the QA module)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from graphseek.agents.kair import format_context, format_gaps, format_known
 from graphseek.agents.prompts.answerer import ANSWERER_SYSTEM, ANSWERER_USER
 from graphseek.agents.roles import FinalAnswer, KnowledgeView, Step
-from graphseek.llm import invoke_structured
+from graphseek.agents.structured_role import PassageRole
 from graphseek.state.bounds import Name, Names, Reasoning
 
 
@@ -23,39 +22,17 @@ class AnswerReply(BaseModel):
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
-class LLMAnswerer:
-    def __init__(
-        self,
-        model,
-        max_retries: int = 2,
-        max_chars: int = 8000,
-        callbacks: Sequence[Any] = (),
-    ) -> None:
-        self.model = model
-        self.callbacks = list(callbacks)
-        self.max_retries = max_retries
-        self.max_chars = max_chars
+class LLMAnswerer(PassageRole):
+    max_chars = 8000
 
     def answer(self, view: KnowledgeView) -> Step[FinalAnswer]:
-        messages = [
-            ("system", ANSWERER_SYSTEM),
-            (
-                "human",
-                ANSWERER_USER.format(
-                    question=view.question,
-                    known=format_known(view.known),
-                    required=format_gaps(view.required, view.answers),
-                    context=format_context(view.refined_context, self.max_chars),
-                ),
-            ),
-        ]
-        out, usage = invoke_structured(
-            self.model,
-            AnswerReply,
-            messages,
-            max_retries=self.max_retries,
-            callbacks=self.callbacks,
+        user = ANSWERER_USER.format(
+            question=view.question,
+            known=format_known(view.known),
+            required=format_gaps(view.required, view.answers),
+            context=format_context(view.refined_context, self.max_chars),
         )
+        out, usage = self.ask(AnswerReply, ANSWERER_SYSTEM, user)
         if out.action == "abstain" or not out.answer.strip():
             return Step(
                 FinalAnswer(answer="", reason=out.reasoning or "the answerer abstained"), usage

@@ -10,14 +10,14 @@ leaves the context empty: when nothing is kept, the best-ranked passages stay wh
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, Field
 
 from graphseek.agents.kair import format_context, format_gaps, format_known
 from graphseek.agents.prompts.context_filter import CONTEXT_FILTER_SYSTEM, CONTEXT_FILTER_USER
 from graphseek.agents.roles import KnowledgeView, Segment, Step
-from graphseek.llm import invoke_structured
+from graphseek.agents.structured_role import PassageRole
 from graphseek.state.bounds import OBJECT_ITEMS, Name, Reasoning, first_items
 from graphseek.state.models import EvidenceItem
 
@@ -57,41 +57,19 @@ def keep_best_ranked(
     return out
 
 
-class LLMContextFilter:
-    def __init__(
-        self,
-        model: Any,
-        max_retries: int = 2,
-        max_chars: int = 8000,
-        callbacks: Sequence[Any] = (),
-    ) -> None:
-        self.model = model
-        self.callbacks = list(callbacks)
-        self.max_retries = max_retries
-        self.max_chars = max_chars
+class LLMContextFilter(PassageRole):
+    max_chars = 8000
 
     def refine(
         self, view: KnowledgeView, candidates: Sequence[EvidenceItem]
     ) -> Step[list[Segment]]:
-        messages = [
-            ("system", CONTEXT_FILTER_SYSTEM),
-            (
-                "human",
-                CONTEXT_FILTER_USER.format(
-                    question=view.question,
-                    known=format_known(view.known),
-                    required=format_gaps(view.required, view.answers),
-                    candidates=format_context(candidates, self.max_chars),
-                ),
-            ),
-        ]
-        out, usage = invoke_structured(
-            self.model,
-            ContextSelection,
-            messages,
-            max_retries=self.max_retries,
-            callbacks=self.callbacks,
+        user = CONTEXT_FILTER_USER.format(
+            question=view.question,
+            known=format_known(view.known),
+            required=format_gaps(view.required, view.answers),
+            candidates=format_context(candidates, self.max_chars),
         )
+        out, usage = self.ask(ContextSelection, CONTEXT_FILTER_SYSTEM, user)
         segments = [
             Segment(passage_id=s.passage_id.strip().strip("[]"), text=s.text, score=1.0)
             for s in out.segments

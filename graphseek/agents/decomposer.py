@@ -21,7 +21,7 @@ from graphseek.agents.offline.answer_types import parse_comparison
 from graphseek.agents.prompts.decomposer import DECOMPOSER_SYSTEM, DECOMPOSER_USER
 from graphseek.agents.reading.question import AnswerSpec, analyse_question
 from graphseek.agents.roles import Decomposer, Step
-from graphseek.llm import invoke_structured
+from graphseek.agents.structured_role import StructuredRole
 from graphseek.state.bounds import LIST_ITEMS, OBJECT_ITEMS, Name, Reasoning, Sentence, first_items
 from graphseek.state.models import SubQuestion
 
@@ -131,7 +131,7 @@ def repair_plan(
     ]
 
 
-class LLMDecomposer:
+class LLMDecomposer(StructuredRole):
     """Feeds spaCy's grammar features to the model and asks for a dependency-aware plan; a plan
     that dropped a hop is repaired with the offline decomposition `repair` (see the module
     docstring)."""
@@ -140,33 +140,19 @@ class LLMDecomposer:
         self,
         model: Any,
         max_retries: int = 2,
-        repair: Decomposer | None = None,
         callbacks: Sequence[Any] = (),
+        *,
+        repair: Decomposer | None = None,
     ) -> None:
-        self.model = model
-        self.callbacks = list(callbacks)
-        self.max_retries = max_retries
+        super().__init__(model, max_retries, callbacks)
         self.repair = repair
 
     def decompose(self, question: str) -> Step[list[SubQuestion]]:
         features = question_features(question)
-        messages = [
-            ("system", DECOMPOSER_SYSTEM),
-            (
-                "human",
-                DECOMPOSER_USER.format(
-                    question=question, features=features.model_dump_json(indent=2)
-                ),
-            ),
-        ]
-        out, usage = invoke_structured(
-            self.model,
-            Decomposition,
-            messages,
-            max_retries=self.max_retries,
-            callbacks=self.callbacks,
+        user = DECOMPOSER_USER.format(
+            question=question, features=features.model_dump_json(indent=2)
         )
-        assert isinstance(out, Decomposition)
+        out, usage = self.ask(Decomposition, DECOMPOSER_SYSTEM, user)
         plan = normalise_plan(out.sub_questions)
         reference = self._reference(question)
         why = dropped_hop(question, plan, reference)

@@ -24,8 +24,7 @@ from graphseek.agents.prompts.librarian import (
     LIBRARIAN_USER,
 )
 from graphseek.agents.roles import Step
-from graphseek.agents.structured_role import StructuredRole, render_lines
-from graphseek.agents.tool_calling import call_tools
+from graphseek.agents.structured_role import PassageRole, render_lines
 from graphseek.knowledge.passages import Hit
 from graphseek.state.models import Draft
 
@@ -39,17 +38,7 @@ class GraphLibrarian(Protocol):
     ) -> Step[Draft]: ...
 
 
-class LLMGraphLibrarian(StructuredRole):
-    def __init__(
-        self,
-        model: object,
-        max_retries: int = 2,
-        max_chars: int = 6000,
-        callbacks: Sequence[Any] = (),
-    ) -> None:
-        super().__init__(model, max_retries, callbacks)
-        self.max_chars = max_chars
-
+class LLMGraphLibrarian(PassageRole):
     def call_tools(
         self, question: str, messages: Sequence[BaseMessage], tools: Sequence[Any]
     ) -> Step[AIMessage]:
@@ -61,9 +50,7 @@ class LLMGraphLibrarian(StructuredRole):
             HumanMessage(LIBRARIAN_TOOLS_USER.format(question=question)),
             *messages,
         ]
-        reply, usage = call_tools(
-            self.model, tools, prompt, self.max_retries, callbacks=self.callbacks
-        )
+        reply, usage = self.ask_tools(tools, prompt)
         return Step(reply, usage)
 
     def draft(

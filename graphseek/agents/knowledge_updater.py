@@ -29,9 +29,9 @@ from graphseek.agents.prompts.knowledge_updater import (
     KNOWLEDGE_UPDATER_USER,
 )
 from graphseek.agents.roles import FactProposal, KnowledgeDelta, KnowledgeView, QueryPlan, Step
+from graphseek.agents.structured_role import PassageRole
 from graphseek.agents.text import content_words, normalize
 from graphseek.knowledge.passages import Hit
-from graphseek.llm import invoke_structured
 from graphseek.state.bounds import (
     OBJECT_ITEMS,
     Name,
@@ -144,19 +144,7 @@ class KnowledgeUpdateReply(BaseModel):
     new_gaps: Sentences = Field(default_factory=list)
 
 
-class LLMKnowledgeUpdater:
-    def __init__(
-        self,
-        model: Any,
-        max_retries: int = 2,
-        max_chars: int = 6000,
-        callbacks: Sequence[Any] = (),
-    ) -> None:
-        self.model = model
-        self.callbacks = list(callbacks)
-        self.max_retries = max_retries
-        self.max_chars = max_chars
-
+class LLMKnowledgeUpdater(PassageRole):
     def update(
         self, view: KnowledgeView, query: QueryPlan, hits: Sequence[Hit]
     ) -> Step[KnowledgeDelta]:
@@ -168,14 +156,7 @@ class LLMKnowledgeUpdater:
             required=format_gaps(view.required, view.answers),
             context=format_context(view.refined_context, self.max_chars // 2),
         )  # fmt: skip
-        messages = [("system", KNOWLEDGE_UPDATER_SYSTEM), ("human", user)]
-        out, usage = invoke_structured(
-            self.model,
-            KnowledgeUpdateReply,
-            messages,
-            max_retries=self.max_retries,
-            callbacks=self.callbacks,
-        )
+        out, usage = self.ask(KnowledgeUpdateReply, KNOWLEDGE_UPDATER_SYSTEM, user)
         facts = [
             FactProposal(
                 fact=Fact(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -11,9 +10,9 @@ from graphseek.agents.formatting import with_passages
 from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
 from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.roles import Step
+from graphseek.agents.structured_role import PassageRole
 from graphseek.agents.text import contains
 from graphseek.knowledge.passages import Hit
-from graphseek.llm import invoke_structured
 from graphseek.state.bounds import Name, Names, Reasoning, Sentences
 from graphseek.state.models import Draft
 
@@ -61,30 +60,10 @@ def ground_reply(question: str, reply: LibrarianReply, hits: Sequence[Hit]) -> D
     )
 
 
-class LLMLibrarian:
-    def __init__(
-        self,
-        model,
-        max_retries: int = 2,
-        max_chars: int = 6000,
-        callbacks: Sequence[Any] = (),
-    ) -> None:
-        self.model = model
-        self.callbacks = list(callbacks)
-        self.max_retries = max_retries
-        self.max_chars = max_chars
-
+class LLMLibrarian(PassageRole):
     def draft(self, question: str, hits: Sequence[Hit]) -> Step[Draft]:
         user = with_passages(
             self.model, LIBRARIAN_SYSTEM, LIBRARIAN_USER, hits, self.max_chars, question=question
         )
-        messages = [("system", LIBRARIAN_SYSTEM), ("human", user)]
-        out, usage = invoke_structured(
-            self.model,
-            LibrarianReply,
-            messages,
-            max_retries=self.max_retries,
-            callbacks=self.callbacks,
-        )
-        assert isinstance(out, LibrarianReply)
+        out, usage = self.ask(LibrarianReply, LIBRARIAN_SYSTEM, user)
         return Step(ground_reply(question, out, hits), usage)

@@ -23,8 +23,7 @@ from graphseek.agents.prompts.planner import (
     STRATEGIES,
 )
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Step
-from graphseek.agents.tool_calling import call_tools
-from graphseek.llm import invoke_structured
+from graphseek.agents.structured_role import StructuredRole
 from graphseek.state.bounds import Names, Reasoning, Sentence, Sentences
 from graphseek.state.models import Gap
 
@@ -40,41 +39,15 @@ class QueryProposal(BaseModel):
     query: Sentence = Field(description="The next search query; never one already searched.")
 
 
-class LLMPlanner:
-    def __init__(
-        self,
-        model,
-        max_retries: int = 2,
-        callbacks: Sequence[Any] = (),
-    ) -> None:
-        self.model = model
-        self.callbacks = list(callbacks)
-        self.max_retries = max_retries
-
+class LLMPlanner(StructuredRole):
     def initial_gaps(self, question: str) -> Step[list[Gap]]:
-        messages = [
-            ("system", PLANNER_INIT_SYSTEM),
-            ("human", PLANNER_INIT_USER.format(question=question)),
-        ]
-        out, usage = invoke_structured(
-            self.model,
-            InitialRequired,
-            messages,
-            max_retries=self.max_retries,
-            callbacks=self.callbacks,
-        )
+        user = PLANNER_INIT_USER.format(question=question)
+        out, usage = self.ask(InitialRequired, PLANNER_INIT_SYSTEM, user)
         texts = [" ".join(g.split()) for g in out.gaps if g.strip()] or [question]
         return Step([Gap(id=str(i), description=t) for i, t in enumerate(texts, 1)], usage)
 
     def plan(self, view: KnowledgeView, rejected: Sequence[str] = ()) -> Step[QueryPlan]:
-        messages = [("system", PLANNER_SYSTEM), ("human", _plan_user(view, rejected))]
-        out, usage = invoke_structured(
-            self.model,
-            QueryProposal,
-            messages,
-            max_retries=self.max_retries,
-            callbacks=self.callbacks,
-        )
+        out, usage = self.ask(QueryProposal, PLANNER_SYSTEM, _plan_user(view, rejected))
         open_ids = {g.id for g in open_gaps(view.required)}
         targets = tuple(g for g in out.target_gap_ids if g in open_ids)
         query = " ".join(out.query.replace("#", " ").split())
@@ -92,9 +65,7 @@ class LLMPlanner:
             HumanMessage(_plan_user(view, ())),
             *messages,
         ]
-        reply, usage = call_tools(
-            self.model, tools, prompt, self.max_retries, callbacks=self.callbacks
-        )
+        reply, usage = self.ask_tools(tools, prompt)
         return Step(reply, usage)
 
 

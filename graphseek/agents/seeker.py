@@ -11,13 +11,12 @@ The rules that hold over the LLM Seeker's choice (applied by `dual_agent`'s `dec
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from graphseek.agents.formatting import format_history, format_plan
 from graphseek.agents.prompts.seeker import SEEKER_SYSTEM, SEEKER_USER
 from graphseek.agents.roles import SeekerView, Step
+from graphseek.agents.structured_role import StructuredRole
 from graphseek.agents.text import fill_placeholders, normalize
-from graphseek.llm import invoke_structured
 from graphseek.state.models import Draft, SeekerAction, SubQuestion
 
 ACTIONS = ("ask_librarian", "answer", "abstain")
@@ -95,39 +94,16 @@ def new_questions(
     return questions, step_ids, repeated
 
 
-class LLMSeeker:
-    def __init__(
-        self,
-        model: Any,
-        max_retries: int = 2,
-        callbacks: Sequence[Any] = (),
-    ) -> None:
-        self.model = model
-        self.callbacks = list(callbacks)
-        self.max_retries = max_retries
-
+class LLMSeeker(StructuredRole):
     def decide(self, view: SeekerView) -> Step[SeekerAction]:
-        messages = [
-            ("system", SEEKER_SYSTEM),
-            (
-                "human",
-                SEEKER_USER.format(
-                    question=view.question,
-                    plan=format_plan(view.plan),
-                    history=format_history(view.drafts),
-                    turn=view.turn + 1,
-                    max_turns=view.max_turns,
-                ),
-            ),
-        ]
-        out, usage = invoke_structured(
-            self.model,
-            SeekerAction,
-            messages,
-            max_retries=self.max_retries,
-            callbacks=self.callbacks,
+        user = SEEKER_USER.format(
+            question=view.question,
+            plan=format_plan(view.plan),
+            history=format_history(view.drafts),
+            turn=view.turn + 1,
+            max_turns=view.max_turns,
         )
-        assert isinstance(out, SeekerAction)
+        out, usage = self.ask(SeekerAction, SEEKER_SYSTEM, user)
         if out.action not in ACTIONS or (out.action == "ask_librarian" and not out.questions):
             # a well-formed reply with an unusable action: treat as a request to stop
             out = out.model_copy(update={"action": "abstain" if not out.answer else "answer"})

@@ -1,7 +1,8 @@
-"""What every LLM policy of the checking and searching roles shares: one structured call with
-the role's system prompt, plain-text renderings of evidence for the prompts, and the fallback to
-the role's offline policy when a model call fails after its retries (`falls_back`; for a
-tool-calling step, `offline_policy`), each fallback noted in the run's degraded notes."""
+"""What every LLM policy shares (`StructuredRole`): its constructor, one structured call with
+the role's system prompt, one tool-calling step, plain-text renderings of evidence for the
+prompts, and the fallback to the role's offline policy when a model call fails after its retries
+(`falls_back`; for a tool-calling step, `offline_policy`), each fallback noted in the run's
+degraded notes."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
 from graphseek.agents.roles import Step
 from graphseek.agents.text import summary
+from graphseek.agents.tool_calling import call_tools
 from graphseek.errors import BudgetExceededError, LLMError
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import invoke_structured
@@ -232,7 +235,12 @@ def with_fallback(
 
 
 class StructuredRole:
-    """Base of an LLM policy: `ask(schema, system, user)` -> (validated reply, usage)."""
+    """Base of every LLM policy: the model, its retries of malformed replies and the run's
+    callbacks (the budget guard); `ask(schema, system, user)` -> (validated reply, usage), and
+    for a tool-calling step `ask_tools(tools, prompt)` -> (the reply calling tools, usage).
+
+    A role with settings of its own adds them as keyword-only arguments after these three
+    (`PassageRole`'s `max_chars`, `LLMDecomposer`'s `repair`)."""
 
     def __init__(
         self,
@@ -254,6 +262,32 @@ class StructuredRole:
         )
         assert isinstance(out, schema)
         return out, usage
+
+    def ask_tools(
+        self, tools: Sequence[Any], prompt: Sequence[BaseMessage]
+    ) -> tuple[AIMessage, Usage]:
+        """The model, with `tools` bound, called on `prompt` until it calls one
+        (`graphseek.agents.tool_calling.call_tools`, with the role's retries and callbacks)."""
+        return call_tools(self.model, tools, prompt, self.max_retries, callbacks=self.callbacks)
+
+
+class PassageRole(StructuredRole):
+    """An LLM policy that shows the model passages or context cut to `max_chars` characters;
+    a subclass sets its default as the class attribute."""
+
+    max_chars: int = 6000
+
+    def __init__(
+        self,
+        model: Any,
+        max_retries: int = 2,
+        callbacks: Sequence[Any] = (),
+        *,
+        max_chars: int | None = None,
+    ) -> None:
+        super().__init__(model, max_retries, callbacks)
+        if max_chars is not None:
+            self.max_chars = max_chars
 
 
 def render_summaries(hits: Sequence[Hit]) -> str:

@@ -23,7 +23,6 @@ from graphseek.agents.prompts.thinker import (
 )
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_history
-from graphseek.agents.tool_calling import call_tools
 from graphseek.knowledge.passages import Hit
 from graphseek.state.verdicts import Thought
 from graphseek.tools.lc_tools import FINISH, react_tools
@@ -121,9 +120,7 @@ class LLMThinker(StructuredRole):
             *messages,
             HumanMessage(step),
         ]
-        reply, usage = call_tools(
-            self.model, react_tools(), prompt, self.max_retries, callbacks=self.callbacks
-        )
+        reply, usage = self.ask_tools(react_tools(), prompt)
         return Step(reply, usage)
 
     def think(self, view: ThinkerView) -> Step[Thought]:
