@@ -198,6 +198,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     from graphseek.knowledge.embedders import parse_embedder_spec
 
     parse_embedder_spec(args.embedder)  # a bad spec fails before the corpus is read
+    from graphseek.knowledge.sharded import sharding_for
+
+    sharding_for(args.workers, args.scheduler)  # so does a sharded build without Dask
     from graphseek.knowledge.progress import bar as progress_bar
 
     with progress_bar("reading", None, not args.quiet) as bar:
@@ -215,6 +218,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         graph=not args.no_graph,
         graph_options=options,
         embedder=args.embedder,
+        workers=args.workers,
+        scheduler=args.scheduler,
     )
     graph = " and its knowledge graph" if index.has_graph else ""
     print(f"Indexed {len(index)} passages{graph} into {index.path}")
@@ -473,6 +478,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="how entity alignment compares entities: contextual (their mentions' token "
         "states from the passage pass, no second encoder pass) or records (the encoder on "
         "each entity's name, aliases and types)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="sharded build: extraction and embedding run as Dask tasks on N local worker "
+        'processes (needs pip install "graphseek[distributed]")',
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="URL",
+        help="sharded build on the Dask cluster of this scheduler (tcp://HOST:8786) instead "
+        "of local workers",
     )
     p.set_defaults(func=cmd_index)
 

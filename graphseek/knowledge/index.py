@@ -48,6 +48,7 @@ from graphseek.knowledge.dense import (
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.loaders import load_corpus
 from graphseek.knowledge.passages import Hit, Passage
+from graphseek.knowledge.sharded import Sharding, sharding_for
 from graphseek.knowledge.sparse import BM25Index
 from graphseek.knowledge.storage import DIRECTORY, backend_for, local_path
 
@@ -109,6 +110,8 @@ class Index:
         graph: bool = False,
         graph_options: Mapping[str, Any] | None = None,
         embedder: str | TextEncoder | None = None,
+        workers: int | None = None,
+        scheduler: str | None = None,
     ) -> Index:
         """Index `passages` (or the corpus file/folder at that path, via `load_corpus`) into the
         directory `path`, replacing an index already there only once the new one is complete.
@@ -124,7 +127,12 @@ class Index:
 
         `path` chooses the backend (`graphseek.knowledge.storage.backend_for`): a directory (or
         ``file://`` URI) here, a ``postgresql://…?schema=NAME`` URI builds into PostgreSQL
-        (`graphseek.knowledge.postgres.PostgresIndex`)."""
+        (`graphseek.knowledge.postgres.PostgresIndex`).
+
+        `workers` / `scheduler`: the sharded build (`graphseek.knowledge.sharded`, the
+        ``distributed`` extra): extraction and embedding run as Dask tasks over contiguous
+        shards, on a local cluster of `workers` processes or on the cluster of the Dask
+        `scheduler` (``tcp://host:8786``); the rest of the build runs here, as without them."""
         backend = backend_for(path)
         if backend is not DIRECTORY:
             return backend.index_class().build(  # type: ignore[no-any-return]
@@ -135,7 +143,10 @@ class Index:
                 graph=graph,
                 graph_options=graph_options,
                 embedder=embedder,
+                workers=workers,
+                scheduler=scheduler,
             )
+        sharding = sharding_for(workers, scheduler)
         encoder, items, source = prepare_build(
             passages,
             embedder,
@@ -156,6 +167,7 @@ class Index:
                 graph_options,
                 batch_size=batch_size,
                 show_progress=show_progress,
+                sharding=sharding,
             )
             bm25, dense, encoder = _write_stores(
                 items, tmp, show_progress, batch_size, vectors=vectors, encoder=encoder
@@ -609,10 +621,28 @@ def corpus_vectors(
     *,
     batch_size: int,
     show_progress: bool,
+    sharding: Sharding | None = None,
 ) -> np.ndarray:
     """The vectors of a corpus being built, after building its graph into `graph_dir` (None:
     no graph) first: the graph's passage pass (contextual alignment) gives the vectors when the
-    encoder is the packaged MiniLM, else they are encoded here."""
+    encoder is the packaged MiniLM, else they are encoded here. With a `sharding` the map
+    stages (extraction, the passage pass, the embeddings) run first as Dask tasks
+    (`graphseek.knowledge.sharded.map_corpus`), and the graph is built on their results."""
+    if sharding is not None:
+        from graphseek.knowledge.sharded import map_corpus
+
+        mapped = map_corpus(
+            sharding,
+            items,
+            encoder,
+            graph_options,
+            graph=graph_dir is not None,
+            batch_size=batch_size,
+            show_progress=show_progress,
+        )
+        if graph_dir is not None:
+            _build_graph(items, graph_dir, show_progress, graph_options, mapped.graph)
+        return mapped.vectors
     computed = None
     if graph_dir is not None:
         computed = graph_pass_vectors(
@@ -768,18 +798,22 @@ def _build_graph(
     directory: Path,
     show_progress: bool,
     options: Mapping[str, Any] | None,
+    mapped: Any = None,
 ) -> np.ndarray | None:
     """Build the graph of `items` into `directory`; returns the passage vectors its build
-    computed (rows in the order of `items`), or None when it computed none."""
+    computed (rows in the order of `items`), or None when it computed none. `mapped`: the
+    results of its map stages computed elsewhere (`build_graph(..., mapped=...)`)."""
     from graphseek.knowledge.graph import build_graph
 
     vectors: list[np.ndarray] = []
+    more = {} if mapped is None else {"mapped": mapped}
     build_graph(
         items,
         directory,
         show_progress=show_progress,
         on_passage_vectors=vectors.append,
         **dict(options or {}),
+        **more,
     )
     return vectors[0] if vectors else None
 

@@ -26,7 +26,7 @@ import gc
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -110,17 +110,7 @@ def _extract(
         clock.record(timings, "coreference", len(passages))
         clock = Clock()
     extractions = extractor.extract(inputs) if inputs else []
-    if len(extractions) != len(passages):
-        raise RuntimeError(
-            f"{type(extractor).__name__} returned {len(extractions)} extractions "
-            f"for {len(passages)} passages"
-        )
-    for passage, extraction in zip(passages, extractions, strict=True):
-        if extraction.passage_id != passage.id:
-            raise RuntimeError(
-                f"{type(extractor).__name__} returned the extraction of {extraction.passage_id} "
-                f"for passage {passage.id}"
-            )
+    _check_extractions(passages, extractions, type(extractor).__name__)
     if coreferencer is not None:
         # spans point into the resolved text, not the passage: drop those that may have moved
         for passage, resolved, extraction in zip(passages, inputs, extractions, strict=True):
@@ -129,6 +119,21 @@ def _extract(
                     m.start = m.end = -1
     clock.record(timings, "extract", len(passages), passages=len(passages))
     return extractions
+
+
+def _check_extractions(
+    passages: Sequence[Passage], extractions: Sequence[Extraction], who: str
+) -> None:
+    """One extraction per passage, in the passages' order (`who` made them)."""
+    if len(extractions) != len(passages):
+        raise RuntimeError(
+            f"{who} returned {len(extractions)} extractions for {len(passages)} passages"
+        )
+    for passage, extraction in zip(passages, extractions, strict=True):
+        if extraction.passage_id != passage.id:
+            raise RuntimeError(
+                f"{who} returned the extraction of {extraction.passage_id} for passage {passage.id}"
+            )
 
 
 def _contextual(
@@ -203,6 +208,83 @@ def _without_gc(fn: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+@dataclass
+class MappedPassages:
+    """What a build computes passage by passage (its map stages), computed elsewhere: the
+    extraction of each passage and, with contextual alignment, the passage pass's vectors
+    (rows in the passages' order) and mention vectors (by mention id); None where the pass did
+    not run. `map_passages` makes it for one shard of a corpus; shards in corpus order are
+    joined by `join_mapped`, and `build_graph(..., mapped=...)` runs the rest of the build on
+    it (`graphseek.knowledge.sharded` runs the shards on Dask workers)."""
+
+    extractions: list[Extraction]
+    passage_vectors: np.ndarray | None = None
+    mentions: dict[str, np.ndarray] | None = None
+    timings: dict[str, Any] = field(default_factory=dict)
+
+
+def map_passages(
+    passages: Sequence[Passage],
+    *,
+    extractor: Extractor | str | None = None,
+    llm: Any = None,
+    coreferencer: Coreferencer | None = None,
+    alignment: str = GraphSettings.alignment,
+    settings: GraphSettings | None = None,
+    embed: Embed | None = None,
+    max_concurrency: int = 8,
+    in_process: bool = False,
+    **_reduce_options: Any,
+) -> MappedPassages:
+    """The map stages of `build_graph` over `passages` (one shard): extraction, then, with
+    contextual alignment and the default embedder, the passage pass. Takes `build_graph`'s
+    options (those of the later stages are not used here). `in_process`: the offline
+    extractor parses in this process (a Dask worker is a daemon process, which may not start
+    its own workers; the result is the same)."""
+    items = list(passages)
+    chosen = _resolve_extractor(extractor, llm, False, max_concurrency)
+    if in_process:
+        from graphseek.knowledge.graph.offline import OfflineExtractor
+
+        if isinstance(chosen, OfflineExtractor):
+            chosen.n_process = 1
+    timings: dict[str, Any] = {}
+    extractions = _extract(items, chosen, coreferencer, timings)
+    contextual = (settings.alignment if settings is not None else alignment) == "contextual"
+    if not contextual or embed is not None:
+        return MappedPassages(extractions, timings=timings)
+    from graphseek.knowledge.embedder import get_embedder
+
+    clock = Clock()
+    vectors, mentions = encode_passages(get_embedder(), items, extractions)
+    clock.record(timings, "embed_passages", len(items), mentions=len(mentions))
+    return MappedPassages(extractions, vectors, mentions, timings)
+
+
+def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
+    """The shards' results as one, in the order given (the corpus order of the shards)."""
+    extractions = [x for part in parts for x in part.extractions]
+    with_vectors = [part.passage_vectors is not None for part in parts]
+    if not parts or not all(with_vectors):
+        return MappedPassages(extractions)
+    vectors = np.vstack(
+        [part.passage_vectors for part in parts if part.passage_vectors is not None]
+    )
+    mentions: dict[str, np.ndarray] = {}
+    for part in parts:
+        mentions.update(part.mentions or {})
+    return MappedPassages(extractions, vectors, mentions)
+
+
+def _take_mapped(
+    items: Sequence[Passage], mapped: MappedPassages, chosen: Extractor, timings: dict[str, Any]
+) -> list[Extraction]:
+    """The extractions of a build whose map stages ran elsewhere, checked against `items`."""
+    _check_extractions(items, mapped.extractions, f"the map stages ({type(chosen).__name__})")
+    timings.update(mapped.timings)
+    return list(mapped.extractions)
+
+
 # -- public API ---------------------------------------------------------------------------------
 
 
@@ -226,6 +308,7 @@ def build_graph(
     max_concurrency: int = 8,
     show_progress: bool = True,
     on_passage_vectors: Callable[[np.ndarray], None] | None = None,
+    mapped: MappedPassages | None = None,
 ) -> SQLiteGraphStore:
     """Build the HiGra graph of `passages` into the directory `out_dir` (atomically).
 
@@ -236,7 +319,9 @@ def build_graph(
     `alignment`, `outside_window`: see `GraphSettings` (a full `settings` object overrides
     them). With contextual alignment the build encodes the passages (after extraction) and
     hands their vectors, rows in the order of `passages`, to `on_passage_vectors`: an index
-    stores them instead of encoding twice. Returns the opened store.
+    stores them instead of encoding twice. `mapped`: the map stages' results computed
+    elsewhere (`map_passages` with the same options, e.g. on Dask workers): extraction and the
+    passage pass are not run here. Returns the opened store.
     """
     started = time.perf_counter()
     items = _check_passages(passages)
@@ -260,21 +345,27 @@ def build_graph(
 
         offline = isinstance(chosen, OfflineExtractor)
         settings = replace(settings, outside_window="names" if offline else "records")
-    ahead = RunAhead.start(chosen, settings, embed, items, show_progress)
     first: AheadPass | None = None
-    try:
-        extractions = _extract(items, chosen, coreferencer, timings, ahead)
-        if ahead is not None:
-            embed, first = ahead.job.result()
-    except BaseException:  # Ctrl-C during extraction included: no ONNX run left at exit
-        if ahead is not None:
-            ahead.close()
-        raise
+    if mapped is not None:
+        extractions = _take_mapped(items, mapped, chosen, timings)
+    else:
+        ahead = RunAhead.start(chosen, settings, embed, items, show_progress)
+        try:
+            extractions = _extract(items, chosen, coreferencer, timings, ahead)
+            if ahead is not None:
+                embed, first = ahead.job.result()
+        except BaseException:  # Ctrl-C during extraction included: no ONNX run left at exit
+            if ahead is not None:
+                ahead.close()
+            raise
     embed = embed or default_embed(show_progress)
     prefetch = Background(import_topic_libraries)  # during the passage pass
-    settings, passage_vectors, mentions = _contextual(
-        settings, embed, items, extractions, timings, show_progress, first
-    )
+    if mapped is not None and mapped.mentions is not None and settings.alignment == "contextual":
+        passage_vectors, mentions = mapped.passage_vectors, mapped.mentions
+    else:
+        settings, passage_vectors, mentions = _contextual(
+            settings, embed, items, extractions, timings, show_progress, first
+        )
     prefetch.result()
     if passage_vectors is not None and on_passage_vectors is not None:
         on_passage_vectors(passage_vectors)

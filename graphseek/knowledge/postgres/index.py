@@ -85,6 +85,7 @@ from graphseek.knowledge.postgres.tables import (
     write_all,
 )
 from graphseek.knowledge.postgres.uri import PostgresLocation, parse_postgres_uri
+from graphseek.knowledge.sharded import sharding_for
 from graphseek.knowledge.sparse import BM25Index
 
 logger = logging.getLogger(__name__)
@@ -192,12 +193,16 @@ class PostgresIndex(Index):
         graph: bool = False,
         graph_options: Mapping[str, Any] | None = None,
         embedder: str | TextEncoder | None = None,
+        workers: int | None = None,
+        scheduler: str | None = None,
     ) -> PostgresIndex:
         """Index `passages` (or a corpus file/folder) into the schema named by the URI `path`,
         replacing an index already there in one transaction (readers see the old one until it
         commits). Refuses a schema that holds tables but no graphseek index. `embedder`: as
-        for `Index.build` (recorded in the manifest)."""
+        for `Index.build` (recorded in the manifest); `workers`, `scheduler`: the sharded
+        build, as for `Index.build`."""
         location = parse_postgres_uri(str(path))
+        sharding = sharding_for(workers, scheduler)
         encoder, items, source = prepare_build(
             passages,
             embedder,
@@ -217,6 +222,7 @@ class PostgresIndex(Index):
                 graph_options,
                 batch_size=batch_size,
                 show_progress=show_progress,
+                sharding=sharding,
             )
             manifest = postgres_manifest(
                 items, encoder, source, time.perf_counter() - started, graph, location

