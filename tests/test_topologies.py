@@ -813,3 +813,32 @@ def test_react_unfinished_at_its_budget_answers_when_the_reader_is_sure_of_what_
     strict = Context(index=graph_index, llm=llm_for(model), max_turns=1, abstain_threshold=0.999)
     out = run("react", question, strict)
     assert out["abstained"] and "turn budget exhausted (1/1 turns)" in out["abstain_reason"]
+
+
+def test_adaptive_a_model_check_without_reason_gives_way_when_the_reader_reads_the_same_answer(
+    graph_index,
+):
+    """A model's Triple-Check that fails an answer on relevance (no reason given) is overruled
+    when the offline reader, reading the same evidence, gives that answer at its operating
+    point; an answer the reader does not read stays failed, the missing reason said."""
+    question = "Where did Lord Byron die?"
+    irrelevant = {**CHECK_OK, "relevance_reason": "", "relevant": False}
+
+    def ask(answer: str) -> dict[str, Any]:
+        model = scripted(
+            {
+                COVERAGE_SYSTEM: replay(IN_SCOPE),
+                SUFFICIENCY_SYSTEM: replay(SUFFICIENT),
+                LIBRARIAN_SYSTEM: librarian({question: (answer, 0.9)}),
+                TRIPLE_CHECK_SYSTEM: replay(irrelevant),
+                REWRITER_SYSTEM: replay({"reason": "same", "query": question}),
+            }
+        )
+        return run("adaptive", question, Context(index=graph_index, llm=llm_for(model)))
+
+    out = ask("Missolonghi")
+    assert out["answer"] == "Missolonghi" and not out["abstained"]
+    assert "rewrite_query" not in out["trace"] and "failures" not in out["diagnostics"]
+    out = ask("London")
+    assert out["abstained"] and out["diagnostics"]["failures"][0] == "relevance"
+    assert "failed Triple-Check on relevance: the model gave no reason" in out["abstain_reason"]

@@ -26,7 +26,13 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.sufficiency import SufficiencyVerdict
 from graphseek.agents.text import normalize
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, add_finalize_answer, error_usage, to_hits
+from graphseek.graphs.common import (
+    abstain,
+    add_finalize_answer,
+    error_usage,
+    reader_agrees,
+    to_hits,
+)
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import progressive_stage
 from graphseek.graphs.higra_retriever import graph_draft
@@ -37,7 +43,9 @@ from graphseek.graphs.routing import (
     route_verification,
 )
 from graphseek.state.context import Context
+from graphseek.state.models import EvidenceItem
 from graphseek.state.schema import AdaptiveState, InputState, OutputState, Stage
+from graphseek.state.verdicts import Verification
 from graphseek.tools.retrievers import resolve_index, retrieve
 
 
@@ -177,6 +185,8 @@ def triple_check(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, A
         reason = f"Triple-Check failed: {exc}"
         return abstain("triple_check", reason, usage=error_usage(exc), verification=None)
     verdict = step.value
+    if not verdict.passed and "triple_checker" not in get_roles(ctx).offline:
+        verdict = _second_reading(query, answer, evidence, verdict, ctx)
     update: dict[str, Any] = {
         "verification": verdict,
         "usage": step.usage,
@@ -205,6 +215,26 @@ def triple_check(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, A
         f"{verdict.reason}",
         "diagnostics": {"failures": [verdict.failure or "unknown"]},
     }
+
+
+def _second_reading(
+    query: str, answer: str, evidence: list[EvidenceItem], verdict: Verification, ctx: Context
+) -> Verification:
+    """A model's failed Triple-Check, unless it failed the answer on relevance or grounding and
+    the offline reader, reading the same evidence, gives the same answer at its operating point
+    (`reader_agrees`): then the answer passes, the model's verdict kept in the reason. A weak
+    model failed "LZMA2" on relevance, with no reason, for the .xz question its passage answers.
+    A missing reason is said to be missing."""
+    why = verdict.reason.strip() or "the model gave no reason"
+    if verdict.failure in ("relevance", "grounding"):
+        agreed = reader_agrees(query, answer, evidence, ctx)
+        if agreed is not None:
+            return Verification(
+                passed=True,
+                reason=f"the model failed it on {verdict.failure} ({why}), but the offline "
+                f"reader reads the same answer from its evidence (confidence {agreed:.2f})",
+            )
+    return verdict.model_copy(update={"reason": why})
 
 
 def rewrite_query(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:

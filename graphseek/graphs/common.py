@@ -179,6 +179,25 @@ def model_answer_fit(
     return fit, mark_support(grounded, fit.answer)
 
 
+def reader_agrees(
+    question: str, answer: str, evidence: list[EvidenceItem], ctx: Context
+) -> float | None:
+    """The offline reader's confidence when, reading `evidence` for `question` (the offline
+    Librarian of the run's profile), it gives `answer` itself at its operating point or above;
+    None when it gives another answer, none, or is less sure. A second, independent reading of
+    the same passages: what a model's verifier without a reason cannot outweigh."""
+    from graphseek.agents.reading.reader import same_answer
+
+    reader = get_roles(ctx).reader
+    if reader is None or not evidence or not answer.strip():
+        return None
+    draft = reader.draft(question, to_hits(evidence)).value
+    point = thresholds(ctx)[0]
+    if draft.answer and same_answer(draft.answer, answer) and draft.confidence >= point:
+        return draft.confidence
+    return None
+
+
 def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Write the output fields: the answer with its grounding (each item flagged whether it holds
     the answer), or an explicit abstention that shows the passages and sentences the run found

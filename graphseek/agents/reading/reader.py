@@ -557,6 +557,11 @@ class ExtractiveReader:
         return out
 
 
+def same_answer(a: str, b: str) -> bool:
+    """The same answer, normalised, or one inside the other (both longer than 3 characters)."""
+    return _same_answer(a, b)
+
+
 def _same_answer(a: str, b: str) -> bool:
     na, nb = normalize(a), normalize(b)
     return na == nb or (len(na) > 3 and len(nb) > 3 and (na in nb or nb in na))
