@@ -444,6 +444,29 @@ def test_adaptive_gate_abstains_out_of_scope(graph_index):
     assert "[" in model.calls[0][1].content and "similarity" in model.calls[0][1].content
 
 
+def test_adaptive_a_model_out_of_scope_verdict_is_read_again_by_the_offline_gate(graph_index):
+    """Sending a question away takes both readings: a model that judges an in-corpus question
+    out of scope (no reason) is overruled by the offline gate, and the question is searched."""
+    gate = {"coverage": 0.05, "in_scope": False}
+    model = scripted(
+        {
+            COVERAGE_SYSTEM: replay(gate),
+            SUFFICIENCY_SYSTEM: replay(SUFFICIENT),
+            LIBRARIAN_SYSTEM: librarian({"Where did Lord Byron die?": ("Missolonghi", 0.9)}),
+            TRIPLE_CHECK_SYSTEM: replay(CHECK_OK),
+        }
+    )
+    out = run(
+        "adaptive", "Where did Lord Byron die?", Context(index=graph_index, llm=llm_for(model))
+    )
+    assert out["trace"][:2] == ["gate_coverage", "retrieve_local"]
+    assert out["answer"] == "Missolonghi"
+    out = run("adaptive", "What is the boiling point of mercury?",
+              Context(index=graph_index, llm=llm_for(model)))  # fmt: skip
+    assert out["trace"] == ["gate_coverage", "finalize_answer"]
+    assert out["abstain_reason"] == "out of scope (coverage 0.05): the model gave no reason"
+
+
 # -- deep_search ------------------------------------------------------------------------------------
 
 

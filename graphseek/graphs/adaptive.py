@@ -21,6 +21,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from graphseek.agents.coverage import CoverageVerdict
 from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.sufficiency import SufficiencyVerdict
@@ -42,6 +43,7 @@ from graphseek.graphs.routing import (
     route_unless_failed,
     route_verification,
 )
+from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem
 from graphseek.state.schema import AdaptiveState, InputState, OutputState, Stage
@@ -62,6 +64,8 @@ def gate_coverage(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, 
     except LLMError as exc:
         return abstain("gate_coverage", f"coverage gate failed: {exc}", usage=error_usage(exc))
     verdict = step.value
+    if not verdict.in_scope and "coverage" not in get_roles(ctx).offline:
+        verdict = _second_gate(question, nearest, verdict, ctx)
     update: dict[str, Any] = {
         **start,
         "usage": step.usage,
@@ -75,6 +79,31 @@ def gate_coverage(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, 
             "abstain_reason": f"out of scope (coverage {verdict.coverage:.2f}): {verdict.reason}",
         }
     return update
+
+
+def _second_gate(
+    question: str, nearest: list[Hit], verdict: CoverageVerdict, ctx: Context
+) -> CoverageVerdict:
+    """A model's out-of-scope verdict, read a second time by the offline gate (similarity, the
+    question's names in the nearest documents, a span of the expected answer type): the question
+    is searched when the offline gate finds it in scope, the model's verdict kept in the reason.
+    Sending a question away takes both readings. A weak model judged the .xz question out of
+    scope (coverage 0.05, no reason) with the XZ Utils documents nearest. A missing reason is
+    said to be missing."""
+    from graphseek.agents.offline.coverage import OfflineCoverageGate
+
+    why = verdict.reason.strip() or "the model gave no reason"
+    reader = get_roles(ctx).reader
+    if reader is not None:
+        second = OfflineCoverageGate(reader).assess(question, nearest).value
+        if second.in_scope:
+            return CoverageVerdict(
+                reason=f"the model judged it out of scope ({why}), but the offline gate reads "
+                f"it in scope: {second.reason}",
+                coverage=verdict.coverage,
+                in_scope=True,
+            )
+    return verdict.model_copy(update={"reason": why})
 
 
 def _retrieve_stage(
