@@ -112,8 +112,14 @@ class Roles:
     # confidence below which a draft is not an answer (see `get_roles`)
     threshold: float = LLM_DRAFT_THRESHOLD
     # the offline Librarian of the run's profile, whatever `librarian` is: it reads the passages
-    # a model's loop observed when the loop ends unfinished (react's last word)
+    # a model's loop observed when the loop ends unfinished (react's last word) and gives the
+    # second readings of a model's verdicts (`graphseek.graphs.common.reader_agrees`)
     reader: Librarian | None = None
+
+    def offline_gate(self) -> CoverageGate | None:
+        """The offline coverage gate over `reader`: the second reading of a model's
+        out-of-scope verdict (None without a reader)."""
+        return OfflineCoverageGate(self.reader) if self.reader is not None else None
 
 
 _OFFLINE_CACHE: dict[str, Any] = {}

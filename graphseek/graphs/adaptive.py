@@ -90,12 +90,10 @@ def _second_gate(
     Sending a question away takes both readings. A weak model judged the .xz question out of
     scope (coverage 0.05, no reason) with the XZ Utils documents nearest. A missing reason is
     said to be missing."""
-    from graphseek.agents.offline.coverage import OfflineCoverageGate
-
     why = verdict.reason.strip() or "the model gave no reason"
-    reader = get_roles(ctx).reader
-    if reader is not None:
-        second = OfflineCoverageGate(reader).assess(question, nearest).value
+    gate = get_roles(ctx).offline_gate()
+    if gate is not None:
+        second = gate.assess(question, nearest).value
         if second.in_scope:
             return CoverageVerdict(
                 reason=f"the model judged it out of scope ({why}), but the offline gate reads "
