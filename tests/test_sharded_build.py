@@ -179,6 +179,15 @@ def test_shards_are_contiguous_in_corpus_order() -> None:
     assert len(shard_bounds(5000, 3)) == 20  # at most 256 passages each
 
 
+def test_unknown_graph_options_fail_before_any_task(tmp_path: Path) -> None:
+    from graphseek.errors import InvalidRequestError
+
+    few = corpus(1)[:3]
+    with pytest.raises(InvalidRequestError, match="unknown graph option for a sharded build: tua"):
+        Index.build(few, tmp_path / "x", graph=True, graph_options={"tua": 0.5}, workers=2)
+    assert not (tmp_path / "x").exists()
+
+
 # -- the same index as the single-process build ---------------------------------------------------
 
 

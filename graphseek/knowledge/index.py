@@ -132,7 +132,8 @@ class Index:
         `workers` / `scheduler`: the sharded build (`graphseek.knowledge.sharded`, the
         ``distributed`` extra): extraction and embedding run as Dask tasks over contiguous
         shards, on a local cluster of `workers` processes or on the cluster of the Dask
-        `scheduler` (``tcp://host:8786``); the rest of the build runs here, as without them."""
+        `scheduler` (``tcp://host:8786``; `workers` is then how many of its workers to wait
+        for); the rest of the build runs here, as without them."""
         backend = backend_for(path)
         if backend is not DIRECTORY:
             return backend.index_class().build(  # type: ignore[no-any-return]

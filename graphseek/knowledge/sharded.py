@@ -116,6 +116,26 @@ def shard_bounds(n: int, workers: int, shard_size: int = SHARD_PASSAGES) -> list
     return bounds
 
 
+def checked_graph_options(graph_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The graph options as `build_graph` takes them, checked before any task runs: an option
+    it does not know would otherwise fail only after the map stages."""
+    import inspect
+
+    from graphseek.knowledge.graph.build import build_graph
+
+    options = dict(graph_options or {})
+    known = inspect.signature(build_graph).parameters
+    unknown = sorted(
+        (set(options) - set(known)) | ({"mapped", "on_passage_vectors"} & set(options))
+    )
+    if unknown:
+        raise InvalidRequestError(
+            f"unknown graph option{'s' if len(unknown) > 1 else ''} for a sharded build: "
+            f"{', '.join(unknown)}"
+        )
+    return options
+
+
 def map_shard(
     passages: list[Passage],
     embedder: str,
@@ -159,7 +179,7 @@ def map_corpus(
 
     started = time.perf_counter()
     spec, dim = embedders.embedder_spec(encoder), int(encoder.dim)
-    options = dict(graph_options or {}) if graph else None
+    options = checked_graph_options(graph_options) if graph else None
     with _client(sharding) as client:
         workers = max(len(client.nthreads()), 1)
         bounds = shard_bounds(len(items), workers, sharding.shard_size)
