@@ -45,7 +45,8 @@ import numpy as np
 
 from graphseek.errors import IndexFormatError, ModelSpecError
 from graphseek.knowledge import embedder as embedder_module
-from graphseek.knowledge.dense import TextEncoder
+from graphseek.knowledge.dense import TextEncoder, encode_texts
+from graphseek.knowledge.passages import Passage
 
 DEFAULT_SPEC = "minilm"
 ACCEPTED = "'minilm' (the packaged default), 'openai:<model>[@<base url>]', 'st:<folder>'"
@@ -447,3 +448,31 @@ class SentenceTransformerEmbedder:
             normalize_embeddings=True,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def passage_vectors(
+    encoder: TextEncoder,
+    passages: list[Passage],
+    computed: np.ndarray | None,
+    batch_size: int,
+    show_progress: bool,
+) -> np.ndarray:
+    """Vectors of `passages`: `computed` when it has one row per passage (vectors already at
+    hand: the rows kept by an update, or the passage pass of a graph build or update,
+    `graph_pass_vectors`), else encoded here with `encoder`."""
+    if computed is not None and len(computed) == len(passages):
+        return computed
+    return encode_texts(
+        encoder,
+        [p.content for p in passages],
+        batch_size=batch_size,
+        show_progress=show_progress,
+        desc="embedding passages",
+    )
+
+
+def graph_pass_vectors(encoder: TextEncoder, vectors: np.ndarray | None) -> np.ndarray | None:
+    """The passage vectors a graph build or update computed (its passage pass runs the packaged
+    MiniLM, `on_passage_vectors`) when `encoder` is that embedder; None for any other, whose
+    passages are embedded by `passage_vectors`."""
+    return vectors if is_default(encoder) else None

@@ -42,9 +42,9 @@ from graphseek.knowledge.dense import (
     HNSW_THRESHOLD,
     DenseIndex,
     TextEncoder,
-    encode_texts,
     top_positions,
 )
+from graphseek.knowledge.embedders import graph_pass_vectors, passage_vectors
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.loaders import load_corpus
 from graphseek.knowledge.passages import Hit, Passage
@@ -739,34 +739,6 @@ def _write_stores(
     dense = DenseIndex.build(vectors)
     dense.save(directory / DENSE_DIR)
     return bm25, dense, encoder
-
-
-def passage_vectors(
-    encoder: TextEncoder,
-    passages: list[Passage],
-    computed: np.ndarray | None,
-    batch_size: int,
-    show_progress: bool,
-) -> np.ndarray:
-    """Vectors of `passages`: `computed` when it has one row per passage (vectors already at
-    hand: the rows kept by an update, or the passage pass of a graph build or update,
-    `graph_pass_vectors`), else encoded here with `encoder`."""
-    if computed is not None and len(computed) == len(passages):
-        return computed
-    return encode_texts(
-        encoder,
-        [p.content for p in passages],
-        batch_size=batch_size,
-        show_progress=show_progress,
-        desc="embedding passages",
-    )
-
-
-def graph_pass_vectors(encoder: TextEncoder, vectors: np.ndarray | None) -> np.ndarray | None:
-    """The passage vectors a graph build or update computed (its passage pass runs the packaged
-    MiniLM, `on_passage_vectors`) when `encoder` is that embedder; None for any other, whose
-    passages are embedded by `passage_vectors`."""
-    return vectors if embedders.is_default(encoder) else None
 
 
 def resolve_embedder(embedder: str | TextEncoder | None, dim: int | None = None) -> TextEncoder:

@@ -147,7 +147,7 @@ def map_shard(
     their dense vectors, as a single-process build computes them (the graph's passage pass when
     the embedder is the packaged MiniLM, else encoded with the embedder of spec `embedder`)."""
     from graphseek.knowledge import embedders
-    from graphseek.knowledge.index import graph_pass_vectors, passage_vectors
+    from graphseek.knowledge.embedders import graph_pass_vectors, passage_vectors
 
     mapped = None
     if graph_options is not None:
