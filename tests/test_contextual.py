@@ -354,14 +354,14 @@ def test_custom_embed_aligns_record_strings(tiny_passages, tmp_path: Path) -> No
 def test_adding_to_an_index_encodes_the_new_passages_once(
     tiny_passages, tmp_path: Path, onnx: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphseek.knowledge import index as index_module
+    from graphseek.knowledge import embedders as embedders_module
 
     index = Index.build(tiny_passages[:5], tmp_path / "i", show_progress=False, graph=True)
 
     def no_second_pass(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         raise AssertionError("the graph update's passage vectors were encoded again")
 
-    monkeypatch.setattr(index_module, "encode_texts", no_second_pass)
+    monkeypatch.setattr(embedders_module, "encode_texts", no_second_pass)
     index.add_documents(tiny_passages[5:])
     contents = [p.content for p in tiny_passages]
     want = onnx.encode(contents * 2)[: len(contents)]

@@ -21,7 +21,8 @@ from graphseek.tools.lc_tools import all_tools, fit_lines, format_passages
 
 
 class ToyIndex:
-    """Just enough of `Index` for the tools: search, get, passages, embed, embeddings."""
+    """Just enough of `Index` for the tools: search, dense_search, get, passages, embed,
+    embeddings."""
 
     def __init__(self, with_graph: bool = True) -> None:
         self.search_impl = ToySearch()
@@ -38,6 +39,12 @@ class ToyIndex:
             Hit(passage=self.by_id[pid], score=score, rank=r)
             for r, (pid, score) in enumerate(self.search_impl(query, k), start=1)
         ]
+
+    def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        from graphseek.knowledge.dense import top_positions
+
+        scores = self.embeddings @ query_vector
+        return [(i, float(scores[i])) for i in top_positions(scores, k, positive=False)]
 
     def get(self, pid: str) -> Any:
         return self.by_id[pid]
