@@ -115,4 +115,3 @@ def test_a_sentence_is_read_under_the_title_of_its_passage():
     sentence = "He died of a fever at Missolonghi in 1824."
     assert not fit_answer(QUESTION, sentence, 0.5).fits
     assert fit_answer(QUESTION, sentence, 0.5, title="Lord Byron").answer == "Missolonghi"
-
