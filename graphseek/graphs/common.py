@@ -179,23 +179,29 @@ def model_answer_fit(
     return fit, mark_support(grounded, fit.answer)
 
 
+def confident_reading(question: str, evidence: list[EvidenceItem], ctx: Context) -> Draft | None:
+    """The offline reader's draft of `question` over `evidence` (the offline Librarian of the
+    run's profile) when it has an answer with evidence at its operating point or above; None
+    otherwise. A second, independent reading of what a model's run read."""
+    reader = get_roles(ctx).reader
+    if reader is None or not evidence:
+        return None
+    draft = reader.draft(question, to_hits(evidence)).value
+    if draft.answer and draft.evidence and draft.confidence >= thresholds(ctx)[0]:
+        return draft
+    return None
+
+
 def reader_agrees(
     question: str, answer: str, evidence: list[EvidenceItem], ctx: Context
 ) -> float | None:
-    """The offline reader's confidence when, reading `evidence` for `question` (the offline
-    Librarian of the run's profile), it gives `answer` itself at its operating point or above;
-    None when it gives another answer, none, or is less sure. A second, independent reading of
-    the same passages: what a model's verifier without a reason cannot outweigh."""
+    """The reader's confidence when its `confident_reading` of `evidence` gives `answer` itself;
+    None when it gives another answer, none, or is less sure: what a model's verifier without a
+    reason cannot outweigh."""
     from graphseek.agents.reading.reader import same_answer
 
-    reader = get_roles(ctx).reader
-    if reader is None or not evidence or not answer.strip():
-        return None
-    draft = reader.draft(question, to_hits(evidence)).value
-    point = thresholds(ctx)[0]
-    if draft.answer and same_answer(draft.answer, answer) and draft.confidence >= point:
-        return draft.confidence
-    return None
+    draft = confident_reading(question, evidence, ctx) if answer.strip() else None
+    return draft.confidence if draft and same_answer(draft.answer, answer) else None
 
 
 def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:

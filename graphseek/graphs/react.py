@@ -52,7 +52,12 @@ from graphseek.agents.tool_calling import (
     rounds_without_new_passages,
 )
 from graphseek.errors import LLMError
-from graphseek.graphs.common import add_finalize_answer, error_usage, to_hits
+from graphseek.graphs.common import (
+    add_finalize_answer,
+    confident_reading,
+    error_usage,
+    to_hits,
+)
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import NO_GRAPH, topic_labels
 from graphseek.graphs.routing import budget_exhausted, route_thought
@@ -222,15 +227,12 @@ def _last_word(
     enough: its draft over the observed passages at the reader's operating point (the
     confidence at which the offline workflows answer), noted in `diagnostics.notes`; else the
     `abstention` stands. Nothing is asked of the model: its budget is spent or it repeats."""
-    roles = get_roles(runtime.context)
     passages = list(state.get("passages", []))
-    if roles.reader is None or not passages:
-        return abstention
     question = " ".join(state["question"].split())
-    draft = roles.reader.draft(question, to_hits(passages)).value
-    point = thresholds(runtime.context)[0]
-    if not draft.answer or draft.confidence < point or not draft.evidence:
+    draft = confident_reading(question, passages, runtime.context)
+    if draft is None:
         return abstention
+    point = thresholds(runtime.context)[0]
     note = (
         f"the thinker had not finished when {why}: the reader answered from the "
         f"{len(passages)} passage(s) observed (confidence {draft.confidence:.2f} >= {point:.2f})"
