@@ -186,8 +186,10 @@ def compare(
 
 
 def graph_reads(index: Any, name: str) -> Any:
-    """The read counter of a Postgres index's graph retriever (None for the others)."""
-    if name not in ("higra", "progressive") or not hasattr(index, "graph_neighbourhood"):
+    """The read counter of a graph retriever reading neighbourhoods (None for the others)."""
+    from graphseek.knowledge.storage import reads_neighbourhoods
+
+    if name not in ("higra", "progressive") or not reads_neighbourhoods(index):
         return None
     from graphseek.tools.graph_retrievers import higra_retriever, progressive_retriever
 

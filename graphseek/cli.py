@@ -315,7 +315,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     from graphseek.knowledge.index import Index
 
-    return _answer(args, args.question, lambda: Index.open(args.index_dir))
+    return _answer(
+        args, args.question, lambda: Index.open(args.index_dir, graph_reads=args.graph_reads)
+    )
 
 
 def _error_line(exc: BaseException) -> str:
@@ -524,6 +526,13 @@ def build_parser() -> argparse.ArgumentParser:
         "index_dir", help="index directory or postgresql:// URI (from `graphseek index`)"
     )
     p.add_argument("question", help="the question")
+    p.add_argument(
+        "--graph-reads",
+        choices=("whole", "neighbourhood"),  # graphseek.knowledge.storage.GRAPH_READS
+        default=None,
+        help="how the graph retrievers read a directory index's graph: whole (the default: "
+        "loaded once) or neighbourhood (each query reads its own from the store)",
+    )
     _add_run_options(p)
     p.set_defaults(func=cmd_ask)
 

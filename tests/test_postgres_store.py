@@ -258,13 +258,15 @@ def test_a_query_reads_its_neighbourhood_not_the_graph(
 
 
 def _no_whole_graph(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make loading a Postgres graph whole fail the test (a directory graph still loads)."""
+    """Make loading a graph read by neighbourhoods (Postgres) whole fail the test (a directory
+    graph opened to be read whole still loads)."""
+    from graphseek.knowledge.storage import reads_neighbourhoods
     from graphseek.tools import graph_access
 
     load = graph_access.load_graph_view
 
     def directory_only(index: Any) -> Any:
-        assert not hasattr(index, "graph_neighbourhood"), "a Postgres graph was loaded whole"
+        assert not reads_neighbourhoods(index), "a graph read by neighbourhoods was loaded whole"
         return load(index)
 
     monkeypatch.setattr(graph_access, "load_graph_view", directory_only)

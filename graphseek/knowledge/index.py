@@ -50,7 +50,7 @@ from graphseek.knowledge.loaders import load_corpus
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.sharded import Sharding, sharding_for
 from graphseek.knowledge.sparse import BM25Index
-from graphseek.knowledge.storage import DIRECTORY, backend_for, local_path
+from graphseek.knowledge.storage import DIRECTORY, backend_for, check_graph_reads, local_path
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +79,10 @@ class Index:
     """A searchable passage index stored in one directory. Build with `Index.build`, reopen with
     `Index.open`."""
 
+    #: how the graph retrievers read the graph unless `Index.open(..., graph_reads=)` says
+    #: otherwise (`graphseek.knowledge.storage.GRAPH_READS`)
+    default_graph_reads = "whole"
+
     def __init__(
         self,
         path: Path,
@@ -87,7 +91,9 @@ class Index:
         *,
         bm25: BM25Index | None = None,
         dense: DenseIndex | None = None,
+        graph_reads: str | None = None,
     ) -> None:
+        self._graph_reads = check_graph_reads(graph_reads or self.default_graph_reads)
         self._path = path
         self._manifest = manifest
         self._passages = passages
@@ -188,17 +194,31 @@ class Index:
     # ------------------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, path: str | Path, *, embedder: str | TextEncoder | None = None) -> Index:
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        embedder: str | TextEncoder | None = None,
+        graph_reads: str | None = None,
+    ) -> Index:
         """Open the index at `path`: reads the manifest and passages; nothing is re-embedded.
         `path` chooses the backend (`graphseek.knowledge.storage.backend_for`): a
         ``postgresql://…`` URI opens a `PostgresIndex`.
 
         Queries are embedded with the embedder recorded at build time; `embedder` (a spec or
         an encoder) names one explicitly, and is refused (`IndexFormatError`, naming both) when
-        it is not the recorded one."""
+        it is not the recorded one.
+
+        `graph_reads` is how the graph retrievers read a directory index's graph: ``"whole"``
+        (the default: loaded once into memory) or ``"neighbourhood"`` (each query reads its
+        neighbourhood from the store, `graph_neighbourhood()`, as over PostgreSQL, which
+        always does)."""
+        if graph_reads is not None:
+            check_graph_reads(graph_reads)
         backend = backend_for(path)
         if backend is not DIRECTORY:
-            return backend.index_class().open(path, embedder=embedder)  # type: ignore[no-any-return]
+            opened = backend.index_class().open(path, embedder=embedder, graph_reads=graph_reads)
+            return opened  # type: ignore[no-any-return]
         target = local_path(path)
         recover(target)
         hint = "run `graphseek index` to build one"
@@ -217,7 +237,7 @@ class Index:
                 f"Index at {target} is inconsistent: the manifest counts {expected} passages, "
                 f"{PASSAGES_FILE} holds {len(passages)}; rebuild it with `graphseek index`."
             )
-        index = cls(target, manifest, passages)
+        index = cls(target, manifest, passages, graph_reads=graph_reads)
         return index.use_embedder(embedder) if embedder is not None else index
 
     # --------------------------------------------------------------------------- properties
@@ -291,6 +311,31 @@ class Index:
     def has_graph(self) -> bool:
         """Whether this index holds a knowledge graph (`graph/`)."""
         return (self._path / GRAPH_DIR / "manifest.json").is_file()
+
+    @property
+    def graph_reads(self) -> str:
+        """How the graph retrievers read this index's graph: ``"whole"`` (loaded into memory
+        once per revision, the default) or ``"neighbourhood"`` (`graph_neighbourhood()` per
+        query); chosen by `Index.open(..., graph_reads=)`."""
+        return self._graph_reads
+
+    def graph_neighbourhood(self) -> Any:
+        """The graph read one neighbourhood at a time (`DirectoryNeighbourhood`, this object's
+        revision): what the graph retrievers read per query when this index was opened with
+        ``graph_reads="neighbourhood"`` (`graphseek.knowledge.storage.reads_neighbourhoods`)."""
+        from graphseek.knowledge.graph.neighbourhood import DirectoryNeighbourhood
+
+        if not self.has_graph:
+            raise IndexNotFoundError(
+                f"The index at {self._path} has no knowledge graph; rebuild it with "
+                "`graphseek index CORPUS --out DIR` (graphs are built unless --no-graph)."
+            )
+        return DirectoryNeighbourhood(
+            self._path / GRAPH_DIR,
+            revision=self.revision,
+            source=str(self._path),
+            dim=int(self._manifest["embedder"]["dim"]),
+        )
 
     @cached_property
     def graph(self) -> Any:

@@ -12,8 +12,10 @@ retrievers and tools, the workflows) is written once against it:
   `graphseek.tools.graph_access`), `sync` (take what another writer committed), and
   `add_documents` / `delete_documents` / `ensure_graph`.
 - `NeighbourhoodReads`: an index that can also serve its graph one neighbourhood at a time
-  (`index.graph_neighbourhood()`, PostgreSQL) is read per query by
-  `graphseek.tools.neighbourhood` instead of being loaded whole.
+  (`index.graph_neighbourhood()`) is read per query by `graphseek.tools.neighbourhood` instead
+  of being loaded whole: PostgreSQL always (`PostgresNeighbourhood`), a directory index when
+  opened with ``graph_reads="neighbourhood"`` (`DirectoryNeighbourhood`; by default it loads its
+  graph whole). `reads_neighbourhoods(index)` says which an index does.
 
 The registry (`BACKENDS`) maps a URI scheme to its backend: a plain path or ``file://`` is a
 directory, ``postgresql://`` / ``postgres://`` is PostgreSQL; any other scheme is refused with
@@ -115,9 +117,25 @@ class NeighbourhoodReads(Protocol):
     def entity_vectors(self, positions: Sequence[int]) -> np.ndarray: ...
 
 
+#: how an index's graph is read by the graph retrievers: loaded whole into a `GraphView`
+#: (a directory index's default), or one neighbourhood at a time (`NeighbourhoodReads`)
+GRAPH_READS: tuple[str, ...] = ("whole", "neighbourhood")
+
+
+def check_graph_reads(value: object) -> str:
+    """`value` if it is one of `GRAPH_READS`, else `InvalidRequestError` naming them."""
+    if value not in GRAPH_READS:
+        accepted = " or ".join(repr(v) for v in GRAPH_READS)
+        raise InvalidRequestError(f"graph_reads must be {accepted}, not {value!r}.")
+    return str(value)
+
+
 def reads_neighbourhoods(index: Any) -> bool:
-    """Whether `index` serves its graph one neighbourhood at a time (`graph_neighbourhood()`)."""
-    return callable(getattr(index, "graph_neighbourhood", None))
+    """Whether `index` serves its graph one neighbourhood at a time: it has
+    `graph_neighbourhood()` and was not opened to read its graph whole (``graph_reads``)."""
+    if not callable(getattr(index, "graph_neighbourhood", None)):
+        return False
+    return getattr(index, "graph_reads", "neighbourhood") == "neighbourhood"
 
 
 # -- the registry ---------------------------------------------------------------------------------
@@ -202,12 +220,14 @@ def build_index(passages: Any, target: str | Path, **kwargs: Any) -> Any:
 __all__ = [
     "BACKENDS",
     "DIRECTORY",
+    "GRAPH_READS",
     "POSTGRES",
     "Backend",
     "IndexStore",
     "NeighbourhoodReads",
     "backend_for",
     "build_index",
+    "check_graph_reads",
     "local_path",
     "open_index",
     "path_text",

@@ -1,7 +1,9 @@
 """Graph retrieval over a graph that stays in its store: each query reads its neighbourhood.
 
-An index that can serve its graph one neighbourhood at a time (`index.graph_neighbourhood()`,
-the PostgreSQL backend: `graphseek.knowledge.postgres.neighbourhood`) is not loaded into a
+An index that serves its graph one neighbourhood at a time (`index.graph_neighbourhood()`,
+`graphseek.knowledge.storage.reads_neighbourhoods`: the PostgreSQL backend,
+`graphseek.knowledge.postgres.neighbourhood`, and a directory index opened with
+``graph_reads="neighbourhood"``, `graphseek.knowledge.graph.neighbourhood`) is not loaded into a
 `GraphView` by the graph retrievers. Instead:
 
 - the **catalogue** (entities' ids, names, aliases, types, number of linked passages; the
@@ -604,7 +606,7 @@ def run_stage(
 
 def local_graph(index: Any) -> LocalGraph | None:
     """A fresh `LocalGraph` of `index` when it serves its graph one neighbourhood at a time
-    (PostgreSQL), else None (load the whole graph with `graph_view`)."""
+    (`reads_neighbourhoods`), else None (load the whole graph with `graph_view`)."""
     if not reads_neighbourhoods(index):
         return None
     return LocalGraph(remote_graph(index))

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from graphseek.errors import IndexBusyError, IndexNotFoundError
+from graphseek.errors import IndexBusyError, IndexNotFoundError, InvalidRequestError
 from graphseek.knowledge.dense import TextEncoder
 from graphseek.knowledge.index import (
     BM25_PARAMS,
@@ -87,6 +87,7 @@ from graphseek.knowledge.postgres.tables import (
 from graphseek.knowledge.postgres.uri import PostgresLocation, parse_postgres_uri
 from graphseek.knowledge.sharded import sharding_for
 from graphseek.knowledge.sparse import BM25Index
+from graphseek.knowledge.storage import check_graph_reads
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,9 @@ class PostgresIndex(Index):
     Open with `Index.open(uri)` / `PostgresIndex.open(uri)`, build with `Index.build(corpus,
     uri)`, copy a directory index with `PostgresIndex.from_directory(path, uri)`. Thread-safe
     for searching; `close()` releases the connection pool."""
+
+    #: the graph retrievers read the tables one neighbourhood at a time (`graph_neighbourhood`)
+    default_graph_reads = "neighbourhood"
 
     def __init__(
         self,
@@ -128,9 +132,21 @@ class PostgresIndex(Index):
     # ----------------------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, path: str | Path, *, embedder: str | TextEncoder | None = None) -> PostgresIndex:
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        embedder: str | TextEncoder | None = None,
+        graph_reads: str | None = None,
+    ) -> PostgresIndex:
         """Open the index at the URI `path`: reads the manifest and passages in one snapshot.
-        `embedder`: as for `Index.open` (default: the recorded one)."""
+        `embedder`: as for `Index.open` (default: the recorded one). Its graph is read one
+        neighbourhood at a time (`graph_reads` None or ``"neighbourhood"``)."""
+        if graph_reads is not None and check_graph_reads(graph_reads) != cls.default_graph_reads:
+            raise InvalidRequestError(
+                f"graph_reads={graph_reads!r} is for a directory index; a PostgreSQL index reads "
+                "its graph one neighbourhood at a time (graph_reads='neighbourhood')."
+            )
         location = parse_postgres_uri(str(path))
         # fail fast with one clear line when the server is not there (the pool would retry)
         with connect(location, autocommit=True) as conn:

@@ -32,69 +32,16 @@ neighbourhood, not the graph.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from graphseek.errors import IndexBusyError
 from graphseek.knowledge.graph.models import HyperEdge, Topic
+from graphseek.knowledge.graph.neighbourhood import Catalogue, ReadCounter, RelationRow
 from graphseek.knowledge.graph.store import aliases_and_types, vector_space
 from graphseek.knowledge.postgres.graph import as_array
-
-
-@dataclass
-class ReadCounter:
-    """Queries run and rows fetched (thread-safe)."""
-
-    queries: int = 0
-    rows: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, rows: int) -> None:
-        with self._lock:
-            self.queries += 1
-            self.rows += rows
-
-    def reset(self) -> tuple[int, int]:
-        """Zero the counts; returns (queries, rows) before."""
-        with self._lock:
-            before = (self.queries, self.rows)
-            self.queries = self.rows = 0
-            return before
-
-
-@dataclass(frozen=True)
-class Catalogue:
-    """The entity-level data every query's seed finding needs (see the module docstring)."""
-
-    entity_ids: list[str]
-    names: list[str]
-    aliases: list[list[str]]
-    types: list[list[str]]
-    descriptions: list[str]
-    passage_degree: np.ndarray  # int64, passages linked to each entity
-    degree: np.ndarray  # int64, neighbours of each entity on the undirected entity graph
-    has_rows: bool  # the index stores the undirected graph's rows (`entity_rows`, schema v4)
-    has_entity_vectors: bool  # every entity has its vector (read per query, not here)
-    relation_labels: list[str]  # distinct, sorted
-    vector_space: str = "minilm"  # of the graph's vectors (`GraphSettings.vectors`)
-
-
-@dataclass(frozen=True)
-class RelationRow:
-    """One relation as the neighbourhood reads return it (`ord` is its global order)."""
-
-    ord: int
-    id: str
-    source: str
-    label: str
-    target: str
-    weight: float
-    kind: str
-    passage_ids: tuple[str, ...]
 
 
 class PostgresNeighbourhood:
