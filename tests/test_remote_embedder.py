@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_postgres_store import pg_server, uri_for  # noqa: F401 - the embedded PostgreSQL
+from test_postgres_store import uri_for
 
 from graphseek.errors import IndexFormatError, LLMError, LLMTransportError, ModelSpecError
 from graphseek.knowledge import embedders
@@ -363,7 +363,7 @@ def test_the_graph_build_keeps_its_own_vectors_with_a_remote_embedder(
 
 def test_a_postgres_index_records_its_embedder_and_refuses_another(
     server: FakeModelServer,
-    pg_server: Any,  # noqa: F811 - the fixture imported above
+    pg_server: Any,  # conftest.py's embedded PostgreSQL
     tiny_passages: list[Passage],
 ) -> None:
     from graphseek.knowledge.postgres.index import PostgresIndex

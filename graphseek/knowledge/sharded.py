@@ -180,7 +180,7 @@ def map_corpus(
     started = time.perf_counter()
     spec, dim = embedders.embedder_spec(encoder), int(encoder.dim)
     options = checked_graph_options(graph_options) if graph else None
-    with _client(sharding) as client:
+    with dask_client(sharding) as client:
         workers = max(len(client.nthreads()), 1)
         bounds = shard_bounds(len(items), workers, sharding.shard_size)
         futures = [
@@ -243,9 +243,10 @@ def _gather(
 
 
 @contextmanager
-def _client(sharding: Sharding) -> Iterator[Any]:
+def dask_client(sharding: Sharding) -> Iterator[Any]:
     """A Dask client: on the cluster of `sharding.scheduler`, else on a `LocalCluster` of
-    `sharding.workers` processes started here (closed on the way out)."""
+    `sharding.workers` processes (one thread each) started here and closed on the way out; the
+    one way graphseek starts a cluster (the build, its benchmark and its tests)."""
     require_dask()
     from distributed import Client, LocalCluster
 
