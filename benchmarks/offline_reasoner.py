@@ -9,7 +9,7 @@ and CPU seconds per question for dev and held-out next to each other.
     .venv/bin/python benchmarks/offline_reasoner.py [--dataset 2wiki --dataset docqa ...]
         [--topology naive --topology dual_agent ...] [--dev SLICE] [--heldout SLICE]
         [--profile general --profile wikipedia] [--skip-heldout] [--docqa-heldout FILE]
-        [--out DIR] [--json FILE]
+        [--graph-reads whole|neighbourhood] [--out DIR] [--json FILE]
 
 Data sets (dev -> held-out, default slices):
 
@@ -110,10 +110,17 @@ class WarmIndexes:
     """The runner's index factory: one cached index per corpus for both splits, and one untimed
     warm-up question per configuration before the first timed one (model loading)."""
 
-    def __init__(self, configs: Sequence[Any], index_dir: Path | None, graph: bool) -> None:
+    def __init__(
+        self,
+        configs: Sequence[Any],
+        index_dir: Path | None,
+        graph: bool,
+        graph_reads: str | None = None,
+    ) -> None:
         self.configs = configs
         self.index_dir = index_dir
         self.graph = graph
+        self.graph_reads = graph_reads
         self.indexes: dict[str, Any] = {}
         self.warm = False
 
@@ -122,7 +129,12 @@ class WarmIndexes:
 
         key = dataset.corpus_hash()
         if key not in self.indexes:
-            self.indexes[key] = cached_index(dataset, self.index_dir, graph=self.graph)
+            index = cached_index(dataset, self.index_dir, graph=self.graph)
+            if self.graph_reads is not None:  # the same index, its graph read as asked
+                from graphseek.knowledge.index import Index
+
+                index = Index.open(index.path, graph_reads=self.graph_reads)
+            self.indexes[key] = index
         index = self.indexes[key]
         if not self.warm and dataset.questions:
             system = ApiSystem()
@@ -241,6 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None, help="data directory")
     parser.add_argument("--index-dir", type=Path, default=None, help="index cache")
     parser.add_argument(
+        "--graph-reads",
+        choices=("whole", "neighbourhood"),
+        default=None,
+        help="how the graph retrievers read each index's graph (Index.open's graph_reads; "
+        "default: the index's own, whole for a directory)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=Path("eval-out/offline_reasoner"), help="records directory"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
@@ -282,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in profiles
         for c in make_configs(topologies, [args.retriever], llm="offline", context={"profile": p})
     ]
-    factory = WarmIndexes(configs, args.index_dir, needs_graph(configs))
+    factory = WarmIndexes(configs, args.index_dir, needs_graph(configs), args.graph_reads)
     docqa_file = args.docqa_heldout or os.environ.get("GRAPHSEEK_DOCQA_HELDOUT")
 
     try:

@@ -19,6 +19,10 @@ processes the wall time mostly measures waiting for a core, the CPU time what a 
 
 --exact-ppr adds progressive with exact PPR (power iteration over the whole graph, the
 algorithm before push PPR) as the baseline of progressive's push PPR: recall and top-k agreement.
+--neighbourhood adds higra and progressive over the same directory index opened with
+``graph_reads="neighbourhood"`` (each query reads its neighbourhood from graph.sqlite and the
+vector files instead of the graph loaded whole): latency, recall and top-k agreement with the
+whole-graph rows, and the time to load each (the whole graph, the neighbourhood catalogue).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from graphseek.knowledge import Index, load_corpus
 from graphseek.knowledge.passages import Hit
 
 ROOT = Path(__file__).resolve().parents[1]
+NB = "(neighbourhood reads)"
 TARGETS_MS = {"encode": 5.0, "hybrid": 8.0, "higra": 20.0, "progressive": 40.0}
 
 
@@ -182,6 +187,11 @@ def main() -> None:
     )
     parser.add_argument("--methods", default="", help="comma-separated subset of the methods")
     parser.add_argument(
+        "--neighbourhood",
+        action="store_true",
+        help="also higra and progressive reading each query's neighbourhood from the store",
+    )
+    parser.add_argument(
         "--exact-ppr",
         action="store_true",
         help="also progressive with exact PPR (power iteration) in Stage 3, the baseline of "
@@ -245,10 +255,21 @@ def main() -> None:
             from graphseek.tools.higra import HiGraConfig, HiGraRetriever
             from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
 
+            t0 = time.perf_counter()
             higra = HiGraRetriever.from_index(index, HiGraConfig())
             prog = ProgressiveRetriever.from_index(index, ProgressiveConfig())
+            print(f"whole graph loaded in {time.perf_counter() - t0:.1f} s")
             methods["higra"] = lambda q: higra.hits(higra.retrieve(q), args.k)
             methods["progressive"] = lambda q: prog.retrieve(q, args.k).hits
+            if args.neighbourhood:
+                from graphseek.tools.graph_retrievers import higra_retriever, progressive_retriever
+
+                reads = Index.open(path, graph_reads="neighbourhood", embedder=embedder)
+                t0 = time.perf_counter()
+                nb_higra, nb_prog = higra_retriever(reads), progressive_retriever(reads)
+                print(f"neighbourhood catalogue read in {time.perf_counter() - t0:.1f} s")
+                methods[f"higra {NB}"] = lambda q: nb_higra.hits(nb_higra.retrieve(q), args.k)
+                methods[f"progressive {NB}"] = lambda q: nb_prog.retrieve(q, args.k).hits
             if args.exact_ppr:
                 exact = exact_ppr_progressive(prog)
                 methods["progressive (exact PPR)"] = lambda q: exact.retrieve(q, args.k).hits
@@ -296,6 +317,27 @@ def main() -> None:
                 )
             )
             print(f"progressive top-{args.k} identical to exact PPR's: {same}/{len(queries)}")
+        for name in ("higra", "progressive"):
+            if name in outputs and f"{name} {NB}" in outputs:
+                pairs = list(zip(outputs[name], outputs[f"{name} {NB}"], strict=True))
+                ids = sum([h.passage.id for h in a] == [h.passage.id for h in b] for a, b in pairs)
+                scored = sum(
+                    [(h.passage.id, h.score) for h in a] == [(h.passage.id, h.score) for h in b]
+                    for a, b in pairs
+                )
+                print(
+                    f"{name} {NB}: top-{args.k} ids identical to the whole graph's {ids}/"
+                    f"{len(pairs)}, ids and scores {scored}/{len(pairs)}"
+                )
+        if f"higra {NB}" in outputs:  # (untimed) the relation context, the named difference
+            same_context = 0
+            for q in queries:
+                whole_rel, nb_rel = higra.retrieve(q).relations, nb_higra.retrieve(q).relations
+                same_context += [r.id for r in whole_rel] == [r.id for r in nb_rel]
+            print(
+                f"higra {NB}: relation context (ids, in order) identical to the whole graph's "
+                f"{same_context}/{len(queries)}"
+            )
         ref_p50 = next((float(np.median(w)) for n, (w, _, _) in rows.items() if "ref" in n), None)
         print(f"\nembedder backend: {backend}; load average now: {load_avg()}")
         print(
