@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -433,8 +432,8 @@ class Index:
             return self
         vectors = np.asarray(self.embeddings)[keep]
 
-        def update_graph(graph_dir: Path) -> None:
-            delete_from_graph(graph_dir, drop, show_progress)
+        def update_graph(graph_dir: Path, out_dir: Path | None = None) -> None:
+            delete_from_graph(graph_dir, drop, show_progress, out_dir)
 
         items = [self._passages[i] for i in keep]
         return self._rewrite(items, lambda: vectors, update_graph, show_progress)
@@ -462,15 +461,15 @@ class Index:
         show_progress: bool,
     ) -> Index:
         """Write `items` into a new directory and swap it in; the graph is updated first
-        (`update_graph`), then `vectors()` gives every row (it may use the graph's pass)."""
+        (`update_graph(graph_dir, out_dir)`: the index's graph read, the new one written into
+        the new directory), then `vectors()` gives every row (it may use the graph's pass)."""
         _check_passages(items)
         started = time.perf_counter()
         target = self._path
         with atomic_directory(target) as tmp:
             _check_unchanged(target, self._manifest)
-            if self.has_graph:
-                shutil.copytree(target / GRAPH_DIR, tmp / GRAPH_DIR)
-                update_graph(tmp / GRAPH_DIR)
+            if self.has_graph:  # read from the index, written into the new directory
+                update_graph(target / GRAPH_DIR, tmp / GRAPH_DIR)
             bm25, dense, encoder = _write_stores(
                 items, tmp, show_progress, 64, vectors=vectors(), encoder=self._encoder
             )
@@ -713,7 +712,9 @@ class GraphAddition:
         self.show_progress = show_progress
         self.from_graph: list[np.ndarray] = []
 
-    def __call__(self, graph_dir: Path) -> None:
+    def __call__(self, graph_dir: Path, out_dir: Path | None = None) -> None:
+        """Add the passages to the graph in `graph_dir`, written to `out_dir` (a new
+        directory) or in place."""
         from graphseek.knowledge.graph import add_passages
 
         add_passages(
@@ -721,6 +722,7 @@ class GraphAddition:
             self.new,
             show_progress=self.show_progress,
             on_passage_vectors=self.from_graph.append,
+            out_dir=out_dir,
             **self.options,
         )
 
@@ -729,11 +731,14 @@ class GraphAddition:
         return passage_vectors(encoder, self.new, computed, batch_size, self.show_progress)
 
 
-def delete_from_graph(graph_dir: Path, drop: set[str], show_progress: bool) -> None:
-    """Remove passages `drop` from the graph in `graph_dir`, with what only they supported."""
+def delete_from_graph(
+    graph_dir: Path, drop: set[str], show_progress: bool, out_dir: Path | None = None
+) -> None:
+    """Remove passages `drop` from the graph in `graph_dir`, with what only they supported;
+    written to `out_dir` (a new directory) or in place."""
     from graphseek.knowledge.graph import delete_passages
 
-    delete_passages(graph_dir, drop, show_progress=show_progress)
+    delete_passages(graph_dir, drop, show_progress=show_progress, out_dir=out_dir)
 
 
 def _check_passages(items: list[Any]) -> None:

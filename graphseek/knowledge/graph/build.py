@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -399,10 +400,11 @@ def _update(
     new: Sequence[Passage] = (),
     extracted: Sequence[Extraction] = (),
     on_passage_vectors: Callable[[np.ndarray], None] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
 ) -> SQLiteGraphStore:
-    """Re-assemble a store after `change`; `new` passages (extracted as `extracted`) get
-    their contextual mention vectors from one encoder pass, whose passage vectors go to
-    `on_passage_vectors`."""
+    """Re-assemble a store after `change`, into `out_dir` (default: in place); `new`
+    passages (extracted as `extracted`) get their contextual mention vectors from one
+    encoder pass, whose passage vectors go to `on_passage_vectors`."""
     store = SQLiteGraphStore.open(store_dir)
     try:
         settings = settings_of(store)
@@ -435,7 +437,18 @@ def _update(
         show_progress=show_progress,
         timings=timings,
     )
-    return _finish(data, Path(store_dir), name, timings, started, show_progress)
+    target = Path(store_dir if out_dir is None else out_dir)
+    return _finish(data, target, name, timings, started, show_progress)
+
+
+def _unchanged(
+    store_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None
+) -> SQLiteGraphStore:
+    """The store, opened where an update with nothing to do leaves it (`out_dir` gets a copy)."""
+    if out_dir is None:
+        return SQLiteGraphStore.open(store_dir)
+    shutil.copytree(store_dir, check_target(out_dir))
+    return SQLiteGraphStore.open(out_dir)
 
 
 def add_passages(
@@ -449,11 +462,13 @@ def add_passages(
     max_concurrency: int = 8,
     show_progress: bool = True,
     on_passage_vectors: Callable[[np.ndarray], None] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
 ) -> SQLiteGraphStore:
     """Add passages to a store: only passages whose id is new are extracted, then aligned
     against the existing entities; the settings are the store's. With contextual alignment
-    the new passages' vectors (rows in their order) go to `on_passage_vectors`. Returns the
-    reopened store."""
+    the new passages' vectors (rows in their order) go to `on_passage_vectors`. The result is
+    written to `out_dir` (a new directory; the store is left as it was) or, by default, in
+    place. Returns the store written."""
     started = time.perf_counter()
     store = SQLiteGraphStore.open(store_dir)
     known = set(store.passage_ids())
@@ -461,7 +476,7 @@ def add_passages(
     store.close()
     new = [p for p in _check_passages(passages) if p.id not in known]
     if not new:
-        return SQLiteGraphStore.open(store_dir)
+        return _unchanged(store_dir, out_dir)
     if extractor is None and llm is None and recorded not in ("", "OfflineExtractor"):
         raise ValueError(
             f"the store was built with {recorded}; pass that extractor (or llm=...) to add passages"
@@ -488,6 +503,7 @@ def add_passages(
         new=new,
         extracted=extracted,
         on_passage_vectors=on_passage_vectors,
+        out_dir=out_dir,
     )
 
 
@@ -499,9 +515,11 @@ def delete_passages(
     embed: Embed | None = None,
     max_concurrency: int = 8,
     show_progress: bool = False,
+    out_dir: str | os.PathLike[str] | None = None,
 ) -> SQLiteGraphStore:
     """Remove passages, and every entity, relation and hyperedge only they supported.
-    Unknown ids are ignored. Returns the reopened store."""
+    Unknown ids are ignored. Written to `out_dir` (a new directory) or, by default, in place.
+    Returns the store written."""
     started = time.perf_counter()
     drop = set(passage_ids)
 
@@ -520,4 +538,5 @@ def delete_passages(
         show_progress=show_progress,
         timings={},
         started=started,
+        out_dir=out_dir,
     )
