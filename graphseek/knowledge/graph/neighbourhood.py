@@ -104,6 +104,38 @@ class RelationRow:
     passage_ids: tuple[str, ...]
 
 
+class SharedTableReads:
+    """The reads whose SQL is the same on both backends' graph tables (no parameters, the same
+    columns and order): every topic, every hyperedge's label, every relation without its
+    passages. A backend supplies `_rows(sql)`."""
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def topics(self) -> list[Topic]:
+        """Every topic, in order (as `SQLiteGraphStore.topics()`)."""
+        rows = self._rows("SELECT id, label, keywords, size FROM topics ORDER BY ord")
+        return [
+            Topic(id=tid, label=label, keywords=json.loads(kw), size=size)
+            for tid, label, kw, size in rows
+        ]
+
+    def hyperedge_labels(self) -> list[HyperEdge]:
+        """Every hyperedge's id, relation text and topic, in order, without members or
+        passages (what ranking hyperedges and grouping them by topic need)."""
+        rows = self._rows("SELECT id, relation, topic_id FROM hyperedges ORDER BY ord")
+        return [HyperEdge(id=h, relation=r, entity_ids=[], topic_id=t) for h, r, t in rows]
+
+    def relation_list(self) -> list[tuple[str, str, str, str, float, str]]:
+        """Every relation's (id, source, label, target, weight, kind), in order, without its
+        passages: what ranking all relations by their verbalisation needs (a triple pattern
+        with no anchored end)."""
+        rows = self._rows(
+            "SELECT id, source, label, target, weight, kind FROM relations ORDER BY ord"
+        )
+        return [(i, s, lab, t, float(w), k) for i, s, lab, t, w, k in rows]
+
+
 # -- the directory backend ------------------------------------------------------------------------
 
 _IDS = "(SELECT value FROM json_each(?))"
@@ -113,7 +145,7 @@ def _ids(values: Iterable[str]) -> list[str]:
     return sorted(set(values))
 
 
-class DirectoryNeighbourhood:
+class DirectoryNeighbourhood(SharedTableReads):
     """Indexed, batched reads of one revision of a directory index's graph store."""
 
     def __init__(self, directory: Path, *, revision: str, source: str, dim: int) -> None:
@@ -264,33 +296,27 @@ class DirectoryNeighbourhood:
             return []
         return self._relation_rows(f"id IN {_IDS}", (json.dumps(ids),))
 
-    def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
-        """(entity id, passage id) links of these entities (in stored order)."""
-        ids = _ids(entity_ids)
+    def _links(self, column: str, values: Iterable[str]) -> list[tuple[str, str]]:
+        """(entity id, passage id) links whose `column` is one of `values` (stored order)."""
+        ids = _ids(values)
         if not ids:
             return []
         return [
             (e, p)
             for e, p in self._rows(
-                f"SELECT entity_id, passage_id FROM entity_passages WHERE entity_id IN {_IDS} "
+                f"SELECT entity_id, passage_id FROM entity_passages WHERE {column} IN {_IDS} "
                 "ORDER BY rowid",
                 (json.dumps(ids),),
             )
         ]
 
+    def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
+        """(entity id, passage id) links of these entities (in stored order)."""
+        return self._links("entity_id", entity_ids)
+
     def links_of_passages(self, passage_ids: Iterable[str]) -> list[tuple[str, str]]:
         """(entity id, passage id) links of these passages (in stored order)."""
-        ids = _ids(passage_ids)
-        if not ids:
-            return []
-        return [
-            (e, p)
-            for e, p in self._rows(
-                f"SELECT entity_id, passage_id FROM entity_passages WHERE passage_id IN {_IDS} "
-                "ORDER BY rowid",
-                (json.dumps(ids),),
-            )
-        ]
+        return self._links("passage_id", passage_ids)
 
     def entity_rows(
         self, positions: Iterable[int]
@@ -326,20 +352,6 @@ class DirectoryNeighbourhood:
         return {rid: np.array(vectors[row], dtype=np.float32) for rid, row in found}
 
     # -- hyperedges and topics (G-RAGent's primitives) ---------------------------------------
-
-    def topics(self) -> list[Topic]:
-        """Every topic, in order (as `SQLiteGraphStore.topics()`)."""
-        rows = self._rows("SELECT id, label, keywords, size FROM topics ORDER BY ord")
-        return [
-            Topic(id=tid, label=label, keywords=json.loads(kw), size=size)
-            for tid, label, kw, size in rows
-        ]
-
-    def hyperedge_labels(self) -> list[HyperEdge]:
-        """Every hyperedge's id, relation text and topic, in order, without members or
-        passages (what ranking hyperedges and grouping them by topic need)."""
-        rows = self._rows("SELECT id, relation, topic_id FROM hyperedges ORDER BY ord")
-        return [HyperEdge(id=h, relation=r, entity_ids=[], topic_id=t) for h, r, t in rows]
 
     def topic_centroids(self) -> dict[str, np.ndarray] | None:
         """Topic id -> mean of its hyperedges' vectors as PostgreSQL's ``avg`` computes it
@@ -407,15 +419,6 @@ class DirectoryNeighbourhood:
             f"id IN (SELECT hyperedge_id FROM hyperedge_members WHERE entity_id IN {_IDS})",
             (json.dumps(ids),),
         )
-
-    def relation_list(self) -> list[tuple[str, str, str, str, float, str]]:
-        """Every relation's (id, source, label, target, weight, kind), in order, without its
-        passages: what ranking all relations by their verbalisation needs (a triple pattern
-        with no anchored end)."""
-        rows = self._rows(
-            "SELECT id, source, label, target, weight, kind FROM relations ORDER BY ord"
-        )
-        return [(i, s, lab, t, float(w), k) for i, s, lab, t, w, k in rows]
 
     # -- entity vectors (per query) ------------------------------------------------------------
 

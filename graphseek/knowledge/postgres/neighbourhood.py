@@ -31,20 +31,24 @@ neighbourhood, not the graph.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from graphseek.errors import IndexBusyError
-from graphseek.knowledge.graph.models import HyperEdge, Topic
-from graphseek.knowledge.graph.neighbourhood import Catalogue, ReadCounter, RelationRow
+from graphseek.knowledge.graph.models import HyperEdge
+from graphseek.knowledge.graph.neighbourhood import (
+    Catalogue,
+    ReadCounter,
+    RelationRow,
+    SharedTableReads,
+)
 from graphseek.knowledge.graph.store import aliases_and_types, vector_space
 from graphseek.knowledge.postgres.graph import as_array
 
 
-class PostgresNeighbourhood:
+class PostgresNeighbourhood(SharedTableReads):
     """Indexed, batched reads of one revision of a Postgres index's graph."""
 
     def __init__(self, index: Any) -> None:
@@ -232,20 +236,6 @@ class PostgresNeighbourhood:
 
     # -- hyperedges and topics (G-RAGent's primitives) ---------------------------------------
 
-    def topics(self) -> list[Topic]:
-        """Every topic, in order (as the directory store's ``topics()``)."""
-        rows = self._rows("SELECT id, label, keywords, size FROM topics ORDER BY ord")
-        return [
-            Topic(id=tid, label=label, keywords=json.loads(kw), size=size)
-            for tid, label, kw, size in rows
-        ]
-
-    def hyperedge_labels(self) -> list[HyperEdge]:
-        """Every hyperedge's id, relation text and topic, in order, without members or
-        passages (what ranking hyperedges and grouping them by topic need)."""
-        rows = self._rows("SELECT id, relation, topic_id FROM hyperedges ORDER BY ord")
-        return [HyperEdge(id=h, relation=r, entity_ids=[], topic_id=t) for h, r, t in rows]
-
     def topic_centroids(self) -> dict[str, np.ndarray] | None:
         """Topic id -> mean of its hyperedges' vectors (pgvector's ``avg``: float8 sums of the
         float4 vectors in hyperedge order, divided, rounded to float4), computed by the server;
@@ -289,15 +279,6 @@ class PostgresNeighbourhood:
             "h.id IN (SELECT hyperedge_id FROM hyperedge_members WHERE entity_id = ANY(%s))",
             (ids,),
         )
-
-    def relation_list(self) -> list[tuple[str, str, str, str, float, str]]:
-        """Every relation's (id, source, label, target, weight, kind), in order, without its
-        passages: what ranking all relations by their verbalisation needs (a triple pattern
-        with no anchored end)."""
-        rows = self._rows(
-            "SELECT id, source, label, target, weight, kind FROM relations ORDER BY ord"
-        )
-        return [(i, s, lab, t, float(w), k) for i, s, lab, t, w, k in rows]
 
     # -- entity vectors (per query) ------------------------------------------------------------
 
