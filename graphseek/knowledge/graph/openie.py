@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -177,23 +178,13 @@ def _rebase(extraction: Extraction, pid: str) -> Extraction:
 
     return Extraction(
         passage_id=pid,
-        mentions=[
-            m.model_copy(update={"id": fix(m.id), "passage_id": pid}) for m in extraction.mentions
-        ],
+        mentions=[replace(m, id=fix(m.id), passage_id=pid) for m in extraction.mentions],
         relations=[
-            r.model_copy(
-                update={"source": fix(r.source), "target": fix(r.target), "passage_id": pid}
-            )
+            replace(r, source=fix(r.source), target=fix(r.target), passage_id=pid)
             for r in extraction.relations
         ],
         facts=[
-            f.model_copy(
-                update={
-                    "id": fix(f.id),
-                    "passage_id": pid,
-                    "mentions": [fix(m) for m in f.mentions],
-                }
-            )
+            replace(f, id=fix(f.id), passage_id=pid, mentions=[fix(m) for m in f.mentions])
             for f in extraction.facts
         ],
     )
