@@ -164,6 +164,23 @@ def test_base_vectors_are_normalised_sums_and_report_the_missing() -> None:
     assert missing == [1]
 
 
+def test_base_vectors_in_blocks_are_the_sums_of_one_stack(monkeypatch) -> None:
+    """Summed a few rows at a time (groups never split), every base vector has the same bits
+    as when all rows are stacked at once."""
+    from graphseek.knowledge.graph import contextual
+
+    rng = np.random.default_rng(7)
+    vectors = {f"m{k}": rng.normal(size=16).astype(np.float16) for k in range(400)}
+    ids = [*vectors, "gone-1", "gone-2"]
+    members = [list(rng.choice(ids, size=int(rng.integers(1, 9)))) for _ in range(120)]
+    whole, whole_missing = base_vectors(members, vectors, 16)
+    monkeypatch.setattr(contextual, "BASE_ROWS", 5)
+    blocked, blocked_missing = base_vectors(members, vectors, 16)
+    assert blocked.tobytes() == whole.tobytes()
+    assert blocked_missing == whole_missing
+    assert np.count_nonzero(np.abs(whole).sum(1)) == len(members) - len(whole_missing)
+
+
 def test_variant_pairs_find_name_variants_only() -> None:
     def record(name: str) -> EntityRecord:
         return EntityRecord(name, [], "", ["PERSON"], [name], ["p"])

@@ -142,28 +142,44 @@ def encode_passages(
     return vectors, mentions
 
 
+BASE_ROWS = 65_536
+"""`base_vectors` stacks at most about this many mention rows at a time (whole groups): the
+float32 copy of every mention vector at once was the alignment stage's peak (about 3 GB at
+100,000 passages)."""
+
+
 def base_vectors(
     members: Sequence[Sequence[str]], mention_vectors: dict[str, np.ndarray], dim: int
 ) -> tuple[np.ndarray, list[int]]:
     """The vector of each group of mention ids (a base entity): the normalised sum of its
     members' vectors. Returns the (n, dim) rows and the positions of groups with no member
-    vector (their rows are zero; the caller may fill them)."""
+    vector (their rows are zero; the caller may fill them). Groups are summed a block of
+    about `BASE_ROWS` member rows at a time; a group is never split, so each sum is the one
+    a single stack of every row would give."""
     out = np.zeros((len(members), dim), dtype=np.float32)
     rows: list[np.ndarray] = []
     owner: list[int] = []
     missing: list[int] = []
-    for k, ids in enumerate(members):
-        found = [mention_vectors[m] for m in ids if m in mention_vectors]
-        if not found:
-            missing.append(k)
-            continue
-        rows.extend(found)
-        owner.extend([k] * len(found))
-    if rows:
+
+    def flush() -> None:
         stacked = np.stack(rows).astype(np.float32)  # asarray(rows) goes row by row: slow
         owners = np.asarray(owner)
         starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
         sums = np.add.reduceat(stacked, starts, axis=0)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         out[owners[starts]] = sums / np.maximum(norms, 1e-12)
+        rows.clear()
+        owner.clear()
+
+    for k, ids in enumerate(members):
+        found = [mention_vectors[m] for m in ids if m in mention_vectors]
+        if not found:
+            missing.append(k)
+            continue
+        if rows and len(rows) + len(found) > BASE_ROWS:
+            flush()
+        rows.extend(found)
+        owner.extend([k] * len(found))
+    if rows:
+        flush()
     return out, missing
