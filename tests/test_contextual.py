@@ -181,6 +181,31 @@ def test_base_vectors_in_blocks_are_the_sums_of_one_stack(monkeypatch) -> None:
     assert np.count_nonzero(np.abs(whole).sum(1)) == len(members) - len(whole_missing)
 
 
+def test_mention_vectors_keep_rows_in_a_file_and_read_them_back() -> None:
+    from graphseek.knowledge.graph.contextual import MENTION_DTYPE, MentionVectors
+
+    rng = np.random.default_rng(3)
+    first = rng.normal(size=(3, 8)).astype(np.float32)
+    second = rng.normal(size=(2, 8)).astype(np.float32)
+    vectors = MentionVectors(8)
+    vectors.append(["p1#m0", "p1#m1", "p1#m2"], first)
+    vectors.append([], np.zeros((0, 8), np.float16))
+    vectors.append(["p2#m0", "p1#m1"], second)  # a later row for an id replaces the earlier
+    assert list(vectors) == ["p1#m0", "p1#m1", "p1#m2", "p2#m0"]
+    assert len(vectors) == 4 and "p2#m0" in vectors and "p9#m0" not in vectors
+    row = vectors["p1#m2"]
+    assert row.dtype == MENTION_DTYPE and not row.flags.writeable
+    assert row.tobytes() == first[2].astype(MENTION_DTYPE).tobytes()
+    assert vectors["p1#m1"].tobytes() == second[1].astype(MENTION_DTYPE).tobytes()
+    with pytest.raises(KeyError):
+        vectors["p9#m0"]
+    kept = vectors.restrict(["p2#m0", "p1#m0", "p9#m0"])
+    assert list(kept) == ["p2#m0", "p1#m0"]
+    assert kept["p2#m0"].tobytes() == vectors["p2#m0"].tobytes()
+    with pytest.raises(ValueError, match="2 ids for a block of shape"):
+        vectors.append(["a", "b"], np.zeros((3, 8), np.float16))
+
+
 def test_variant_pairs_find_name_variants_only() -> None:
     def record(name: str) -> EntityRecord:
         return EntityRecord(name, [], "", ["PERSON"], [name], ["p"])

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -211,7 +211,7 @@ class Aligner:
         self,
         mentions: Sequence[Mention],
         cache: AlignmentCache | None = None,
-        mention_vectors: dict[str, np.ndarray] | None = None,
+        mention_vectors: Mapping[str, np.ndarray] | None = None,
     ) -> AlignmentResult:
         """Exact, then semantic merging of `mentions`. Base entities are compared by the
         vectors of their record strings, or, given `mention_vectors` (contextual vectors by
@@ -328,7 +328,7 @@ class Aligner:
         base: Sequence[EntityRecord],
         texts: list[str],
         cache: AlignmentCache,
-        mention_vectors: dict[str, np.ndarray] | None,
+        mention_vectors: Mapping[str, np.ndarray] | None,
     ) -> np.ndarray:
         if not mention_vectors or not base:
             return cached_encode(texts, self.embed, cache.vectors)

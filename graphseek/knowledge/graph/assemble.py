@@ -6,7 +6,7 @@ and the manifest's counts (the phases: `graphseek.knowledge.graph.build`)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -17,6 +17,7 @@ from scipy.sparse import csr_matrix as _csr
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.align import Aligner, cached_encode
 from graphseek.knowledge.graph.clock import Clock
+from graphseek.knowledge.graph.contextual import MentionVectors
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
 from graphseek.knowledge.graph.link import (
     cooccurrence_edges,
@@ -26,7 +27,7 @@ from graphseek.knowledge.graph.link import (
     relation_id,
     similarity_edges,
 )
-from graphseek.knowledge.graph.models import Extraction, Relation
+from graphseek.knowledge.graph.models import Extraction, Mention, Relation
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.store import GraphData, build_matrices
@@ -54,6 +55,20 @@ def _components(n: int, edges: Iterable[tuple[int, int]]) -> int:
     matrix = _csr((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
     count, _ = csgraph.connected_components(matrix, directed=False)
     return int(count)
+
+
+def _current(
+    vectors: Mapping[str, np.ndarray], mentions: Sequence[Mention]
+) -> Mapping[str, np.ndarray]:
+    """The mention vectors of `mentions`: `vectors` itself when it holds no others (a build's;
+    a `MentionVectors` stays in its file), else those of `mentions` only (an update's cache
+    also holds the vectors of removed passages). Mention ids are unique, so counting the
+    mentions found is the subset test."""
+    if sum(1 for m in mentions if m.id in vectors) == len(vectors):
+        return vectors
+    if isinstance(vectors, MentionVectors):
+        return vectors.restrict(m.id for m in mentions)
+    return {m.id: vectors[m.id] for m in mentions if m.id in vectors}
 
 
 def assemble(
@@ -293,8 +308,6 @@ def assemble(
         pairs=aligned.pairs,
         mention_entity=mention_entity,
         mention_base=aligned.mention_base,
-        mention_vectors={m.id: cache.mentions[m.id] for m in mentions if m.id in cache.mentions}
-        if contextual
-        else {},
+        mention_vectors=_current(cache.mentions, mentions) if contextual else {},
         manifest=manifest,
     )

@@ -26,7 +26,7 @@ import gc
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,7 +38,7 @@ from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.assemble import assemble
 from graphseek.knowledge.graph.base import Coreferencer, Extractor
 from graphseek.knowledge.graph.clock import Clock, rate
-from graphseek.knowledge.graph.contextual import AheadPass, encode_passages
+from graphseek.knowledge.graph.contextual import AheadPass, MentionVectors, encode_passages
 from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.run_ahead import RunAhead
@@ -145,7 +145,7 @@ def _contextual(
     timings: dict[str, Any],
     show_progress: bool,
     ahead: AheadPass | None = None,
-) -> tuple[GraphSettings, np.ndarray | None, dict[str, np.ndarray]]:
+) -> tuple[GraphSettings, np.ndarray | None, Mapping[str, np.ndarray]]:
     """With contextual alignment, one pass of the passage encoder: the passage vectors and the
     mention vectors. Without a span encoder (a custom `embed`) the settings fall back to
     record strings, so the manifest says what was done."""
@@ -220,7 +220,7 @@ class MappedPassages:
 
     extractions: list[Extraction]
     passage_vectors: np.ndarray | None = None
-    mentions: dict[str, np.ndarray] | None = None
+    mentions: Mapping[str, np.ndarray] | None = None
     timings: dict[str, Any] = field(default_factory=dict)
 
 
@@ -257,8 +257,10 @@ def map_passages(
     from graphseek.knowledge.embedder import get_embedder
 
     clock = Clock()
-    vectors, mentions = encode_passages(get_embedder(), items, extractions)
-    clock.record(timings, "embed_passages", len(items), mentions=len(mentions))
+    vectors, spooled = encode_passages(get_embedder(), items, extractions)
+    clock.record(timings, "embed_passages", len(items), mentions=len(spooled))
+    # a plain dict goes back to the driver (the spool file is this process's)
+    mentions = {mid: spooled[mid] for mid in spooled}
     return MappedPassages(extractions, vectors, mentions, timings)
 
 
@@ -271,9 +273,13 @@ def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
     vectors = np.vstack(
         [part.passage_vectors for part in parts if part.passage_vectors is not None]
     )
-    mentions: dict[str, np.ndarray] = {}
+    # the driver keeps the shards' mention vectors in a file, as a single build does
+    mentions = MentionVectors(vectors.shape[1])
     for part in parts:
-        mentions.update(part.mentions or {})
+        ids = list(part.mentions or {})
+        if ids:
+            assert part.mentions is not None
+            mentions.append(ids, np.stack([part.mentions[m] for m in ids]))
     return MappedPassages(extractions, vectors, mentions)
 
 
@@ -423,7 +429,9 @@ def _update(
                 "the store aligns entities with contextual vectors, which a custom `embed` "
                 "cannot give; update it without `embed`"
             )
-        cache.mentions.update(mentions)
+        merged = dict(cache.mentions)  # the store's, read back
+        merged.update(mentions)
+        cache.mentions = merged
         if vectors is not None and on_passage_vectors is not None:
             on_passage_vectors(vectors)
     data = assemble(

@@ -19,8 +19,10 @@ base entity with no mention vector merges by name only, or embeds its record str
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -36,6 +38,60 @@ states from the passage pass (this module); ``"records"`` encodes each record st
 MENTION_DTYPE = np.float16
 """Mention vectors are kept and stored at half precision (a base entity's vector is computed
 from the rounded values in a build and in an update alike, so both give the same graph)."""
+
+
+class MentionVectors(Mapping[str, np.ndarray]):
+    """Contextual mention vectors by mention id, kept in an unnamed temporary file (in
+    ``TMPDIR``) instead of in memory: one float16 row per mention, 768 bytes with MiniLM, 1.7 GB
+    for the 2.2 million mentions of 100,000 passages, which a build holds from the passage pass
+    to the store write. A lookup reads its row with ``pread`` (not a memory map: mapped pages
+    count in the process's RSS), a read-only array; ``in``, ``len`` and iteration (ids in the
+    order first given) do not read the file. The file goes away with the last object using it
+    (`restrict` makes views sharing it)."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._file = tempfile.TemporaryFile(prefix="graphseek-mentions-")
+        self._row: dict[str, int] = {}
+        self._rows = 0
+
+    @property
+    def _width(self) -> int:
+        return self.dim * np.dtype(MENTION_DTYPE).itemsize
+
+    def append(self, ids: Sequence[str], block: np.ndarray) -> None:
+        """Add the rows of `block` (n, dim), row k the vector of `ids[k]` (a later row for an id
+        replaces the earlier one, as a dict's assignment would)."""
+        if len(ids) != len(block) or (len(block) and block.shape[1] != self.dim):
+            raise ValueError(f"{len(ids)} ids for a block of shape {block.shape}")
+        if not len(ids):
+            return
+        data = np.ascontiguousarray(block, dtype=MENTION_DTYPE).tobytes()
+        os.pwrite(self._file.fileno(), data, self._rows * self._width)
+        for k, mid in enumerate(ids):
+            self._row[mid] = self._rows + k
+        self._rows += len(ids)
+
+    def restrict(self, ids: Iterable[str]) -> MentionVectors:
+        """The vectors of those of `ids` that have one (the same file, not copied)."""
+        out = MentionVectors.__new__(MentionVectors)
+        out.dim, out._file, out._rows = self.dim, self._file, self._rows
+        out._row = {mid: self._row[mid] for mid in ids if mid in self._row}
+        return out
+
+    def __getitem__(self, mid: str) -> np.ndarray:
+        row = self._row[mid]
+        data = os.pread(self._file.fileno(), self._width, row * self._width)
+        return np.frombuffer(data, dtype=MENTION_DTYPE)
+
+    def __contains__(self, mid: object) -> bool:
+        return mid in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
 
 
 class SpanEncoder(Protocol):
@@ -111,16 +167,17 @@ def encode_passages(
     batch_size: int = 64,
     show_progress: bool = False,
     ahead: AheadPass | None = None,
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+) -> tuple[np.ndarray, MentionVectors]:
     """Passage vectors (rows in the order of `passages`, as `encode_texts` gives) and the
-    contextual vector of every mention that has one, by mention id (`MENTION_DTYPE`).
+    contextual vector of every mention that has one, by mention id (`MENTION_DTYPE`, in a
+    temporary file: `MentionVectors`).
 
     Blocks of passages, longest first, under one ``embedding passages`` bar: memory beyond the
     outputs is one block's token ids and states. `ahead`: the first block begun by
     `begin_passages` (the same vectors, with its batches run ahead not run again)."""
     n = len(passages)
     vectors = np.zeros((n, encoder.dim), dtype=np.float32)
-    mentions: dict[str, np.ndarray] = {}
+    mentions = MentionVectors(encoder.dim)
     with progress_bar("embedding passages", n, show_progress, unit="passage") as bar:
         for k, idx in enumerate(_blocks(passages, batch_size)):
             spans = [mention_spans(passages[i], extractions[i].mentions) for i in idx]
@@ -133,11 +190,11 @@ def encode_passages(
             vectors[idx] = rows
             for i, span_vectors in zip(idx, pooled, strict=True):
                 found = np.flatnonzero(np.abs(span_vectors).sum(1) > 0)
-                # only the rows kept: each passage's vectors are one compact block
-                half = span_vectors[found].astype(MENTION_DTYPE)
                 passage_mentions = extractions[i].mentions
-                for at, row in zip(found.tolist(), half, strict=True):
-                    mentions[passage_mentions[at].id] = row
+                mentions.append(
+                    [passage_mentions[at].id for at in found.tolist()],
+                    span_vectors[found].astype(MENTION_DTYPE),
+                )
             bar.update(len(idx))
     return vectors, mentions
 
@@ -149,7 +206,7 @@ float32 copy of every mention vector at once was the alignment stage's peak (abo
 
 
 def base_vectors(
-    members: Sequence[Sequence[str]], mention_vectors: dict[str, np.ndarray], dim: int
+    members: Sequence[Sequence[str]], mention_vectors: Mapping[str, np.ndarray], dim: int
 ) -> tuple[np.ndarray, list[int]]:
     """The vector of each group of mention ids (a base entity): the normalised sum of its
     members' vectors. Returns the (n, dim) rows and the positions of groups with no member

@@ -120,7 +120,7 @@ class GraphData:
     pairs: dict[tuple[str, str], tuple[float, bool]]
     mention_entity: dict[str, str]
     mention_base: dict[str, str]
-    mention_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    mention_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     """Contextual mention vectors by mention id (float16; empty unless the graph aligns with
     them), kept for incremental updates."""
     manifest: dict[str, Any] = field(default_factory=dict)

@@ -5,7 +5,7 @@ The embedder shows a progress bar per stage; the cache holds the vectors already
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,14 +103,16 @@ class VectorCache:
 
     vectors: dict[str, np.ndarray]
     alignment: AlignmentCache
-    mentions: dict[str, np.ndarray] = field(default_factory=dict)
+    mentions: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def fresh(
-        cls, settings: GraphSettings, mentions: dict[str, np.ndarray] | None = None
+        cls, settings: GraphSettings, mentions: Mapping[str, np.ndarray] | None = None
     ) -> VectorCache:
         """An empty cache for a build (with the mention vectors of its passage pass)."""
-        cache = cls(vectors={}, alignment=AlignmentCache(), mentions=mentions or {})
+        cache = cls(
+            vectors={}, alignment=AlignmentCache(), mentions={} if mentions is None else mentions
+        )
         if settings.vectors == "minilm":
             cache.alignment.vectors = cache.vectors
         return cache
