@@ -346,3 +346,40 @@ def test_llm_pipeline_with_a_scripted_model(tmp_path: Path) -> None:
     assert any(k == "extracted" for _, _, k in kinds)
     assert {"align", "link"} <= set(store.manifest["llm_usage"])
     store.close()
+
+
+def test_graph_records_equal_validated_models_and_share_one_fields_set(
+    store: SQLiteGraphStore,
+) -> None:
+    """The records a build makes and a store reads are the models validation would give; one
+    fields-set per class is shared, and a copy with an update gets its own."""
+    from graphseek.knowledge.graph.models import Entity, HyperEdge, Relation, graph_record
+
+    relation = graph_record(
+        Relation,
+        id="r1",
+        source="a",
+        label="knows",
+        target="b",
+        passage_ids=["p"],
+        weight=2.0,
+        kind="extracted",
+    )
+    validated = Relation(
+        id="r1", source="a", label="knows", target="b", passage_ids=["p"], weight=2.0
+    )
+    assert relation == validated and relation.model_dump() == validated.model_dump()
+    other = graph_record(Relation, id="r2", source="b", label="x", target="c", weight=1.0)
+    assert other.passage_ids == [] and other.kind == "extracted"
+    assert relation.__pydantic_fields_set__ is other.__pydantic_fields_set__
+    moved = relation.model_copy(update={"weight": 3.0})
+    assert moved.weight == 3.0 and relation.model_fields_set == set(Relation.model_fields)
+    with pytest.raises(Exception, match="frozen"):
+        relation.weight = 5.0  # type: ignore[misc]
+    # what the store reads back validates to itself
+    for model, rows in (
+        (Entity, store.entities()),
+        (Relation, store.relations()),
+        (HyperEdge, store.hyperedges()),
+    ):
+        assert rows and all(model.model_validate(r.model_dump()) == r for r in rows)

@@ -50,7 +50,7 @@ from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pairs, variant_pairs
 from graphseek.knowledge.graph.contextual import base_vectors
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
-from graphseek.knowledge.graph.models import Entity, Mention
+from graphseek.knowledge.graph.models import Entity, Mention, graph_record
 from graphseek.knowledge.graph.records import (
     GENERIC_TYPES,
     EntityRecord,
@@ -289,7 +289,8 @@ class Aligner:
             for k in group:
                 base_entity[k] = eid
             entities.append(
-                Entity(
+                graph_record(
+                    Entity,
                     id=eid,
                     name=record.name,
                     aliases=record.aliases,

@@ -27,7 +27,7 @@ from graphseek.knowledge.graph.link import (
     relation_id,
     similarity_edges,
 )
-from graphseek.knowledge.graph.models import Extraction, Mention, Relation
+from graphseek.knowledge.graph.models import Extraction, Mention, Relation, graph_record
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.store import GraphData, build_matrices
@@ -150,7 +150,8 @@ def assemble(
                 continue
             support[(s, label, t)][r.passage_id] += 1
     relations = [
-        Relation(
+        graph_record(
+            Relation,
             id=relation_id(s, label, t),
             source=s,
             label=label,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic
+from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic, graph_record
 from graphseek.knowledge.graph.text import normalize_text, stable_id
 
 MINIBATCH_ABOVE = 20_000
@@ -44,7 +44,14 @@ def build_hyperedges(
             else:
                 merged[hid] = (fact.relation, members, {fact.passage_id})
     return [
-        HyperEdge(id=hid, relation=relation, entity_ids=members, passage_ids=sorted(pids))
+        graph_record(
+            HyperEdge,
+            id=hid,
+            relation=relation,
+            entity_ids=members,
+            passage_ids=sorted(pids),
+            topic_id=None,
+        )
         for hid, (relation, members, pids) in sorted(merged.items())
     ]
 
@@ -155,7 +162,14 @@ def assign_topics(
         for t, kw in zip(numbers, words, strict=True)
     ]
     out = [
-        edge.model_copy(update={"topic_id": f"t-{int(labels[i]):04d}"})
+        graph_record(
+            HyperEdge,
+            id=edge.id,
+            relation=edge.relation,
+            entity_ids=edge.entity_ids,
+            passage_ids=edge.passage_ids,
+            topic_id=f"t-{int(labels[i]):04d}",
+        )
         for i, edge in enumerate(edges)
     ]
     return out, topics

@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from graphseek.knowledge.graph.align import clusters_of
-from graphseek.knowledge.graph.models import Entity, Extraction, Relation
+from graphseek.knowledge.graph.models import Entity, Extraction, Relation, graph_record
 from graphseek.knowledge.graph.records import GENERIC_TYPES, VALUE_TYPES, EntityRecord, describe
 from graphseek.knowledge.graph.text import normalize_text, stable_id, top_common_words
 from graphseek.knowledge.passages import Passage
@@ -65,7 +65,8 @@ def cooccurrence_edges(
     skipped."""
     found = cooccurring_pairs(extractions, mention_entity, scope=scope, max_group=max_group)
     return [
-        Relation(
+        graph_record(
+            Relation,
             id=relation_id(a, COOCCURS, b),
             source=a,
             label=COOCCURS,
@@ -147,11 +148,13 @@ def similarity_edges(
         per_entity[a] += 1
         per_entity[b] += 1
         out.append(
-            Relation(
+            graph_record(
+                Relation,
                 id=relation_id(a, SIMILAR, b),
                 source=a,
                 label=SIMILAR,
                 target=b,
+                passage_ids=[],
                 weight=round(float(sim), 6),
                 kind="similar",
             )

@@ -54,6 +54,7 @@ from graphseek.knowledge.graph.models import (
     Relation,
     Topic,
     TopicSubgraph,
+    graph_record,
 )
 from graphseek.knowledge.graph.store_writer import (
     DATABASE,
@@ -239,7 +240,8 @@ class SQLiteGraphStore:
                 passages[eid].add(pid)
             rows = self._rows("SELECT id, name, description FROM entities ORDER BY ord")
             return {
-                eid: Entity(
+                eid: graph_record(
+                    Entity,
                     id=eid,
                     name=name,
                     aliases=aliases.get(eid, []),
@@ -303,13 +305,14 @@ class SQLiteGraphStore:
                 "SELECT id, source, label, target, weight, kind FROM relations ORDER BY ord"
             )
             return [
-                Relation(
+                graph_record(
+                    Relation,
                     id=rid,
                     source=s,
                     label=label,
                     target=t,
                     passage_ids=passages.get(rid, []),
-                    weight=w,
+                    weight=float(w),
                     kind=kind,
                 )
                 for rid, s, label, t, w, kind in rows
@@ -387,7 +390,8 @@ class SQLiteGraphStore:
                 passages[hid].append(pid)
             rows = self._rows("SELECT id, relation, topic_id FROM hyperedges ORDER BY ord")
             return [
-                HyperEdge(
+                graph_record(
+                    HyperEdge,
                     id=hid,
                     relation=relation,
                     entity_ids=members.get(hid, []),
