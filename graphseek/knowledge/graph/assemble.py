@@ -162,6 +162,7 @@ def assemble(
         )
         for (s, label, t), pids in sorted(support.items())
     ]
+    del support  # a counter per relation: freed before the graph's next structures grow
     named = {e.id for e in entities if not set(e.types) <= GENERIC_TYPES}
     relations += cooccurrence_edges(
         extractions,
@@ -205,6 +206,7 @@ def assemble(
     for eid, pids in matched.items():
         for pid in pids:
             links[eid].setdefault(pid, "match")
+    del matched
     clock.record(timings, "link_passages", n_passages)
     linking.update(1)
     linking.close()
