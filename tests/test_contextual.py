@@ -206,6 +206,33 @@ def test_mention_vectors_keep_rows_in_a_file_and_read_them_back() -> None:
         vectors.append(["a", "b"], np.zeros((3, 8), np.float16))
 
 
+def test_mention_vectors_read_back_from_a_stored_file(tmp_path: Path) -> None:
+    """An update's cache copies the store's rows into its own file in blocks; float32 rows (a
+    PostgreSQL export) come back as the float16 values they were; a bad file is one line."""
+    from graphseek.knowledge.graph import contextual
+    from graphseek.knowledge.graph.build import _with_new
+    from graphseek.knowledge.graph.contextual import MENTION_DTYPE, MentionVectors
+
+    rng = np.random.default_rng(5)
+    rows = rng.normal(size=(7, 4)).astype(MENTION_DTYPE)
+    ids = [f"p{k}#m0" for k in range(7)]
+    for dtype in (MENTION_DTYPE, np.float32):
+        np.save(tmp_path / "v.npy", rows.astype(dtype))
+        contextual.BASE_ROWS, saved = 3, contextual.BASE_ROWS
+        try:
+            stored = MentionVectors.from_npy(tmp_path / "v.npy", ids)
+        finally:
+            contextual.BASE_ROWS = saved
+        assert list(stored) == ids
+        assert np.stack([stored[m] for m in ids]).tobytes() == rows.tobytes()
+    new = {"p9#m0": rows[0], "p1#m0": rows[6]}
+    merged = _with_new(stored, new)
+    assert merged is stored and list(merged) == [*ids, "p9#m0"]
+    assert merged["p1#m0"].tobytes() == rows[6].tobytes()  # a new row replaces the stored one
+    with pytest.raises(ValueError, match="rows for 6 mention ids"):
+        MentionVectors.from_npy(tmp_path / "v.npy", ids[:6])
+
+
 def test_variant_pairs_find_name_variants_only() -> None:
     def record(name: str) -> EntityRecord:
         return EntityRecord(name, [], "", ["PERSON"], [name], ["p"])

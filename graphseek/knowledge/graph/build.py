@@ -162,6 +162,21 @@ def _contextual(
     return settings, vectors, mentions
 
 
+def _with_new(
+    stored: Mapping[str, np.ndarray], new: Mapping[str, np.ndarray]
+) -> Mapping[str, np.ndarray]:
+    """An update's mention vectors: the store's, then the new passages' (a new row for an id
+    replaces the stored one, as a dict's update would)."""
+    ids = list(new)
+    if isinstance(stored, MentionVectors) and (stored.dim or not ids):
+        if ids:
+            stored.append(ids, np.stack([new[m] for m in ids]))
+        return stored
+    merged = dict(stored)
+    merged.update(new)
+    return merged
+
+
 def _finish(
     data: GraphData,
     out_dir: str | os.PathLike[str],
@@ -429,9 +444,7 @@ def _update(
                 "the store aligns entities with contextual vectors, which a custom `embed` "
                 "cannot give; update it without `embed`"
             )
-        merged = dict(cache.mentions)  # the store's, read back
-        merged.update(mentions)
-        cache.mentions = merged
+        cache.mentions = _with_new(cache.mentions, mentions)
         if vectors is not None and on_passage_vectors is not None:
             on_passage_vectors(vectors)
     data = assemble(

@@ -72,6 +72,24 @@ class MentionVectors(Mapping[str, np.ndarray]):
             self._row[mid] = self._rows + k
         self._rows += len(ids)
 
+    @classmethod
+    def from_npy(cls, path: str | os.PathLike[str], ids: Sequence[str]) -> MentionVectors:
+        """The rows of a stored ``.npy`` of mention vectors (row k: `ids[k]`), copied into a
+        new file `BASE_ROWS` rows at a time with plain reads (a memory map's pages would count
+        in the RSS). Float32 rows (a PostgreSQL store's export) were float16 values and are
+        stored as such again."""
+        with open(path, "rb") as handle:
+            np.lib.format.read_magic(handle)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+            if len(shape) != 2 or shape[0] != len(ids) or fortran or dtype.kind != "f":
+                raise ValueError(f"{path}: {shape} {dtype} rows for {len(ids)} mention ids")
+            out = cls(int(shape[1]))
+            for start in range(0, len(ids), BASE_ROWS):
+                chunk = ids[start : start + BASE_ROWS]
+                rows = np.fromfile(handle, dtype=dtype, count=len(chunk) * out.dim)
+                out.append(chunk, rows.reshape(len(chunk), out.dim))
+        return out
+
     def restrict(self, ids: Iterable[str]) -> MentionVectors:
         """The vectors of those of `ids` that have one (the same file, not copied)."""
         out = MentionVectors.__new__(MentionVectors)

@@ -44,6 +44,7 @@ from scipy import sparse
 
 from graphseek.errors import IndexFormatError, IndexNotFoundError
 from graphseek.knowledge.atomic import recover
+from graphseek.knowledge.graph.contextual import MentionVectors
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -537,6 +538,14 @@ class SQLiteGraphStore:
             )
             for pid in self.passage_ids()
         ]
+
+    def mention_vector_file(self) -> MentionVectors:
+        """The contextual mention vectors copied into a `MentionVectors` file (an update's
+        cache: read in blocks, never all in memory); empty like `mention_embeddings`."""
+        ids = list(self._nodes().get("mentions_embedded", []))
+        if not ids:
+            return MentionVectors(0)
+        return MentionVectors.from_npy(self.dir / "mention_vectors.npy", ids)
 
     def alignment_state(
         self,

@@ -137,10 +137,9 @@ def cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> Vector
     hyper_vectors, _ = store.hyperedge_embeddings()
     for edge, vector in zip(store.hyperedges(), hyper_vectors, strict=False):
         vectors.setdefault(hyperedge_text(edge), vector)
-    mentions: dict[str, np.ndarray] = {}
+    mentions: Mapping[str, np.ndarray] = {}
     if settings.alignment == "contextual":
-        mention_vectors, mention_ids = store.mention_embeddings()
-        mentions = dict(zip(mention_ids, mention_vectors, strict=True))
+        mentions = store.mention_vector_file()
     return VectorCache(
         vectors=vectors,
         alignment=AlignmentCache(vectors=aligned, base_ids=set(base_ids), pairs=pairs),
