@@ -167,14 +167,12 @@ def _with_new(
 ) -> Mapping[str, np.ndarray]:
     """An update's mention vectors: the store's, then the new passages' (a new row for an id
     replaces the stored one, as a dict's update would)."""
-    ids = list(new)
-    if isinstance(stored, MentionVectors) and (stored.dim or not ids):
-        if ids:
-            stored.append(ids, np.stack([new[m] for m in ids]))
+    if not stored:
+        return new
+    if isinstance(stored, MentionVectors):
+        stored.update(new)
         return stored
-    merged = dict(stored)
-    merged.update(new)
-    return merged
+    return {**stored, **new}
 
 
 def _finish(
@@ -275,8 +273,7 @@ def map_passages(
     vectors, spooled = encode_passages(get_embedder(), items, extractions)
     clock.record(timings, "embed_passages", len(items), mentions=len(spooled))
     # a plain dict goes back to the driver (the spool file is this process's)
-    mentions = {mid: spooled[mid] for mid in spooled}
-    return MappedPassages(extractions, vectors, mentions, timings)
+    return MappedPassages(extractions, vectors, dict(spooled), timings)
 
 
 def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
@@ -291,10 +288,7 @@ def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
     # the driver keeps the shards' mention vectors in a file, as a single build does
     mentions = MentionVectors(vectors.shape[1])
     for part in parts:
-        ids = list(part.mentions or {})
-        if ids:
-            assert part.mentions is not None
-            mentions.append(ids, np.stack([part.mentions[m] for m in ids]))
+        mentions.update(part.mentions or {})
     return MappedPassages(extractions, vectors, mentions)
 
 

@@ -72,6 +72,13 @@ class MentionVectors(Mapping[str, np.ndarray]):
             self._row[mid] = self._rows + k
         self._rows += len(ids)
 
+    def update(self, other: Mapping[str, np.ndarray]) -> None:
+        """Add every row of `other`, in its order (as `dict.update`: a row for an id already
+        here replaces it)."""
+        ids = list(other)
+        if ids:
+            self.append(ids, np.stack([other[m] for m in ids]))
+
     @classmethod
     def from_npy(cls, path: str | os.PathLike[str], ids: Sequence[str]) -> MentionVectors:
         """The rows of a stored ``.npy`` of mention vectors (row k: `ids[k]`), copied into a
