@@ -72,6 +72,38 @@ def reference_save_rows(path, rows, ids, dim):  # type: ignore[no-untyped-def]
     np.save(path, np.ascontiguousarray(stacked, dtype=np.float16))
 
 
+def reference_extract(passages, extractor, coreferencer, timings, ahead=None):  # type: ignore[no-untyped-def]
+    if ahead is not None:
+        ahead.load_model()
+    return extractor.extract(list(passages))  # a list, held by the whole build
+
+
+def reference_raw_components(extractions, node_of, n, scope):  # type: ignore[no-untyped-def]
+    from graphseek.knowledge.graph.link import cooccurring_pairs
+    from graphseek.knowledge.graph.records import GENERIC_TYPES
+
+    edges = [
+        (node_of[r.source], node_of[r.target])
+        for x in extractions
+        for r in x.relations
+        if r.source in node_of and r.target in node_of
+    ]
+    typed = {m.id for x in extractions for m in x.mentions if not set(m.types) <= GENERIC_TYPES}
+    raw = {mid: str(node) for mid, node in node_of.items() if mid in typed}
+    edges += [(int(a), int(b)) for a, b in cooccurring_pairs(extractions, raw, scope=scope)]
+    return assemble._components(n, [a for a, _ in edges], [b for _, b in edges])
+
+
+def live_extraction_objects() -> int:
+    """Mentions, raw relations, facts and extractions alive now (they are gc-tracked)."""
+    import gc
+
+    from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
+
+    kinds = (Extraction, Mention, RawRelation, RawFact)
+    return sum(1 for o in gc.get_objects() if isinstance(o, kinds))
+
+
 # -- a corpus of a few hundred passages -----------------------------------------------------------
 
 
@@ -94,13 +126,33 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
         patch.setattr(assemble, "cached_encode", counted(reference_cached_encode))
         patch.setattr(building, "encode_passages", counted(reference_encode_passages))
         patch.setattr(store_writer, "_save_rows", counted(reference_save_rows))
+        patch.setattr(building, "_extract", counted(reference_extract))
+        patch.setattr(assemble, "_raw_components", counted(reference_raw_components))
         build_graph(passages, root / "reference", show_progress=False)
     finally:
         patch.undo()
     # the reference build ran the reference functions
     assert calls["reference_encode_passages"] == 1 and calls["reference_save_rows"] == 1
     assert calls["reference_cached_encode"] >= 3  # entities, relations, hyperedges
-    build_graph(passages, root / "bounded", show_progress=False)
+    assert calls["reference_extract"] == 1 and calls["reference_raw_components"] == 1
+    # the bounded build: no extraction object alive from linking on (they stay on disk)
+    alive: dict[str, int] = {}
+
+    def counting(name, fn):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            alive[name] = live_extraction_objects()
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    try:
+        patch.setattr(assemble, "match_passages", counting("link", assemble.match_passages))
+        patch.setattr(assemble, "assign_topics", counting("topics", assemble.assign_topics))
+        patch.setattr(building, "write_store", counting("write", building.write_store))
+        build_graph(passages, root / "bounded", show_progress=False)
+    finally:
+        patch.undo()
+    assert alive == {"link": 0, "topics": 0, "write": 0}
     return root / "reference", root / "bounded", passages
 
 

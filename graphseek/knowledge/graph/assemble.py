@@ -5,6 +5,7 @@ and the manifest's counts (the phases: `graphseek.knowledge.graph.build`)."""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
@@ -20,8 +21,8 @@ from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import MentionVectors
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
 from graphseek.knowledge.graph.link import (
+    COOCCURRENCE_MAX_GROUP,
     cooccurrence_edges,
-    cooccurring_pairs,
     match_passages,
     predicted_edges,
     relation_id,
@@ -45,16 +46,77 @@ from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
 
 
-def _components(n: int, edges: Iterable[tuple[int, int]]) -> int:
+def _components(n: int, rows: Sequence[int], cols: Sequence[int]) -> int:
+    """Connected components of the graph over 0..n-1 with the edges (rows[k], cols[k])."""
     if n == 0:
         return 0
-    rows, cols = [], []
-    for a, b in edges:
-        rows.append(a)
-        cols.append(b)
-    matrix = _csr((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
+    ones = np.ones(len(rows), dtype=np.int8)
+    matrix = _csr((ones, (np.asarray(rows), np.asarray(cols))), shape=(n, n))
     count, _ = csgraph.connected_components(matrix, directed=False)
     return int(count)
+
+
+def _raw_components(
+    extractions: Iterable[Extraction], node_of: Mapping[str, int], n: int, scope: str
+) -> int:
+    """Connected components of the graph before alignment (a manifest statistic): one node per
+    raw entity (`node_of`: each mention's), an edge per raw relation, and the co-occurrence
+    edges that `cooccurring_pairs` would give over typed mentions' nodes. A co-occurring group
+    is joined by a path over its members, not by every pair: the same components, with k - 1
+    edges for k members instead of k (k - 1) / 2. One pass over `extractions`; the edges are
+    kept as integer arrays."""
+    rows, cols = array("q"), array("q")
+    by_sentence = scope == "sentence"
+    for x in extractions:
+        for raw in x.relations:
+            a, b = node_of.get(raw.source), node_of.get(raw.target)
+            if a is not None and b is not None:
+                rows.append(a)
+                cols.append(b)
+        if scope not in ("sentence", "passage"):
+            continue
+        groups: dict[int, set[int]] = {}
+        for m in x.mentions:
+            if (by_sentence and m.sentence < 0) or set(m.types) <= GENERIC_TYPES:
+                continue
+            node = node_of.get(m.id)
+            if node is not None:
+                groups.setdefault(m.sentence if by_sentence else 0, set()).add(node)
+        for members in groups.values():
+            if 2 <= len(members) <= COOCCURRENCE_MAX_GROUP:
+                ordered = sorted(members)
+                rows.extend(ordered[:-1])
+                cols.extend(ordered[1:])
+    return _components(n, rows, cols)
+
+
+def _extracted_relations(
+    extractions: Iterable[Extraction], mention_entity: Mapping[str, str]
+) -> list[Relation]:
+    """The aligned graph's extracted relations: one per (source entity, normalised label,
+    target entity), supported by the passages whose raw relations give it (one pass over
+    `extractions`; the support counters are freed on return)."""
+    support: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    for x in extractions:
+        for r in x.relations:
+            s, t = mention_entity.get(r.source), mention_entity.get(r.target)
+            label = " ".join(r.label.lower().split())
+            if s is None or t is None or s == t or not label:
+                continue
+            support[(s, label, t)][r.passage_id] += 1
+    return [
+        graph_record(
+            Relation,
+            id=relation_id(s, label, t),
+            source=s,
+            label=label,
+            target=t,
+            passage_ids=sorted(pids),
+            weight=float(sum(pids.values())),
+            kind="extracted",
+        )
+        for (s, label, t), pids in sorted(support.items())
+    ]
 
 
 def _current(
@@ -113,6 +175,15 @@ def assemble(
     entities = aligned.entities
     by_id = {e.id: e for e in entities}
     mention_entity = aligned.mention_entity
+    # what the later stages need of the mentions, taken before they are freed (the
+    # extractions stay on disk: each stage below reads what it needs)
+    mention_vectors = _current(cache.mentions, mentions) if contextual else {}
+    node_of = dict(zip(sorted(m.id for m in mentions), aligned.raw_nodes, strict=True))
+    del mentions
+    components_before = _raw_components(
+        extractions, node_of, aligned.counts["before_alignment"], settings.cooccurrence
+    )
+    del node_of
     clock.record(timings, "align", n_passages)
 
     # The static encoder (tokenizer, sums) and k-means mostly run with the GIL released, so
@@ -141,28 +212,7 @@ def assemble(
     clock = Clock()
     set_stage(embed, "linking")
     linking = progress_bar("linking", 2, show_progress, unit="step")
-    support: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
-    for x in extractions:
-        for r in x.relations:
-            s, t = mention_entity.get(r.source), mention_entity.get(r.target)
-            label = " ".join(r.label.lower().split())
-            if s is None or t is None or s == t or not label:
-                continue
-            support[(s, label, t)][r.passage_id] += 1
-    relations = [
-        graph_record(
-            Relation,
-            id=relation_id(s, label, t),
-            source=s,
-            label=label,
-            target=t,
-            passage_ids=sorted(pids),
-            weight=float(sum(pids.values())),
-            kind="extracted",
-        )
-        for (s, label, t), pids in sorted(support.items())
-    ]
-    del support  # a counter per relation: freed before the graph's next structures grow
+    relations = _extracted_relations(extractions, mention_entity)
     named = {e.id for e in entities if not set(e.types) <= GENERIC_TYPES}
     relations += cooccurrence_edges(
         extractions,
@@ -252,17 +302,7 @@ def assemble(
     steps.close()
     topic_clock.record(timings, "hyperedges_topics", n_passages)
 
-    # statistics for the manifest: components before and after alignment
-    raw_nodes = dict(zip(sorted(m.id for m in mentions), aligned.raw_nodes, strict=True))
-    raw_edges: list[tuple[int, int]] = []
-    for x in extractions:
-        for raw in x.relations:
-            if raw.source in raw_nodes and raw.target in raw_nodes:
-                raw_edges.append((raw_nodes[raw.source], raw_nodes[raw.target]))
-    typed = {m.id for m in mentions if not set(m.types) <= GENERIC_TYPES}
-    raw_mention_entity = {mid: str(node) for mid, node in raw_nodes.items() if mid in typed}
-    for a, b in cooccurring_pairs(extractions, raw_mention_entity, scope=settings.cooccurrence):
-        raw_edges.append((int(a), int(b)))
+    # statistics for the manifest: components after alignment (before: see `_raw_components`)
     adjacency, _, _ = build_matrices([e.id for e in entities], [], relations, {})
     counts = {
         "passages": n_passages,
@@ -278,7 +318,7 @@ def assemble(
     before, after = alignment["before_alignment"], alignment["after_semantic"]
     alignment["reduction_pct"] = round(100.0 * (before - after) / before, 2) if before else 0.0
     components = {
-        "before_alignment": _components(int(alignment["before_alignment"]), raw_edges),
+        "before_alignment": components_before,
         "after_alignment": int(csgraph.connected_components(adjacency, directed=False)[0])
         if len(entities)
         else 0,
@@ -294,7 +334,7 @@ def assemble(
     }
     return GraphData(
         passages=list(passages),
-        extractions=list(extractions),
+        extractions=extractions,
         entities=entities,
         relations=relations,
         entity_passages=dict(links),
@@ -311,6 +351,6 @@ def assemble(
         pairs=aligned.pairs,
         mention_entity=mention_entity,
         mention_base=aligned.mention_base,
-        mention_vectors=_current(cache.mentions, mentions) if contextual else {},
+        mention_vectors=mention_vectors,
         manifest=manifest,
     )

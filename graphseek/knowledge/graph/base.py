@@ -13,7 +13,7 @@ parse (no second spaCy pass), so it needs no coreferencer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from graphseek.knowledge.graph.models import Extraction
@@ -25,6 +25,14 @@ class Extractor(Protocol):
     """Turns passages into extractions: ``extract(passages)[i].passage_id == passages[i].id``."""
 
     def extract(self, passages: Sequence[Passage]) -> list[Extraction]: ...
+
+
+class ExtractionSink(Protocol):
+    """Where an extractor that streams (``extract_to(passages, sink)``, as `OfflineExtractor`
+    has) puts its extractions, in order: a list, or a build's
+    `graphseek.knowledge.graph.spool.ExtractionSpool`."""
+
+    def extend(self, extractions: Iterable[Extraction], /) -> None: ...
 
 
 @runtime_checkable

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import os
 import shutil
 import time
@@ -43,6 +44,7 @@ from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.run_ahead import RunAhead
 from graphseek.knowledge.graph.settings import GraphSettings, settings_of
+from graphseek.knowledge.graph.spool import ExtractionSpool
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, check_target, write_store
 from graphseek.knowledge.graph.vectors import (
     Embed,
@@ -102,7 +104,9 @@ def _extract(
     coreferencer: Coreferencer | None,
     timings: dict[str, Any],
     ahead: RunAhead | None = None,
-) -> list[Extraction]:
+) -> ExtractionSpool:
+    """The extractions of `passages`, spooled to disk as the extractor makes them (one that
+    streams, ``extract_to``) or once it returns them."""
     clock = Clock()
     if ahead is not None:
         ahead.load_model()
@@ -110,16 +114,25 @@ def _extract(
     if coreferencer is not None:
         clock.record(timings, "coreference", len(passages))
         clock = Clock()
-    extractions = extractor.extract(inputs) if inputs else []
-    _check_extractions(passages, extractions, type(extractor).__name__)
-    if coreferencer is not None:
-        # spans point into the resolved text, not the passage: drop those that may have moved
-        for passage, resolved, extraction in zip(passages, inputs, extractions, strict=True):
-            if resolved.text != passage.text:
-                for m in extraction.mentions:
-                    m.start = m.end = -1
+    who = type(extractor).__name__
+    spool = ExtractionSpool()
+    stream = getattr(extractor, "extract_to", None)
+    if inputs and coreferencer is None and callable(stream):
+        stream(inputs, spool)
+    elif inputs:
+        extractions = extractor.extract(inputs)
+        _check_extractions(passages, extractions, who)
+        if coreferencer is not None:
+            # spans point into the resolved text, not the passage: drop those that may have moved
+            for passage, resolved, extraction in zip(passages, inputs, extractions, strict=True):
+                if resolved.text != passage.text:
+                    for m in extraction.mentions:
+                        m.start = m.end = -1
+        spool.extend(extractions)
+        del extractions
+    _check_extractions(passages, spool, who)
     clock.record(timings, "extract", len(passages), passages=len(passages))
-    return extractions
+    return spool
 
 
 def _check_extractions(
@@ -130,11 +143,13 @@ def _check_extractions(
         raise RuntimeError(
             f"{who} returned {len(extractions)} extractions for {len(passages)} passages"
         )
-    for passage, extraction in zip(passages, extractions, strict=True):
-        if extraction.passage_id != passage.id:
-            raise RuntimeError(
-                f"{who} returned the extraction of {extraction.passage_id} for passage {passage.id}"
-            )
+    if isinstance(extractions, ExtractionSpool):
+        ids: Iterable[str] = extractions.passage_ids  # no read of the spool
+    else:
+        ids = (x.passage_id for x in extractions)
+    for passage, pid in zip(passages, ids, strict=True):
+        if pid != passage.id:
+            raise RuntimeError(f"{who} returned the extraction of {pid} for passage {passage.id}")
 
 
 def _contextual(
@@ -231,7 +246,7 @@ class MappedPassages:
     joined by `join_mapped`, and `build_graph(..., mapped=...)` runs the rest of the build on
     it (`graphseek.knowledge.sharded` runs the shards on Dask workers)."""
 
-    extractions: list[Extraction]
+    extractions: Sequence[Extraction]
     passage_vectors: np.ndarray | None = None
     mentions: Mapping[str, np.ndarray] | None = None
     timings: dict[str, Any] = field(default_factory=dict)
@@ -265,20 +280,21 @@ def map_passages(
     timings: dict[str, Any] = {}
     extractions = _extract(items, chosen, coreferencer, timings)
     contextual = (settings.alignment if settings is not None else alignment) == "contextual"
+    # plain lists and dicts go back to the driver (the spool files are this process's)
     if not contextual or embed is not None:
-        return MappedPassages(extractions, timings=timings)
+        return MappedPassages(list(extractions), timings=timings)
     from graphseek.knowledge.embedder import get_embedder
 
     clock = Clock()
     vectors, spooled = encode_passages(get_embedder(), items, extractions)
     clock.record(timings, "embed_passages", len(items), mentions=len(spooled))
-    # a plain dict goes back to the driver (the spool file is this process's)
-    return MappedPassages(extractions, vectors, dict(spooled), timings)
+    return MappedPassages(list(extractions), vectors, dict(spooled), timings)
 
 
 def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
-    """The shards' results as one, in the order given (the corpus order of the shards)."""
-    extractions = [x for part in parts for x in part.extractions]
+    """The shards' results as one, in the order given (the corpus order of the shards); the
+    extractions and mention vectors go to temporary files, as a single build's do."""
+    extractions = ExtractionSpool.of(x for part in parts for x in part.extractions)
     with_vectors = [part.passage_vectors is not None for part in parts]
     if not parts or not all(with_vectors):
         return MappedPassages(extractions)
@@ -294,11 +310,14 @@ def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
 
 def _take_mapped(
     items: Sequence[Passage], mapped: MappedPassages, chosen: Extractor, timings: dict[str, Any]
-) -> list[Extraction]:
-    """The extractions of a build whose map stages ran elsewhere, checked against `items`."""
+) -> Sequence[Extraction]:
+    """The extractions of a build whose map stages ran elsewhere, checked against `items`
+    (spooled to disk unless they are)."""
     _check_extractions(items, mapped.extractions, f"the map stages ({type(chosen).__name__})")
     timings.update(mapped.timings)
-    return list(mapped.extractions)
+    if isinstance(mapped.extractions, ExtractionSpool):
+        return mapped.extractions
+    return ExtractionSpool.of(mapped.extractions)
 
 
 # -- public API ---------------------------------------------------------------------------------
@@ -403,7 +422,7 @@ def build_graph(
 @_without_gc
 def _update(
     store_dir: str | os.PathLike[str],
-    change: Callable[[list[Passage], list[Extraction]], tuple[list[Passage], list[Extraction]]],
+    change: Callable[[list[Passage], list[Extraction]], tuple[list[Passage], Iterable[Extraction]]],
     *,
     extractor_name: str | None,
     llm: Any,
@@ -424,7 +443,9 @@ def _update(
     try:
         settings = settings_of(store)
         cache = cache_from_store(store, settings)
-        passages, extractions = change(store.passages(), store.extractions())
+        passages, changed = change(store.passages(), store.extractions())
+        extractions = ExtractionSpool.of(changed)  # on disk until a stage reads them
+        del changed
         name = extractor_name or store.manifest.get("extractor", "")
     finally:
         store.close()
@@ -502,8 +523,8 @@ def add_passages(
 
     def change(
         old: list[Passage], old_x: list[Extraction]
-    ) -> tuple[list[Passage], list[Extraction]]:
-        return old + new, old_x + extracted
+    ) -> tuple[list[Passage], Iterable[Extraction]]:
+        return old + new, itertools.chain(old_x, extracted)
 
     return _update(
         store_dir,
@@ -540,8 +561,8 @@ def delete_passages(
 
     def change(
         old: list[Passage], old_x: list[Extraction]
-    ) -> tuple[list[Passage], list[Extraction]]:
-        return [p for p in old if p.id not in drop], [x for x in old_x if x.passage_id not in drop]
+    ) -> tuple[list[Passage], Iterable[Extraction]]:
+        return [p for p in old if p.id not in drop], (x for x in old_x if x.passage_id not in drop)
 
     return _update(
         store_dir,

@@ -20,7 +20,6 @@ base entity with no mention vector merges by name only, or embeds its record str
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
@@ -28,6 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from graphseek.knowledge.graph.models import Extraction, Mention
+from graphseek.knowledge.graph.spool import TempFile
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
 
@@ -51,9 +51,8 @@ class MentionVectors(Mapping[str, np.ndarray]):
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._file = tempfile.TemporaryFile(prefix="graphseek-mentions-")
+        self._file = TempFile("graphseek-mentions-")
         self._row: dict[str, int] = {}
-        self._rows = 0
 
     @property
     def _width(self) -> int:
@@ -66,11 +65,10 @@ class MentionVectors(Mapping[str, np.ndarray]):
             raise ValueError(f"{len(ids)} ids for a block of shape {block.shape}")
         if not len(ids):
             return
-        data = np.ascontiguousarray(block, dtype=MENTION_DTYPE).tobytes()
-        os.pwrite(self._file.fileno(), data, self._rows * self._width)
+        at = self._file.append(np.ascontiguousarray(block, dtype=MENTION_DTYPE).tobytes())
+        first = at // max(self._width, 1)
         for k, mid in enumerate(ids):
-            self._row[mid] = self._rows + k
-        self._rows += len(ids)
+            self._row[mid] = first + k
 
     def update(self, other: Mapping[str, np.ndarray]) -> None:
         """Add every row of `other`, in its order (as `dict.update`: a row for an id already
@@ -100,14 +98,13 @@ class MentionVectors(Mapping[str, np.ndarray]):
     def restrict(self, ids: Iterable[str]) -> MentionVectors:
         """The vectors of those of `ids` that have one (the same file, not copied)."""
         out = MentionVectors.__new__(MentionVectors)
-        out.dim, out._file, out._rows = self.dim, self._file, self._rows
+        out.dim, out._file = self.dim, self._file
         out._row = {mid: self._row[mid] for mid in ids if mid in self._row}
         return out
 
     def __getitem__(self, mid: str) -> np.ndarray:
         row = self._row[mid]
-        data = os.pread(self._file.fileno(), self._width, row * self._width)
-        return np.frombuffer(data, dtype=MENTION_DTYPE)
+        return np.frombuffer(self._file.read(row * self._width, self._width), dtype=MENTION_DTYPE)
 
     def __contains__(self, mid: object) -> bool:
         return mid in self._row
@@ -205,7 +202,8 @@ def encode_passages(
     mentions = MentionVectors(encoder.dim)
     with progress_bar("embedding passages", n, show_progress, unit="passage") as bar:
         for k, idx in enumerate(_blocks(passages, batch_size)):
-            spans = [mention_spans(passages[i], extractions[i].mentions) for i in idx]
+            found_in = {i: extractions[i].mentions for i in idx}  # one read each from a spool
+            spans = [mention_spans(passages[i], found_in[i]) for i in idx]
             if k == 0 and ahead is not None:
                 rows, pooled = ahead.finish(spans)
             else:
@@ -215,7 +213,7 @@ def encode_passages(
             vectors[idx] = rows
             for i, span_vectors in zip(idx, pooled, strict=True):
                 found = np.flatnonzero(np.abs(span_vectors).sum(1) > 0)
-                passage_mentions = extractions[i].mentions
+                passage_mentions = found_in[i]
                 mentions.append(
                     [passage_mentions[at].id for at in found.tolist()],
                     span_vectors[found].astype(MENTION_DTYPE),

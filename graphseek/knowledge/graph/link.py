@@ -44,6 +44,10 @@ COOCCURS = "co-occurs with"
 SIMILAR = "similar to"
 
 
+COOCCURRENCE_MAX_GROUP = 12
+"""Co-occurring groups of more entities than this (lists, tables) give no co-occurrence edges."""
+
+
 def relation_id(source: str, label: str, target: str) -> str:
     return stable_id("r", source, label, target)
 
@@ -56,7 +60,7 @@ def cooccurrence_edges(
     mention_entity: Mapping[str, str],
     *,
     scope: str = "sentence",
-    max_group: int = 12,
+    max_group: int = COOCCURRENCE_MAX_GROUP,
 ) -> list[Relation]:
     """Undirected co-occurrence edges (stored once, source id < target id).
 
@@ -84,7 +88,7 @@ def cooccurring_pairs(
     mention_entity: Mapping[str, str],
     *,
     scope: str = "sentence",
-    max_group: int = 12,
+    max_group: int = COOCCURRENCE_MAX_GROUP,
 ) -> dict[tuple[str, str], tuple[int, set[str]]]:
     """The pairs `cooccurrence_edges` links (a < b): how often they co-occur and in which
     passages (unordered)."""

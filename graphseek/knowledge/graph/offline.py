@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from graphseek.knowledge.graph.base import ExtractionSink
 from graphseek.knowledge.graph.doc_analysis import DocAnalysis
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.spacy_tables import SpacyTables
@@ -127,24 +128,36 @@ class OfflineExtractor:
         `n_process` > 1 run in worker processes forked from this one (they share the loaded
         pipeline), `CHUNK` passages per task: parsing *and* analysis are parallel, and the
         results are the ones a single process gives."""
+        out: list[Extraction] = []
+        self.extract_to(passages, out)
+        return out
+
+    def extract_to(self, passages: Sequence[Passage], sink: ExtractionSink) -> None:
+        """`extract`, handing the extractions to `sink.extend` in order as they are made (a
+        build spools them to disk instead of holding them all)."""
         processes = min(self.n_process, -(-len(passages) // CHUNK))
         if processes <= 1 or len(passages) < PARALLEL_MIN or not _can_fork():
-            return self._extract_here(passages)
-        return self._extract_forked(passages, processes)
+            self._extract_here(passages, sink)
+        else:
+            self._extract_forked(passages, processes, sink)
 
-    def _extract_here(self, passages: Sequence[Passage]) -> list[Extraction]:
-        return [
-            self.extract_doc(doc, passage)
-            for doc, passage in zip(self.parse(passages), passages, strict=True)
-        ]
+    def _extract_here(self, passages: Sequence[Passage], out: ExtractionSink) -> None:
+        block: list[Extraction] = []
+        for doc, passage in zip(self.parse(passages), passages, strict=True):
+            block.append(self.extract_doc(doc, passage))
+            if len(block) == CHUNK:
+                out.extend(block)
+                block = []
+        out.extend(block)
 
-    def _extract_forked(self, passages: Sequence[Passage], processes: int) -> list[Extraction]:
+    def _extract_forked(
+        self, passages: Sequence[Passage], processes: int, out: ExtractionSink
+    ) -> None:
         from graphseek.knowledge.progress import bar as progress_bar
 
         global _FORKED
         _ = self.tables  # loaded before the fork, so the workers inherit the pipeline
         chunks = [list(passages[i : i + CHUNK]) for i in range(0, len(passages), CHUNK)]
-        out: list[Extraction] = []
         _FORKED = self
         # Ctrl-C is held back while the workers are forked (they are born with it blocked, and
         # ignore it once started: `_worker_start`); then, in the main thread, it only sets a
@@ -190,7 +203,6 @@ class OfflineExtractor:
             if callable(previous):
                 previous(signal.SIGINT, None)
             raise KeyboardInterrupt
-        return out
 
     def extract_doc(self, doc: Any, passage: Passage) -> Extraction:
         """The extraction of one parsed passage (a doc from `parse`)."""

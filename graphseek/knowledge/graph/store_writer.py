@@ -102,7 +102,7 @@ class GraphData:
     """Everything a store holds, in memory (what a build produces and `write_store` writes)."""
 
     passages: list[Passage]
-    extractions: list[Extraction]
+    extractions: Sequence[Extraction]
     entities: list[Entity]
     relations: list[Relation]
     entity_passages: dict[str, dict[str, str]]

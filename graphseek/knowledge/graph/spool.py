@@ -1,0 +1,135 @@
+"""What a build holds from one stage to a later one, kept in unnamed temporary files.
+
+A build's raw extractions (17.5 KB per passage as Python objects, 1.75 GB at 100,000 passages)
+and contextual mention vectors (768 bytes per mention) were held in memory from the stage that
+makes them to the store write. Here they go to files in ``TMPDIR`` and are read back when a
+stage needs them: `TempFile` (append, then ``pread`` by offset: plain reads, since the pages of
+a memory map would count in the process's RSS), `ExtractionSpool` (extractions, one pickle
+each) and `graphseek.knowledge.graph.contextual.MentionVectors` (rows by mention id).
+
+Written by hand: no library keeps a sequence of pickled records in a temporary file with
+random reads (`shelve` and `sqlite3` key them by strings and copy every read through their
+own layers; this is two system calls)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from typing import overload
+
+from graphseek.knowledge.graph.models import Extraction
+
+READ_BYTES = 1 << 24
+"""`ExtractionSpool` iteration reads about this many bytes of records at a time."""
+
+
+class TempFile:
+    """An unnamed temporary file (in ``TMPDIR``; it goes away with its last user) that grows at
+    its end and is read by offset."""
+
+    def __init__(self, prefix: str) -> None:
+        self._file = tempfile.TemporaryFile(prefix=prefix)
+        self.size = 0
+
+    def append(self, data: bytes) -> int:
+        """Write `data` at the end; returns its offset."""
+        offset = self.size
+        view = memoryview(data)
+        while view:  # a write may be short (one is capped at about 2 GB on Linux)
+            written = os.pwrite(self._file.fileno(), view, self.size)
+            view = view[written:]
+            self.size += written
+        return offset
+
+    def read(self, offset: int, size: int) -> bytes:
+        """`size` bytes from `offset` (which were written)."""
+        if offset < 0 or offset + size > self.size:
+            raise ValueError(f"bytes {offset}..{offset + size} of a file of {self.size}")
+        parts: list[bytes] = []
+        while size > 0:
+            part = os.pread(self._file.fileno(), size, offset)
+            if not part:
+                raise OSError(f"unexpected end of a temporary file at byte {offset}")
+            parts.append(part)
+            offset += len(part)
+            size -= len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class ExtractionSpool(Sequence[Extraction]):
+    """Extractions in a temporary file, one pickle each, in the order added: a build makes them
+    passage by passage and reads them back once per stage that needs them (alignment's
+    mentions, the relations and facts of linking and hyperedges, the store write), so none of
+    them stays in memory between stages. Indexing reads one record; iteration reads about
+    `READ_BYTES` at a time. Each read makes new objects: changing one changes nothing here.
+    `passage_ids`: each record's passage id, kept in memory (checks need no read)."""
+
+    def __init__(self) -> None:
+        self._file = TempFile("graphseek-extractions-")
+        self._ends = array("q")
+        self.passage_ids: list[str] = []
+
+    @classmethod
+    def of(cls, extractions: Iterable[Extraction]) -> ExtractionSpool:
+        """A spool of `extractions` (an iterable: they are written as they come)."""
+        out = cls()
+        block: list[Extraction] = []
+        for x in extractions:
+            block.append(x)
+            if len(block) == 1024:
+                out.extend(block)
+                block.clear()
+        out.extend(block)
+        return out
+
+    def extend(self, extractions: Iterable[Extraction]) -> None:
+        """Add `extractions` at the end."""
+        blobs: list[bytes] = []
+        end = self._file.size
+        for x in extractions:
+            blob = pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)
+            blobs.append(blob)
+            end += len(blob)
+            self._ends.append(end)
+            self.passage_ids.append(x.passage_id)
+        if blobs:
+            self._file.append(b"".join(blobs))
+
+    def _span(self, k: int) -> tuple[int, int]:
+        start = self._ends[k - 1] if k else 0
+        return start, self._ends[k] - start
+
+    @overload
+    def __getitem__(self, k: int) -> Extraction: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[Extraction]: ...
+
+    def __getitem__(self, k: int | slice) -> Extraction | list[Extraction]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(f"extraction {k} of {len(self)}")
+        extraction: Extraction = pickle.loads(self._file.read(*self._span(k)))
+        return extraction
+
+    def __iter__(self) -> Iterator[Extraction]:
+        k, n = 0, len(self)
+        while k < n:
+            start = self._span(k)[0]
+            last = k
+            while last + 1 < n and self._ends[last + 1] - start <= READ_BYTES:
+                last += 1
+            data = memoryview(self._file.read(start, self._ends[last] - start))
+            for i in range(k, last + 1):
+                begin, size = self._span(i)
+                yield pickle.loads(data[begin - start : begin - start + size])
+            k = last + 1
+
+    def __len__(self) -> int:
+        return len(self._ends)

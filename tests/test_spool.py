@@ -1,0 +1,105 @@
+"""What a build keeps in temporary files: `TempFile`, `ExtractionSpool`, and the stages that read
+the spool instead of a list (`_raw_components`, the offline extractor's `extract_to`)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from demo_builds import demo_copies
+
+from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
+from graphseek.knowledge.graph.spool import ExtractionSpool, TempFile
+
+spool_module = importlib.import_module("graphseek.knowledge.graph.spool")
+assemble = importlib.import_module("graphseek.knowledge.graph.assemble")
+
+
+def extraction(k: int) -> Extraction:
+    pid = f"p{k}"
+    mentions = [
+        Mention(id=f"{pid}#m{j}", passage_id=pid, name=f"Name {k} {j}", types=["PERSON"])
+        for j in range(k % 4)
+    ]
+    relations = [
+        RawRelation(passage_id=pid, source=a.id, label="knows", target=b.id)
+        for a, b in zip(mentions, mentions[1:], strict=False)
+    ]
+    facts = [
+        RawFact(id=f"{pid}#f0", passage_id=pid, relation="met", mentions=[m.id for m in mentions])
+    ]
+    return Extraction(passage_id=pid, mentions=mentions, relations=relations, facts=facts)
+
+
+def test_temp_file_appends_and_reads_by_offset() -> None:
+    f = TempFile("graphseek-test-")
+    assert f.append(b"abc") == 0 and f.append(b"") == 3 and f.append(b"defg") == 3
+    assert f.size == 7
+    assert f.read(0, 7) == b"abcdefg" and f.read(3, 4) == b"defg" and f.read(7, 0) == b""
+    with pytest.raises(ValueError, match="of a file of 7"):
+        f.read(5, 3)
+
+
+def test_spool_keeps_the_extractions_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [extraction(k) for k in range(2500)]  # more than one block of `of`
+    spool = ExtractionSpool.of(iter(items))
+    assert len(spool) == 2500 and spool.passage_ids == [x.passage_id for x in items]
+    assert list(spool) == items
+    assert spool[0] == items[0] and spool[-1] == items[-1] and spool[1234] == items[1234]
+    assert spool[10:13] == items[10:13] and spool[::1000] == items[::1000]
+    with pytest.raises(IndexError):
+        spool[2500]
+    # iteration reads blocks of about READ_BYTES: the same records across block edges
+    monkeypatch.setattr(spool_module, "READ_BYTES", 300)
+    assert list(spool) == items
+    monkeypatch.setattr(spool_module, "READ_BYTES", 1)  # a record longer than a block
+    assert list(spool) == items
+
+
+def test_spool_reads_give_new_objects_and_extend_appends() -> None:
+    spool = ExtractionSpool()
+    assert len(spool) == 0 and list(spool) == []
+    spool.extend([extraction(1), extraction(2)])
+    spool.extend([])
+    spool.extend([extraction(3)])
+    first = spool[0]
+    first.mentions.clear()  # a stage that changes what it read changes nothing stored
+    assert spool[0] == extraction(1) and [x.passage_id for x in spool] == ["p1", "p2", "p3"]
+
+
+def test_raw_components_equal_the_pairwise_reference() -> None:
+    from test_bounded_build import reference_raw_components
+
+    from graphseek.knowledge.graph.offline import OfflineExtractor
+
+    passages = demo_copies(2, "spool")
+    items = OfflineExtractor(show_progress=False, n_process=1).extract(passages)
+    ids = sorted(m.id for x in items for m in x.mentions)
+    # raw nodes as alignment numbers them; a few shared so that the graph has joins
+    node_of = {mid: k // 3 for k, mid in enumerate(ids)}
+    n = len(ids) // 3 + 1
+    spool = ExtractionSpool.of(items)
+    for scope in ("sentence", "passage", "none"):
+        expected = reference_raw_components(items, node_of, n, scope)
+        assert assemble._raw_components(spool, node_of, n, scope) == expected
+        assert 1 < expected < n
+    assert assemble._raw_components([], {}, 0, "sentence") == 0
+
+
+def test_offline_extract_to_streams_the_extractions_of_extract() -> None:
+    from graphseek.knowledge.graph.offline import OfflineExtractor
+
+    passages = demo_copies(1, "stream")
+    extractor = OfflineExtractor(show_progress=False, n_process=1)
+    blocks: list[int] = []
+
+    class Sink(list[Extraction]):
+        def extend(self, extractions) -> None:  # type: ignore[no-untyped-def, override]
+            block = list(extractions)
+            blocks.append(len(block))
+            super().extend(block)
+
+    sink = Sink()
+    extractor.extract_to(passages, sink)
+    assert list(sink) == extractor.extract(passages)
+    assert sum(blocks) == len(passages) and len([b for b in blocks if b]) >= 2
