@@ -145,14 +145,34 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
 
         return wrapper
 
+    spilled: list[weakref.ref[np.ndarray]] = []
+
+    class Spilled(assemble.SpilledArray):  # type: ignore[misc, name-defined]
+        def __init__(self, array: np.ndarray) -> None:
+            spilled.append(weakref.ref(array))
+            super().__init__(array)
+
+    def freed(name, fn):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            alive[name] = sum(1 for ref in spilled if ref() is not None)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
     try:
+        patch.setattr(assemble, "SpilledArray", Spilled)
+        # the statistics after topics (inside `assemble`), and the write
+        patch.setattr(assemble, "build_matrices", freed("stats", assemble.build_matrices))
+        patch.setattr(building, "write_store", freed("write vectors", building.write_store))
         patch.setattr(assemble, "match_passages", counting("link", assemble.match_passages))
         patch.setattr(assemble, "assign_topics", counting("topics", assemble.assign_topics))
         patch.setattr(building, "write_store", counting("write", building.write_store))
         build_graph(passages, root / "bounded", show_progress=False)
     finally:
         patch.undo()
-    assert alive == {"link": 0, "topics": 0, "write": 0}
+    # ... and the graph's vectors (base, entities, relations, hyperedges) in files at the write
+    assert alive == {"link": 0, "topics": 0, "write": 0, "stats": 0, "write vectors": 0}
+    assert len(spilled) == 4
     return root / "reference", root / "bounded", passages
 
 

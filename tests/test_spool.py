@@ -103,3 +103,42 @@ def test_offline_extract_to_streams_the_extractions_of_extract() -> None:
     extractor.extract_to(passages, sink)
     assert list(sink) == extractor.extract(passages)
     assert sum(blocks) == len(passages) and len([b for b in blocks if b]) >= 2
+
+
+def test_spilled_array_reads_its_rows_back_in_blocks() -> None:
+    import numpy as np
+
+    from graphseek.knowledge.graph.spool import SpilledArray
+
+    array = np.arange(35, dtype=np.float32).reshape(7, 5)
+    spilled = SpilledArray(array)
+    assert spilled.shape == (7, 5) and spilled.ndim == 2 and len(spilled) == 7
+    assert spilled.size == 35 and spilled.dtype == np.float32
+    np.testing.assert_array_equal(spilled.load(), array)
+    blocks = list(spilled.blocks(3))
+    assert [len(b) for b in blocks] == [3, 3, 1]
+    np.testing.assert_array_equal(np.vstack(blocks), array)
+    array[0, 0] = -1  # a copy: the file keeps what was spilled
+    assert spilled.load()[0, 0] == 0
+    assert list(SpilledArray(np.zeros((0, 5), dtype=np.float32)).blocks(3)) == []
+    with pytest.raises(ValueError, match="2 dimensions"):
+        SpilledArray(np.zeros(3))
+
+
+def test_a_spilled_array_is_saved_as_np_save_saves_it(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from graphseek.knowledge.graph.spool import SpilledArray
+
+    store_writer = importlib.import_module("graphseek.knowledge.graph.store_writer")
+    monkeypatch.setattr(store_writer, "WRITE_ROWS", 4)
+    rng = np.random.default_rng(1)
+    for array in (
+        rng.standard_normal((11, 6)).astype(np.float32),
+        rng.standard_normal((5, 6)).astype(np.float16),  # saved as float32, as np.save would
+        np.zeros((0, 0), dtype=np.float32),  # empty: (0, dim)
+    ):
+        store_writer._save_npy(tmp_path / "a.npy", SpilledArray(array), 6)
+        store_writer._save_npy(tmp_path / "b.npy", array, 6)
+        assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+        assert np.load(tmp_path / "a.npy").shape == (len(array), 6)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from graphseek.knowledge.graph.link import (
 from graphseek.knowledge.graph.models import Extraction, Mention, Relation, graph_record
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.settings import GraphSettings
+from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.store import GraphData, build_matrices
 from graphseek.knowledge.graph.vectors import (
     Embed,
@@ -145,7 +146,10 @@ def assemble(
     show_progress: bool = False,
     timings: dict[str, Any] | None = None,
 ) -> GraphData:
-    """Phases 2-5 over extracted passages (see the module docstring)."""
+    """Phases 2-5 over extracted passages (see the module docstring). `extractions` may be an
+    `ExtractionSpool` (each stage reads what it needs). `cache` is used up: its vectors are
+    dropped once the stages they serve are done, and the graph's vectors wait for the store
+    write in temporary files (`SpilledArray`)."""
     timings = timings if timings is not None else {}
     if cache is None:
         cache = VectorCache.fresh(settings)
@@ -180,6 +184,11 @@ def assemble(
     mention_vectors = _current(cache.mentions, mentions) if contextual else {}
     node_of = dict(zip(sorted(m.id for m in mentions), aligned.raw_nodes, strict=True))
     del mentions
+    # only the store write reads the base vectors again (and nothing the alignment cache)
+    base_vectors = SpilledArray(aligned.base_vectors)
+    aligned = replace(aligned, base_vectors=np.zeros((0, 0), dtype=np.float32))
+    if cache.alignment.vectors is not cache.vectors:
+        cache.alignment.vectors = {}
     components_before = _raw_components(
         extractions, node_of, aligned.counts["before_alignment"], settings.cooccurrence
     )
@@ -300,6 +309,12 @@ def assemble(
     )
     steps.update(1)
     steps.close()
+    # the graph's vectors wait for the write in files (the cache held views of them)
+    cache.vectors = {}
+    entity_file, relation_file, hyper_file = (
+        SpilledArray(a) for a in (entity_vectors, relation_vectors, hyper_vectors)
+    )
+    del entity_vectors, relation_vectors, hyper_vectors, entity_job, topic_job
     topic_clock.record(timings, "hyperedges_topics", n_passages)
 
     # statistics for the manifest: components after alignment (before: see `_raw_components`)
@@ -340,14 +355,14 @@ def assemble(
         entity_passages=dict(links),
         hyperedges=hyperedges,
         topics=topics,
-        entity_vectors=entity_vectors,
+        entity_vectors=entity_file,
         relation_vector_ids=[r.id for r in embedded],
-        relation_vectors=relation_vectors,
-        hyperedge_vectors=hyper_vectors,
+        relation_vectors=relation_file,
+        hyperedge_vectors=hyper_file,
         base_ids=aligned.base_ids,
         base_texts=aligned.base_texts,
         base_entity=aligned.base_entity,
-        base_vectors=aligned.base_vectors,
+        base_vectors=base_vectors,
         pairs=aligned.pairs,
         mention_entity=mention_entity,
         mention_base=aligned.mention_base,

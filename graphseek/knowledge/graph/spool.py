@@ -5,7 +5,8 @@ and contextual mention vectors (768 bytes per mention) were held in memory from 
 makes them to the store write. Here they go to files in ``TMPDIR`` and are read back when a
 stage needs them: `TempFile` (append, then ``pread`` by offset: plain reads, since the pages of
 a memory map would count in the process's RSS), `ExtractionSpool` (extractions, one pickle
-each) and `graphseek.knowledge.graph.contextual.MentionVectors` (rows by mention id).
+each), `SpilledArray` (the graph's vectors, from the stage that makes them to the write)
+and `graphseek.knowledge.graph.contextual.MentionVectors` (rows by mention id).
 
 Written by hand: no library keeps a sequence of pickled records in a temporary file with
 random reads (`shelve` and `sqlite3` key them by strings and copy every read through their
@@ -19,6 +20,8 @@ import tempfile
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
+
+import numpy as np
 
 from graphseek.knowledge.graph.models import Extraction
 
@@ -34,10 +37,14 @@ class TempFile:
         self._file = tempfile.TemporaryFile(prefix=prefix)
         self.size = 0
 
-    def append(self, data: bytes) -> int:
-        """Write `data` at the end; returns its offset."""
+    def append(self, data: bytes | memoryview) -> int:
+        """Write `data` (bytes, or a contiguous buffer such as an array's) at the end; returns
+        its offset."""
         offset = self.size
         view = memoryview(data)
+        if not view.nbytes:  # (an empty array's view cannot be cast to bytes)
+            return offset
+        view = view.cast("B")
         while view:  # a write may be short (one is capped at about 2 GB on Linux)
             written = os.pwrite(self._file.fileno(), view, self.size)
             view = view[written:]
@@ -133,3 +140,42 @@ class ExtractionSpool(Sequence[Extraction]):
 
     def __len__(self) -> int:
         return len(self._ends)
+
+
+class SpilledArray:
+    """A 2-D array moved to a temporary file (the graph's entity, relation, hyperedge and base
+    vectors, 620 MB at 100,000 passages, which only the store write reads after the stage that
+    makes them). `blocks` reads its rows back a block at a time; `load` reads them all."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        if array.ndim != 2:
+            raise ValueError(f"a spilled array has 2 dimensions, not {array.ndim}")
+        self.shape: tuple[int, int] = (int(array.shape[0]), int(array.shape[1]))
+        self.dtype = array.dtype
+        self._file = TempFile("graphseek-array-")
+        self._file.append(np.ascontiguousarray(array).data)
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def blocks(self, rows: int) -> Iterator[np.ndarray]:
+        """The rows, `rows` at a time (read-only arrays)."""
+        width = self.shape[1] * self.dtype.itemsize
+        for start in range(0, self.shape[0], rows):
+            n = min(rows, self.shape[0] - start)
+            data = self._file.read(start * width, n * width)
+            yield np.frombuffer(data, dtype=self.dtype).reshape(n, self.shape[1])
+
+    def load(self) -> np.ndarray:
+        """Every row, in one array."""
+        return np.frombuffer(self._file.read(0, self._file.size), dtype=self.dtype).reshape(
+            self.shape
+        )

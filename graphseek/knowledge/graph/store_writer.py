@@ -28,6 +28,7 @@ from graphseek.knowledge.graph.models import (
     Relation,
     Topic,
 )
+from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
 
@@ -99,7 +100,9 @@ CREATE INDEX ix_hyperedges_topic ON hyperedges (topic_id);
 
 @dataclass
 class GraphData:
-    """Everything a store holds, in memory (what a build produces and `write_store` writes)."""
+    """Everything a store holds (what a build produces and `write_store` writes): in memory,
+    but for the extractions and vectors a build keeps in temporary files until the write
+    (`graphseek.knowledge.graph.spool`)."""
 
     passages: list[Passage]
     extractions: Sequence[Extraction]
@@ -109,14 +112,14 @@ class GraphData:
     """entity id -> passage id -> link kind ("mention" or "match")."""
     hyperedges: list[HyperEdge]
     topics: list[Topic]
-    entity_vectors: np.ndarray
+    entity_vectors: np.ndarray | SpilledArray
     relation_vector_ids: list[str]
-    relation_vectors: np.ndarray
-    hyperedge_vectors: np.ndarray
+    relation_vectors: np.ndarray | SpilledArray
+    hyperedge_vectors: np.ndarray | SpilledArray
     base_ids: list[str]
     base_texts: list[str]
     base_entity: list[str]
-    base_vectors: np.ndarray
+    base_vectors: np.ndarray | SpilledArray
     pairs: dict[tuple[str, str], tuple[float, bool]]
     mention_entity: dict[str, str]
     mention_base: dict[str, str]
@@ -319,10 +322,24 @@ def build_matrices(
     return adjacency.tocsr(), full.tocsr(), incidence.tocsr()
 
 
-def _save_npy(path: Path, array: np.ndarray, dim: int) -> None:
+def _save_npy(path: Path, array: np.ndarray | SpilledArray, dim: int) -> None:
+    """``np.save`` of `array` as float32 (an empty one as (0, `dim`)). A `SpilledArray` is
+    copied from its file `WRITE_ROWS` rows at a time, behind the header ``np.save`` writes:
+    the same bytes."""
     if array.size == 0:
         array = np.zeros((0, dim), dtype=np.float32)
-    np.save(path, np.ascontiguousarray(array, dtype=np.float32))
+    if not isinstance(array, SpilledArray):
+        np.save(path, np.ascontiguousarray(array, dtype=np.float32))
+        return
+    header = {
+        "descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+        "fortran_order": False,
+        "shape": array.shape,
+    }
+    with open(path, "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, header)
+        for block in array.blocks(WRITE_ROWS):
+            handle.write(block.astype(np.float32, copy=False).tobytes())
 
 
 WRITE_ROWS = 65_536
