@@ -1,0 +1,172 @@
+"""Bounded-build benchmark: a graph build's peak RSS per stage, and the same store as a baseline's.
+
+For each size N it builds the offline graph of N synthetic passages (`benchmarks/indexing.py`'s:
+the 2Wiki corpus repeated, copies retitled) with `build_graph`, in a fresh child process (so the
+peak RSS is the build's own), and prints each stage's seconds and the process's peak RSS at the
+stage's end (from the graph manifest's `timings`), the whole run's peak (VmHWM: the write
+included), and the growth of the peak between sizes (MB per 1,000 passages; issue 27's target is
+4 GB at 100,000 passages and no growth beyond the stores).
+
+``--against REV`` builds each size a second time from a git worktree of REV (the baseline, in
+the same run) and checks that the two stores are the same: every file byte for byte, and the
+manifest less its timings and write time. It prints both builds' peaks side by side.
+
+    .venv/bin/python benchmarks/bounded_build.py [--sizes 2000,10000] [--against 1783b93]
+        [--keep DIR]
+
+The forked extraction workers are not counted in the peak (each adds spaCy's working set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def child(size: int, out: Path, data_dir: Path) -> None:
+    """Build in this process and print one JSON line: seconds, peak RSS, stage timings."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from indexing import synthetic
+
+    from graphseek.knowledge.graph.build import build_graph
+
+    passages = synthetic(data_dir, size)
+    started = time.perf_counter()
+    build_graph(passages, out, show_progress=False)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    timings = json.loads((out / "manifest.json").read_text())["timings"]
+    print(json.dumps({"n": size, "seconds": seconds, "peak_rss_mb": peak, "timings": timings}))
+
+
+def run_build(size: int, out: Path, data_dir: Path, source: Path) -> dict[str, Any]:
+    """`child` in a fresh process with `source` (a checkout) first on the import path."""
+    env = dict(os.environ, PYTHONPATH=str(source))
+    cmd = [sys.executable, __file__, "--child", str(size), "--out", str(out)]
+    cmd += ["--data-dir", str(data_dir)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the build of {size} passages from {source} failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def digests(store: Path) -> dict[str, str]:
+    """sha256 of every file of a store, the manifest less its timings and write time."""
+    out: dict[str, str] = {}
+    for path in sorted(p for p in store.rglob("*") if p.is_file()):
+        name = path.relative_to(store).as_posix()
+        if name == "manifest.json":
+            manifest = json.loads(path.read_text())
+            manifest.pop("timings", None)
+            manifest.pop("written", None)
+            data = json.dumps(manifest, sort_keys=True).encode()
+        else:
+            data = path.read_bytes()
+        out[name] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+def stage_table(results: list[dict[str, Any]], labels: list[str]) -> None:
+    stages = [k for k, v in results[-1]["timings"].items() if isinstance(v, dict)]
+    print(f"\n{'stage (s / peak RSS MB at its end)':<36}" + "".join(f"{x:>22}" for x in labels))
+    for stage in stages:
+        cells = []
+        for r in results:
+            t = r["timings"].get(stage, {})
+            seconds, peak = t.get("seconds"), t.get("peak_rss_mb")
+            if seconds is None:
+                cells.append("-")
+            else:
+                cells.append(f"{seconds:.1f} / {peak:,.0f}" if peak else f"{seconds:.1f}")
+        print(f"{stage:<36}" + "".join(f"{c:>22}" for c in cells))
+    whole = [f"{r['seconds']:.0f} / {r['peak_rss_mb']:,.0f}" for r in results]
+    print(f"{'whole build (VmHWM)':<36}" + "".join(f"{c:>22}" for c in whole))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="2000,10000", help="comma-separated passage counts")
+    parser.add_argument("--against", help="a git revision to build as the baseline and compare")
+    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--keep", type=Path, help="keep the stores under this directory")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.out, args.data_dir)
+        return
+
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"load average (1/5/15 min): {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    work = Path(tempfile.mkdtemp(prefix="bounded-bench-"))
+    baseline: Path | None = None
+    try:
+        if args.against:
+            baseline = work / "baseline-src"
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(baseline),
+                 args.against],
+                check=True, capture_output=True,
+            )  # fmt: skip
+        results: list[dict[str, Any]] = []
+        for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
+            store = (args.keep or work) / f"store-{size}"
+            shutil.rmtree(store, ignore_errors=True)
+            mine = run_build(size, store, args.data_dir, ROOT)
+            results.append(mine)
+            row = [mine]
+            labels = [f"{size:,} @ {head}"]
+            if baseline is not None:
+                other = work / f"baseline-{size}"
+                theirs = run_build(size, other, args.data_dir, baseline)
+                same = digests(store) == digests(other)
+                row = [theirs, mine]
+                labels = [f"{size:,} @ {args.against}", labels[0]]
+                print(f"\n{size:,} passages: the store is the same as {args.against}'s: {same}")
+                shutil.rmtree(other, ignore_errors=True)
+            stage_table(row, labels)
+            if args.keep is None:
+                shutil.rmtree(store, ignore_errors=True)
+        for a, b in zip(results, results[1:], strict=False):
+            if b["n"] > a["n"]:
+                slope = (b["peak_rss_mb"] - a["peak_rss_mb"]) * 1000 / (b["n"] - a["n"])
+                print(f"\npeak RSS growth {a['n']:,} -> {b['n']:,} passages: {slope:.0f} MB/1,000")
+        last = results[-1] if results else None
+        if last is not None:
+            met = last["peak_rss_mb"] <= 4096
+            print(
+                f"target (issue 27): peak RSS <= 4 GB at 100,000 passages; "
+                f"{last['n']:,} passages: {last['peak_rss_mb']:,.0f} MB"
+                + (" (met)" if met and last["n"] >= 100_000 else "")
+            )
+        print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    finally:
+        if baseline is not None:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)],
+                check=False, capture_output=True,
+            )  # fmt: skip
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
