@@ -75,6 +75,24 @@ def test_one_pass_gives_the_passage_vectors_and_span_vectors(onnx: Embedder) -> 
     assert byron @ names[0] > byron @ names[1] and curie @ names[1] > curie @ names[0]
 
 
+def test_releasing_the_pass_memory_renews_the_sessions_with_the_same_vectors(
+    onnx: Embedder,
+) -> None:
+    """A build releases ONNX Runtime's arenas after the passage pass (`release_memory`): new
+    sessions of the same models, which give the same vectors, bit for bit."""
+    before = onnx.encode_spans(TEXTS, SPANS)
+    bulk = onnx.encode(TEXTS * 3)
+    assert onnx._onnx is not None
+    session = onnx._onnx.session
+    onnx.release_memory()
+    assert onnx._onnx.session is not session
+    after = onnx.encode_spans(TEXTS, SPANS)
+    np.testing.assert_array_equal(after[0], before[0])
+    for a, b in zip(after[1], before[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(onnx.encode(TEXTS * 3), bulk)
+
+
 def test_the_pass_pools_on_one_blas_thread_and_gives_the_threads_back(onnx: Embedder) -> None:
     """Pooling's matrix products run on the encoder's worker threads; OpenBLAS's own threads
     would fight those for the cores, so the pass holds BLAS to one thread, and only the pass."""

@@ -173,6 +173,9 @@ def _contextual(
     vectors, mentions = encode_passages(
         encoder, passages, extractions, show_progress=show_progress, ahead=ahead
     )
+    release = getattr(encoder, "release_memory", None)
+    if callable(release):  # the pass's batch buffers, which no later stage needs
+        release()
     clock.record(timings, "embed_passages", len(passages), mentions=len(mentions))
     return settings, vectors, mentions
 
