@@ -90,6 +90,41 @@ def test_a_string_gets_one_vector_whatever_its_batch(encoder: StaticEncoder) -> 
     np.testing.assert_array_equal(together, reversed_rows)
 
 
+def test_encoding_in_chunks_gives_the_rows_of_one_call(
+    encoder: StaticEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [f"entity number {i}; CONCEPT" for i in range(20)] + ["", "Ada Lovelace; PERSON"]
+    whole = encoder.encode(texts)
+    monkeypatch.setattr(static_module, "TEXT_CHUNK", 3)
+    np.testing.assert_array_equal(encoder.encode(texts), whole)
+    assert not whole[20].any()  # no tokens: a zero row
+
+
+def test_cached_encode_writes_per_text_vectors_into_its_output(
+    encoder: StaticEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a per-text encoder, `cached_encode` encodes a chunk at a time into its output:
+    the same rows as one call, repeats and cached texts included, and the cache views them."""
+    from graphseek.knowledge.graph import align
+
+    texts = ["b; PERSON", "old; CONCEPT", "a; CITY", "b; PERSON", "c; CONCEPT", "a; CITY"]
+    cached = np.full(encoder.dim, 0.5, dtype=np.float32)
+    monkeypatch.setattr(align, "FRESH_CHUNK", 2)
+    cache = {"old; CONCEPT": cached}
+    got = align.cached_encode(texts, encoder, cache)
+    expected = encoder.encode(texts)
+    expected[1] = cached
+    np.testing.assert_array_equal(got, expected)
+    for text in ("a; CITY", "b; PERSON", "c; CONCEPT"):
+        assert np.shares_memory(cache[text], got)
+        np.testing.assert_array_equal(cache[text], got[texts.index(text)])
+    # the same as the general path (an encoder called once on the sorted missing texts)
+    plain = align.cached_encode(
+        texts, lambda batch: encoder.encode(batch), {"old; CONCEPT": cached}
+    )
+    np.testing.assert_array_equal(got, plain)
+
+
 def test_name_variants_are_closer_than_unrelated_names(encoder: StaticEncoder) -> None:
     a, b, c, d = encoder.encode(
         [

@@ -46,6 +46,10 @@ STATIC_VERSION = 1
 """Bump when the distillation changes, so cached tables are made again."""
 DISTILL_BATCH = 512
 """Vocabulary tokens run through MiniLM per batch while distilling."""
+TEXT_CHUNK = 8_192
+"""Texts tokenised at a time by `StaticEncoder.encode` (each chunk's vectors are written into
+the output before the next is tokenised)."""
+
 BLOCK_TOKENS = 16_384
 """Token rows gathered from the table at a time when encoding (whole texts per block). One
 gather of every token's row (hundreds of MB for a corpus' entity strings) spent most of its
@@ -104,17 +108,32 @@ class StaticEncoder:
                 np.save(handle, table)
         return cls(table, tokenizer)
 
+    per_text = True
+    """A text's vector depends on that text alone, not on the other texts of the call: a
+    caller may split its texts into calls, or order them, as it likes
+    (`graphseek.knowledge.graph.align.cached_encode` encodes into its output a chunk at a
+    time)."""
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised vectors, rows in order; a text without tokens gets a zero row."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not len(texts):
-            return out
+        self.encode_into(texts, out)
+        return out
+
+    def encode_into(self, texts: Sequence[str], out: np.ndarray) -> None:
+        """`encode` into `out` (zeros, (len(texts), dim) float32), `TEXT_CHUNK` texts at a
+        time: the tokenizer's encodings (ids, offsets and token strings) of every text at once
+        were several times the vectors' size."""
+        for start in range(0, len(texts), TEXT_CHUNK):
+            self._encode_chunk(texts[start : start + TEXT_CHUNK], out[start : start + TEXT_CHUNK])
+
+    def _encode_chunk(self, texts: Sequence[str], out: np.ndarray) -> None:
         with self._lock:  # tokenizers' batch encoding is not documented as thread-safe
             encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
         filled = np.flatnonzero(lengths)
         if not len(filled):
-            return out
+            return
         ids = np.concatenate([np.asarray(encodings[i].ids, dtype=np.int64) for i in filled])
         ends = np.cumsum(lengths[filled])
         starts = ends - lengths[filled]
@@ -127,7 +146,6 @@ class StaticEncoder:
             first = last
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         out[filled] = sums / np.maximum(norms, 1e-12)
-        return out
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode(texts)

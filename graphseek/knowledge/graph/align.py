@@ -112,6 +112,8 @@ def cached_encode(texts: Sequence[str], embed: Embed, cache: dict[str, np.ndarra
     entity, relation and hyperedge vectors grow with the corpus). Callers must not write into
     the returned array."""
     missing = sorted({t for t in texts if t not in cache})
+    if missing and getattr(embed, "per_text", False):
+        return _encode_per_text(texts, embed, cache)
     if missing:
         vectors = embed(missing)
         for text, vector in zip(missing, vectors, strict=True):
@@ -127,6 +129,41 @@ def cached_encode(texts: Sequence[str], embed: Embed, cache: dict[str, np.ndarra
                 cache[text] = out[k]
                 fresh.discard(text)
     return out
+
+
+def _encode_per_text(texts: Sequence[str], embed: Any, cache: dict[str, np.ndarray]) -> np.ndarray:
+    """`cached_encode` with an encoder whose vectors depend on each text alone (``per_text``,
+    ``encode_into``): the texts not cached are encoded a chunk at a time into their rows of
+    the output, which the cache then views. The same rows as encoding them all at once,
+    without the encoder's output and its stacked copy both held (four times the vectors'
+    size, with the encoder's own temporaries)."""
+    out = np.empty((len(texts), embed.dim), dtype=np.float32)
+    first: dict[str, int] = {}
+    fresh: list[int] = []
+    for k, text in enumerate(texts):
+        if text in cache:
+            out[k] = cache[text]
+        elif text in first:
+            continue  # a repeat: copied from its first row below
+        else:
+            first[text] = k
+            fresh.append(k)
+    for start in range(0, len(fresh), FRESH_CHUNK):
+        rows = fresh[start : start + FRESH_CHUNK]
+        block = np.zeros((len(rows), embed.dim), dtype=np.float32)
+        embed.encode_into([texts[k] for k in rows], block)
+        out[rows] = block
+    for k, text in enumerate(texts):
+        at = first.get(text)
+        if at is not None and at != k:
+            out[k] = out[at]
+    for text, k in first.items():
+        cache[text] = out[k]
+    return out
+
+
+FRESH_CHUNK = 65_536
+"""Rows `_encode_per_text` encodes at a time (one block beside the output)."""
 
 
 def ambiguous_generics(
