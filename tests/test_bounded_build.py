@@ -8,6 +8,7 @@ verbatim): `cached_encode` that stacks a copy while the cache keeps the encoder'
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import weakref
@@ -95,11 +96,12 @@ def reference_raw_components(extractions, node_of, n, scope):  # type: ignore[no
 
 
 def live_extraction_objects() -> int:
-    """Mentions, raw relations, facts and extractions alive now (they are gc-tracked)."""
-    import gc
-
+    """Mentions, raw relations, facts and extractions reachable now (they are gc-tracked;
+    cyclic garbage, which a build with automatic collection off leaves until the next
+    collection, e.g. the reference build's, is collected first)."""
     from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
 
+    gc.collect()
     kinds = (Extraction, Mention, RawRelation, RawFact)
     return sum(1 for o in gc.get_objects() if isinstance(o, kinds))
 
@@ -154,6 +156,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
 
     def freed(name, fn):  # type: ignore[no-untyped-def]
         def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            gc.collect()
             alive[name] = sum(1 for ref in spilled if ref() is not None)
             return fn(*args, **kwargs)
 
