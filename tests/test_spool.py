@@ -142,3 +142,15 @@ def test_a_spilled_array_is_saved_as_np_save_saves_it(tmp_path, monkeypatch) -> 
         store_writer._save_npy(tmp_path / "b.npy", array, 6)
         assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
         assert np.load(tmp_path / "a.npy").shape == (len(array), 6)
+
+
+def test_alignment_reads_the_mentions_with_shared_type_and_alias_lists() -> None:
+    items = [extraction(k) for k in range(40)]
+    spool = ExtractionSpool.of(items)
+    mentions = assemble._alignment_mentions(spool)
+    assert mentions == [m for x in items for m in x.mentions]
+    assert len({id(m.types) for m in mentions}) == 1  # every mention is ["PERSON"]
+    assert len({id(m.aliases) for m in mentions}) == 1 and mentions[0].aliases == []
+    # a list of extractions (a caller's objects) is read as it is, nothing shared
+    plain = assemble._alignment_mentions(items)
+    assert len({id(m.types) for m in plain}) == len(plain)

@@ -31,7 +31,7 @@ from graphseek.knowledge.graph.link import (
 from graphseek.knowledge.graph.models import Extraction, Mention, Relation, graph_record
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.spool import SpilledArray
+from graphseek.knowledge.graph.spool import ExtractionSpool, SpilledArray
 from graphseek.knowledge.graph.store import GraphData, build_matrices
 from graphseek.knowledge.graph.vectors import (
     Embed,
@@ -89,6 +89,23 @@ def _raw_components(
                 rows.extend(ordered[:-1])
                 cols.extend(ordered[1:])
     return _components(n, rows, cols)
+
+
+def _alignment_mentions(extractions: Iterable[Extraction]) -> list[Mention]:
+    """Every mention, for alignment (one pass). Read from a spool, the mentions are new objects,
+    and equal type lists and empty alias lists are shared among them (alignment only reads
+    them): 44 of their 116 MB at 10,000 passages, which alignment holds to its end."""
+    if not isinstance(extractions, ExtractionSpool):
+        return [m for x in extractions for m in x.mentions]
+    shared: dict[tuple[str, ...], list[str]] = {}
+    out: list[Mention] = []
+    for x in extractions:
+        for m in x.mentions:
+            m.types = shared.setdefault(tuple(m.types), m.types)
+            if not m.aliases:
+                m.aliases = shared.setdefault((), m.aliases)
+            out.append(m)
+    return out
 
 
 def _extracted_relations(
@@ -159,7 +176,7 @@ def assemble(
     # Phase 2: alignment
     clock = Clock()
     set_stage(embed, "aligning entities")
-    mentions = [m for x in extractions for m in x.mentions]
+    mentions = _alignment_mentions(extractions)
     aligner = Aligner(
         embed=embed,
         tau=settings.radius,
