@@ -341,13 +341,13 @@ def test_ctrl_c_during_extraction_waits_for_the_run_ahead_thread(
         ended.set()
         return 0
 
-    def interrupted(self: OfflineExtractor, passages: object) -> list[object]:
+    def interrupted(self: OfflineExtractor, passages: object, sink: object) -> None:
         threading.Timer(0.2, release.set).start()
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run_ahead_module, "AHEAD_MIN", 1)
     monkeypatch.setattr(SpanPass, "run_ahead", slow_batch)
-    monkeypatch.setattr(OfflineExtractor, "extract", interrupted)
+    monkeypatch.setattr(OfflineExtractor, "extract_to", interrupted)  # what a build calls
     with pytest.raises(KeyboardInterrupt):
         build_graph(tiny_passages, tmp_path / "graph", show_progress=False)
     assert ended.is_set()
