@@ -1,0 +1,201 @@
+"""Reduce-stage benchmark: a graph build's stages after the passage pass, from a stored build.
+
+A whole build of 100,000 passages takes an hour here, most of it extraction and the passage
+pass, whose peak RSS no change to the later stages moves. This runs only the later stages
+(alignment, linking, hyperedges and topics, the write) on a stored graph's map results: its
+extractions streamed from ``graph.sqlite`` into an `ExtractionSpool`, its mention vectors read
+back into a `MentionVectors` file, passage vectors of the same shape; then
+`build_graph(..., mapped=...)`, as the sharded build's driver runs them. Before that it loads
+what a single-process build holds when alignment starts: spaCy in this process (300 passages
+extracted), MiniLM after a pass over them, its memory released.
+
+It prints each stage's seconds and peak RSS, the process's peak (VmHWM), and whether the store
+it wrote is the stored one, file by file (the manifest less its timings and write time): the
+stages since changed must give the same index.
+
+    .venv/bin/python benchmarks/reduce_stages.py STORE_DIR [--out DIR]
+
+STORE_DIR: a graph store directory (e.g. ``$GRAPHSEEK_CACHE_DIR/bench-add/synthetic-100000/graph``
+from `benchmarks/incremental_add.py`), built with the offline extractor and contextual vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shutil
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def peak_mb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+class Rows:
+    """One raw table's rows grouped by passage, in store order (rows were written passage by
+    passage in the store's passage order)."""
+
+    def __init__(self, cursor: Any, passage_at: int, make: Callable[[Sequence[Any]], Any]):
+        self.groups = groupby(cursor, key=lambda row: row[passage_at])
+        self.make = make
+        self.head = next(self.groups, None)
+
+    def take(self, passage_id: str) -> list[Any]:
+        if self.head is None or self.head[0] != passage_id:
+            return []
+        out = [self.make(row) for row in self.head[1]]
+        self.head = next(self.groups, None)
+        return out
+
+
+def stored_extractions(path: Path, passage_ids: Sequence[str]) -> Iterator[Any]:
+    """The store's extractions, one passage at a time (as `SQLiteGraphStore.extractions`
+    makes them, without holding them all)."""
+    from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
+
+    con = sqlite3.connect(path / "graph.sqlite")
+
+    def mention(row: Sequence[Any]) -> Mention:
+        mid, pid, name, aliases, description, types, sentence = row
+        return Mention(
+            id=mid,
+            passage_id=pid,
+            name=name,
+            aliases=json.loads(aliases),
+            description=description,
+            types=json.loads(types),
+            sentence=-1 if sentence is None else int(sentence),
+        )
+
+    def relation(row: Sequence[Any]) -> RawRelation:
+        pid, source, label, target, sentence = row
+        return RawRelation(
+            passage_id=pid, source=source, label=label, target=target, sentence=sentence
+        )
+
+    def fact(row: Sequence[Any]) -> RawFact:
+        fid, pid, text, members, sentence = row
+        return RawFact(
+            id=fid, passage_id=pid, relation=text, mentions=json.loads(members), sentence=sentence
+        )
+
+    mentions = Rows(
+        con.execute(
+            "SELECT id, passage_id, name, aliases, description, types, sentence FROM mentions "
+            "ORDER BY rowid"
+        ),
+        1,
+        mention,
+    )
+    relations = Rows(
+        con.execute(
+            "SELECT passage_id, source, label, target, sentence FROM raw_relations ORDER BY rowid"
+        ),
+        0,
+        relation,
+    )
+    facts = Rows(
+        con.execute(
+            "SELECT id, passage_id, relation, mentions, sentence FROM raw_facts ORDER BY rowid"
+        ),
+        1,
+        fact,
+    )
+    for pid in passage_ids:
+        yield Extraction(
+            passage_id=pid,
+            mentions=mentions.take(pid),
+            relations=relations.take(pid),
+            facts=facts.take(pid),
+        )
+    if mentions.head is not None or relations.head is not None or facts.head is not None:
+        raise SystemExit(f"{path}: raw rows are not in the store's passage order")
+    con.close()
+
+
+def digest(path: Path) -> str:
+    if path.name == "manifest.json":
+        manifest = json.loads(path.read_text())
+        manifest.pop("timings", None)
+        manifest.pop("written", None)
+        return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("store", type=Path, help="a graph store directory")
+    parser.add_argument("--out", type=Path, help="write the new store here (default: a temp dir)")
+    args = parser.parse_args()
+
+    import numpy as np
+
+    from graphseek.knowledge.embedder import get_embedder
+    from graphseek.knowledge.graph.build import MappedPassages, build_graph
+    from graphseek.knowledge.graph.contextual import MentionVectors, encode_passages
+    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.spool import ExtractionSpool
+    from graphseek.knowledge.graph.store import SQLiteGraphStore
+
+    stored = SQLiteGraphStore.open(args.store)
+    passages = stored.passages()
+    stored.close()
+    # what a single-process build holds when alignment starts
+    warm = passages[:300]
+    extracted = OfflineExtractor(show_progress=False).extract(warm)
+    encoder = get_embedder()
+    encode_passages(encoder, warm, extracted)
+    encoder.release_memory()
+    del extracted
+
+    started = time.perf_counter()
+    spool = ExtractionSpool.of(stored_extractions(args.store, [p.id for p in passages]))
+    ids = json.loads((args.store / "nodes.json").read_text())["mentions_embedded"]
+    mentions = MentionVectors.from_npy(args.store / "mention_vectors.npy", ids)
+    del ids
+    vectors = np.full((len(passages), mentions.dim), 0.1, dtype=np.float32)
+    print(
+        f"{len(passages):,} passages' map results read back in {time.perf_counter() - started:.0f} s;"
+    )
+    print(f"peak RSS before alignment {peak_mb():,} MB (spaCy, MiniLM, the map results)")
+
+    work = Path(tempfile.mkdtemp(prefix="reduce-bench-"))
+    out = args.out or work / "graph"
+    try:
+        started = time.perf_counter()
+        build_graph(
+            passages, out, mapped=MappedPassages(spool, vectors, mentions), show_progress=False
+        )
+        seconds = time.perf_counter() - started
+        print(f"stages after the passage pass, and the write: {seconds:.0f} s")
+        timings = json.loads((out / "manifest.json").read_text())["timings"]
+        for stage, t in timings.items():
+            if isinstance(t, dict) and t.get("peak_rss_mb"):
+                print(
+                    f"  {stage:<20} {t['seconds']:>8.1f} s   peak RSS {t['peak_rss_mb']:>8,.0f} MB"
+                )
+        print(f"whole process peak RSS (VmHWM): {peak_mb():,} MB")
+        files = sorted(p for p in out.iterdir() if p.is_file())
+        different = [p.name for p in files if digest(p) != digest(args.store / p.name)]
+        print(
+            f"the same store as {args.store}: {not different} ({len(files)} files compared"
+            + (f"; different: {', '.join(different)})" if different else ")")
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
