@@ -63,56 +63,20 @@ class Rows:
 def stored_extractions(path: Path, passage_ids: Sequence[str]) -> Iterator[Any]:
     """The store's extractions, one passage at a time (as `SQLiteGraphStore.extractions`
     makes them, without holding them all)."""
-    from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
+    from graphseek.knowledge.graph.models import Extraction
+    from graphseek.knowledge.graph.store import (
+        MENTION_ROWS,
+        RAW_FACT_ROWS,
+        RAW_RELATION_ROWS,
+        raw_fact,
+        raw_mention,
+        raw_relation,
+    )
 
     con = sqlite3.connect(path / "graph.sqlite")
-
-    def mention(row: Sequence[Any]) -> Mention:
-        mid, pid, name, aliases, description, types, sentence = row
-        return Mention(
-            id=mid,
-            passage_id=pid,
-            name=name,
-            aliases=json.loads(aliases),
-            description=description,
-            types=json.loads(types),
-            sentence=-1 if sentence is None else int(sentence),
-        )
-
-    def relation(row: Sequence[Any]) -> RawRelation:
-        pid, source, label, target, sentence = row
-        return RawRelation(
-            passage_id=pid, source=source, label=label, target=target, sentence=sentence
-        )
-
-    def fact(row: Sequence[Any]) -> RawFact:
-        fid, pid, text, members, sentence = row
-        return RawFact(
-            id=fid, passage_id=pid, relation=text, mentions=json.loads(members), sentence=sentence
-        )
-
-    mentions = Rows(
-        con.execute(
-            "SELECT id, passage_id, name, aliases, description, types, sentence FROM mentions "
-            "ORDER BY rowid"
-        ),
-        1,
-        mention,
-    )
-    relations = Rows(
-        con.execute(
-            "SELECT passage_id, source, label, target, sentence FROM raw_relations ORDER BY rowid"
-        ),
-        0,
-        relation,
-    )
-    facts = Rows(
-        con.execute(
-            "SELECT id, passage_id, relation, mentions, sentence FROM raw_facts ORDER BY rowid"
-        ),
-        1,
-        fact,
-    )
+    mentions = Rows(con.execute(MENTION_ROWS), 1, raw_mention)
+    relations = Rows(con.execute(RAW_RELATION_ROWS), 0, raw_relation)
+    facts = Rows(con.execute(RAW_FACT_ROWS), 1, raw_fact)
     for pid in passage_ids:
         yield Extraction(
             passage_id=pid,

@@ -119,6 +119,7 @@ def _extract(
     stream = getattr(extractor, "extract_to", None)
     if inputs and coreferencer is None and callable(stream):
         stream(inputs, spool)
+        _check_extractions(passages, spool, who)
     elif inputs:
         extractions = extractor.extract(inputs)
         _check_extractions(passages, extractions, who)
@@ -130,7 +131,6 @@ def _extract(
                         m.start = m.end = -1
         spool.extend(extractions)
         del extractions
-    _check_extractions(passages, spool, who)
     clock.record(timings, "extract", len(passages), passages=len(passages))
     return spool
 

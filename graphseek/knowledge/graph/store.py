@@ -291,7 +291,7 @@ class SQLiteGraphStore:
             "WHERE entity_id = ? ORDER BY id",
             (entity_id,),
         )
-        return [_mention(r) for r in rows]
+        return [raw_mention(r) for r in rows]
 
     # -- relations ------------------------------------------------------------------------------
 
@@ -504,31 +504,14 @@ class SQLiteGraphStore:
     def extractions(self) -> list[Extraction]:
         """The stored raw extractions, one per passage in store order."""
         mentions: dict[str, list[Mention]] = defaultdict(list)
-        for row in self._rows(
-            "SELECT id, passage_id, name, aliases, description, types, sentence FROM mentions "
-            "ORDER BY rowid"
-        ):
-            mentions[row[1]].append(_mention(row))
+        for row in self._rows(MENTION_ROWS):
+            mentions[row[1]].append(raw_mention(row))
         relations: dict[str, list[RawRelation]] = defaultdict(list)
-        for pid, s, label, t, sentence in self._rows(
-            "SELECT passage_id, source, label, target, sentence FROM raw_relations ORDER BY rowid"
-        ):
-            relations[pid].append(
-                RawRelation(passage_id=pid, source=s, label=label, target=t, sentence=sentence)
-            )
+        for row in self._rows(RAW_RELATION_ROWS):
+            relations[row[0]].append(raw_relation(row))
         facts: dict[str, list[RawFact]] = defaultdict(list)
-        for fid, pid, relation, members, sentence in self._rows(
-            "SELECT id, passage_id, relation, mentions, sentence FROM raw_facts ORDER BY rowid"
-        ):
-            facts[pid].append(
-                RawFact(
-                    id=fid,
-                    passage_id=pid,
-                    relation=relation,
-                    mentions=json.loads(members),
-                    sentence=sentence,
-                )
-            )
+        for row in self._rows(RAW_FACT_ROWS):
+            facts[row[1]].append(raw_fact(row))
         return [
             Extraction(
                 passage_id=pid,
@@ -560,7 +543,31 @@ class SQLiteGraphStore:
         return [r[0] for r in rows], [r[1] for r in rows], vectors, pairs
 
 
-def _mention(row: Sequence[Any]) -> Mention:
+MENTION_ROWS = (
+    "SELECT id, passage_id, name, aliases, description, types, sentence FROM mentions "
+    "ORDER BY rowid"
+)
+RAW_RELATION_ROWS = (
+    "SELECT passage_id, source, label, target, sentence FROM raw_relations ORDER BY rowid"
+)
+RAW_FACT_ROWS = "SELECT id, passage_id, relation, mentions, sentence FROM raw_facts ORDER BY rowid"
+"""The raw layer's rows, in the order written (passage by passage, in the store's order); a
+row of each becomes its object with `raw_mention`, `raw_relation`, `raw_fact`."""
+
+
+def raw_relation(row: Sequence[Any]) -> RawRelation:
+    pid, source, label, target, sentence = row
+    return RawRelation(passage_id=pid, source=source, label=label, target=target, sentence=sentence)
+
+
+def raw_fact(row: Sequence[Any]) -> RawFact:
+    fid, pid, relation, members, sentence = row
+    return RawFact(
+        id=fid, passage_id=pid, relation=relation, mentions=json.loads(members), sentence=sentence
+    )
+
+
+def raw_mention(row: Sequence[Any]) -> Mention:
     mid, pid, name, aliases, description, types, sentence = row
     return Mention(
         id=mid,
