@@ -7,6 +7,7 @@ import gc
 import json
 import shutil
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +154,42 @@ def test_matrices_and_vectors(store: SQLiteGraphStore) -> None:
     assert relation_vectors.shape[0] == len(relation_ids) == len(store.relations("extracted"))
     hyper_vectors, hyper_ids = store.hyperedge_embeddings()
     assert hyper_ids == [h.id for h in store.hyperedges()] and len(hyper_vectors) == len(hyper_ids)
+
+
+def test_the_raw_layer_reads_back_as_the_extractions_written(tmp_path: Path) -> None:
+    from graphseek.knowledge.graph.offline import OfflineExtractor
+
+    written = OfflineExtractor().extract(CORPUS)
+    out = tmp_path / "graph"
+    build(CORPUS, out).close()
+    store = SQLiteGraphStore.open(out)
+    stream = store.extractions()
+    first = next(stream)  # read as taken: the store stays usable between them
+    assert store.passage(first.passage_id) is not None
+    read = [first, *stream]
+    assert [x.passage_id for x in read] == [p.id for p in CORPUS]
+    assert any(x.relations for x in read) and any(x.facts for x in read)
+    for got, made in zip(read, written, strict=True):
+        # spans are not stored; everything alignment and linking read is
+        assert [replace(m, start=-1, end=-1) for m in got.mentions] == [
+            replace(m, start=-1, end=-1) for m in made.mentions
+        ]
+        assert got.relations == made.relations
+        assert got.facts == made.facts
+    store.close()
+
+    # a raw row out of passage order is a damaged store, named as such
+    import sqlite3
+
+    con = sqlite3.connect(out / "graph.sqlite")
+    con.execute(
+        "UPDATE mentions SET passage_id = ? WHERE rowid = (SELECT min(rowid) FROM mentions)",
+        (CORPUS[-1].id,),
+    )
+    con.commit()
+    con.close()
+    with SQLiteGraphStore.open(out) as damaged, pytest.raises(IndexFormatError, match="order"):
+        list(damaged.extractions())
 
 
 def test_incremental_add_equals_rebuild(store: SQLiteGraphStore, tmp_path: Path) -> None:
@@ -383,3 +420,35 @@ def test_graph_records_equal_validated_models_and_share_one_fields_set(
         (HyperEdge, store.hyperedges()),
     ):
         assert rows and all(model.model_validate(r.model_dump()) == r for r in rows)
+
+
+def test_an_updates_vector_cache_holds_every_stored_vector_by_its_text(
+    store: SQLiteGraphStore,
+) -> None:
+    """The cache an update starts from (read as rows, no records built) gives each stored
+    entity, relation and hyperedge text the vector the store holds for it (the first row's,
+    for a text two rows share): those texts are not encoded again."""
+    from graphseek.knowledge.graph.settings import settings_of
+    from graphseek.knowledge.graph.vectors import (
+        cache_from_store,
+        entity_text,
+        hyperedge_text,
+        relation_text,
+    )
+
+    cache = cache_from_store(store, settings_of(store))
+    names = {e.id: e.name for e in store.entities()}
+    by_id = {r.id: r for r in store.relations()}
+    relation_vectors, relation_ids = store.relation_embeddings()
+    expected: dict[str, np.ndarray] = {}
+    for e, vector in zip(store.entities(), store.entity_embeddings()[0], strict=True):
+        expected.setdefault(entity_text(e), vector)
+    for rid, vector in zip(relation_ids, relation_vectors, strict=True):
+        expected.setdefault(relation_text(by_id[rid], names), vector)
+    for edge, vector in zip(store.hyperedges(), store.hyperedge_embeddings()[0], strict=True):
+        expected.setdefault(hyperedge_text(edge), vector)
+    assert relation_ids and store.hyperedges()
+    assert expected.keys() <= cache.vectors.keys()
+    for text, vector in expected.items():
+        assert np.array_equal(cache.vectors[text], vector), text
+    assert cache.alignment.base_ids == set(store.alignment_state()[0])

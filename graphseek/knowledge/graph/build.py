@@ -425,7 +425,9 @@ def build_graph(
 @_without_gc
 def _update(
     store_dir: str | os.PathLike[str],
-    change: Callable[[list[Passage], list[Extraction]], tuple[list[Passage], Iterable[Extraction]]],
+    change: Callable[
+        [list[Passage], Iterable[Extraction]], tuple[list[Passage], Iterable[Extraction]]
+    ],
     *,
     extractor_name: str | None,
     llm: Any,
@@ -446,6 +448,7 @@ def _update(
     try:
         settings = settings_of(store)
         cache = cache_from_store(store, settings)
+        # the stored extractions go from the database to a spool as they are read
         passages, changed = change(store.passages(), store.extractions())
         extractions = ExtractionSpool.of(changed)  # on disk until a stage reads them
         del changed
@@ -525,7 +528,7 @@ def add_passages(
     extracted = _extract(new, chosen, coreferencer, timings)
 
     def change(
-        old: list[Passage], old_x: list[Extraction]
+        old: list[Passage], old_x: Iterable[Extraction]
     ) -> tuple[list[Passage], Iterable[Extraction]]:
         return old + new, itertools.chain(old_x, extracted)
 
@@ -563,7 +566,7 @@ def delete_passages(
     drop = set(passage_ids)
 
     def change(
-        old: list[Passage], old_x: list[Extraction]
+        old: list[Passage], old_x: Iterable[Extraction]
     ) -> tuple[list[Passage], Iterable[Extraction]]:
         return [p for p in old if p.id not in drop], (x for x in old_x if x.passage_id not in drop)
 

@@ -35,7 +35,7 @@ import os
 import sqlite3
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -182,8 +182,10 @@ class SQLiteGraphStore:
         return cls(path, manifest)
 
     def close(self) -> None:
+        """Close the database and drop what was read (the caches hold every record)."""
         with self._lock:
             self._con.close()
+            self._cache.clear()
 
     def __enter__(self) -> SQLiteGraphStore:
         return self
@@ -501,26 +503,53 @@ class SQLiteGraphStore:
             return np.zeros((0, 0), dtype=np.float16), []
         return self._vectors("mention_vectors"), ids
 
-    def extractions(self) -> list[Extraction]:
-        """The stored raw extractions, one per passage in store order."""
-        mentions: dict[str, list[Mention]] = defaultdict(list)
-        for row in self._rows(MENTION_ROWS):
-            mentions[row[1]].append(raw_mention(row))
-        relations: dict[str, list[RawRelation]] = defaultdict(list)
-        for row in self._rows(RAW_RELATION_ROWS):
-            relations[row[0]].append(raw_relation(row))
-        facts: dict[str, list[RawFact]] = defaultdict(list)
-        for row in self._rows(RAW_FACT_ROWS):
-            facts[row[1]].append(raw_fact(row))
-        return [
-            Extraction(
-                passage_id=pid,
-                mentions=mentions.get(pid, []),
-                relations=relations.get(pid, []),
-                facts=facts.get(pid, []),
-            )
-            for pid in self.passage_ids()
-        ]
+    def extractions(self) -> Iterator[Extraction]:
+        """The stored raw extractions, one per passage in store order, read as they are taken:
+        the three raw tables are walked together (each is written passage by passage in store
+        order) on a connection of the iterator's own, so the store's lock is not held between
+        them and no table is held whole."""
+        con = sqlite3.connect(f"file:{(self.dir / DATABASE).as_posix()}?mode=ro", uri=True)
+        try:
+            mentions = _grouped(con.execute(MENTION_ROWS), 1, raw_mention)
+            relations = _grouped(con.execute(RAW_RELATION_ROWS), 0, raw_relation)
+            facts = _grouped(con.execute(RAW_FACT_ROWS), 1, raw_fact)
+            for (pid,) in con.execute("SELECT id FROM passages ORDER BY ord"):
+                yield Extraction(
+                    passage_id=pid,
+                    mentions=mentions.take(pid),
+                    relations=relations.take(pid),
+                    facts=facts.take(pid),
+                )
+            for rest in (mentions, relations, facts):
+                rest.check_done()
+        finally:
+            con.close()
+
+    def embedded_texts(
+        self,
+    ) -> tuple[
+        list[tuple[str, list[str], list[str]]], list[tuple[str, str, str] | None], list[str]
+    ]:
+        """What the graph's vectors were made of, read as rows (no entity or relation objects:
+        an update's vector cache): each entity's ``(name, aliases, types)`` (rows of
+        `entity_embeddings`), each embedded relation's ``(source name, label, target name)``
+        (rows of `relation_embeddings`; None for an id no relation has), each hyperedge's relation (rows of
+        `hyperedge_embeddings`)."""
+        aliases, types = aliases_and_types(self._rows)
+        names: dict[str, str] = {}
+        entities: list[tuple[str, list[str], list[str]]] = []
+        for eid, name in self._rows("SELECT id, name FROM entities ORDER BY ord"):
+            names[eid] = name
+            entities.append((name, aliases.get(eid, []), types.get(eid, [])))
+        del aliases, types
+        triples = {
+            rid: (names.get(s, s), label, names.get(t, t))
+            for rid, s, label, t in self._rows("SELECT id, source, label, target FROM relations")
+        }
+        embedded = [triples.get(rid) for rid in self._nodes().get("relations_embedded", [])]
+        del triples
+        hyperedges = [r[0] for r in self._rows("SELECT relation FROM hyperedges ORDER BY ord")]
+        return entities, embedded, hyperedges
 
     def mention_vector_file(self) -> MentionVectors:
         """The contextual mention vectors copied into a `MentionVectors` file (an update's
@@ -578,6 +607,30 @@ def raw_mention(row: Sequence[Any]) -> Mention:
         types=json.loads(types),
         sentence=-1 if sentence is None else int(sentence),
     )
+
+
+class _grouped:
+    """Rows of one raw table (`rows`, ordered passage by passage, the passage id in column
+    `column`) taken a passage at a time as objects (`make`), for `SQLiteGraphStore.extractions`."""
+
+    def __init__(self, rows: Iterator[Sequence[Any]], column: int, make: Callable[[Any], Any]):
+        self._rows, self._column, self._make = rows, column, make
+        self._next: Sequence[Any] | None = next(self._rows, None)
+
+    def take(self, passage_id: str) -> list[Any]:
+        """The objects of `passage_id`'s rows (the rows at the head that carry its id)."""
+        out: list[Any] = []
+        while self._next is not None and self._next[self._column] == passage_id:
+            out.append(self._make(self._next))
+            self._next = next(self._rows, None)
+        return out
+
+    def check_done(self) -> None:
+        if self._next is not None:
+            raise IndexFormatError(
+                f"the graph store's raw rows are out of passage order (a row of passage "
+                f"{self._next[self._column]!r} was left over); rebuild it"
+            )
 
 
 def _kinds(kind: str | Iterable[str] | None) -> set[str] | None:

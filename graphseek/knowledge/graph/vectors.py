@@ -23,17 +23,29 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 
 
 def entity_text(entity: Entity) -> str:
-    parts = [entity.name]
-    if entity.aliases:
-        parts.append(", ".join(entity.aliases[:8]))
-    parts.append(", ".join(entity.types))
+    return record_text(entity.name, entity.aliases, entity.types)
+
+
+def record_text(name: str, aliases: Sequence[str], types: Sequence[str]) -> str:
+    """An entity's vector text: ``"name; aliases (8 at most); types"``."""
+    parts = [name]
+    if aliases:
+        parts.append(", ".join(aliases[:8]))
+    parts.append(", ".join(types))
     return "; ".join(parts)
 
 
 def relation_text(relation: Relation, names: dict[str, str]) -> str:
-    return f"{names.get(relation.source, relation.source)} {relation.label} " + names.get(
-        relation.target, relation.target
+    return triple_text(
+        names.get(relation.source, relation.source),
+        relation.label,
+        names.get(relation.target, relation.target),
     )
+
+
+def triple_text(source: str, label: str, target: str) -> str:
+    """A relation's vector text: ``"source label target"`` (entity names)."""
+    return f"{source} {label} {target}"
 
 
 def hyperedge_text(edge: HyperEdge) -> str:
@@ -125,18 +137,20 @@ def cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> Vector
         for text, vector in zip(base_texts, base_vectors, strict=False):
             aligned[text] = vector
     vectors = aligned if settings.vectors == "minilm" else {}
+    # texts from rows: the store's entity and relation objects would be most of an update's
+    # memory at 100,000 passages, and only their texts are needed here
+    entity_texts, relation_triples, hyperedge_texts = store.embedded_texts()
     entity_vectors, _ = store.entity_embeddings()
-    for entity, vector in zip(store.entities(), entity_vectors, strict=False):
-        vectors.setdefault(entity_text(entity), vector)
-    names = {e.id: e.name for e in store.entities()}
-    relation_vectors, relation_ids = store.relation_embeddings()
-    by_id = {r.id: r for r in store.relations()}
-    for rid, vector in zip(relation_ids, relation_vectors, strict=False):
-        if rid in by_id:
-            vectors.setdefault(relation_text(by_id[rid], names), vector)
+    for (name, aliases, types), vector in zip(entity_texts, entity_vectors, strict=False):
+        vectors.setdefault(record_text(name, aliases, types), vector)
+    relation_vectors, _ = store.relation_embeddings()
+    for triple, vector in zip(relation_triples, relation_vectors, strict=False):
+        if triple is not None:
+            vectors.setdefault(triple_text(*triple), vector)
     hyper_vectors, _ = store.hyperedge_embeddings()
-    for edge, vector in zip(store.hyperedges(), hyper_vectors, strict=False):
-        vectors.setdefault(hyperedge_text(edge), vector)
+    for text, vector in zip(hyperedge_texts, hyper_vectors, strict=False):
+        vectors.setdefault(text, vector)
+    del entity_texts, relation_triples, hyperedge_texts
     mentions: Mapping[str, np.ndarray] = {}
     if settings.alignment == "contextual":
         mentions = store.mention_vector_file()
