@@ -3,7 +3,7 @@
 A whole build of 100,000 passages takes an hour here, most of it extraction and the passage
 pass, whose peak RSS no change to the later stages moves. This runs only the later stages
 (alignment, linking, hyperedges and topics, the write) on a stored graph's map results: its
-extractions streamed from ``graph.sqlite`` into an `ExtractionSpool`, its mention vectors read
+extractions streamed from ``graph.sqlite`` (`SQLiteGraphStore.extractions`) into an `ExtractionSpool`, its mention vectors read
 back into a `MentionVectors` file, passage vectors of the same shape; then
 `build_graph(..., mapped=...)`, as the sharded build's driver runs them. Before that it loads
 what a single-process build holds when alignment starts: spaCy in this process (300 passages
@@ -27,13 +27,9 @@ import json
 import os
 import resource
 import shutil
-import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from itertools import groupby
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -41,52 +37,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def peak_mb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-
-
-class Rows:
-    """One raw table's rows grouped by passage, in store order (rows were written passage by
-    passage in the store's passage order)."""
-
-    def __init__(self, cursor: Any, passage_at: int, make: Callable[[Sequence[Any]], Any]):
-        self.groups = groupby(cursor, key=lambda row: row[passage_at])
-        self.make = make
-        self.head = next(self.groups, None)
-
-    def take(self, passage_id: str) -> list[Any]:
-        if self.head is None or self.head[0] != passage_id:
-            return []
-        out = [self.make(row) for row in self.head[1]]
-        self.head = next(self.groups, None)
-        return out
-
-
-def stored_extractions(path: Path, passage_ids: Sequence[str]) -> Iterator[Any]:
-    """The store's extractions, one passage at a time (as `SQLiteGraphStore.extractions`
-    makes them, without holding them all)."""
-    from graphseek.knowledge.graph.models import Extraction
-    from graphseek.knowledge.graph.store import (
-        MENTION_ROWS,
-        RAW_FACT_ROWS,
-        RAW_RELATION_ROWS,
-        raw_fact,
-        raw_mention,
-        raw_relation,
-    )
-
-    con = sqlite3.connect(path / "graph.sqlite")
-    mentions = Rows(con.execute(MENTION_ROWS), 1, raw_mention)
-    relations = Rows(con.execute(RAW_RELATION_ROWS), 0, raw_relation)
-    facts = Rows(con.execute(RAW_FACT_ROWS), 1, raw_fact)
-    for pid in passage_ids:
-        yield Extraction(
-            passage_id=pid,
-            mentions=mentions.take(pid),
-            relations=relations.take(pid),
-            facts=facts.take(pid),
-        )
-    if mentions.head is not None or relations.head is not None or facts.head is not None:
-        raise SystemExit(f"{path}: raw rows are not in the store's passage order")
-    con.close()
 
 
 def digest(path: Path) -> str:
@@ -115,7 +65,6 @@ def main() -> None:
 
     stored = SQLiteGraphStore.open(args.store)
     passages = stored.passages()
-    stored.close()
     # what a single-process build holds when alignment starts
     warm = passages[:300]
     extracted = OfflineExtractor(show_progress=False).extract(warm)
@@ -125,7 +74,8 @@ def main() -> None:
     del extracted
 
     started = time.perf_counter()
-    spool = ExtractionSpool.of(stored_extractions(args.store, [p.id for p in passages]))
+    spool = ExtractionSpool.of(stored.extractions())  # streamed, one passage at a time
+    stored.close()
     ids = json.loads((args.store / "nodes.json").read_text())["mentions_embedded"]
     mentions = MentionVectors.from_npy(args.store / "mention_vectors.npy", ids)
     del ids
