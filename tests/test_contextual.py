@@ -328,6 +328,51 @@ def test_base_entities_without_a_mention_vector_merge_by_name_or_embed_their_rec
     np.testing.assert_array_equal(rows["NBA; ORG"], [0, 0, 0, 1])
 
 
+def test_an_update_reuses_the_base_vectors_of_unchanged_base_entities() -> None:
+    """A base entity whose id the cache holds has the same mentions, so its stored row is
+    used and its mentions' vectors are not read; the others are summed. The rows equal a
+    fresh alignment's."""
+    from graphseek.knowledge.graph.align import Aligner, AlignmentCache
+
+    def mention(k: int, name: str, kind: str) -> Mention:
+        return Mention(id=f"p{k}#m0", passage_id=f"p{k}", name=name, types=[kind])
+
+    old = [mention(1, "Stephen Curry", "PERSON"), mention(2, "Akron", "GPE")]
+    new = [mention(3, "Stephen Curry", "PERSON"), mention(4, "Ohio", "GPE")]
+    vectors = {
+        "p1#m0": np.array([1, 0, 0, 0], np.float16),
+        "p2#m0": np.array([0, 1, 0, 0], np.float16),
+        "p3#m0": np.array([1, 1, 0, 0], np.float16),
+        "p4#m0": np.array([0, 0, 1, 0], np.float16),
+    }
+
+    def embed(texts: list[str]) -> np.ndarray:
+        raise AssertionError(f"nothing is embedded here: {texts}")
+
+    aligner = Aligner(embed=embed, tau=0.3)
+    first = aligner.align(old, AlignmentCache(), vectors)
+    stored = dict(zip(first.base_ids, first.base_vectors, strict=True))
+    fresh = aligner.align(old + new, AlignmentCache(), vectors)
+
+    class Watched(dict):  # the mention vectors, recording which are read
+        def __init__(self, data: dict[str, np.ndarray]) -> None:
+            super().__init__(data)
+            self.read: list[str] = []
+
+        def __getitem__(self, key: str) -> np.ndarray:
+            self.read.append(key)
+            return super().__getitem__(key)
+
+    watched = Watched(vectors)
+    cache = AlignmentCache(base_ids=set(first.base_ids), pairs=first.pairs, base_vectors=stored)
+    updated = aligner.align(old + new, cache, watched)
+    assert updated.base_ids == fresh.base_ids
+    np.testing.assert_array_equal(updated.base_vectors, fresh.base_vectors)
+    assert updated.mention_entity == fresh.mention_entity
+    # "Akron" kept its base entity (its row reused); "Stephen Curry" gained a mention
+    assert "p2#m0" not in watched.read and {"p1#m0", "p3#m0", "p4#m0"} <= set(watched.read)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, tiny_passages: list[Passage]) -> Index:
     root = tmp_path_factory.mktemp("contextual")

@@ -152,10 +152,15 @@ def cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> Vector
         vectors.setdefault(text, vector)
     del entity_texts, relation_triples, hyperedge_texts
     mentions: Mapping[str, np.ndarray] = {}
+    stored_base: Mapping[str, np.ndarray] = {}
     if settings.alignment == "contextual":
         mentions = store.mention_vector_file()
+        if len(base_vectors) == len(base_ids):
+            stored_base = dict(zip(base_ids, base_vectors, strict=True))
     return VectorCache(
         vectors=vectors,
-        alignment=AlignmentCache(vectors=aligned, base_ids=set(base_ids), pairs=pairs),
+        alignment=AlignmentCache(
+            vectors=aligned, base_ids=set(base_ids), pairs=pairs, base_vectors=stored_base
+        ),
         mentions=mentions,
     )
