@@ -115,6 +115,31 @@ def test_bm25_unknown_terms_and_save_load(tiny_passages: list[Passage], tmp_path
 # ------------------------------------------------------------------------------------- RRF
 
 
+def test_bm25_files_are_the_same_whatever_the_string_hashing(tmp_path: Path) -> None:
+    """The vocabulary is numbered in first-occurrence order: two processes with different
+    hash seeds write the same files (bm25s numbers a set, which they order differently)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from graphseek.knowledge.sparse import BM25Index\n"
+        "texts = ['red apples and green pears', 'a green field of red poppies', "
+        "'pears ripen late', 'the field is wide', 'apples, pears, plums and cherries']\n"
+        "BM25Index.build(texts).save(sys.argv[1])\n"
+    )
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", script, str(tmp_path / seed)], env=env, check=True)
+    files = sorted(p.name for p in (tmp_path / "1").iterdir())
+    assert "vocab.index.json" in files
+    for name in files:
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "2" / name).read_bytes(), name
+    vocab = BM25Index.load(tmp_path / "1")._retriever.vocab_dict
+    assert list(vocab)[:3] == ["red", "apples", "green"]
+
+
 def test_rrf_hand_computed() -> None:
     fused = rrf([["a", "b", "c"], ["b", "c", "d"]], k=60)
     assert [d for d, _ in fused] == ["b", "c", "a", "d"]

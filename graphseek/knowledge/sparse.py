@@ -107,20 +107,23 @@ class BM25Index:
         method: str = "lucene",
         show_progress: bool = False,
     ) -> BM25Index:
-        """Tokenize and index `texts`."""
+        """Tokenize and index `texts`. The vocabulary is numbered in the order its terms first
+        occur (bm25s numbers a set of them, whose order changes with each process's string
+        hashing), so the same texts give the same index files, byte for byte."""
         from graphseek.knowledge.progress import bar as progress_bar
 
         bm25s = _import_bm25s()
 
         if method not in cls.METHODS:
             raise ValueError(f"Unknown BM25 method {method!r}; choose one of {cls.METHODS}")
-        tokens = []
+        vocab: dict[str, int] = {}
+        ids: list[list[int]] = []
         with progress_bar("BM25 index", len(texts), show_progress) as bar:
             for t in texts:
-                tokens.append(tokenize(t))
+                ids.append([vocab.setdefault(term, len(vocab)) for term in tokenize(t)])
                 bar.update(1)
         retriever = bm25s.BM25(k1=k1, b=b, method=method)
-        retriever.index(tokens, show_progress=False)
+        retriever.index((ids, vocab), show_progress=False)
         return cls(retriever)
 
     def save(self, directory: str | Path) -> None:
