@@ -224,6 +224,38 @@ def test_mention_vectors_keep_rows_in_a_file_and_read_them_back() -> None:
         vectors.append(["a", "b"], np.zeros((3, 8), np.float16))
 
 
+def test_mention_vectors_take_rows_in_runs_as_lookups_give_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`take` stacks the rows of any ids (any order, repeats, a replaced row, a restricted
+    view) as their lookups do, reading each run of rows that lie one after another once."""
+    from graphseek.knowledge.graph.contextual import MENTION_DTYPE, MentionVectors
+    from graphseek.knowledge.graph.spool import TempFile
+
+    rng = np.random.default_rng(7)
+    vectors = MentionVectors(4)
+    ids = [f"p{p}#m{m}" for p in range(5) for m in range(6)]
+    vectors.append(ids, rng.normal(size=(len(ids), 4)))
+    vectors.append(["p2#m3"], rng.normal(size=(1, 4)))  # replaces a row: now at the end
+    wanted = ids[::-1] + ["p0#m0", "p2#m3", "p0#m0"]
+    reads: list[int] = []
+    real = TempFile.read
+    monkeypatch.setattr(TempFile, "read", lambda self, *a: reads.append(1) or real(self, *a))
+    got = vectors.take(wanted)
+    assert got.dtype == MENTION_DTYPE and got.shape == (len(wanted), 4)
+    # runs: rows 0-14, 16-30 (15 was replaced by 30), and one read per repeat (0 twice, 30)
+    assert len(reads) == 5
+    reads.clear()
+    want = np.stack([vectors[m] for m in wanted])
+    assert got.tobytes() == want.tobytes()
+    kept = vectors.restrict(["p4#m5", "p1#m1"])
+    assert (
+        kept.take(["p1#m1", "p4#m5"]).tobytes()
+        == np.stack([vectors["p1#m1"], vectors["p4#m5"]]).tobytes()
+    )
+    assert vectors.take([]).shape == (0, 4)
+
+
 def test_mention_vectors_read_back_from_a_stored_file(tmp_path: Path) -> None:
     """An update's cache copies the store's rows into its own file in blocks; float32 rows (a
     PostgreSQL export) come back as the float16 values they were; a bad file is one line."""

@@ -106,6 +106,24 @@ class MentionVectors(Mapping[str, np.ndarray]):
         row = self._row[mid]
         return np.frombuffer(self._file.read(row * self._width, self._width), dtype=MENTION_DTYPE)
 
+    def take(self, ids: Sequence[str]) -> np.ndarray:
+        """The rows of `ids` stacked, (len(ids), dim) float16 (`np.stack` of their lookups): rows
+        that lie one after another in the file, as a passage's mentions do, are read with one
+        ``pread``, a tenth of the reads of one lookup each."""
+        out = np.empty((len(ids), self.dim), dtype=MENTION_DTYPE)
+        if not len(ids):
+            return out
+        at = np.fromiter((self._row[m] for m in ids), dtype=np.int64, count=len(ids))
+        order = np.argsort(at, kind="stable")
+        rows = at[order]
+        starts = np.flatnonzero(np.r_[True, np.diff(rows) != 1])
+        ends = np.r_[starts[1:], len(rows)]
+        width = self._width
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            data = self._file.read(int(rows[start]) * width, (end - start) * width)
+            out[order[start:end]] = np.frombuffer(data, dtype=MENTION_DTYPE).reshape(-1, self.dim)
+        return out
+
     def __contains__(self, mid: object) -> bool:
         return mid in self._row
 
@@ -237,12 +255,17 @@ def base_vectors(
     about `BASE_ROWS` member rows at a time; a group is never split, so each sum is the one
     a single stack of every row would give."""
     out = np.zeros((len(members), dim), dtype=np.float32)
-    rows: list[np.ndarray] = []
+    rows: list[str] = []  # the mention ids of the block
     owner: list[int] = []
     missing: list[int] = []
 
+    take = getattr(mention_vectors, "take", None)  # `MentionVectors`: reads in runs
+
     def flush() -> None:
-        stacked = np.stack(rows).astype(np.float32)  # asarray(rows) goes row by row: slow
+        if take is not None:
+            stacked = take(rows).astype(np.float32)
+        else:  # asarray(rows) goes row by row: slow
+            stacked = np.stack([mention_vectors[m] for m in rows]).astype(np.float32)
         owners = np.asarray(owner)
         starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
         sums = np.add.reduceat(stacked, starts, axis=0)
@@ -252,7 +275,7 @@ def base_vectors(
         owner.clear()
 
     for k, ids in enumerate(members):
-        found = [mention_vectors[m] for m in ids if m in mention_vectors]
+        found = [m for m in ids if m in mention_vectors]
         if not found:
             missing.append(k)
             continue

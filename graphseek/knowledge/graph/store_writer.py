@@ -360,11 +360,13 @@ def _save_rows(path: Path, rows: Mapping[str, np.ndarray], ids: Sequence[str], d
         "fortran_order": False,
         "shape": (len(ids), width),
     }
+    take = getattr(rows, "take", None)  # `MentionVectors`: reads in runs
     with open(path, "wb") as handle:
         np.lib.format.write_array_header_1_0(handle, header)
         for start in range(0, len(ids), WRITE_ROWS):
             chunk = ids[start : start + WRITE_ROWS]
-            handle.write(np.stack([rows[m] for m in chunk]).astype(np.float16).tobytes())
+            block = take(chunk) if take is not None else np.stack([rows[m] for m in chunk])
+            handle.write(block.astype(np.float16, copy=False).tobytes())
 
 
 def check_target(out_dir: str | os.PathLike[str]) -> Path:
