@@ -455,6 +455,7 @@ def _update(
         name = extractor_name or store.manifest.get("extractor", "")
     finally:
         store.close()
+    del store  # and what it read (its caches): the update holds none of it
     embed = embed or default_embed(show_progress)
     if new and settings.alignment == "contextual":
         used, vectors, mentions = _contextual(
@@ -516,6 +517,7 @@ def add_passages(
     known = set(store.passage_ids())
     recorded = str(store.manifest.get("extractor", ""))
     store.close()
+    del store  # its cache holds every passage
     new = [p for p in _check_passages(passages) if p.id not in known]
     if not new:
         return _unchanged(store_dir, out_dir)

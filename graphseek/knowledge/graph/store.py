@@ -182,10 +182,8 @@ class SQLiteGraphStore:
         return cls(path, manifest)
 
     def close(self) -> None:
-        """Close the database and drop what was read (the caches hold every record)."""
         with self._lock:
             self._con.close()
-            self._cache.clear()
 
     def __enter__(self) -> SQLiteGraphStore:
         return self
