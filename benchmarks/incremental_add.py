@@ -14,10 +14,13 @@ already knows, as a user's next document would be). It prints:
   pass over the new passages only; alignment, linking, hyperedges and topics over all of them),
   and the rest (reading the store back, model loads, writing the graph store and the index);
 - a line fit of add seconds over N (at least two sizes) and its value at 100,000 passages
-  beside issue 27's target (adding 100 passages to a 100K store in 30 s or less).
+  beside issue 27's target (adding 100 passages to a 100K store in 30 s or less);
+- with ``--parts``, where "the rest" goes: the wall seconds of the functions an add passes
+  through outside the timed stages (reading the store back, writing the graph store and the
+  index files), each wrapped by a timer in the child.
 
     .venv/bin/python benchmarks/incremental_add.py [--sizes 1000,3000] [--add 100] [--fresh]
-        [--repeat 3]
+        [--repeat 3] [--parts]
 """
 
 from __future__ import annotations
@@ -57,6 +60,45 @@ STAGES = (
 )
 
 
+#: (module, attribute path, what it is) of the functions ``--parts`` times, in the add's order
+PARTS = (
+    ("graphseek.knowledge.graph.build", "_extract", "extraction of the new passages"),
+    ("graphseek.knowledge.graph.build", "cache_from_store", "the vector cache read back"),
+    ("graphseek.knowledge.graph.spool", "ExtractionSpool.of", "the stored extractions spooled"),
+    ("graphseek.knowledge.graph.build", "_contextual", "passage pass of the new passages"),
+    ("graphseek.knowledge.graph.build", "assemble", "alignment, linking, vectors, topics"),
+    ("graphseek.knowledge.graph.build", "_finish", "the graph store written"),
+    ("graphseek.knowledge.graph.store_writer", "_write_arrays", "  of which vectors, matrices"),
+    ("graphseek.knowledge.index", "_write_stores", "the index files written"),
+    ("graphseek.knowledge.sparse", "BM25Index.build", "  of which BM25 rebuilt"),
+)
+
+
+def time_parts() -> dict[str, float]:
+    """Wrap each of `PARTS` with a timer; the returned dict fills in as they run."""
+    import functools
+    import importlib
+
+    spent: dict[str, float] = {}
+    for module, attribute, label in PARTS:
+        owner: Any = importlib.import_module(module)
+        *path, name = attribute.split(".")
+        for step in path:
+            owner = getattr(owner, step)
+        fn = getattr(owner, name)
+
+        def timed(*a: Any, _fn: Any = fn, _label: str = label, **kw: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return _fn(*a, **kw)
+            finally:
+                spent[_label] = spent.get(_label, 0.0) + time.perf_counter() - started
+
+        # a classmethod is taken bound and set back as a plain function: called on its class
+        setattr(owner, name, functools.wraps(fn)(timed))
+    return spent
+
+
 def store_dir(n: int) -> Path:
     from graphseek.evaluation.index_cache import default_index_dir
 
@@ -75,8 +117,10 @@ def build_child(n: int, data_dir: Path) -> dict[str, Any]:
     return {"build_s": time.perf_counter() - started}
 
 
-def add_child(n: int, k: int, data_dir: Path) -> dict[str, Any]:
-    """Copy the store of size `n` and add `k` new passages; the add's figures."""
+def add_child(n: int, k: int, data_dir: Path, parts: bool = False) -> dict[str, Any]:
+    """Copy the store of size `n` and add `k` new passages; the add's figures (with `parts`,
+    the seconds of each of `PARTS`)."""
+    spent = time_parts() if parts else {}
     from graphseek.knowledge.index import Index
     from graphseek.knowledge.passages import Passage
 
@@ -102,6 +146,7 @@ def add_child(n: int, k: int, data_dir: Path) -> dict[str, Any]:
             "stages": {s: timings[s]["seconds"] for s in STAGES if s in timings},
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
             "rss_before_mb": rss_before,
+            "parts": {label: round(spent[label], 1) for _, _, label in PARTS if label in spent},
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -119,7 +164,7 @@ def run_child(mode: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
         str(args.add),
         "--data-dir",
         str(args.data_dir),
-    ]
+    ] + (["--parts"] if args.parts else [])
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{mode} child for N={n} failed:\n{done.stderr[-3000:]}")
@@ -145,6 +190,9 @@ def main() -> None:
         "--repeat", type=int, default=1, help="add runs per size, the fastest kept (default 1)"
     )
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument(
+        "--parts", action="store_true", help="time the functions outside the stages too"
+    )
     parser.add_argument("--child", choices=["build", "add"], help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -152,7 +200,7 @@ def main() -> None:
         print(json.dumps(build_child(args.n, args.data_dir)))
         return
     if args.child == "add":
-        print(json.dumps(add_child(args.n, args.add, args.data_dir)))
+        print(json.dumps(add_child(args.n, args.add, args.data_dir, args.parts)))
         return
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -186,6 +234,11 @@ def main() -> None:
         )
     if any(r["cached"] for r in rows):
         print("* build time recorded when the cached store was built (another run, maybe load)")
+    for r in rows:
+        if r.get("parts"):
+            print(f"\nwhere the add of N={r['n']:,} goes (wall seconds; stages included):")
+            for label, seconds in r["parts"].items():
+                print(f"  {label:<40} {seconds:>7.1f}")
     if len(rows) >= 2:
         a, b = line_fit([(r["n"], r["add_s"]) for r in rows])
         if b <= 0:
