@@ -4,7 +4,9 @@ the spool instead of a list (`_raw_components`, the offline extractor's `extract
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
+import numpy as np
 import pytest
 from demo_builds import demo_copies
 
@@ -154,3 +156,21 @@ def test_alignment_reads_the_mentions_with_shared_type_and_alias_lists() -> None
     # a list of extractions (a caller's objects) is read as it is, nothing shared
     plain = assemble._alignment_mentions(items)
     assert len({id(m.types) for m in plain}) == len(plain)
+
+
+def test_npy_rows_read_a_stored_array_by_key(tmp_path: Path) -> None:
+    """`NpyRows` gives the rows of a saved array by key, one at a time or stacked (any order,
+    repeats), as the array holds them; a file whose rows do not match the keys is refused."""
+    from graphseek.knowledge.graph.spool import NpyRows
+
+    rows = np.random.default_rng(2).normal(size=(9, 5)).astype(np.float32)
+    np.save(tmp_path / "v.npy", rows)
+    keys = [f"b{k}" for k in range(9)]
+    stored = NpyRows(tmp_path / "v.npy", keys)
+    assert len(stored) == 9 and "b3" in stored and "b9" not in stored and list(stored) == keys
+    np.testing.assert_array_equal(stored["b4"], rows[4])
+    wanted = ["b8", "b0", "b1", "b2", "b8", "b5"]
+    np.testing.assert_array_equal(stored.take(wanted), rows[[8, 0, 1, 2, 8, 5]])
+    assert stored.take([]).shape == (0, 5)
+    with pytest.raises(ValueError, match="rows for 8 keys"):
+        NpyRows(tmp_path / "v.npy", keys[:8])

@@ -48,7 +48,7 @@ from pydantic import BaseModel, Field
 
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pairs, variant_pairs
-from graphseek.knowledge.graph.contextual import base_vectors
+from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vectors
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
 from graphseek.knowledge.graph.models import Entity, Mention, graph_record
 from graphseek.knowledge.graph.records import (
@@ -384,9 +384,12 @@ class Aligner:
             vectors, missing = base_vectors([r.mention_ids for r in base], mention_vectors, dim)
         else:
             vectors = np.zeros((len(base), dim), dtype=np.float32)
-            for k, bid in enumerate(base_ids):
-                if bid in stored:
-                    vectors[k] = stored[bid]
+            kept = [k for k, bid in enumerate(base_ids) if bid in stored]
+            take = getattr(stored, "take", None)  # `NpyRows`: read from the stored file
+            for begin in range(0, len(kept), BASE_ROWS):
+                rows = kept[begin : begin + BASE_ROWS]
+                ids = [base_ids[k] for k in rows]
+                vectors[rows] = take(ids) if take is not None else [stored[b] for b in ids]
             summed, gaps = base_vectors([base[k].mention_ids for k in fresh], mention_vectors, dim)
             vectors[fresh] = summed
             missing = [fresh[j] for j in gaps]

@@ -206,7 +206,7 @@ def assemble(
     aligned = replace(aligned, base_vectors=np.zeros((0, 0), dtype=np.float32))
     if cache.alignment.vectors is not cache.vectors:
         cache.alignment.vectors = {}
-    cache.alignment.base_vectors = {}  # an update's stored rows (views of the stored file)
+    cache.alignment.base_vectors = {}  # an update's stored rows
     components_before = _raw_components(
         extractions, node_of, aligned.counts["before_alignment"], settings.cooccurrence
     )

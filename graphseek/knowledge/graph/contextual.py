@@ -27,7 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from graphseek.knowledge.graph.models import Extraction, Mention
-from graphseek.knowledge.graph.spool import TempFile
+from graphseek.knowledge.graph.spool import TempFile, gather_rows
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
 
@@ -109,20 +109,9 @@ class MentionVectors(Mapping[str, np.ndarray]):
     def take(self, ids: Sequence[str]) -> np.ndarray:
         """The rows of `ids` stacked, (len(ids), dim) float16 (`np.stack` of their lookups): rows
         that lie one after another in the file, as a passage's mentions do, are read with one
-        ``pread``, a tenth of the reads of one lookup each."""
-        out = np.empty((len(ids), self.dim), dtype=MENTION_DTYPE)
-        if not len(ids):
-            return out
+        ``pread``, a tenth of the reads of one lookup each (`gather_rows`)."""
         at = np.fromiter((self._row[m] for m in ids), dtype=np.int64, count=len(ids))
-        order = np.argsort(at, kind="stable")
-        rows = at[order]
-        starts = np.flatnonzero(np.r_[True, np.diff(rows) != 1])
-        ends = np.r_[starts[1:], len(rows)]
-        width = self._width
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            data = self._file.read(int(rows[start]) * width, (end - start) * width)
-            out[order[start:end]] = np.frombuffer(data, dtype=MENTION_DTYPE).reshape(-1, self.dim)
-        return out
+        return gather_rows(self._file.read, at, self.dim, np.dtype(MENTION_DTYPE))
 
     def __contains__(self, mid: object) -> bool:
         return mid in self._row

@@ -6,7 +6,8 @@ makes them to the store write. Here they go to files in ``TMPDIR`` and are read 
 stage needs them: `TempFile` (append, then ``pread`` by offset: plain reads, since the pages of
 a memory map would count in the process's RSS), `ExtractionSpool` (extractions, one pickle
 each), `SpilledArray` (the graph's vectors, from the stage that makes them to the write)
-and `graphseek.knowledge.graph.contextual.MentionVectors` (rows by mention id).
+and `graphseek.knowledge.graph.contextual.MentionVectors` (rows by mention id); an update
+reads a stored ``.npy`` a row at a time the same way (`NpyRows`).
 
 Written by hand: no library keeps a sequence of pickled records in a temporary file with
 random reads (`shelve` and `sqlite3` key them by strings and copy every read through their
@@ -18,7 +19,7 @@ import os
 import pickle
 import tempfile
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 import numpy as np
@@ -179,3 +180,71 @@ class SpilledArray:
         return np.frombuffer(self._file.read(0, self._file.size), dtype=self.dtype).reshape(
             self.shape
         )
+
+
+def gather_rows(
+    read: Callable[[int, int], bytes], at: np.ndarray, dim: int, dtype: np.dtype, start: int = 0
+) -> np.ndarray:
+    """Rows `at` (row numbers, any order, repeats allowed) of a file of `dim`-wide `dtype` rows
+    that begins at byte `start`, stacked in the order asked: each run of rows that lie one after
+    another is one `read(offset, size)`."""
+    itemsize = np.dtype(dtype).itemsize * dim
+    out = np.empty((len(at), dim), dtype=dtype)
+    if not len(at):
+        return out
+    order = np.argsort(at, kind="stable")
+    rows = at[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(rows) != 1])
+    ends = np.r_[starts[1:], len(rows)]
+    for first, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        data = read(start + int(rows[first]) * itemsize, (end - first) * itemsize)
+        out[order[first:end]] = np.frombuffer(data, dtype=dtype).reshape(-1, dim)
+    return out
+
+
+class NpyRows(Mapping[str, np.ndarray]):
+    """The rows of a stored 2-D ``.npy`` by key (`keys[k]`: row k), read with ``pread`` when
+    asked, never the whole array: an update's stored base vectors (242 MB at 100,000
+    passages), of which alignment needs each row once. Each `take` opens the file for its
+    reads (nothing stays open between them)."""
+
+    def __init__(self, path: str | os.PathLike[str], keys: Sequence[str]) -> None:
+        self.path = os.fspath(path)
+        with open(self.path, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, self.dtype = header(handle)
+            self._start = handle.tell()
+        if len(shape) != 2 or shape[0] != len(keys) or fortran:
+            raise ValueError(f"{self.path}: {shape} rows for {len(keys)} keys")
+        self.dim = int(shape[1])
+        self._row = {key: k for k, key in enumerate(keys)}
+
+    def take(self, keys: Sequence[str]) -> np.ndarray:
+        """The rows of `keys`, stacked (runs of rows read at once, `gather_rows`)."""
+        at = np.fromiter((self._row[k] for k in keys), dtype=np.int64, count=len(keys))
+        with open(self.path, "rb") as handle:
+
+            def read(offset: int, size: int) -> bytes:
+                data = os.pread(handle.fileno(), size, offset)
+                if len(data) != size:  # a regular file's pread is short only at its end
+                    raise OSError(f"{self.path}: {len(data)} of {size} bytes at {offset}")
+                return data
+
+            return gather_rows(read, at, self.dim, self.dtype, self._start)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.take([key])[0]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)

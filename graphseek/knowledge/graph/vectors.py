@@ -14,6 +14,7 @@ from graphseek.knowledge.graph.align import AlignmentCache
 from graphseek.knowledge.graph.contextual import SpanEncoder
 from graphseek.knowledge.graph.models import Entity, HyperEdge, Relation
 from graphseek.knowledge.graph.settings import GraphSettings
+from graphseek.knowledge.graph.spool import NpyRows
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -155,8 +156,8 @@ def cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> Vector
     stored_base: Mapping[str, np.ndarray] = {}
     if settings.alignment == "contextual":
         mentions = store.mention_vector_file()
-        if len(base_vectors) == len(base_ids):
-            stored_base = dict(zip(base_ids, base_vectors, strict=True))
+        if len(base_vectors) == len(base_ids):  # read from the file, a block at a time
+            stored_base = NpyRows(store.dir / "base_vectors.npy", base_ids)
     return VectorCache(
         vectors=vectors,
         alignment=AlignmentCache(
