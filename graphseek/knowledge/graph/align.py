@@ -60,6 +60,7 @@ from graphseek.knowledge.graph.records import (
     generic_may_join,
     types_compatible,
 )
+from graphseek.knowledge.graph.spool import stack_rows
 from graphseek.knowledge.graph.text import normalize_name, stable_id
 
 log = logging.getLogger(__name__)
@@ -385,11 +386,9 @@ class Aligner:
         else:
             vectors = np.zeros((len(base), dim), dtype=np.float32)
             kept = [k for k, bid in enumerate(base_ids) if bid in stored]
-            take = getattr(stored, "take", None)  # `NpyRows`: read from the stored file
-            for begin in range(0, len(kept), BASE_ROWS):
+            for begin in range(0, len(kept), BASE_ROWS):  # `NpyRows`: from the stored file
                 rows = kept[begin : begin + BASE_ROWS]
-                ids = [base_ids[k] for k in rows]
-                vectors[rows] = take(ids) if take is not None else [stored[b] for b in ids]
+                vectors[rows] = stack_rows(stored, [base_ids[k] for k in rows])
             summed, gaps = base_vectors([base[k].mention_ids for k in fresh], mention_vectors, dim)
             vectors[fresh] = summed
             missing = [fresh[j] for j in gaps]

@@ -19,15 +19,16 @@ base entity with no mention vector merges by name only, or embeds its record str
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
 
 from graphseek.knowledge.graph.models import Extraction, Mention
-from graphseek.knowledge.graph.spool import TempFile, gather_rows
+from graphseek.knowledge.graph.spool import KeyedRows, TempFile, stack_rows
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
 
@@ -40,14 +41,15 @@ MENTION_DTYPE = np.float16
 from the rounded values in a build and in an update alike, so both give the same graph)."""
 
 
-class MentionVectors(Mapping[str, np.ndarray]):
+class MentionVectors(KeyedRows):
     """Contextual mention vectors by mention id, kept in an unnamed temporary file (in
     ``TMPDIR``) instead of in memory: one float16 row per mention, 768 bytes with MiniLM, 1.7 GB
     for the 2.2 million mentions of 100,000 passages, which a build holds from the passage pass
-    to the store write. A lookup reads its row with ``pread`` (not a memory map: mapped pages
-    count in the process's RSS), a read-only array; ``in``, ``len`` and iteration (ids in the
-    order first given) do not read the file. The file goes away with the last object using it
+    to the store write. A lookup reads its row with ``pread``, a read-only array; `take`
+    reads many in runs (`KeyedRows`). The file goes away with the last object using it
     (`restrict` makes views sharing it)."""
+
+    dtype = np.dtype(MENTION_DTYPE)
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
@@ -106,21 +108,8 @@ class MentionVectors(Mapping[str, np.ndarray]):
         row = self._row[mid]
         return np.frombuffer(self._file.read(row * self._width, self._width), dtype=MENTION_DTYPE)
 
-    def take(self, ids: Sequence[str]) -> np.ndarray:
-        """The rows of `ids` stacked, (len(ids), dim) float16 (`np.stack` of their lookups): rows
-        that lie one after another in the file, as a passage's mentions do, are read with one
-        ``pread``, a tenth of the reads of one lookup each (`gather_rows`)."""
-        at = np.fromiter((self._row[m] for m in ids), dtype=np.int64, count=len(ids))
-        return gather_rows(self._file.read, at, self.dim, np.dtype(MENTION_DTYPE))
-
-    def __contains__(self, mid: object) -> bool:
-        return mid in self._row
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._row)
-
-    def __len__(self) -> int:
-        return len(self._row)
+    def _reader(self) -> contextlib.AbstractContextManager[Callable[[int, int], bytes]]:
+        return contextlib.nullcontext(self._file.read)
 
 
 class SpanEncoder(Protocol):
@@ -248,13 +237,8 @@ def base_vectors(
     owner: list[int] = []
     missing: list[int] = []
 
-    take = getattr(mention_vectors, "take", None)  # `MentionVectors`: reads in runs
-
     def flush() -> None:
-        if take is not None:
-            stacked = take(rows).astype(np.float32)
-        else:  # asarray(rows) goes row by row: slow
-            stacked = np.stack([mention_vectors[m] for m in rows]).astype(np.float32)
+        stacked = stack_rows(mention_vectors, rows).astype(np.float32)
         owners = np.asarray(owner)
         starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
         sums = np.add.reduceat(stacked, starts, axis=0)

@@ -15,6 +15,7 @@ own layers; this is two system calls)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import tempfile
@@ -56,15 +57,21 @@ class TempFile:
         """`size` bytes from `offset` (which were written)."""
         if offset < 0 or offset + size > self.size:
             raise ValueError(f"bytes {offset}..{offset + size} of a file of {self.size}")
-        parts: list[bytes] = []
-        while size > 0:
-            part = os.pread(self._file.fileno(), size, offset)
-            if not part:
-                raise OSError(f"unexpected end of a temporary file at byte {offset}")
-            parts.append(part)
-            offset += len(part)
-            size -= len(part)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return pread_all(self._file.fileno(), offset, size, "a temporary file")
+
+
+def pread_all(fd: int, offset: int, size: int, name: str) -> bytes:
+    """`size` bytes of the open file `fd` from `offset` (a read may be short: it is continued);
+    `OSError` naming the file (`name`) if it ends first."""
+    parts: list[bytes] = []
+    while size > 0:
+        part = os.pread(fd, size, offset)
+        if not part:
+            raise OSError(f"unexpected end of {name} at byte {offset}")
+        parts.append(part)
+        offset += len(part)
+        size -= len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class ExtractionSpool(Sequence[Extraction]):
@@ -202,11 +209,53 @@ def gather_rows(
     return out
 
 
-class NpyRows(Mapping[str, np.ndarray]):
-    """The rows of a stored 2-D ``.npy`` by key (`keys[k]`: row k), read with ``pread`` when
-    asked, never the whole array: an update's stored base vectors (242 MB at 100,000
-    passages), of which alignment needs each row once. Each `take` opens the file for its
-    reads (nothing stays open between them)."""
+class KeyedRows(Mapping[str, np.ndarray]):
+    """Rows of a file by key (`_row`: key to row number; rows of `dim` `dtype` values from
+    byte `_start`), read with ``pread`` when asked, never mapped (mapped pages count in the
+    process's RSS): `NpyRows` here, `graphseek.knowledge.graph.contextual.MentionVectors`.
+    ``in``, ``len`` and iteration (keys in the order first given) do not read the file."""
+
+    dim: int
+    dtype: np.dtype
+    _row: dict[str, int]
+    _start = 0
+
+    def _reader(self) -> contextlib.AbstractContextManager[Callable[[int, int], bytes]]:
+        """A ``read(offset, size)`` for the rows' file, for the span of one `take`."""
+        raise NotImplementedError
+
+    def take(self, keys: Sequence[str]) -> np.ndarray:
+        """The rows of `keys` stacked, (len(keys), dim) (`np.stack` of their lookups): rows that
+        lie one after another in the file, as a passage's mentions do, are read with one
+        ``pread`` (`gather_rows`)."""
+        at = np.fromiter((self._row[k] for k in keys), dtype=np.int64, count=len(keys))
+        with self._reader() as read:
+            return gather_rows(read, at, self.dim, self.dtype, self._start)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.take([key])[0]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
+def stack_rows(rows: Mapping[str, np.ndarray], keys: Sequence[str]) -> np.ndarray:
+    """The rows of `keys` stacked: a `KeyedRows` reads them in runs, a dict is stacked."""
+    if isinstance(rows, KeyedRows):
+        return rows.take(keys)
+    return np.stack([rows[k] for k in keys])
+
+
+class NpyRows(KeyedRows):
+    """The rows of a stored 2-D ``.npy`` by key (`keys[k]`: row k), never the whole array: an
+    update's stored base vectors (242 MB at 100,000 passages), of which alignment needs each
+    row once. Each `take` opens the file for its reads (nothing stays open between them)."""
 
     def __init__(self, path: str | os.PathLike[str], keys: Sequence[str]) -> None:
         self.path = os.fspath(path)
@@ -224,27 +273,7 @@ class NpyRows(Mapping[str, np.ndarray]):
         self.dim = int(shape[1])
         self._row = {key: k for k, key in enumerate(keys)}
 
-    def take(self, keys: Sequence[str]) -> np.ndarray:
-        """The rows of `keys`, stacked (runs of rows read at once, `gather_rows`)."""
-        at = np.fromiter((self._row[k] for k in keys), dtype=np.int64, count=len(keys))
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[Callable[[int, int], bytes]]:
         with open(self.path, "rb") as handle:
-
-            def read(offset: int, size: int) -> bytes:
-                data = os.pread(handle.fileno(), size, offset)
-                if len(data) != size:  # a regular file's pread is short only at its end
-                    raise OSError(f"{self.path}: {len(data)} of {size} bytes at {offset}")
-                return data
-
-            return gather_rows(read, at, self.dim, self.dtype, self._start)
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        return self.take([key])[0]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._row
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._row)
-
-    def __len__(self) -> int:
-        return len(self._row)
+            yield lambda offset, size: pread_all(handle.fileno(), offset, size, self.path)

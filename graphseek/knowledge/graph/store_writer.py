@@ -28,7 +28,7 @@ from graphseek.knowledge.graph.models import (
     Relation,
     Topic,
 )
-from graphseek.knowledge.graph.spool import SpilledArray
+from graphseek.knowledge.graph.spool import SpilledArray, stack_rows
 from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
 
@@ -360,12 +360,10 @@ def _save_rows(path: Path, rows: Mapping[str, np.ndarray], ids: Sequence[str], d
         "fortran_order": False,
         "shape": (len(ids), width),
     }
-    take = getattr(rows, "take", None)  # `MentionVectors`: reads in runs
     with open(path, "wb") as handle:
         np.lib.format.write_array_header_1_0(handle, header)
         for start in range(0, len(ids), WRITE_ROWS):
-            chunk = ids[start : start + WRITE_ROWS]
-            block = take(chunk) if take is not None else np.stack([rows[m] for m in chunk])
+            block = stack_rows(rows, ids[start : start + WRITE_ROWS])  # in runs from a file
             handle.write(block.astype(np.float16, copy=False).tobytes())
 
 
