@@ -93,6 +93,63 @@ def test_exact_merge_needs_a_shared_key_and_type() -> None:
     assert exact_groups(mentions) == [[0, 1, 2], [3], [4, 5, 6], [7]]
 
 
+def _reference_exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
+    """The exact-match rule stated pair by pair and closed transitively: two mentions of one
+    passage sharing a key are one; two passage groups sharing a key and one of their bucket
+    types are one (the whole corpus's keys held, every pair compared)."""
+    from graphseek.knowledge.graph.exact import UnionFind, _bucket_types
+
+    keys = [{normalize_name(s) for s in (m.name, *m.aliases)} - {""} for m in mentions]
+    n = len(mentions)
+    local = UnionFind(n)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if mentions[i].passage_id == mentions[j].passage_id and keys[i] & keys[j]:
+                local.union(i, j)
+    groups = local.groups()
+    buckets = [
+        {
+            (k, t)
+            for k in set().union(*(keys[i] for i in g))
+            for t in _bucket_types([mentions[i] for i in g])
+        }
+        for g in groups
+    ]
+    uf = UnionFind(n)
+    for g in groups:
+        for i in g[1:]:
+            uf.union(g[0], i)
+    for a in range(len(groups)):
+        for b in range(a + 1, len(groups)):
+            if buckets[a] & buckets[b]:
+                uf.union(groups[a][0], groups[b][0])
+    return uf.groups()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_groups_agree_with_the_rule_stated_pair_by_pair(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    names = ["Paris", "paris", "Akron", "Curry", "Stephen Curry", "GSW", "the Warriors"]
+    names += [f"Place {k}" for k in range(30)] + [""]
+    types = [["GPE"], ["ORG"], ["PERSON"], ["CONCEPT"], ["ENTITY"], [], ["GPE", "ORG"]]
+    mentions = []
+    for k in range(int(rng.integers(1, 160))):
+        passage = f"p{int(rng.integers(0, 30))}"
+        aliases = [names[int(a)] for a in rng.integers(0, len(names), int(rng.integers(0, 2)))]
+        mentions.append(
+            mention(
+                passage,
+                k,
+                names[int(rng.integers(0, len(names) - 1))],
+                types[int(rng.integers(0, len(types)))],
+                aliases=aliases,
+            )
+        )
+    mentions.sort(key=lambda m: m.id)
+    assert exact_groups(mentions) == _reference_exact_groups(mentions)
+    assert exact_groups([]) == []
+
+
 def test_alignment_counts_and_provenance(embed) -> None:  # type: ignore[no-untyped-def]
     mentions = [
         mention("p1", 0, "Golden State Warriors", ["ORG"], aliases=["GSW"]),

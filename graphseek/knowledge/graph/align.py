@@ -50,6 +50,7 @@ from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pairs, variant_pairs
 from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vectors
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
+from graphseek.knowledge.graph.mention_table import MentionTable
 from graphseek.knowledge.graph.models import Entity, Mention, graph_record
 from graphseek.knowledge.graph.records import (
     GENERIC_TYPES,
@@ -94,16 +95,16 @@ class AlignmentCache:
 @dataclass
 class AlignmentResult:
     entities: list[Entity]
-    mention_entity: dict[str, str]
+    mention_entity: MentionTable[str]
     base_ids: list[str]
     base_texts: list[str]
     base_vectors: np.ndarray
     base_entity: list[str]
     """The final entity id of each base entity."""
     pairs: dict[tuple[str, str], tuple[float, bool]]
-    mention_base: dict[str, str]
+    mention_base: MentionTable[str]
     counts: dict[str, int]
-    raw_nodes: list[int]
+    raw_nodes: MentionTable[int]
     """Each mention's node in the graph before alignment (see `raw_entity_count`)."""
     llm_usage: Any = None
 
@@ -267,6 +268,8 @@ class Aligner:
         order = sorted(range(len(base)), key=lambda k: base_ids[k])
         base = [base[k] for k in order]
         base_ids = [base_ids[k] for k in order]
+        members = [groups[k] for k in order]  # each base entity's mention indices
+        del groups, order
         texts = [r.embedding_text() for r in base]
         changed = [k for k, bid in enumerate(base_ids) if bid not in cache.base_ids]
 
@@ -315,14 +318,11 @@ class Aligner:
         entities: list[Entity] = []
         base_entity = [""] * len(base)
         used: set[str] = set()
-        mention_index = {m.id: m for m in mentions}
         for group in uf.groups():
             if len(group) == 1:  # `aggregate` of one base entity's mentions is its record
                 record = base[group[0]]
             else:
-                record = aggregate(
-                    [mention_index[mid] for k in group for mid in base[k].mention_ids]
-                )
+                record = aggregate([mentions[i] for k in group for i in members[k]])
             eid = stable_id("e", normalize_name(record.name) or record.name, record.types[0])
             if eid in used:
                 eid = stable_id("e", record.name, record.types[0], record.mention_ids[0])
@@ -342,7 +342,16 @@ class Aligner:
                 )
             )
         entities.sort(key=lambda e: e.id)
-        mention_entity = {mid: e.id for e in entities for mid in e.mention_ids}
+        ids = [m.id for m in mentions]
+        mention_base = np.empty(len(mentions), dtype=np.int32)
+        for k, group in enumerate(members):
+            mention_base[group] = k
+        del members
+        number = {e.id: k for k, e in enumerate(entities)}
+        entity_of_base = np.fromiter(
+            (number[eid] for eid in base_entity), dtype=np.int32, count=len(base_entity)
+        )
+        del number
         counts = {
             "mentions": len(mentions),
             "before_alignment": raw_count,
@@ -353,15 +362,17 @@ class Aligner:
         }
         return AlignmentResult(
             entities=entities,
-            mention_entity=mention_entity,
+            mention_entity=MentionTable(
+                ids, entity_of_base[mention_base], [e.id for e in entities]
+            ),
             base_ids=base_ids,
             base_texts=texts,
             base_vectors=vectors,
             base_entity=base_entity,
             pairs=pairs,
-            mention_base={mid: base_ids[k] for k, r in enumerate(base) for mid in r.mention_ids},
+            mention_base=MentionTable(ids, mention_base, base_ids),
             counts=counts,
-            raw_nodes=raw_nodes,
+            raw_nodes=MentionTable(ids, raw_nodes),
             llm_usage=usage,
         )
 

@@ -199,7 +199,7 @@ def assemble(
     # what the later stages need of the mentions, taken before they are freed (the
     # extractions stay on disk: each stage below reads what it needs)
     mention_vectors = _current(cache.mentions, mentions) if contextual else {}
-    node_of = dict(zip(sorted(m.id for m in mentions), aligned.raw_nodes, strict=True))
+    node_of = aligned.raw_nodes
     del mentions
     # only the store write reads the base vectors again (and nothing the alignment cache)
     base_vectors = SpilledArray(aligned.base_vectors)
@@ -242,10 +242,9 @@ def assemble(
     relations = _extracted_relations(extractions, mention_entity)
     named = {e.id for e in entities if not set(e.types) <= GENERIC_TYPES}
     relations += cooccurrence_edges(
-        extractions,
-        {mid: eid for mid, eid in mention_entity.items() if eid in named},
-        scope=settings.cooccurrence,
+        extractions, mention_entity.where(named.__contains__), scope=settings.cooccurrence
     )
+    del named
     base_entity = dict(zip(aligned.base_ids, aligned.base_entity, strict=True))
     llm_usage: dict[str, Any] = {}
     if aligned.llm_usage is not None:

@@ -5,8 +5,13 @@ See `exact_groups`; `UnionFind` closes the merges transitively (here and in sema
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+
+import numpy as np
+from scipy.sparse import csgraph
+from scipy.sparse import csr_matrix as _csr
 
 from graphseek.knowledge.graph.models import UNTYPED, Mention
 from graphseek.knowledge.graph.records import GENERIC_TYPES
@@ -55,42 +60,98 @@ def _bucket_types(members: Sequence[Mention]) -> list[str]:
 
 
 def exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
-    """Groups of mention indices merged by HiGra's exact-match rule (shared key and type).
+    """Groups of mention indices merged by HiGra's exact-match rule (shared key and type), in
+    order of their first member, each in index order.
 
     One sense per discourse first: mentions of one passage sharing a name or alias key are one
     entity whatever their types (a tagger calling "Akron" GPE in one sentence and ORG in the
     next). Such a passage group then takes part in the global rule with *one* type set
     (`_bucket_types`), so a tagging error cannot chain every GPE "Akron" to every ORG "Akron"
-    of the corpus."""
-    keys = [{normalize_name(s) for s in (m.name, *m.aliases)} - {""} for m in mentions]
-    local = UnionFind(len(mentions))
-    seen: dict[tuple[str, str], int] = {}
-    for i, m in enumerate(mentions):
-        for key in keys[i]:
-            j = seen.setdefault((m.passage_id, key), i)
-            if j != i:
-                local.union(i, j)
-    uf = UnionFind(len(mentions))
+    of the corpus.
+
+    The groups are the connected components of a graph over the mentions whose edges join each
+    passage group's members to its first and each passage group to the first one bucketed
+    under the same (key, type). Passages are taken one at a time, so only one passage's keys are
+    held, and the edges are integer arrays: the whole corpus's key sets and (passage, key)
+    table took 1.3 GB at the 2.25 million mentions of 100,000 passages."""
+    n = len(mentions)
+    if n == 0:
+        return []
+    numbers: dict[str, int] = {}
+    passage = np.fromiter(
+        (numbers.setdefault(m.passage_id, len(numbers)) for m in mentions), dtype=np.int64, count=n
+    )
+    del numbers
+    by_passage = np.argsort(passage, kind="stable")  # each passage's mentions in index order
+    starts = np.flatnonzero(np.diff(passage[by_passage])) + 1
+    del passage
+    rows, cols = array("q"), array("q")
     first: dict[tuple[str, str], int] = {}
-    for group in local.groups():
-        head = group[0]
-        for i in group[1:]:
-            uf.union(head, i)
-        group_keys = set().union(*(keys[i] for i in group))
-        for key in group_keys:
-            for t in _bucket_types([mentions[i] for i in group]):
-                j = first.setdefault((key, t), head)
-                if j != head:
-                    uf.union(head, j)
-    return uf.groups()
+    for run in np.split(by_passage, starts):
+        for group, group_keys in _passage_groups(mentions, run.tolist()):
+            head = group[0]
+            rows.extend([head] * (len(group) - 1))
+            cols.extend(group[1:])
+            types = _bucket_types([mentions[i] for i in group])
+            for key in group_keys:
+                for t in types:
+                    j = first.setdefault((key, t), head)
+                    if j != head:
+                        rows.append(head)
+                        cols.append(j)
+    del first, by_passage, starts
+    edges = _csr(
+        (
+            np.ones(len(rows), dtype=np.int8),
+            (np.frombuffer(rows, dtype=np.int64), np.frombuffer(cols, dtype=np.int64)),
+        ),
+        shape=(n, n),
+    )
+    del rows, cols
+    _, labels = csgraph.connected_components(edges, directed=False)
+    del edges
+    order = np.argsort(labels, kind="stable")  # each component's members in index order
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    groups = [g.tolist() for g in np.split(order, bounds)]
+    groups.sort(key=lambda g: g[0])
+    return groups
 
 
-def raw_entity_count(mentions: Sequence[Mention]) -> tuple[int, list[int]]:
+def _passage_groups(
+    mentions: Sequence[Mention], members: list[int]
+) -> list[tuple[list[int], set[str]]]:
+    """The mentions of one passage (`members`, ascending indices) grouped by a shared name or
+    alias key, in order of their first member, with each group's keys."""
+    keys = [
+        {normalize_name(s) for s in (mentions[i].name, *mentions[i].aliases)} - {""}
+        for i in members
+    ]
+    local = UnionFind(len(members))
+    seen: dict[str, int] = {}
+    for k, found in enumerate(keys):
+        for key in found:
+            j = seen.setdefault(key, k)
+            if j != k:
+                local.union(k, j)
+    return [
+        ([members[k] for k in group], set().union(*(keys[k] for k in group)))
+        for group in local.groups()
+    ]
+
+
+def raw_entity_count(mentions: Sequence[Mention]) -> tuple[int, np.ndarray]:
     """Entities before alignment: one per distinct (normalised name, type set). Returns the
-    count and each mention's raw node index."""
+    count and each mention's raw node number (int32)."""
     index: dict[tuple[str, tuple[str, ...]], int] = {}
-    nodes = []
-    for m in mentions:
-        key = (normalize_name(m.name) or m.name.lower(), tuple(sorted(set(m.types))))
-        nodes.append(index.setdefault(key, len(index)))
+    nodes = np.fromiter(
+        (
+            index.setdefault(
+                (normalize_name(m.name) or m.name.lower(), tuple(sorted(set(m.types)))),
+                len(index),
+            )
+            for m in mentions
+        ),
+        dtype=np.int32,
+        count=len(mentions),
+    )
     return len(index), nodes

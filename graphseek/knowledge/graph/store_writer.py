@@ -121,8 +121,8 @@ class GraphData:
     base_entity: list[str]
     base_vectors: np.ndarray | SpilledArray
     pairs: dict[tuple[str, str], tuple[float, bool]]
-    mention_entity: dict[str, str]
-    mention_base: dict[str, str]
+    mention_entity: Mapping[str, str]
+    mention_base: Mapping[str, str]
     mention_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     """Contextual mention vectors by mention id (float16; empty unless the graph aligns with
     them), kept for incremental updates."""

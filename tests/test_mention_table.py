@@ -1,0 +1,45 @@
+"""`MentionTable`: a value per mention id over sorted ids, read as the dict it replaces."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from graphseek.knowledge.graph.mention_table import ABSENT, MentionTable
+
+
+def test_reads_as_the_dict_it_stands_for() -> None:
+    ids = ["p1#m0", "p1#m1", "p10#m0", "p2#m0"]
+    table = MentionTable(ids, [1, 0, 1, ABSENT], ["e-a", "e-b"])
+    as_dict = {"p1#m0": "e-b", "p1#m1": "e-a", "p10#m0": "e-b"}
+    assert table == as_dict and dict(table) == as_dict
+    assert len(table) == 3 and list(table) == ["p1#m0", "p1#m1", "p10#m0"]
+    assert table["p10#m0"] == "e-b" and table.get("p2#m0") is None
+    assert table.get("p9#m0", "none") == "none" and "p2#m0" not in table
+    assert "p1#m" not in table and 3 not in table  # a prefix, not a string: absent
+    with pytest.raises(KeyError):
+        table["p2#m0"]
+
+
+def test_codes_are_the_values_without_a_value_list() -> None:
+    table = MentionTable(["a", "b", "c"], np.array([7, 0, 7]))
+    assert table == {"a": 7, "b": 0, "c": 7} and isinstance(table["a"], int)
+    with pytest.raises(TypeError):
+        table.where(bool)
+
+
+def test_where_keeps_the_mentions_of_accepted_values_and_shares_the_ids() -> None:
+    ids = [f"p#m{k}" for k in range(6)]
+    table = MentionTable(ids, [0, 1, 2, 1, ABSENT, 0], ["x", "y", "z"])
+    kept = table.where({"x", "z"}.__contains__)
+    assert kept == {"p#m0": "x", "p#m2": "z", "p#m5": "x"} and kept.ids is ids
+    assert table == {"p#m0": "x", "p#m1": "y", "p#m2": "z", "p#m3": "y", "p#m5": "x"}
+
+
+def test_pickles_and_rejects_codes_of_another_length() -> None:
+    table = MentionTable(["a", "b"], [1, 0], ["u", "v"])
+    assert pickle.loads(pickle.dumps(table)) == {"a": "v", "b": "u"}
+    with pytest.raises(ValueError, match="3 codes for 2 ids"):
+        MentionTable(["a", "b"], [0, 0, 0], ["u"])
