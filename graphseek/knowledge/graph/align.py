@@ -47,10 +47,11 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from graphseek.knowledge.background import Background
-from graphseek.knowledge.graph.candidates import name_pairs, radius_pairs, variant_pairs
+from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vectors
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
 from graphseek.knowledge.graph.mention_table import MentionTable
+from graphseek.knowledge.graph.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import Entity, Mention, graph_record
 from graphseek.knowledge.graph.records import (
     GENERIC_TYPES,
@@ -86,7 +87,7 @@ class AlignmentCache:
 
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     base_ids: set[str] = field(default_factory=set)
-    pairs: dict[tuple[str, str], tuple[float, bool]] = field(default_factory=dict)
+    pairs: Mapping[tuple[str, str], tuple[float, bool]] = field(default_factory=dict)
     base_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     """Contextual base vectors by base id: a base entity whose id is here has the same
     mentions (the id hashes them), so its row is reused instead of summed again."""
@@ -101,7 +102,7 @@ class AlignmentResult:
     base_vectors: np.ndarray
     base_entity: list[str]
     """The final entity id of each base entity."""
-    pairs: dict[tuple[str, str], tuple[float, bool]]
+    pairs: MergePairs
     mention_base: MentionTable[str]
     counts: dict[str, int]
     raw_nodes: MentionTable[int]
@@ -171,30 +172,21 @@ FRESH_CHUNK = 65_536
 """Rows `_encode_per_text` encodes at a time (one block beside the output)."""
 
 
-def ambiguous_generics(
-    base: Sequence[EntityRecord],
-    position: dict[str, int],
-    pairs: dict[tuple[str, str], tuple[float, bool]],
-) -> set[str]:
-    """Generic-only (``CONCEPT``/``ENTITY``) base entities whose accepted partners have
-    incompatible types ("Paris" the concept matching both the city and the person): merging
-    them would chain unrelated entities, so none of their merges is applied."""
-    partners: dict[str, list[str]] = defaultdict(list)
-    for (a, b), (_, merged) in pairs.items():
-        if merged:
-            partners[a].append(b)
-            partners[b].append(a)
-    blocked: set[str] = set()
-    for bid, others in partners.items():
-        if not set(base[position[bid]].types) <= GENERIC_TYPES:
+def ambiguous_generics(base: Sequence[EntityRecord], pairs: MergePairs) -> set[int]:
+    """Generic-only (``CONCEPT``/``ENTITY``) base entities (positions in `base`) whose accepted
+    partners have incompatible types ("Paris" the concept matching both the city and the
+    person): merging them would chain unrelated entities, so none of their merges is applied."""
+    partners: dict[int, list[int]] = defaultdict(list)
+    for a, b in zip(pairs.a[pairs.merged].tolist(), pairs.b[pairs.merged].tolist(), strict=True):
+        partners[a].append(b)
+        partners[b].append(a)
+    blocked: set[int] = set()
+    for k, others in partners.items():
+        if not set(base[k].types) <= GENERIC_TYPES:
             continue
-        typed = [
-            base[position[o]].types
-            for o in others
-            if not set(base[position[o]].types) <= GENERIC_TYPES
-        ]
+        typed = [base[o].types for o in others if not set(base[o].types) <= GENERIC_TYPES]
         if any(not types_compatible(x, y) for n, x in enumerate(typed) for y in typed[n + 1 :]):
-            blocked.add(bid)
+            blocked.add(k)
     return blocked
 
 
@@ -288,33 +280,44 @@ class Aligner:
         position = {bid: k for k, bid in enumerate(base_ids)}
 
         # decisions kept from the previous run: both ends unchanged
-        pairs: dict[tuple[str, str], tuple[float, bool]] = {
-            key: value
-            for key, value in cache.pairs.items()
-            if key[0] in position and key[1] in position
-        }
-        candidates = radius_pairs(vectors, changed, self.tau, self.max_neighbors)
-        for i, j in named_pairs.result():
-            if (i, j) not in candidates:
-                candidates[(i, j)] = float(vectors[i] @ vectors[j])
-        fresh = {
-            (base_ids[i], base_ids[j]): sim
-            for (i, j), sim in candidates.items()
-            if (base_ids[i], base_ids[j]) not in pairs
-        }
+        kept = MergePairs.from_mapping(base_ids, cache.pairs)
+        first, second, sims = radius_pair_rows(vectors, changed, self.tau, self.max_neighbors)
+        n = max(len(base_ids), 1)
+        named = np.array(sorted(named_pairs.result()), dtype=np.int64).reshape(-1, 2)
+        named = named[~np.isin(named[:, 0] * n + named[:, 1], first * n + second)]
+        named_sims = [float(vectors[i] @ vectors[j]) for i, j in named.tolist()]
+        first = np.concatenate([first, named[:, 0]])
+        second = np.concatenate([second, named[:, 1]])
+        sims = np.concatenate([sims.astype(np.float64), np.array(named_sims, dtype=np.float64)])
+        del named, named_sims
+        fresh = ~np.isin(first * n + second, kept.codes)
+        first, second, sims = first[fresh], second[fresh], sims[fresh]
         usage = None
-        if fresh:
+        pairs = kept
+        if len(first):
             if self.model is None:
-                decided = self._decide_offline(fresh, base, position, cache)
+                merged = self._decide_offline(first, second, sims, base, cache)
+                decided = MergePairs.of(base_ids, first, second, sims, merged)
             else:
-                decided, usage = self._decide_llm(fresh, base, position)
-            pairs.update(decided)
+                asked = {
+                    (base_ids[i], base_ids[j]): sim
+                    for i, j, sim in zip(
+                        first.tolist(), second.tolist(), sims.tolist(), strict=True
+                    )
+                }
+                answered, usage = self._decide_llm(asked, base, position)
+                decided = MergePairs.from_mapping(base_ids, answered)
+            pairs = decided.join(kept)  # an LLM's answer replaces a kept decision
+        del first, second, sims, kept
 
-        blocked = ambiguous_generics(base, position, pairs) if self.model is None else set()
+        blocked = ambiguous_generics(base, pairs) if self.model is None else set()
         uf = UnionFind(len(base))
-        for (a, b), (_, merged) in pairs.items():
-            if merged and a not in blocked and b not in blocked:
-                uf.union(position[a], position[b])
+        joined = pairs.merged.copy()
+        if blocked:
+            out = np.fromiter(blocked, dtype=np.int64, count=len(blocked))
+            joined &= ~np.isin(pairs.a, out) & ~np.isin(pairs.b, out)
+        for a, b in zip(pairs.a[joined].tolist(), pairs.b[joined].tolist(), strict=True):
+            uf.union(a, b)
         entities: list[Entity] = []
         base_entity = [""] * len(base)
         used: set[str] = set()
@@ -358,7 +361,7 @@ class Aligner:
             "after_exact": len(base),
             "after_semantic": len(entities),
             "candidate_pairs": len(pairs),
-            "merged_pairs": sum(1 for _, merged in pairs.values() if merged),
+            "merged_pairs": int(np.count_nonzero(pairs.merged)),
         }
         return AlignmentResult(
             entities=entities,
@@ -412,34 +415,36 @@ class Aligner:
 
     def _decide_offline(
         self,
-        fresh: dict[tuple[str, str], float],
+        first: np.ndarray,
+        second: np.ndarray,
+        sims: np.ndarray,
         base: Sequence[EntityRecord],
-        position: dict[str, int],
         cache: AlignmentCache,
-    ) -> dict[tuple[str, str], tuple[float, bool]]:
-        out: dict[tuple[str, str], tuple[float, bool]] = {}
-        need_description: list[tuple[str, str]] = []
-        for (a, b), sim in fresh.items():
-            ra, rb = base[position[a]], base[position[b]]
+    ) -> np.ndarray:
+        """Whether each candidate pair (positions `first[k]`, `second[k]` in `base`) merges."""
+        decided: list[bool] = []
+        need_description: list[int] = []
+        for k, (a, b) in enumerate(zip(first.tolist(), second.tolist(), strict=True)):
+            ra, rb = base[a], base[b]
             ok = (
                 types_compatible(ra.types, rb.types)
                 and generic_may_join(ra, rb)
                 and any_name_match(ra, rb)
             )
-            out[(a, b)] = (sim, ok)
+            decided.append(ok)
             if ok and ra.description and rb.description and ra.description != rb.description:
-                need_description.append((a, b))
+                need_description.append(k)
+        out = np.array(decided, dtype=bool)
         if need_description and self.description_min > -1.0:
-            texts = sorted(
-                {base[position[x]].description for pair in need_description for x in pair}
-            )
+            pairs = [(int(first[k]), int(second[k])) for k in need_description]
+            texts = sorted({base[x].description for pair in pairs for x in pair})
             vecs = cached_encode(texts, self.embed, cache.vectors)
             row = {t: k for k, t in enumerate(texts)}
-            for a, b in need_description:
-                va = vecs[row[base[position[a]].description]]
-                vb = vecs[row[base[position[b]].description]]
+            for k, (a, b) in zip(need_description, pairs, strict=True):
+                va = vecs[row[base[a].description]]
+                vb = vecs[row[base[b].description]]
                 if float(va @ vb) < self.description_min:
-                    out[(a, b)] = (out[(a, b)][0], False)
+                    out[k] = False
         return out
 
     def _decide_llm(

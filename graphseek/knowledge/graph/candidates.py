@@ -43,10 +43,24 @@ def radius_pairs(
     `EXACT_PAIRS_MAX`): every pair of up to `exact_max` vectors, or a few queries against many
     more vectors (an update of a large store, where building an HNSW graph over all of them
     would cost more than the exact search); above, the nearest come from `hnsw_neighbours`
-    (approximate: a few pairs are missed)."""
-    out: dict[tuple[int, int], float] = {}
-    if len(vectors) < 2 or not queries:
-        return out
+    (approximate: a few pairs are missed). As a dict: `radius_pair_rows`."""
+    i, j, sim = radius_pair_rows(vectors, queries, tau, max_neighbors, exact_max=exact_max)
+    return dict(zip(zip(i.tolist(), j.tolist(), strict=True), sim.tolist(), strict=True))
+
+
+def radius_pair_rows(
+    vectors: np.ndarray,
+    queries: Sequence[int],
+    tau: float,
+    max_neighbors: int,
+    *,
+    exact_max: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`radius_pairs` as columns (i < j, cosine), in (i, j) order: a pair found from both ends
+    has the cosine of the query that found it first (the two can differ in the last bit)."""
+    none = np.zeros(0, dtype=np.int64)
+    if len(vectors) < 2 or not len(queries):
+        return none, none, np.zeros(0, dtype=np.float32)
     data = np.ascontiguousarray(vectors, dtype=np.float32)
     q = np.asarray(queries, dtype=np.int64)
     threshold = 1.0 - tau - 1e-6
@@ -55,19 +69,23 @@ def radius_pairs(
         rows = _exact_radius(data, q, threshold)
     else:
         rows = hnsw_neighbours(data, q, max_neighbors + 1, threshold)
+    firsts: list[np.ndarray] = []
+    seconds: list[np.ndarray] = []
+    sims: list[np.ndarray] = []
     for i, (cand, sim) in zip(q.tolist(), rows, strict=True):
         order = np.lexsort((cand, -sim))
-        kept = 0
-        for k in order.tolist():
-            j = int(cand[k])
-            if j == i:
-                continue
-            pair = (i, j) if i < j else (j, i)
-            out.setdefault(pair, float(sim[k]))
-            kept += 1
-            if kept >= max_neighbors:
-                break
-    return out
+        found = np.asarray(cand, dtype=np.int64)[order]
+        other = found != i
+        found = found[other][:max_neighbors]
+        firsts.append(np.full(len(found), i, dtype=np.int64))
+        seconds.append(found)
+        sims.append(np.asarray(sim, dtype=np.float32)[order][other][:max_neighbors])
+    a, b = np.concatenate(firsts), np.concatenate(seconds)
+    del firsts, seconds
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    del a, b
+    _, first = np.unique(lo * len(data) + hi, return_index=True)
+    return lo[first], hi[first], np.concatenate(sims)[first]
 
 
 def _exact_radius(

@@ -34,6 +34,7 @@ import json
 import os
 import sqlite3
 import threading
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -45,6 +46,7 @@ from scipy import sparse
 from graphseek.errors import IndexFormatError, IndexNotFoundError
 from graphseek.knowledge.atomic import recover
 from graphseek.knowledge.graph.contextual import MentionVectors
+from graphseek.knowledge.graph.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -557,17 +559,33 @@ class SQLiteGraphStore:
             return MentionVectors(0)
         return MentionVectors.from_npy(self.dir / "mention_vectors.npy", ids)
 
-    def alignment_state(
-        self,
-    ) -> tuple[list[str], list[str], np.ndarray, dict[tuple[str, str], tuple[float, bool]]]:
-        """Base entity ids, their embedding texts, their vectors, and the decided merge pairs."""
+    def alignment_state(self) -> tuple[list[str], list[str], np.ndarray, MergePairs]:
+        """Base entity ids, their embedding texts, their vectors, and the decided merge pairs
+        (read a block of rows at a time into columns)."""
         rows = self._rows("SELECT id, text FROM base_entities ORDER BY ord")
         vectors = self._vectors("base_vectors")
-        pairs = {
-            (a, b): (float(sim), bool(merged))
-            for a, b, sim, merged in self._rows("SELECT a, b, sim, merged FROM merge_pairs")
-        }
-        return [r[0] for r in rows], [r[1] for r in rows], vectors, pairs
+        ids = [r[0] for r in rows]
+        position = {x: k for k, x in enumerate(ids)}
+        first, second, sims, merged = array("q"), array("q"), array("d"), array("b")
+        with self._lock:
+            cursor = self._con.execute("SELECT a, b, sim, merged FROM merge_pairs")
+            while block := cursor.fetchmany(65_536):
+                for a, b, sim, flag in block:
+                    i, j = position.get(a), position.get(b)
+                    if i is not None and j is not None:
+                        first.append(i)
+                        second.append(j)
+                        sims.append(sim)
+                        merged.append(1 if flag else 0)
+        del position
+        pairs = MergePairs.of(
+            ids,
+            np.frombuffer(first, dtype=np.int64),
+            np.frombuffer(second, dtype=np.int64),
+            np.frombuffer(sims, dtype=np.float64),
+            np.frombuffer(merged, dtype=np.int8).astype(bool),
+        )
+        return ids, [r[1] for r in rows], vectors, pairs
 
 
 MENTION_ROWS = (

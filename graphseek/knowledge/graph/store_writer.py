@@ -21,6 +21,7 @@ from scipy import sparse
 from graphseek.errors import IndexFormatError
 from graphseek.knowledge.atomic import atomic_directory, recover
 from graphseek.knowledge.background import Background
+from graphseek.knowledge.graph.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -120,7 +121,8 @@ class GraphData:
     base_texts: list[str]
     base_entity: list[str]
     base_vectors: np.ndarray | SpilledArray
-    pairs: dict[tuple[str, str], tuple[float, bool]]
+    pairs: MergePairs
+    """The decided merge pairs, in (a, b) order."""
     mention_entity: Mapping[str, str]
     mention_base: Mapping[str, str]
     mention_vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
@@ -267,7 +269,7 @@ def _write_database(path: Path, data: GraphData) -> None:
             )
             con.executemany(
                 "INSERT INTO merge_pairs VALUES (?, ?, ?, ?)",
-                ((a, b, sim, int(merged)) for (a, b), (sim, merged) in sorted(data.pairs.items())),
+                ((a, b, sim, int(merged)) for (a, b), (sim, merged) in data.pairs.items()),
             )
         con.executescript(_INDEXES)
         con.commit()
