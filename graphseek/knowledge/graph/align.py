@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +110,9 @@ class AlignmentResult:
     llm_usage: Any = None
 
 
-def cached_encode(texts: Sequence[str], embed: Embed, cache: dict[str, np.ndarray]) -> np.ndarray:
+def cached_encode(
+    texts: Sequence[str], embed: Embed, cache: MutableMapping[str, np.ndarray]
+) -> np.ndarray:
     """Vectors for `texts`, encoding only those not in `cache` (which is updated).
 
     The cache keeps the new texts' rows as views of the returned array, not of the encoder's
@@ -137,7 +139,9 @@ def cached_encode(texts: Sequence[str], embed: Embed, cache: dict[str, np.ndarra
     return out
 
 
-def _encode_per_text(texts: Sequence[str], embed: Any, cache: dict[str, np.ndarray]) -> np.ndarray:
+def _encode_per_text(
+    texts: Sequence[str], embed: Any, cache: MutableMapping[str, np.ndarray]
+) -> np.ndarray:
     """`cached_encode` with an encoder whose vectors depend on each text alone (``per_text``,
     ``encode_into``): the texts not cached are encoded a chunk at a time into their rows of
     the output, which the cache then views. The same rows as encoding them all at once,
