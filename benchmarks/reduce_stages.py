@@ -11,9 +11,12 @@ extracted), MiniLM after a pass over them, its memory released.
 
 It prints each stage's seconds and peak RSS, the process's peak (VmHWM), and whether the store
 it wrote is the stored one, file by file (the manifest less its timings and write time): the
-stages since changed must give the same index.
+stages since changed must give the same index. ``--phases`` also samples the process's RSS
+every 50 ms and prints, for each step of the stages (the functions in `PHASES`, and the code
+between them, named ``after <function>``), the RSS when it began and the most it reached:
+where inside a stage the peak is.
 
-    .venv/bin/python benchmarks/reduce_stages.py STORE_DIR [--out DIR]
+    .venv/bin/python benchmarks/reduce_stages.py STORE_DIR [--out DIR] [--phases]
 
 STORE_DIR: a graph store directory (e.g. ``$GRAPHSEEK_CACHE_DIR/bench-add/synthetic-100000/graph``
 from `benchmarks/incremental_add.py`), built with the offline extractor and contextual vectors.
@@ -39,6 +42,91 @@ def peak_mb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 
 
+PHASES = {
+    "graphseek.knowledge.graph.align": [
+        "exact_groups",
+        "raw_entity_count",
+        "radius_pair_rows",
+        "ambiguous_generics",
+        "Aligner._base_vectors",
+        "Aligner._decide_offline",
+    ],
+    "graphseek.knowledge.graph.assemble": [
+        "_alignment_mentions",
+        "_raw_components",
+        "build_hyperedges",
+        "_extracted_relations",
+        "cooccurrence_edges",
+        "similarity_edges",
+        "match_passages",
+        "assign_topics",
+        "build_matrices",
+    ],
+    "graphseek.knowledge.graph.build": ["write_store"],
+}
+"""The functions `--phases` names the RSS samples after (module: names, ``Class.method``)."""
+
+
+class PhaseSampler:
+    """The RSS at the start of each phase and its most within it, sampled by a thread every
+    `interval` seconds; `wrap` makes a function a phase (the code after it is ``after name``)."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        import threading
+
+        self.phase = "start"
+        self.peaks: dict[str, list[int]] = {}
+        self.interval = interval
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    @staticmethod
+    def rss_mb() -> int:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS"):
+                    return int(line.split()[1]) // 1024
+        return 0
+
+    def _sample(self) -> None:
+        while True:
+            now, phase = self.rss_mb(), self.phase
+            seen = self.peaks.setdefault(phase, [now, now])
+            seen[1] = max(seen[1], now)
+            time.sleep(self.interval)
+
+    def wrap(self, owner: object, name: str) -> None:
+        import functools
+
+        fn = getattr(owner, name)
+
+        @functools.wraps(fn)
+        def phase(*args: object, **kwargs: object) -> object:
+            self.phase = name
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.phase = f"after {name}"
+
+        setattr(owner, name, phase)
+
+    def install(self) -> None:
+        import importlib
+
+        for module, names in PHASES.items():
+            loaded = importlib.import_module(module)
+            for dotted in names:
+                owner: object = loaded
+                *classes, name = dotted.split(".")
+                for cls in classes:
+                    owner = getattr(owner, cls)
+                self.wrap(owner, name)
+
+    def report(self) -> None:
+        print("RSS by phase, MB (at its start, the most within it):")
+        for phase, (first, most) in self.peaks.items():
+            print(f"  {phase:<32} {first:>7,} {most:>7,}")
+
+
 def digest(path: Path) -> str:
     if path.name == "manifest.json":
         manifest = json.loads(path.read_text())
@@ -52,7 +140,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", type=Path, help="a graph store directory")
     parser.add_argument("--out", type=Path, help="write the new store here (default: a temp dir)")
+    parser.add_argument("--phases", action="store_true", help="RSS by step inside the stages")
     args = parser.parse_args()
+    sampler = PhaseSampler() if args.phases else None
+    if sampler is not None:
+        sampler.install()
 
     import numpy as np
 
@@ -101,6 +193,8 @@ def main() -> None:
                     f"  {stage:<20} {t['seconds']:>8.1f} s   peak RSS {t['peak_rss_mb']:>8,.0f} MB"
                 )
         print(f"whole process peak RSS (VmHWM): {peak_mb():,} MB")
+        if sampler is not None:
+            sampler.report()
         files = sorted(p for p in out.iterdir() if p.is_file())
         different = [p.name for p in files if digest(p) != digest(args.store / p.name)]
         print(
