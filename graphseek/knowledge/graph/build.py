@@ -407,6 +407,7 @@ def build_graph(
     prefetch.result()
     if passage_vectors is not None and on_passage_vectors is not None:
         on_passage_vectors(passage_vectors)
+    del passage_vectors  # handed on: not held through the stages below
     cache = VectorCache.fresh(settings, mentions)
     data = assemble(
         items,
