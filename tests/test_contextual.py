@@ -224,6 +224,31 @@ def test_mention_vectors_keep_rows_in_a_file_and_read_them_back() -> None:
         vectors.append(["a", "b"], np.zeros((3, 8), np.float16))
 
 
+def test_frozen_mention_vectors_read_the_same_rows_through_sorted_ids() -> None:
+    """`freeze` replaces the row dict by row numbers over alignment's sorted ids: the same
+    keys, rows and runs; ids without a vector stay absent; nothing can be added after."""
+    from graphseek.knowledge.graph.contextual import MentionVectors
+
+    rng = np.random.default_rng(5)
+    vectors = MentionVectors(4)
+    vectors.append(["p2#m0", "p1#m1", "p1#m0"], rng.normal(size=(3, 4)))
+    vectors.append(["p1#m1"], rng.normal(size=(1, 4)))  # replaced: row 3
+    before = {m: vectors[m].tobytes() for m in vectors}
+    taken = vectors.take(["p1#m0", "p2#m0", "p1#m1"]).tobytes()
+    ids = ["p1#m0", "p1#m1", "p1#m2", "p2#m0"]  # p1#m2: a mention without a vector
+    vectors.freeze(ids)
+    assert list(vectors) == ["p1#m0", "p1#m1", "p2#m0"] and len(vectors) == 3
+    assert {m: vectors[m].tobytes() for m in vectors} == before and "p1#m2" not in vectors
+    assert vectors.take(["p1#m0", "p2#m0", "p1#m1"]).tobytes() == taken
+    assert vectors.restrict(["p2#m0"])["p2#m0"].tobytes() == before["p2#m0"]
+    with pytest.raises(ValueError, match="frozen"):
+        vectors.append(["p3#m0"], np.zeros((1, 4)))
+    other = MentionVectors(4)
+    other.append(["p9#m0"], np.zeros((1, 4)))
+    with pytest.raises(ValueError, match="1 mention vectors have no id"):
+        other.freeze(ids)
+
+
 def test_mention_vectors_take_rows_in_runs_as_lookups_give_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

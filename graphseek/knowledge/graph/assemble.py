@@ -221,6 +221,8 @@ def assemble(
     # what the later stages need of the mentions, taken before they are freed (the
     # extractions stay on disk: each stage below reads what it needs)
     mention_vectors = _current(cache.mentions, mentions) if contextual else {}
+    if isinstance(mention_vectors, MentionVectors):  # keyed by alignment's ids from now on
+        mention_vectors.freeze(aligned.mention_entity.ids)
     node_of = aligned.raw_nodes
     del mentions
     # only the store write reads the base vectors again (and nothing the alignment cache)

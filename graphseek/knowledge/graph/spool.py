@@ -217,7 +217,7 @@ class KeyedRows(Mapping[str, np.ndarray]):
 
     dim: int
     dtype: np.dtype
-    _row: dict[str, int]
+    _row: Mapping[str, int]
     _start = 0
 
     def _reader(self) -> contextlib.AbstractContextManager[Callable[[int, int], bytes]]:
