@@ -22,6 +22,7 @@ from demo_builds import demo_copies, store_files, store_manifest
 
 from graphseek.knowledge.graph import build_graph
 from graphseek.knowledge.graph.contextual import MENTION_DTYPE, mention_spans
+from graphseek.knowledge.graph.exact import components
 from graphseek.knowledge.passages import Passage
 
 align = importlib.import_module("graphseek.knowledge.graph.align")
@@ -92,7 +93,7 @@ def reference_raw_components(extractions, node_of, n, scope):  # type: ignore[no
     typed = {m.id for x in extractions for m in x.mentions if not set(m.types) <= GENERIC_TYPES}
     raw = {mid: str(node) for mid, node in node_of.items() if mid in typed}
     edges += [(int(a), int(b)) for a, b in cooccurring_pairs(extractions, raw, scope=scope)]
-    return assemble._components(n, [a for a, _ in edges], [b for _, b in edges])
+    return components(n, [a for a, _ in edges], [b for _, b in edges])[0]
 
 
 def live_extraction_objects() -> int:

@@ -281,7 +281,6 @@ class Aligner:
         vectors = self._base_vectors(base, base_ids, texts, cache, mention_vectors)
         if not len(vectors):
             vectors = np.zeros((0, 1), dtype=np.float32)
-        position = {bid: k for k, bid in enumerate(base_ids)}
 
         # decisions kept from the previous run: both ends unchanged
         kept = MergePairs.from_mapping(base_ids, cache.pairs)
@@ -309,6 +308,7 @@ class Aligner:
                         first.tolist(), second.tolist(), sims.tolist(), strict=True
                     )
                 }
+                position = {bid: k for k, bid in enumerate(base_ids)}
                 answered, usage = self._decide_llm(asked, base, position)
                 decided = MergePairs.from_mapping(base_ids, answered)
             pairs = decided.join(kept)  # an LLM's answer replaces a kept decision

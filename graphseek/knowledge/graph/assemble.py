@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 from scipy.sparse import csgraph
-from scipy.sparse import csr_matrix as _csr
 
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.align import Aligner, cached_encode
 from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import MentionVectors
+from graphseek.knowledge.graph.exact import components
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
 from graphseek.knowledge.graph.link import (
     COOCCURRENCE_MAX_GROUP,
@@ -45,16 +45,6 @@ from graphseek.knowledge.graph.vectors import (
 )
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
-
-
-def _components(n: int, rows: Sequence[int], cols: Sequence[int]) -> int:
-    """Connected components of the graph over 0..n-1 with the edges (rows[k], cols[k])."""
-    if n == 0:
-        return 0
-    ones = np.ones(len(rows), dtype=np.int8)
-    matrix = _csr((ones, (np.asarray(rows), np.asarray(cols))), shape=(n, n))
-    count, _ = csgraph.connected_components(matrix, directed=False)
-    return int(count)
 
 
 def _raw_components(
@@ -88,7 +78,7 @@ def _raw_components(
                 ordered = sorted(members)
                 rows.extend(ordered[:-1])
                 cols.extend(ordered[1:])
-    return _components(n, rows, cols)
+    return components(n, rows, cols)[0]
 
 
 def _alignment_mentions(extractions: Iterable[Extraction]) -> list[Mention]:

@@ -100,21 +100,25 @@ def exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
                         rows.append(head)
                         cols.append(j)
     del first, by_passage, starts
-    edges = _csr(
-        (
-            np.ones(len(rows), dtype=np.int8),
-            (np.frombuffer(rows, dtype=np.int64), np.frombuffer(cols, dtype=np.int64)),
-        ),
-        shape=(n, n),
-    )
+    _, labels = components(n, rows, cols)
     del rows, cols
-    _, labels = csgraph.connected_components(edges, directed=False)
-    del edges
     order = np.argsort(labels, kind="stable")  # each component's members in index order
     bounds = np.flatnonzero(np.diff(labels[order])) + 1
     groups = [g.tolist() for g in np.split(order, bounds)]
     groups.sort(key=lambda g: g[0])
     return groups
+
+
+def components(n: int, rows: Sequence[int], cols: Sequence[int]) -> tuple[int, np.ndarray]:
+    """Connected components of the undirected graph over 0..n-1 with the edges
+    (rows[k], cols[k]): their count and each node's component label."""
+    if n == 0:
+        return 0, np.zeros(0, dtype=np.int32)
+    edges = _csr(
+        (np.ones(len(rows), dtype=np.int8), (np.asarray(rows), np.asarray(cols))), shape=(n, n)
+    )
+    count, labels = csgraph.connected_components(edges, directed=False)
+    return int(count), labels
 
 
 def _passage_groups(

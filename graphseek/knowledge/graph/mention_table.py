@@ -26,6 +26,14 @@ ABSENT = -1
 """The code of a mention the table leaves out (`where`)."""
 
 
+def sorted_position(ids: Sequence[str], key: object) -> int:
+    """The position of `key` in the sorted `ids` (bisection), `ABSENT` if it is not there."""
+    if not isinstance(key, str):
+        return ABSENT
+    k = bisect_left(ids, key)
+    return k if k < len(ids) and ids[k] == key else ABSENT
+
+
 class MentionTable(Mapping[str, V], Generic[V]):
     """``{ids[k]: values[codes[k]]}`` for every k whose code is not `ABSENT`. `ids`: sorted,
     unique (not copied: tables of one alignment share them). `values`: the distinct values,
@@ -51,12 +59,8 @@ class MentionTable(Mapping[str, V], Generic[V]):
         return np.frombuffer(self._codes, dtype=np.int32)
 
     def _code(self, key: object) -> int:
-        if not isinstance(key, str):
-            return ABSENT
-        k = bisect_left(self.ids, key)
-        if k < len(self.ids) and self.ids[k] == key:
-            return self._codes[k]
-        return ABSENT
+        k = sorted_position(self.ids, key)
+        return ABSENT if k == ABSENT else self._codes[k]
 
     def __getitem__(self, key: str) -> V:
         code = self._code(key)

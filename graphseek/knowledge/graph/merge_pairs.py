@@ -10,10 +10,11 @@ cosine and a merged flag per pair: 17 bytes instead of about 170. It reads as th
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import ItemsView, Iterator, Mapping, Sequence
 
 import numpy as np
+
+from graphseek.knowledge.graph.mention_table import sorted_position
 
 Pair = tuple[str, str]
 Decision = tuple[float, bool]
@@ -100,7 +101,7 @@ class MergePairs(Mapping[Pair, Decision]):
         if not (isinstance(key, tuple) and len(key) == 2):
             return -1
         x, y = key
-        i, j = _position(self.ids, x), _position(self.ids, y)
+        i, j = sorted_position(self.ids, x), sorted_position(self.ids, y)
         if i < 0 or j < 0:
             return -1
         code = i * max(len(self.ids), 1) + j
@@ -143,13 +144,6 @@ class _Items(ItemsView[Pair, Decision]):
             strict=True,
         ):
             yield (ids[i], ids[j]), (sim, merged)
-
-
-def _position(ids: Sequence[str], x: object) -> int:
-    if not isinstance(x, str):
-        return -1
-    k = bisect_left(ids, x)
-    return k if k < len(ids) and ids[k] == x else -1
 
 
 def _positions(ids: Sequence[str], others: Sequence[str]) -> np.ndarray:

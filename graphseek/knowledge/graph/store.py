@@ -559,11 +559,16 @@ class SQLiteGraphStore:
             return MentionVectors(0)
         return MentionVectors.from_npy(self.dir / "mention_vectors.npy", ids)
 
-    def alignment_state(self) -> tuple[list[str], list[str], np.ndarray, MergePairs]:
-        """Base entity ids, their embedding texts, their vectors, and the decided merge pairs
-        (read a block of rows at a time into columns)."""
+    def alignment_state(
+        self, *, vectors: bool = True
+    ) -> tuple[list[str], list[str], np.ndarray, MergePairs]:
+        """Base entity ids, their embedding texts, their vectors (an empty array unless
+        `vectors`: an update that reads them a block at a time does not load them whole), and
+        the decided merge pairs (read a block of rows at a time into columns)."""
         rows = self._rows("SELECT id, text FROM base_entities ORDER BY ord")
-        vectors = self._vectors("base_vectors")
+        base_vectors = (
+            self._vectors("base_vectors") if vectors else np.zeros((0, 0), dtype=np.float32)
+        )
         ids = [r[0] for r in rows]
         position = {x: k for k, x in enumerate(ids)}
         first, second, sims, merged = array("q"), array("q"), array("d"), array("b")
@@ -585,7 +590,7 @@ class SQLiteGraphStore:
             np.frombuffer(sims, dtype=np.float64),
             np.frombuffer(merged, dtype=np.int8).astype(bool),
         )
-        return ids, [r[1] for r in rows], vectors, pairs
+        return ids, [r[1] for r in rows], base_vectors, pairs
 
 
 MENTION_ROWS = (

@@ -133,8 +133,9 @@ class VectorCache:
 
 def cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> VectorCache:
     aligned: dict[str, np.ndarray] = {}
-    base_ids, base_texts, base_vectors, pairs = store.alignment_state()
-    if settings.alignment == "records":  # contextual base vectors are not a text's vector
+    records = settings.alignment == "records"
+    base_ids, base_texts, base_vectors, pairs = store.alignment_state(vectors=records)
+    if records:  # contextual base vectors are not a text's vector
         for text, vector in zip(base_texts, base_vectors, strict=False):
             aligned[text] = vector
     vectors = aligned if settings.vectors == "minilm" else {}
@@ -156,8 +157,10 @@ def cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> Vector
     stored_base: Mapping[str, np.ndarray] = {}
     if settings.alignment == "contextual":
         mentions = store.mention_vector_file()
-        if len(base_vectors) == len(base_ids):  # read from the file, a block at a time
+        try:  # read from the file, a block at a time
             stored_base = NpyRows(store.dir / "base_vectors.npy", base_ids)
+        except ValueError:  # its rows are not the base entities': none reused
+            stored_base = {}
     return VectorCache(
         vectors=vectors,
         alignment=AlignmentCache(
