@@ -7,12 +7,15 @@ stage's end (from the graph manifest's `timings`), the whole run's peak (VmHWM: 
 included), and the growth of the peak between sizes (MB per 1,000 passages; issue 27's target is
 4 GB at 100,000 passages and no growth beyond the stores).
 
+``--phases`` also samples the RSS every 50 ms and prints it by step (`reduce_stages.py`'s
+steps, with the extraction and the passage pass): where inside a build its peak is.
+
 ``--against REV`` builds each size a second time from a git worktree of REV (the baseline, in
 the same run) and checks that the two stores are the same: every file byte for byte, and the
 manifest less its timings and write time. It prints both builds' peaks side by side.
 
     .venv/bin/python benchmarks/bounded_build.py [--sizes 2000,10000] [--against 1783b93]
-        [--keep DIR]
+        [--keep DIR] [--phases]
 
 The forked extraction workers are not counted in the peak (each adds spaCy's working set).
 """
@@ -39,27 +42,39 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def child(size: int, out: Path, data_dir: Path) -> None:
-    """Build in this process and print one JSON line: seconds, peak RSS, stage timings."""
+def child(size: int, out: Path, data_dir: Path, phases: bool = False) -> None:
+    """Build in this process and print one JSON line: seconds, peak RSS, stage timings (with
+    `phases`, the RSS by step: `reduce_stages.PhaseSampler`, the map stages included)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from indexing import synthetic
+    from reduce_stages import PhaseSampler
 
-    from graphseek.knowledge.graph.build import build_graph
+    from graphseek.knowledge.graph import build as building
 
+    sampler = PhaseSampler() if phases else None
+    if sampler is not None:
+        sampler.install()
+        for name in ("_extract", "_contextual"):  # the map stages: extraction, passage pass
+            sampler.wrap(building, name)
     passages = synthetic(data_dir, size)
     started = time.perf_counter()
-    build_graph(passages, out, show_progress=False)
+    building.build_graph(passages, out, show_progress=False)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     timings = json.loads((out / "manifest.json").read_text())["timings"]
-    print(json.dumps({"n": size, "seconds": seconds, "peak_rss_mb": peak, "timings": timings}))
+    result = {"n": size, "seconds": seconds, "peak_rss_mb": peak, "timings": timings}
+    if sampler is not None:
+        result["phases"] = sampler.peaks
+    print(json.dumps(result))
 
 
-def run_build(size: int, out: Path, data_dir: Path, source: Path) -> dict[str, Any]:
+def run_build(
+    size: int, out: Path, data_dir: Path, source: Path, phases: bool = False
+) -> dict[str, Any]:
     """`child` in a fresh process with `source` (a checkout) first on the import path."""
     env = dict(os.environ, PYTHONPATH=str(source))
     cmd = [sys.executable, __file__, "--child", str(size), "--out", str(out)]
-    cmd += ["--data-dir", str(data_dir)]
+    cmd += ["--data-dir", str(data_dir)] + (["--phases"] if phases else [])
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the build of {size} passages from {source} failed:\n{done.stderr}")
@@ -106,11 +121,14 @@ def main() -> None:
     parser.add_argument("--against", help="a git revision to build as the baseline and compare")
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--keep", type=Path, help="keep the stores under this directory")
+    parser.add_argument(
+        "--phases", action="store_true", help="RSS by step inside the stages (this checkout)"
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.out, args.data_dir)
+        child(args.child, args.out, args.data_dir, args.phases)
         return
 
     head = subprocess.run(
@@ -131,7 +149,7 @@ def main() -> None:
         for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
             store = (args.keep or work) / f"store-{size}"
             shutil.rmtree(store, ignore_errors=True)
-            mine = run_build(size, store, args.data_dir, ROOT)
+            mine = run_build(size, store, args.data_dir, ROOT, args.phases)
             results.append(mine)
             row = [mine]
             labels = [f"{size:,} @ {head}"]
@@ -144,6 +162,12 @@ def main() -> None:
                 print(f"\n{size:,} passages: the store is the same as {args.against}'s: {same}")
                 shutil.rmtree(other, ignore_errors=True)
             stage_table(row, labels)
+            if "phases" in mine:
+                print(
+                    f"\nRSS by step, {size:,} passages @ {head}, MB (at its start, the most within it):"
+                )
+                for phase, (first, most) in mine["phases"].items():
+                    print(f"  {phase:<32} {first:>7,} {most:>7,}")
             if args.keep is None:
                 shutil.rmtree(store, ignore_errors=True)
         for a, b in zip(results, results[1:], strict=False):

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.knowledge.atomic import atomic_file
+from graphseek.knowledge.heap import give_back_free_heap
 
 log = logging.getLogger(__name__)
 
@@ -470,11 +471,12 @@ class Embedder:
 
     def release_memory(self) -> None:
         """Give back the working memory of the bulk passes so far (ONNX Runtime's arenas, by
-        renewing its sessions: `_OnnxBackend.renew_sessions`); later calls work as before. A
-        build calls it after the passage pass, which is over half a GB it would otherwise hold
-        to its end."""
+        renewing its sessions: `_OnnxBackend.renew_sessions`, then the C heap's free memory
+        that leaves: `graphseek.knowledge.heap`); later calls work as before. A build calls it
+        after the passage pass, which is over half a GB it would otherwise hold to its end."""
         if self._onnx is not None:
             self._onnx.renew_sessions()
+        give_back_free_heap()
 
     def encode(
         self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False
