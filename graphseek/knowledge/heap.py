@@ -12,20 +12,19 @@ it is called through ctypes, and is a no-op where the C library has none (macOS,
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from collections.abc import Callable
 
 
 @functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    name = ctypes.util.find_library("c")
+    """The C library's `malloc_trim`, looked up among the symbols the process has loaded (no
+    `ldconfig` run); None where there is none."""
     try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError, TypeError):
         return None
-    if trim is not None:
-        trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return trim
 
 
