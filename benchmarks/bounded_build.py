@@ -8,7 +8,8 @@ included), and the growth of the peak between sizes (MB per 1,000 passages; issu
 4 GB at 100,000 passages and no growth beyond the stores).
 
 ``--phases`` also samples the RSS every 50 ms and prints it by step (`reduce_stages.py`'s
-steps, with the extraction and the passage pass): where inside a build its peak is.
+steps, with the extraction and the passage pass): where inside a build its peak is (for the
+baseline too: this script's child runs on the baseline's code).
 
 ``--against REV`` builds each size a second time from a git worktree of REV (the baseline, in
 the same run) and checks that the two stores are the same: every file byte for byte, and the
@@ -155,19 +156,20 @@ def main() -> None:
             labels = [f"{size:,} @ {head}"]
             if baseline is not None:
                 other = work / f"baseline-{size}"
-                theirs = run_build(size, other, args.data_dir, baseline)
+                theirs = run_build(size, other, args.data_dir, baseline, args.phases)
                 same = digests(store) == digests(other)
                 row = [theirs, mine]
                 labels = [f"{size:,} @ {args.against}", labels[0]]
                 print(f"\n{size:,} passages: the store is the same as {args.against}'s: {same}")
                 shutil.rmtree(other, ignore_errors=True)
             stage_table(row, labels)
-            if "phases" in mine:
-                print(
-                    f"\nRSS by step, {size:,} passages @ {head}, MB (at its start, the most within it):"
-                )
-                for phase, (first, most) in mine["phases"].items():
-                    print(f"  {phase:<32} {first:>7,} {most:>7,}")
+            for result, label in zip(row, labels, strict=True):
+                if "phases" in result:
+                    print(
+                        f"\nRSS by step, {label} passages, MB (at its start, the most within it):"
+                    )
+                    for phase, (first, most) in result["phases"].items():
+                        print(f"  {phase:<32} {first:>7,} {most:>7,}")
             if args.keep is None:
                 shutil.rmtree(store, ignore_errors=True)
         for a, b in zip(results, results[1:], strict=False):
