@@ -123,7 +123,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--keep", type=Path, help="keep the stores under this directory")
     parser.add_argument(
-        "--phases", action="store_true", help="RSS by step inside the stages (this checkout)"
+        "--phases", action="store_true", help="RSS by step inside the builds (and the baseline's)"
     )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -131,6 +131,8 @@ def main() -> None:
     if args.child:
         child(args.child, args.out, args.data_dir, args.phases)
         return
+
+    from reduce_stages import print_phases  # beside this script
 
     head = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
@@ -165,11 +167,8 @@ def main() -> None:
             stage_table(row, labels)
             for result, label in zip(row, labels, strict=True):
                 if "phases" in result:
-                    print(
-                        f"\nRSS by step, {label} passages, MB (at its start, the most within it):"
-                    )
-                    for phase, (first, most) in result["phases"].items():
-                        print(f"  {phase:<32} {first:>7,} {most:>7,}")
+                    print()
+                    print_phases(result["phases"], f"RSS by step, {label} passages")
             if args.keep is None:
                 shutil.rmtree(store, ignore_errors=True)
         for a, b in zip(results, results[1:], strict=False):

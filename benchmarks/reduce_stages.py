@@ -121,10 +121,15 @@ class PhaseSampler:
                     owner = getattr(owner, cls)
                 self.wrap(owner, name)
 
-    def report(self) -> None:
-        print("RSS by phase, MB (at its start, the most within it):")
-        for phase, (first, most) in self.peaks.items():
-            print(f"  {phase:<32} {first:>7,} {most:>7,}")
+    def report(self, title: str = "RSS by phase") -> None:
+        print_phases(self.peaks, title)
+
+
+def print_phases(peaks: dict[str, list[int]], title: str) -> None:
+    """`PhaseSampler.peaks` as a table (also read back from a child's JSON)."""
+    print(f"{title}, MB (at its start, the most within it):")
+    for phase, (first, most) in peaks.items():
+        print(f"  {phase:<32} {first:>7,} {most:>7,}")
 
 
 def digest(path: Path) -> str:
