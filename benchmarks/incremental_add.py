@@ -15,12 +15,17 @@ already knows, as a user's next document would be). It prints:
   and the rest (reading the store back, model loads, writing the graph store and the index);
 - a line fit of add seconds over N (at least two sizes) and its value at 100,000 passages
   beside issue 27's target (adding 100 passages to a 100K store in 30 s or less);
+- with ``--delta``, the same for the delta add (`add_passages(..., delta=True)`: only what the
+  new passages reach changes; its stages are timed in the manifest's ``delta`` section), then a
+  second delta add of the next ``--add`` passages into the grown copy (the "next add" row: what
+  a store pays once, such as its HNSW graph when it passes 100,000 passages, is paid by the
+  first);
 - with ``--parts``, where "the rest" goes: the wall seconds of the functions an add passes
   through outside the timed stages (reading the store back, writing the graph store and the
   index files), each wrapped by a timer in the child.
 
     .venv/bin/python benchmarks/incremental_add.py [--sizes 1000,3000] [--add 100] [--fresh]
-        [--repeat 3] [--parts]
+        [--repeat 3] [--parts] [--delta]
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ STAGES = (
     "link_passages",
     "embed",
     "hyperedges_topics",
+    "copy_wait",
+    "write",
 )
 
 
@@ -69,6 +76,9 @@ PARTS = (
     ("graphseek.knowledge.graph.build", "assemble", "alignment, linking, vectors, topics"),
     ("graphseek.knowledge.graph.build", "_finish", "the graph store written"),
     ("graphseek.knowledge.graph.store_writer", "_write_arrays", "  of which vectors, matrices"),
+    ("graphseek.knowledge.graph.delta", "delta_add", "the delta add (copy, change, write)"),
+    ("graphseek.knowledge.graph.delta", "_apply", "  of which the changes (not the copy)"),
+    ("graphseek.knowledge.graph.delta", "match_links", "    of which the matcher"),
     ("graphseek.knowledge.index", "_write_stores", "the index files written"),
     ("graphseek.knowledge.sparse", "BM25Index.build", "  of which BM25 rebuilt"),
 )
@@ -117,54 +127,79 @@ def build_child(n: int, data_dir: Path) -> dict[str, Any]:
     return {"build_s": time.perf_counter() - started}
 
 
-def add_child(n: int, k: int, data_dir: Path, parts: bool = False) -> dict[str, Any]:
-    """Copy the store of size `n` and add `k` new passages; the add's figures (with `parts`,
-    the seconds of each of `PARTS`)."""
+def add_child(
+    n: int, k: int, data_dir: Path, parts: bool = False, delta: bool = False
+) -> dict[str, Any]:
+    """Copy the store of size `n` and add `k` new passages (with `delta`, as a delta add);
+    the add's figures (with `parts`, the seconds of each of `PARTS`). With `delta`, a second
+    add of the next `k` passages follows on the same copy, in the same process (``"next"``):
+    the first add into a store pays what a store does once (its HNSW graph when it crosses
+    `HNSW_THRESHOLD` passages; the matcher's common words when it was built before they were
+    kept), the next shows an add into a store that has them."""
     spent = time_parts() if parts else {}
     from graphseek.knowledge.index import Index
     from graphseek.knowledge.passages import Passage
 
     corpus = json.loads((data_dir / CORPUS).read_text())
-    new = [
-        Passage.from_title_text(f"{r['title']} [add]", r["text"], source="added")
-        for r in corpus[:k]
+    batches = [
+        [
+            Passage.from_title_text(f"{r['title']} [add]", r["text"], source="added")
+            for r in corpus[start : start + k]
+        ]
+        for start in ((0, k) if delta else (0,))
     ]
     work = Path(tempfile.mkdtemp(prefix="graphseek-add-"))
     try:
         copy = work / "index"
         shutil.copytree(store_dir(n), copy)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-        started = time.perf_counter()
-        index = Index.open(copy)
-        index.add_documents(new)
-        wall = time.perf_counter() - started
-        manifest = json.loads((copy / "graph" / "manifest.json").read_text())
-        timings = manifest.get("timings", {})
-        return {
-            "add_s": wall,
-            "passages_after": len(index),
-            "stages": {s: timings[s]["seconds"] for s in STAGES if s in timings},
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-            "rss_before_mb": rss_before,
-            "parts": {label: round(spent[label], 1) for _, _, label in PARTS if label in spent},
-        }
+        rows = []
+        for new in batches:
+            spent.clear()
+            started = time.perf_counter()
+            index = Index.open(copy)
+            index.add_documents(new, graph_options={"delta": True} if delta else None)
+            wall = time.perf_counter() - started
+            manifest = json.loads((copy / "graph" / "manifest.json").read_text())
+            timings = (manifest.get("delta") or {}).get("timings") if delta else None
+            timings = timings or manifest.get("timings", {})
+            rows.append(
+                {
+                    "add_s": wall,
+                    "passages_after": len(index),
+                    "stages": {s: timings[s]["seconds"] for s in STAGES if s in timings},
+                    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+                    "rss_before_mb": rss_before,
+                    "parts": {
+                        label: round(spent[label], 1) for _, _, label in PARTS if label in spent
+                    },
+                }
+            )
+        first = rows[0]
+        if len(rows) > 1:
+            first["next"] = rows[1]
+        return first
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def run_child(mode: str, n: int, args: argparse.Namespace) -> dict[str, Any]:
-    command = [
-        sys.executable,
-        __file__,
-        "--child",
-        mode,
-        "--n",
-        str(n),
-        "--add",
-        str(args.add),
-        "--data-dir",
-        str(args.data_dir),
-    ] + (["--parts"] if args.parts else [])
+    command = (
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            mode,
+            "--n",
+            str(n),
+            "--add",
+            str(args.add),
+            "--data-dir",
+            str(args.data_dir),
+        ]
+        + (["--parts"] if args.parts else [])
+        + (["--delta"] if args.delta else [])
+    )
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{mode} child for N={n} failed:\n{done.stderr[-3000:]}")
@@ -193,6 +228,11 @@ def main() -> None:
     parser.add_argument(
         "--parts", action="store_true", help="time the functions outside the stages too"
     )
+    parser.add_argument(
+        "--delta",
+        action="store_true",
+        help="add as a delta (`graph_options={'delta': True}`) instead of the exact add",
+    )
     parser.add_argument("--child", choices=["build", "add"], help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -200,7 +240,7 @@ def main() -> None:
         print(json.dumps(build_child(args.n, args.data_dir)))
         return
     if args.child == "add":
-        print(json.dumps(add_child(args.n, args.add, args.data_dir, args.parts)))
+        print(json.dumps(add_child(args.n, args.add, args.data_dir, args.parts, args.delta)))
         return
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -220,7 +260,11 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    print(f"\nAdding {args.add} passages to a store of N passages (directory index with its graph)")
+    kind = "a delta add" if args.delta else "the exact add"
+    print(
+        f"\nAdding {args.add} passages to a store of N passages (directory index with its "
+        f"graph; {kind})"
+    )
     head = f"{'N':>7} {'build s':>9} {'add s':>7} {'add/build':>9} {'peak MB':>8}  "
     print(head + " ".join(f"{s[:9]:>9}" for s in STAGES) + f" {'rest':>6}")
     for r in rows:
@@ -235,10 +279,24 @@ def main() -> None:
     if any(r["cached"] for r in rows):
         print("* build time recorded when the cached store was built (another run, maybe load)")
     for r in rows:
-        if r.get("parts"):
-            print(f"\nwhere the add of N={r['n']:,} goes (wall seconds; stages included):")
-            for label, seconds in r["parts"].items():
-                print(f"  {label:<40} {seconds:>7.1f}")
+        if "next" in r:
+            x = r["next"]
+            staged = sum(x["stages"].values())
+            print(
+                f"{r['n'] + args.add:>7} {'next add':>9} {x['add_s']:>7.1f} {'':>9} "
+                f"{x['peak_rss_mb']:>8.0f}  "
+                + " ".join(f"{x['stages'].get(s, 0.0):>9.1f}" for s in STAGES)
+                + f" {x['add_s'] - staged:>6.1f}"
+            )
+    for r in rows:
+        for name, row in (("", r), (" (next add)", r.get("next") or {})):
+            if row.get("parts"):
+                size = r["n"] + (args.add if name else 0)
+                print(
+                    f"\nwhere the add into N={size:,}{name} goes (wall seconds; stages included):"
+                )
+                for label, seconds in row["parts"].items():
+                    print(f"  {label:<40} {seconds:>7.1f}")
     if len(rows) >= 2:
         a, b = line_fit([(r["n"], r["add_s"]) for r in rows])
         if b <= 0:

@@ -222,3 +222,19 @@ def test_ask_into_a_closed_pipe_ends_quietly(
             assert status == 1
             monkeypatch.undo()
     assert capsys.readouterr().err == ""
+
+
+def test_add_with_delta_changes_only_what_the_new_documents_reach(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_docs(Path("docs"), ["ada", "byron", "babbage"])
+    assert main(["index", "docs", "--out", "idx", "--quiet"]) == 0
+    write_docs(Path("more"), ["curie", "warsaw"])
+    capsys.readouterr()
+    assert main(["add", "idx", "more", "--delta", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(f"Added 2 passages to {tmp_path / 'idx'}")
+    index = Index.open(tmp_path / "idx")
+    assert titles(tmp_path / "idx") == ["ada", "babbage", "byron", "curie", "warsaw"]
+    assert index.graph.manifest["delta"]["passages_added"] == 2
+    assert index.graph.find_entities("Warsaw")

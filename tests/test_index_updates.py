@@ -34,6 +34,9 @@ def test_add_documents_matches_a_full_rebuild(graph_indexes, tiny_passages) -> N
         assert [h.passage.id for h in grown.search(question, 3, method)] == [
             h.passage.id for h in full.search(question, 3, method)
         ]
+    # the passage file and BM25 are a rebuild's, byte for byte (the add read the old ones)
+    for name in ("passages.jsonl", "bm25/data.csc.index.npy", "bm25/vocab.index.json"):
+        assert (grown.path / name).read_bytes() == (full.path / name).read_bytes(), name
     # reopening from disk gives the same thing (the update was written, atomically)
     reopened = Index.open(grown.path)
     assert [p.id for p in reopened.passages] == [p.id for p in grown.passages]
@@ -76,3 +79,25 @@ def test_ensure_graph_adds_the_graph_a_full_build_has(graph_indexes, tiny_passag
     reopened = Index.open(plain.path)
     assert reopened.has_graph and reopened.revision == plain.revision
     assert plain.ensure_graph() is plain and plain.revision == reopened.revision  # once only
+
+
+def test_a_delta_add_through_the_index(graph_indexes, tiny_passages, tmp_path) -> None:
+    """`graph_options={"delta": True}`: the passages, their vectors and BM25 as an exact add
+    gives them; the graph holds the new passages, the graph retrievers find them."""
+    from graphseek.tools.retrievers import retrieve
+
+    full, _ = graph_indexes  # the other index of the module: grown by another test
+    copy = Index.build(tiny_passages[:6], tmp_path / "copy", show_progress=False, graph=True)
+    grown = copy.add_documents(tiny_passages[6:], graph_options={"delta": True})
+    assert [p.id for p in grown.passages] == [p.id for p in full.passages]
+    assert sorted(grown.graph.passage_ids()) == sorted(full.graph.passage_ids())
+    assert grown.graph.manifest["delta"]["passages_added"] == 2
+    question = "Which city was Marie Curie born in?"
+    for method in ("bm25", "dense", "hybrid"):
+        assert [h.passage.id for h in grown.search(question, 3, method)] == [
+            h.passage.id for h in full.search(question, 3, method)
+        ]
+    new_ids = {p.id for p in tiny_passages[6:]}
+    for method in ("higra", "progressive"):
+        found = {h.passage.id for h in retrieve(Index.open(grown.path), question, 5, method)}
+        assert found & new_ids, method

@@ -140,6 +140,45 @@ def test_bm25_files_are_the_same_whatever_the_string_hashing(tmp_path: Path) -> 
     assert list(vocab)[:3] == ["red", "apples", "green"]
 
 
+def test_a_grown_bm25_index_is_the_one_built_anew(tmp_path: Path) -> None:
+    """Built from a saved index of its first texts (`grown_from`), an index tokenizes only the
+    new texts and writes the same files as one built from all of them; without the saved
+    token ids, or with other parameters, it tokenizes everything, to the same index."""
+    texts = ["red apples and green pears", "", "pears ripen late", "an élan of red poppies"]
+    more = texts + ["new words, red and late", "plums"]
+    BM25Index.build(texts).save(tmp_path / "first")
+    BM25Index.build(more).save(tmp_path / "anew")
+    grown = BM25Index.build(more, grown_from=tmp_path / "first")
+    grown.save(tmp_path / "grown")
+    for name in sorted(p.name for p in (tmp_path / "anew").iterdir()):
+        assert (tmp_path / "anew" / name).read_bytes() == (tmp_path / "grown" / name).read_bytes()
+    assert grown.search("red plums", 2) == BM25Index.build(more).search("red plums", 2)
+    (tmp_path / "first" / "tokens.npz").unlink()
+    BM25Index.build(more, grown_from=tmp_path / "first").save(tmp_path / "again")
+    other = BM25Index.build(more, k1=1.2, grown_from=tmp_path / "grown")
+    assert other.params["k1"] == 1.2
+    for name in ("data.csc.index.npy", "vocab.index.json"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "anew" / name).read_bytes()
+
+
+def test_a_grown_hnsw_index_inserts_only_the_new_vectors(tmp_path: Path) -> None:
+    from graphseek.knowledge.dense import DenseIndex
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(60, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    DenseIndex.build(vectors[:50], hnsw_threshold=10).save(tmp_path / "first")
+    grown = DenseIndex.build(vectors, hnsw_threshold=10, grown_from=tmp_path / "first")
+    assert grown.kind == "IndexHNSWFlat" and len(grown) == 60
+    assert np.array_equal(grown.embeddings, vectors)
+    for row in (3, 55, 59):  # old and new vectors find themselves
+        assert grown.search(vectors[row], 1)[0][0][0] == row
+    # an exact index is built anew; an index of more rows than given is not reused
+    flat = DenseIndex.build(vectors, hnsw_threshold=100, grown_from=tmp_path / "first")
+    assert flat.kind == "IndexFlatIP" and len(flat) == 60
+    assert len(DenseIndex.build(vectors[:40], hnsw_threshold=10, grown_from=tmp_path / "first")) == 40
+
+
 def test_rrf_hand_computed() -> None:
     fused = rrf([["a", "b", "c"], ["b", "c", "d"]], k=60)
     assert [d for d, _ in fused] == ["b", "c", "a", "d"]

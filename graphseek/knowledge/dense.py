@@ -89,13 +89,28 @@ class DenseIndex:
         self._embeddings: np.ndarray | None = None
 
     @classmethod
-    def build(cls, vectors: np.ndarray, *, hnsw_threshold: int = HNSW_THRESHOLD) -> DenseIndex:
-        """Exact `IndexFlatIP` up to `hnsw_threshold` vectors, `IndexHNSWFlat` above."""
+    def build(
+        cls,
+        vectors: np.ndarray,
+        *,
+        hnsw_threshold: int = HNSW_THRESHOLD,
+        grown_from: str | Path | None = None,
+    ) -> DenseIndex:
+        """Exact `IndexFlatIP` up to `hnsw_threshold` vectors, `IndexHNSWFlat` above.
+
+        `grown_from`: a saved index of the first of `vectors` (an index that grows at its end).
+        Its HNSW graph, when it has one and `vectors` need one, is read and only the new rows
+        are inserted (building the graph of 100,000 vectors anew takes tens of seconds here);
+        an exact index is built anew, in a fraction of a second, to the same index."""
         import faiss
 
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2:
             raise ValueError(f"expected a 2-D array of vectors, got shape {vectors.shape}")
+        if grown_from is not None and len(vectors) > hnsw_threshold:
+            grown = cls._grown(Path(grown_from), vectors)
+            if grown is not None:
+                return grown
         index: Any
         if len(vectors) > hnsw_threshold:
             index = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
@@ -104,6 +119,28 @@ class DenseIndex:
         else:
             index = faiss.IndexFlatIP(vectors.shape[1])
         index.add(vectors)
+        dense = cls(index)
+        dense._embeddings = vectors
+        return dense
+
+    @classmethod
+    def _grown(cls, directory: Path, vectors: np.ndarray) -> DenseIndex | None:
+        """The HNSW index saved in `directory` with the rows of `vectors` past its own added;
+        None when it is not an HNSW index of the same width and at most as many rows."""
+        import faiss
+
+        path = directory / FAISS_FILE
+        if not path.is_file():
+            return None
+        try:
+            index = faiss.read_index(str(path))
+        except RuntimeError:
+            return None
+        if not hasattr(index, "hnsw") or index.d != vectors.shape[1]:
+            return None
+        if index.ntotal > len(vectors):
+            return None
+        index.add(vectors[index.ntotal :])
         dense = cls(index)
         dense._embeddings = vectors
         return dense

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -418,7 +419,7 @@ class Index:
             vectors = update.vectors(self._encoder, batch_size)
             return np.vstack([np.asarray(self.embeddings), vectors]).astype(np.float32)
 
-        return self._rewrite(self._passages + new, all_vectors, update, show_progress)
+        return self._rewrite(self._passages + new, all_vectors, update, show_progress, grows=True)
 
     def delete_documents(self, passage_ids: Iterable[str], *, show_progress: bool = False) -> Index:
         """Remove passages by id, and from the graph every entity, relation and hyperedge only
@@ -459,10 +460,13 @@ class Index:
         vectors: Callable[[], np.ndarray],
         update_graph: Any,
         show_progress: bool,
+        grows: bool = False,
     ) -> Index:
         """Write `items` into a new directory and swap it in; the graph is updated first
         (`update_graph(graph_dir, out_dir)`: the index's graph read, the new one written into
-        the new directory), then `vectors()` gives every row (it may use the graph's pass)."""
+        the new directory), then `vectors()` gives every row (it may use the graph's pass).
+        `grows`: `items` are this index's passages and then new ones (`_write_stores` reuses
+        what it can of this index's files)."""
         _check_passages(items)
         started = time.perf_counter()
         target = self._path
@@ -471,7 +475,13 @@ class Index:
             if self.has_graph:  # read from the index, written into the new directory
                 update_graph(target / GRAPH_DIR, tmp / GRAPH_DIR)
             bm25, dense, encoder = _write_stores(
-                items, tmp, show_progress, 64, vectors=vectors(), encoder=self._encoder
+                items,
+                tmp,
+                show_progress,
+                64,
+                vectors=vectors(),
+                encoder=self._encoder,
+                grown_from=target if grows else None,
             )
             manifest = _manifest(
                 items,
@@ -776,19 +786,43 @@ def _write_stores(
     *,
     vectors: np.ndarray | None = None,
     encoder: TextEncoder | None = None,
+    grown_from: Path | None = None,
 ) -> tuple[BM25Index, DenseIndex, TextEncoder]:
-    """Write passages, BM25 and dense stores; `vectors` (row i = items[i]) skips embedding."""
-    with open(directory / PASSAGES_FILE, "w", encoding="utf-8") as f:
-        for p in items:
+    """Write passages, BM25 and dense stores; `vectors` (row i = items[i]) skips embedding.
+    `grown_from`: the index directory these stores replace, whose passages are the first of
+    `items` (an add): its passage file is copied and the new lines appended, its texts are not
+    tokenized again, and its HNSW graph gets only the new vectors."""
+    base = grown_from if grown_from is not None and _grows(grown_from, len(items)) else None
+    kept = 0
+    if base is not None:
+        kept = int(BM25Index.read_params(base / BM25_DIR)["num_docs"])
+        shutil.copyfile(base / PASSAGES_FILE, directory / PASSAGES_FILE)
+    with open(directory / PASSAGES_FILE, "a" if kept else "w", encoding="utf-8") as f:
+        for p in items[kept:]:
             f.write(json.dumps(p.model_dump(), ensure_ascii=False) + "\n")
     texts = [p.content for p in items]
-    bm25 = BM25Index.build(texts, show_progress=show_progress, **BM25_PARAMS)
+    bm25 = BM25Index.build(
+        texts,
+        show_progress=show_progress,
+        grown_from=None if base is None else base / BM25_DIR,
+        **BM25_PARAMS,
+    )
     bm25.save(directory / BM25_DIR)
     encoder = encoder or embedders.embedder_for(None)
     vectors = passage_vectors(encoder, items, vectors, batch_size, show_progress)
-    dense = DenseIndex.build(vectors)
+    dense = DenseIndex.build(vectors, grown_from=None if base is None else base / DENSE_DIR)
     dense.save(directory / DENSE_DIR)
     return bm25, dense, encoder
+
+
+def _grows(directory: Path, count: int) -> bool:
+    """Whether the index in `directory` has a passage file and at most `count` passages (those
+    an add's `_write_stores` then reuses)."""
+    try:
+        kept = int(BM25Index.read_params(directory / BM25_DIR).get("num_docs", -1))
+    except (OSError, ValueError):
+        return False
+    return (directory / PASSAGES_FILE).is_file() and 0 < kept <= count
 
 
 def resolve_embedder(embedder: str | TextEncoder | None, dim: int | None = None) -> TextEncoder:

@@ -30,7 +30,12 @@ class Passage(BaseModel):
     @property
     def content(self) -> str:
         """Title and text together, the string that indexes embed and search."""
-        return f"{self.title}\n{self.text}" if self.title else self.text
+        return content_of(self.title, self.text)
+
+
+def content_of(title: str, text: str) -> str:
+    """`Passage.content` of a title and a text (for rows read without making passages)."""
+    return f"{title}\n{text}" if title else text
 
 
 class Hit(BaseModel):

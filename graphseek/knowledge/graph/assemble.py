@@ -400,4 +400,5 @@ def assemble(
         mention_base=aligned.mention_base,
         mention_vectors=mention_vectors,
         manifest=manifest,
+        common_words=report.common_words,
     )

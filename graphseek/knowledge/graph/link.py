@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -122,10 +122,17 @@ def cooccurring_pairs(
     return out
 
 
+class Typed(Protocol):
+    """What `similarity_edges` reads of an entity."""
+
+    @property
+    def types(self) -> Sequence[str]: ...
+
+
 def similarity_edges(
     pairs: Mapping[tuple[str, str], tuple[float, bool]],
     base_entity: Mapping[str, str],
-    entities: Mapping[str, Entity],
+    entities: Mapping[str, Typed],
     *,
     max_per_entity: int = 5,
 ) -> list[Relation]:
@@ -265,14 +272,21 @@ class MatchReport(BaseModel):
     skipped_common: int = 0
     skipped_frequent: int = 0
     links: int = 0
+    common_words: list[str] = Field(default_factory=list, exclude=True)
+    """The corpus's `top_k_common` words (kept in the store for a delta add; not dumped)."""
 
 
 def linkable(entity: Entity) -> bool:
     """Whether Phase 4 searches an entity's names: typed entities, and generic ones whose name
     looks like a name ("Teutberga"), not lower-case noun chunks ("film director")."""
-    if not set(entity.types) <= GENERIC_TYPES:
+    return linkable_name(entity.name, entity.types)
+
+
+def linkable_name(name: str, types: Iterable[str]) -> bool:
+    """`linkable` of an entity's name and types (rows read without making entities)."""
+    if not set(types) <= GENERIC_TYPES:
         return True
-    first = next((c for c in entity.name if c.isalpha()), "")
+    first = next((c for c in name if c.isalpha()), "")
     return first.isupper()
 
 
@@ -292,6 +306,7 @@ def match_passages(
     report = MatchReport()
     texts = [normalize_text(p.content) for p in passages]
     common = top_common_words(texts, top_k_common)
+    report.common_words = sorted(common)
     surface_entities: dict[str, set[str]] = defaultdict(set)
     for entity in entities:
         if only_named and not linkable(entity):

@@ -37,6 +37,7 @@ FORMAT = "graphseek-graph"
 VERSION = 1
 MANIFEST = "manifest.json"
 DATABASE = "graph.sqlite"
+MATCHER = "matcher.json"
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -129,6 +130,9 @@ class GraphData:
     """Contextual mention vectors by mention id (float16; empty unless the graph aligns with
     them), kept for incremental updates."""
     manifest: dict[str, Any] = field(default_factory=dict)
+    common_words: list[str] = field(default_factory=list)
+    """The passage matcher's most common words of the corpus (``matcher.json``: a delta add
+    reads them instead of counting every passage's words again)."""
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -441,6 +445,10 @@ def _write_arrays(tmp: Path, data: GraphData) -> None:
         "mentions_embedded": mention_ids,
     }
     (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
+    if data.common_words:
+        settings = data.manifest.get("settings") or {}
+        matcher = {"top_k_common": settings.get("top_k_common"), "common_words": data.common_words}
+        (tmp / MATCHER).write_text(_dumps(matcher), encoding="utf-8")
     manifest = {"format": FORMAT, "version": VERSION, "written": time.time()}
     manifest.update(data.manifest)
     (tmp / MANIFEST).write_text(

@@ -1,0 +1,1156 @@
+"""A delta add: new passages into a graph store, touching only what they reach.
+
+`add_passages(..., delta=True)` (`graphseek.knowledge.graph.build`) extracts and encodes the new
+passages as the exact add does, then, instead of re-assembling the whole graph from every
+stored extraction, it changes the stored graph where the new passages reach it:
+
+- **alignment**: the new mentions' exact groups (`exact_groups`) become new base entities. A new
+  base entity *joins a stored entity* that has one of its name keys as its name or an alias
+  and shares a type (the exact rule), or else one whose stored base vector lies within the
+  radius and passes the offline merge decision (`Aligner._decide_offline`: types, names,
+  descriptions); the new base entities merge among themselves by the same search and rule. A
+  stored entity keeps its id, name and vector (it gains mentions, passages and the new names'
+  aliases); the others become new entities. Two stored entities are never merged by an add
+  (a new group that reaches two joins the one most of its mentions reach: a *deferred bridge*).
+- **linking**: the new passages' extracted relations and co-occurrences are added to the stored
+  relations (a relation already there gains their weight and passages); similarity edges come
+  from the new pairs the decision kept apart.
+- **entity-passage links**: mentions, and the Phase 4 matcher over the new passages with every
+  stored and new name, its occurrence counts (`theta`) taken over the whole corpus for the names
+  it hits; the names new to the store (new entities, new aliases) are searched in the stored
+  passages too. The most common words (`top_k_common`) are those of the store's passages,
+  counted once and kept in the store (``matcher.json``).
+- **hyperedges**: new facts become new hyperedges (or add their passages to the same stored
+  hyperedge), each put in the topic of the nearest stored topic centroid.
+- **the store**: its files are copied into the new directory and changed there (rows inserted
+  or updated in one SQLite transaction, vectors appended to their ``.npy`` files, the sparse
+  matrices extended), then swapped in atomically, as a build's are.
+
+The result is not byte for byte the store a rebuild gives: the k-means topics, matcher links
+whose counts cross `theta`, entity names and vectors that more mentions would change, and
+bridges between stored entities are a rebuild's to redo (`graphseek index`, or an exact add).
+The contract is equal retrieval, measured on the dev slices (`benchmarks/delta_add.py`); the
+manifest's ``delta`` section counts what the adds since the last rebuild did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from graphseek.knowledge.atomic import atomic_directory
+from graphseek.knowledge.background import Background
+from graphseek.knowledge.graph.align import Aligner, AlignmentCache, cached_encode
+from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
+from graphseek.knowledge.graph.clock import Clock
+from graphseek.knowledge.graph.contextual import base_vectors
+from graphseek.knowledge.graph.exact import UnionFind, exact_groups
+from graphseek.knowledge.graph.hyper import build_hyperedges
+from graphseek.knowledge.graph.link import (
+    COOCCURRENCE_MAX_GROUP,
+    cooccurrence_edges,
+    linkable_name,
+    similarity_edges,
+)
+from graphseek.knowledge.graph.models import (
+    Entity,
+    Extraction,
+    HyperEdge,
+    Mention,
+    Relation,
+    graph_record,
+)
+from graphseek.knowledge.graph.records import (
+    GENERIC_TYPES,
+    EntityRecord,
+    aggregate,
+)
+from graphseek.knowledge.graph.settings import GraphSettings
+from graphseek.knowledge.graph.spool import stack_rows
+from graphseek.knowledge.graph.store import SQLiteGraphStore
+from graphseek.knowledge.graph.store_writer import (
+    DATABASE,
+    MANIFEST,
+    MATCHER,
+    _dumps,
+    check_target,
+)
+from graphseek.knowledge.graph.text import (
+    normalize_name,
+    normalize_text,
+    stable_id,
+    top_common_words,
+)
+from graphseek.knowledge.graph.vectors import (
+    Embed,
+    entity_text,
+    hyperedge_text,
+    relation_text,
+    string_embed,
+)
+from graphseek.knowledge.passages import Passage, content_of
+
+MATCHER_FILE = MATCHER
+"""The corpus's most common words (the matcher's `top_k_common` rule), which a build keeps (and
+a delta add, for a store built before it did), so an add need not count them again."""
+
+SQL_BATCH = 900
+"""Parameters per ``IN (...)`` query (SQLite allows 999 by default on older builds)."""
+
+STORED_ROWS = 65_536
+"""Stored base vectors compared with the new ones at a time (one block in memory)."""
+
+
+# -- reading the store --------------------------------------------------------------------------
+
+
+def _in_batches(con: sqlite3.Connection, sql: str, values: Iterable[Any]) -> list[tuple[Any, ...]]:
+    """``sql`` (with one ``{}`` for the placeholders) run over `values` in batches."""
+    items = list(dict.fromkeys(values))
+    out: list[tuple[Any, ...]] = []
+    for start in range(0, len(items), SQL_BATCH):
+        chunk = items[start : start + SQL_BATCH]
+        out += con.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
+    return out
+
+
+def _name_key(surface: str) -> str:
+    return normalize_name(surface) or surface.lower()
+
+
+@dataclass
+class StoredEntity:
+    """What a delta add reads of a stored entity."""
+
+    id: str
+    name: str
+    description: str
+    aliases: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+
+    def record(self) -> EntityRecord:
+        return EntityRecord(self.name, self.aliases, self.description, self.types, [], [])
+
+    def keys(self) -> set[str]:
+        return {_name_key(n) for n in (self.name, *self.aliases)}
+
+
+def _stored_entities(con: sqlite3.Connection, ids: Iterable[str]) -> dict[str, StoredEntity]:
+    out = {
+        eid: StoredEntity(eid, name, description)
+        for eid, name, description in _in_batches(
+            con, "SELECT id, name, description FROM entities WHERE id IN ({})", ids
+        )
+    }
+    for eid, alias in _in_batches(
+        con,
+        "SELECT entity_id, alias FROM entity_aliases WHERE entity_id IN ({}) "
+        "ORDER BY entity_id, position",
+        out,
+    ):
+        out[eid].aliases.append(alias)
+    for eid, kind in _in_batches(
+        con,
+        "SELECT entity_id, type FROM entity_types WHERE entity_id IN ({}) "
+        "ORDER BY entity_id, position",
+        out,
+    ):
+        out[eid].types.append(kind)
+    return out
+
+
+# -- alignment ----------------------------------------------------------------------------------
+
+
+@dataclass
+class DeltaAlignment:
+    """The new mentions aligned against a store (see the module docstring)."""
+
+    mention_entity: dict[str, str]
+    mention_base: dict[str, str]
+    base_ids: list[str]
+    base_texts: list[str]
+    base_entity: list[str]
+    base_vectors: np.ndarray
+    new_entities: list[Entity]
+    joined: dict[str, list[Mention]]
+    """Stored entity id -> the new mentions it gains."""
+    stored: dict[str, StoredEntity]
+    """The stored entities the new mentions reached (joined, or candidates kept apart)."""
+    pairs: dict[tuple[str, str], tuple[float, bool]]
+    """Decided pairs of base ids (a < b): new with new, and new with stored."""
+    counts: dict[str, int]
+
+
+def align_new(
+    con: sqlite3.Connection,
+    store_dir: Path,
+    mentions: Sequence[Mention],
+    vectors: Mapping[str, np.ndarray],
+    settings: GraphSettings,
+    embed: Embed,
+) -> DeltaAlignment:
+    """Align the new `mentions` (contextual `vectors` by mention id, or none with record
+    alignment) against the store open on `con` in `store_dir`."""
+    mentions = sorted(mentions, key=lambda m: m.id)
+    groups = exact_groups(mentions)
+    base = [aggregate([mentions[i] for i in g]) for g in groups]
+    ids = [stable_id("b", *r.mention_ids, length=16) for r in base]
+    texts = [r.embedding_text() for r in base]
+    n = len(base)
+    vecs = _new_base_vectors(base, texts, vectors, settings, embed)
+    aligner = Aligner(
+        embed=embed,
+        tau=settings.radius,
+        max_neighbors=settings.max_neighbors,
+        description_min=settings.description_min,
+    )
+    # 1. by name key: a stored entity named so, of a shared type (the exact rule)
+    keys = [{_name_key(s) for s in r.names} for r in base]
+    found = _in_batches(
+        con, "SELECT id, norm FROM entities WHERE norm IN ({})", {k for ks in keys for k in ks}
+    ) + _in_batches(
+        con,
+        "SELECT entity_id, norm FROM entity_aliases WHERE norm IN ({})",
+        {k for ks in keys for k in ks},
+    )
+    by_key: dict[str, set[str]] = defaultdict(set)
+    for eid, norm in found:
+        by_key[norm].add(eid)
+    # 2. by vector: stored base vectors within the radius
+    stored_base, stored_owner = _stored_base(con)
+    near = _near_stored(store_dir, vecs, 1.0 - settings.radius - 1e-6, settings.max_neighbors)
+    candidates = {eid for ids_ in by_key.values() for eid in ids_}
+    candidates |= {stored_owner[j] for row in near for j, _ in row}
+    stored = _stored_entities(con, candidates)
+    key_join: dict[int, str] = {}
+    for k, record in enumerate(base):
+        named = sorted(
+            (eid for key in keys[k] for eid in by_key.get(key, ())),
+            key=lambda e: (_name_key(stored[e].name) != _name_key(record.name), e),
+        )
+        for eid in named:
+            if eid in stored and set(stored[eid].types) & set(record.types):
+                key_join[k] = eid
+                break
+    # decisions: new with stored (by vector), new with new (by vector and name)
+    records: list[EntityRecord] = list(base)
+    position: dict[str, int] = {}
+    first: list[int] = []
+    second: list[int] = []
+    sims: list[float] = []
+    pair_ids: list[tuple[str, str]] = []
+    for k, row in enumerate(near):
+        for j, sim in row:
+            eid = stored_owner[j]
+            if k in key_join or eid not in stored:
+                continue
+            if eid not in position:
+                position[eid] = len(records)
+                records.append(stored[eid].record())
+            first.append(k)
+            second.append(position[eid])
+            sims.append(sim)
+            pair_ids.append((ids[k], stored_base[j]))
+    new_first, new_second, new_sims = radius_pair_rows(
+        vecs, list(range(n)), settings.radius, settings.max_neighbors
+    )
+    named_pairs = name_pairs(base, range(n), settings.max_neighbors)
+    if vectors:
+        named_pairs |= variant_pairs(base, range(n), settings.max_neighbors)
+    seen = set(zip(new_first.tolist(), new_second.tolist(), strict=True))
+    extra = sorted(named_pairs - seen)
+    within = list(zip(new_first.tolist(), new_second.tolist(), strict=True)) + extra
+    within_sims = new_sims.tolist() + [float(vecs[i] @ vecs[j]) for i, j in extra]
+    first += [a for a, _ in within]
+    second += [b for _, b in within]
+    sims += within_sims
+    pair_ids += [(ids[a], ids[b]) for a, b in within]
+    merged = (
+        aligner._decide_offline(
+            np.asarray(first, dtype=np.int64),
+            np.asarray(second, dtype=np.int64),
+            np.asarray(sims, dtype=np.float64),
+            records,
+            AlignmentCache(),
+        )
+        if first
+        else np.zeros(0, dtype=bool)
+    )
+    # the new base entities' groups, then the stored entity each group joins
+    stored_at = {p: eid for eid, p in position.items()}
+    uf = UnionFind(n)
+    vector_join: dict[int, tuple[float, str]] = {}
+    for a, b, sim, ok in zip(first, second, sims, merged.tolist(), strict=True):
+        if not ok:
+            continue
+        if b < n:
+            uf.union(a, b)
+        else:
+            eid = stored_at[b]
+            if sim > vector_join.get(a, (-2.0, ""))[0]:
+                vector_join[a] = (sim, eid)
+    pairs: dict[tuple[str, str], tuple[float, bool]] = {}
+    for (x, y), sim, ok in zip(pair_ids, sims, merged.tolist(), strict=True):
+        pairs[(x, y) if x < y else (y, x)] = (round(float(sim), 6), bool(ok))
+    mention_entity: dict[str, str] = {}
+    mention_base: dict[str, str] = {}
+    joined: dict[str, list[Mention]] = defaultdict(list)
+    new_entities: list[Entity] = []
+    base_entity = [""] * n
+    taken: set[str] = set()
+    bridges = 0
+    for group in uf.groups():
+        members = [mentions[i] for k in group for i in groups[k]]
+        votes: Counter[str] = Counter()
+        for k in group:
+            target = key_join.get(k) or vector_join.get(k, (0.0, ""))[1]
+            if target:
+                # an exact-name join counts before a vector one
+                votes[target] += len(groups[k]) * (2 if k in key_join else 1)
+        if len(votes) > 1:
+            bridges += 1
+        if votes:
+            eid = min(votes.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+            joined[eid] += members
+        else:
+            record = aggregate(members)
+            eid = _free_id(con, taken, record)
+            new_entities.append(
+                graph_record(
+                    Entity,
+                    id=eid,
+                    name=record.name,
+                    aliases=record.aliases,
+                    description=record.description,
+                    types=record.types,
+                    passage_ids=record.passage_ids,
+                    mention_ids=record.mention_ids,
+                )
+            )
+        for k in group:
+            base_entity[k] = eid
+            for i in groups[k]:
+                mention_entity[mentions[i].id] = eid
+                mention_base[mentions[i].id] = ids[k]
+    new_entities.sort(key=lambda e: e.id)
+    counts = {
+        "mentions": len(mentions),
+        "base_entities": n,
+        "joined_by_name": len(key_join),
+        "joined_by_vector": sum(1 for k in vector_join if k not in key_join),
+        "stored_entities_joined": len(joined),
+        "new_entities": len(new_entities),
+        "deferred_bridges": bridges,
+        "candidate_pairs": len(pairs),
+        "merged_pairs": int(np.count_nonzero(merged)),
+    }
+    return DeltaAlignment(
+        mention_entity=mention_entity,
+        mention_base=mention_base,
+        base_ids=ids,
+        base_texts=texts,
+        base_entity=base_entity,
+        base_vectors=vecs,
+        new_entities=new_entities,
+        joined=dict(joined),
+        stored=stored,
+        pairs=pairs,
+        counts=counts,
+    )
+
+
+def _free_id(con: sqlite3.Connection, taken: set[str], record: EntityRecord) -> str:
+    """A new entity's id by the build's rule (name key and first type; then name, type and
+    first mention), not one a stored or another new entity has."""
+    choices = [
+        stable_id("e", normalize_name(record.name) or record.name, record.types[0]),
+        stable_id("e", record.name, record.types[0], record.mention_ids[0]),
+    ]
+    choices += [stable_id("e", record.name, *record.mention_ids[: k + 1]) for k in range(1, 4)]
+    for eid in choices:
+        if (
+            eid not in taken
+            and con.execute("SELECT 1 FROM entities WHERE id = ?", (eid,)).fetchone() is None
+        ):
+            taken.add(eid)
+            return eid
+    raise ValueError(f"no free entity id for {record.name!r}")  # pragma: no cover
+
+
+def _new_base_vectors(
+    base: Sequence[EntityRecord],
+    texts: list[str],
+    vectors: Mapping[str, np.ndarray],
+    settings: GraphSettings,
+    embed: Embed,
+) -> np.ndarray:
+    """The new base entities' vectors as the aligner makes them: the normalised sum of their
+    mentions' contextual vectors (record strings' vectors for those with none, outside the
+    encoder's window), or their record strings' vectors with record alignment."""
+    if not base:
+        return np.zeros((0, 1), dtype=np.float32)
+    if not vectors:
+        return cached_encode(texts, embed, {})
+    dim = len(next(iter(vectors.values())))
+    out, missing = base_vectors([r.mention_ids for r in base], vectors, dim)
+    if missing and settings.outside_window != "names":
+        out[missing] = cached_encode([texts[k] for k in missing], embed, {})
+    return out
+
+
+def _stored_base(con: sqlite3.Connection) -> tuple[list[str], list[str]]:
+    """Every stored base entity's id and its entity's id, in row order of ``base_vectors.npy``."""
+    rows = con.execute("SELECT id, entity_id FROM base_entities ORDER BY ord").fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows]
+
+
+def _near_stored(
+    store_dir: Path, vectors: np.ndarray, threshold: float, limit: int
+) -> list[list[tuple[int, float]]]:
+    """For each row of `vectors`, the stored base entities (row numbers of
+    ``base_vectors.npy``) with a cosine of at least `threshold`, best `limit` first: one
+    product per block of `STORED_ROWS` stored rows, read from the memory-mapped file."""
+    out: list[list[tuple[int, float]]] = [[] for _ in range(len(vectors))]
+    path = store_dir / "base_vectors.npy"
+    if not len(vectors) or not path.exists():
+        return out
+    stored = np.load(path, mmap_mode="r")
+    if stored.ndim != 2 or stored.shape[1] != vectors.shape[1] or not len(stored):
+        return out
+    query = np.ascontiguousarray(vectors, dtype=np.float32)
+    for start in range(0, len(stored), STORED_ROWS):
+        block = np.asarray(stored[start : start + STORED_ROWS], dtype=np.float32)
+        sims = query @ block.T
+        rows, cols = np.nonzero(sims >= threshold)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            out[r].append((start + c, float(sims[r, c])))
+    del stored
+    return [sorted(row, key=lambda x: (-x[1], x[0]))[:limit] for row in out]
+
+
+# -- linking ------------------------------------------------------------------------------------
+
+
+def _types_of(
+    con: sqlite3.Connection, aligned: DeltaAlignment, ids: Iterable[str]
+) -> dict[str, list[str]]:
+    """Entity id -> types, for the new entities and the stored ones among `ids`."""
+    out = {e.id: list(e.types) for e in aligned.new_entities}
+    out.update({eid: s.types for eid, s in aligned.stored.items()})
+    missing = [eid for eid in ids if eid not in out]
+    for eid, kind in _in_batches(
+        con,
+        "SELECT entity_id, type FROM entity_types WHERE entity_id IN ({}) "
+        "ORDER BY entity_id, position",
+        missing,
+    ):
+        out.setdefault(eid, []).append(kind)
+    return out
+
+
+@dataclass
+class _Types:
+    """An entity's types, all `similarity_edges` reads of it."""
+
+    types: list[str]
+
+
+def new_relations(
+    con: sqlite3.Connection,
+    extracted: Sequence[Extraction],
+    aligned: DeltaAlignment,
+    settings: GraphSettings,
+) -> list[Relation]:
+    """The relations the new passages give: extracted, co-occurrence and similarity edges
+    (the first two with the new passages' weights and provenance only)."""
+    from graphseek.knowledge.graph.assemble import _extracted_relations
+
+    me = aligned.mention_entity
+    types = _types_of(con, aligned, set(me.values()))
+    relations = _extracted_relations(extracted, me)
+    named = {m: e for m, e in me.items() if not set(types.get(e, [])) <= GENERIC_TYPES}
+    relations += cooccurrence_edges(
+        extracted, named, scope=settings.cooccurrence, max_group=COOCCURRENCE_MAX_GROUP
+    )
+    stored_base_entity = dict(
+        _in_batches(
+            con,
+            "SELECT id, entity_id FROM base_entities WHERE id IN ({})",
+            {x for pair in aligned.pairs for x in pair},
+        )
+    )
+    base_entity = {
+        **stored_base_entity,
+        **dict(zip(aligned.base_ids, aligned.base_entity, strict=True)),
+    }
+    entities = {eid: _Types(t) for eid, t in types.items()}
+    for eid in base_entity.values():
+        entities.setdefault(eid, _Types([]))
+    relations += similarity_edges(
+        aligned.pairs, base_entity, entities, max_per_entity=settings.max_similar
+    )
+    return relations
+
+
+# -- entity-passage links -----------------------------------------------------------------------
+
+
+def _common_words(
+    store_dir: Path, con: sqlite3.Connection, settings: GraphSettings
+) -> frozenset[str]:
+    """The store's `top_k_common` words (kept in ``matcher.json`` once counted)."""
+    path = store_dir / MATCHER_FILE
+    if path.exists():
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if kept.get("top_k_common") == settings.top_k_common:
+            return frozenset(kept["common_words"])
+    texts = (
+        normalize_text(content_of(t, x))
+        for t, x in con.execute("SELECT title, text FROM passages ORDER BY ord")
+    )
+    return top_common_words(texts, settings.top_k_common)
+
+
+def _surfaces(
+    con: sqlite3.Connection, new_entities: Sequence[Entity], new_aliases: Mapping[str, list[str]]
+) -> tuple[dict[str, set[str]], set[str]]:
+    """Key -> ids of the linkable entities named so (stored and new), and the keys new to the
+    store (the new entities' names, the stored entities' new aliases)."""
+    types: dict[str, list[str]] = defaultdict(list)
+    for eid, kind in con.execute("SELECT entity_id, type FROM entity_types ORDER BY rowid"):
+        types[eid].append(kind)
+    names: dict[str, list[str]] = defaultdict(list)
+    for eid, name in con.execute("SELECT id, name FROM entities"):
+        names[eid].append(name)
+    for eid, alias in con.execute("SELECT entity_id, alias FROM entity_aliases ORDER BY rowid"):
+        names[eid].append(alias)
+    out: dict[str, set[str]] = defaultdict(set)
+
+    def add(eid: str, surfaces: Iterable[str], entity_types: list[str], name: str) -> set[str]:
+        added: set[str] = set()
+        if not linkable_name(name, entity_types):
+            return added
+        for surface in surfaces:
+            key = normalize_text(surface).strip()
+            if len(key) >= 2 and any(c.isalnum() for c in key):
+                out[key].add(eid)
+                added.add(key)
+        return added
+
+    for eid, surfaces in names.items():
+        add(eid, surfaces, types.get(eid, []), surfaces[0])
+    fresh: set[str] = set()
+    for e in new_entities:
+        fresh |= add(e.id, e.names, list(e.types), e.name)
+    for eid, aliases in new_aliases.items():
+        if eid in names:
+            fresh |= add(eid, aliases, types.get(eid, []), names[eid][0])
+    return out, fresh
+
+
+def _hits(automaton: Any, text: str) -> Iterable[str]:
+    """The keys of `automaton` found in `text` on word boundaries (the matcher's rule)."""
+    size = len(text)
+    for end, key in automaton.iter(text):
+        start = end - len(key) + 1
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue
+        if end + 1 < size and (text[end + 1].isalnum() or text[end + 1] == "_"):
+            continue
+        yield key
+
+
+def _automaton(keys: Iterable[str]) -> Any:
+    import ahocorasick
+
+    automaton = ahocorasick.Automaton()
+    for key in keys:
+        automaton.add_word(key, key)
+    if len(automaton):
+        automaton.make_automaton()
+    return automaton
+
+
+def match_links(
+    con: sqlite3.Connection,
+    store_dir: Path,
+    new: Sequence[Passage],
+    new_entities: Sequence[Entity],
+    new_aliases: Mapping[str, list[str]],
+    settings: GraphSettings,
+) -> tuple[dict[str, set[str]], frozenset[str]]:
+    """Entity id -> passage ids, the matcher's new links (see the module docstring), and the
+    corpus's common words (to keep)."""
+    common = _common_words(store_dir, con, settings)
+    surface_entities, fresh = _surfaces(con, new_entities, new_aliases)
+    automaton = _automaton(k for k in surface_entities if k not in common)
+    links: dict[str, set[str]] = defaultdict(set)
+    if not len(automaton):
+        return links, common
+    counts: Counter[str] = Counter()
+    hits: dict[str, set[str]] = defaultdict(set)
+    for p in new:
+        for key in _hits(automaton, normalize_text(p.content)):
+            counts[key] += 1
+            hits[key].add(p.id)
+    fresh -= common
+    wanted = set(hits) | fresh
+    if wanted:
+        scan = _automaton(wanted)
+        for title, text, pid in con.execute("SELECT title, text, id FROM passages ORDER BY ord"):
+            for key in _hits(scan, normalize_text(content_of(title, text))):
+                counts[key] += 1
+                if key in fresh:
+                    hits[key].add(pid)
+    for key, pids in hits.items():
+        if counts[key] >= settings.theta:
+            continue
+        for eid in surface_entities[key]:
+            links[eid] |= pids
+    return links, common
+
+
+# -- topics -------------------------------------------------------------------------------------
+
+
+def nearest_topics(
+    con: sqlite3.Connection, store_dir: Path, vectors: np.ndarray
+) -> list[str | None]:
+    """The topic of each row of `vectors`: the stored topic whose centroid (the normalised mean
+    of its hyperedges' vectors) is nearest by cosine; None when the store has no topics."""
+    topic_of = [r[0] for r in con.execute("SELECT topic_id FROM hyperedges ORDER BY ord")]
+    path = store_dir / "hyperedge_vectors.npy"
+    if not len(vectors) or not topic_of or not path.exists():
+        return [None] * len(vectors)
+    stored = np.load(path, mmap_mode="r")
+    if stored.shape[0] != len(topic_of) or stored.shape[1] != vectors.shape[1]:
+        return [None] * len(vectors)
+    names = sorted({t for t in topic_of if t})
+    if not names:
+        return [None] * len(vectors)
+    number = {t: k for k, t in enumerate(names)}
+    labels = np.array([number.get(t, -1) for t in topic_of])
+    sums = np.zeros((len(names), stored.shape[1]), dtype=np.float64)
+    for start in range(0, len(stored), STORED_ROWS):
+        block = np.asarray(stored[start : start + STORED_ROWS], dtype=np.float64)
+        part = labels[start : start + STORED_ROWS]
+        keep = part >= 0
+        np.add.at(sums, part[keep], block[keep])
+    centroids = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    best = np.argmax(np.asarray(vectors, dtype=np.float64) @ centroids.T, axis=1)
+    return [names[k] for k in best.tolist()]
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def append_rows(src: Path, dst: Path, rows: np.ndarray) -> None:
+    """``dst``: the ``.npy`` at `src` with `rows` appended (its dtype kept; an empty stored
+    array takes the rows' width). The stored rows are copied by the kernel
+    (``copy_file_range``), behind a new header."""
+    with open(src, "rb") as handle:
+        np.lib.format.read_magic(handle)
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+        offset = handle.tell()
+    if fortran or len(shape) != 2:
+        raise ValueError(f"{src}: not a C-ordered 2-d array")
+    width = shape[1] if shape[0] else (rows.shape[1] if rows.ndim == 2 else shape[1])
+    if len(rows) and rows.shape[1] != width:
+        raise ValueError(f"{src}: rows of width {rows.shape[1]} for an array of width {width}")
+    header = {
+        "descr": np.lib.format.dtype_to_descr(dtype),
+        "fortran_order": False,
+        "shape": (shape[0] + len(rows), width),
+    }
+    size = shape[0] * shape[1] * dtype.itemsize
+    with open(src, "rb") as source, open(dst, "wb") as target:
+        np.lib.format.write_array_header_1_0(target, header)
+        target.flush()
+        _copy_range(source.fileno(), target.fileno(), offset, size)
+        target.seek(0, os.SEEK_END)
+        if len(rows):
+            target.write(np.ascontiguousarray(rows, dtype=dtype).tobytes())
+
+
+def _copy_range(src: int, dst: int, offset: int, size: int) -> None:
+    """`size` bytes of `src` from `offset` to the end of `dst`, in the kernel where it can."""
+    at = os.lseek(dst, 0, os.SEEK_END)
+    done = 0
+    while done < size:
+        try:
+            moved = os.copy_file_range(src, dst, size - done, offset + done, at + done)
+        except (AttributeError, OSError):
+            os.lseek(src, offset + done, os.SEEK_SET)
+            os.lseek(dst, at + done, os.SEEK_SET)
+            while done < size:
+                chunk = os.read(src, min(1 << 24, size - done))
+                if not chunk:
+                    break
+                os.write(dst, chunk)
+                done += len(chunk)
+            return
+        if moved == 0:
+            break
+        done += moved
+    if done != size:
+        raise OSError(f"copied {done} of {size} bytes")
+
+
+def _grow(matrix: sparse.csr_matrix, shape: tuple[int, int]) -> sparse.csr_matrix:
+    out = matrix.tocsr().copy()
+    out.resize(shape)
+    return out
+
+
+def _extend_matrices(
+    store_dir: Path,
+    tmp: Path,
+    entity_ids: Sequence[str],
+    passage_ids: Sequence[str],
+    weights: Mapping[tuple[str, str], float],
+    links: Iterable[tuple[str, str]],
+) -> None:
+    """The three matrices with the new entities and passages appended and the new weights
+    (entity pairs, either order, summed into both cells) and links added."""
+    ne, np_ = len(entity_ids), len(passage_ids)
+    epos = {e: k for k, e in enumerate(entity_ids)}
+    ppos = {p: k for k, p in enumerate(passage_ids)}
+    adjacency = _grow(sparse.load_npz(store_dir / "adjacency_entity.npz"), (ne, ne))
+    rows, cols, vals = [], [], []
+    for (a, b), w in weights.items():
+        i, j = epos.get(a), epos.get(b)
+        if i is None or j is None or i == j:
+            continue
+        rows += [i, j]
+        cols += [j, i]
+        vals += [w, w]
+    delta = sparse.csr_matrix(
+        (np.asarray(vals, dtype=np.float32), (rows, cols)), shape=(ne, ne), dtype=np.float32
+    )
+    adjacency = (adjacency + delta).tocsr()
+    adjacency.sum_duplicates()
+    incidence = _grow(sparse.load_npz(store_dir / "entity_passage.npz"), (ne, np_))
+    pairs = [(epos[e], ppos[p]) for e, p in links if e in epos and p in ppos]
+    if pairs:
+        add = sparse.csr_matrix(
+            (np.ones(len(pairs), dtype=np.float32), tuple(np.array(pairs).T)),
+            shape=(ne, np_),
+            dtype=np.float32,
+        )
+        incidence = (incidence + add).tocsr()
+    incidence.sum_duplicates()
+    incidence.data[:] = 1.0
+    full = sparse.bmat(
+        [[adjacency, incidence], [incidence.T, None]], format="csr", dtype=np.float32
+    )
+    if full.shape != (ne + np_, ne + np_):
+        full = sparse.csr_matrix((ne + np_, ne + np_), dtype=np.float32)
+    sparse.save_npz(tmp / "adjacency_entity.npz", adjacency.astype(np.float32).tocsr())
+    sparse.save_npz(tmp / "adjacency_full.npz", full.tocsr())
+    sparse.save_npz(tmp / "entity_passage.npz", incidence.astype(np.float32).tocsr())
+
+
+# -- the add ------------------------------------------------------------------------------------
+
+
+def delta_add(
+    store_dir: str | os.PathLike[str],
+    new: Sequence[Passage],
+    extracted: Sequence[Extraction],
+    mention_vectors: Mapping[str, np.ndarray],
+    settings: GraphSettings,
+    *,
+    embed: Embed,
+    extractor_name: str,
+    timings: dict[str, Any],
+    started: float,
+    out_dir: str | os.PathLike[str] | None = None,
+) -> SQLiteGraphStore:
+    """Add `new` passages (extracted as `extracted`, their contextual mention vectors in
+    `mention_vectors`) to the store in `store_dir` as a delta (the module docstring), written
+    to `out_dir` (a new directory) or in place, atomically. Returns the store written."""
+    source = Path(store_dir).expanduser().resolve()
+    dest = check_target(source if out_dir is None else out_dir)
+    contextual = settings.alignment == "contextual"
+    new_mentions = sorted(mention_vectors) if contextual else []
+    with atomic_directory(dest) as tmp:
+        # the database and the mention vectors (most of the store's bytes) are copied by the
+        # kernel on a thread while the delta is computed from the store itself, read-only
+        copying = Background(lambda: _copy_store(source, tmp, mention_vectors, new_mentions))
+        try:
+            ro = sqlite3.connect(f"file:{source / DATABASE}?mode=ro", uri=True)
+            try:
+                _apply(ro, source, tmp, new, extracted, mention_vectors, new_mentions, settings,
+                       embed, timings, copying)  # fmt: skip
+            finally:
+                ro.close()
+        except BaseException:
+            copying.wait()  # the directory goes once the thread is done with it
+            raise
+        manifest = json.loads((tmp / MANIFEST).read_text(encoding="utf-8"))
+        manifest["extractor"] = extractor_name or manifest.get("extractor", "")
+        timings["total_before_write"] = {"seconds": round(time.perf_counter() - started, 3)}
+        manifest.setdefault("delta", {})["timings"] = timings
+        manifest["written"] = time.time()
+        (tmp / MANIFEST).write_text(
+            json.dumps(manifest, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+        )
+    return SQLiteGraphStore.open(dest)
+
+
+REWRITTEN = frozenset(
+    {
+        "entity_vectors.npy",
+        "relation_vectors.npy",
+        "hyperedge_vectors.npy",
+        "base_vectors.npy",
+        "mention_vectors.npy",
+        "adjacency_entity.npz",
+        "adjacency_full.npz",
+        "entity_passage.npz",
+        "nodes.json",
+        MANIFEST,
+        MATCHER_FILE,
+    }
+)
+"""The store's files a delta writes anew (the others are copied as they are)."""
+
+
+def _copy_store(
+    source: Path, tmp: Path, mention_vectors: Mapping[str, np.ndarray], new_mentions: list[str]
+) -> None:
+    """The files of `source` the delta does not write anew, copied into `tmp`, and the mention
+    vectors with the new mentions' rows appended (`new_mentions`, in that order)."""
+    for item in source.iterdir():
+        if item.is_file() and item.name not in REWRITTEN:
+            shutil.copyfile(item, tmp / item.name)
+    stored = source / "mention_vectors.npy"
+    if new_mentions and stored.exists():
+        append_rows(stored, tmp / stored.name, stack_rows(mention_vectors, new_mentions))
+    elif stored.exists():
+        shutil.copyfile(stored, tmp / stored.name)
+
+
+def _apply(
+    con: sqlite3.Connection,
+    source: Path,
+    tmp: Path,
+    new: Sequence[Passage],
+    extracted: Sequence[Extraction],
+    mention_vectors: Mapping[str, np.ndarray],
+    new_mentions: list[str],
+    settings: GraphSettings,
+    embed: Embed,
+    timings: dict[str, Any],
+    copying: Background[None],
+) -> None:
+    """Every change of the delta: computed from the store (`con`: its database, read-only),
+    written into `tmp` once `copying` has copied the files it changes in place."""
+    clock = Clock()
+    mentions = [m for x in extracted for m in x.mentions]
+    contextual = settings.alignment == "contextual"
+    aligned = align_new(
+        con, source, mentions, mention_vectors if contextual else {}, settings, embed
+    )
+    clock.record(timings, "align", len(new))
+    clock = Clock()
+    strings = string_embed(settings, embed)
+    relations = new_relations(con, extracted, aligned, settings)
+    stored_relations = {
+        rid: weight
+        for rid, weight in _in_batches(
+            con, "SELECT id, weight FROM relations WHERE id IN ({})", [r.id for r in relations]
+        )
+    }
+    # aliases the stored entities gain: each new name key, by its most frequent surface
+    new_aliases: dict[str, list[str]] = {}
+    for eid, gained in aligned.joined.items():
+        known = aligned.stored[eid].keys() if eid in aligned.stored else set()
+        surfaces: dict[str, Counter[str]] = defaultdict(Counter)
+        for m in gained:
+            for surface in (m.name, *m.aliases):
+                key = _name_key(surface)
+                if key and key not in known:
+                    surfaces[key][surface] += 1
+        if surfaces:
+            new_aliases[eid] = [
+                min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+                for _, c in sorted(surfaces.items())
+            ]
+    clock.record(timings, "link_entities", len(new))
+    clock = Clock()
+    matched, common = match_links(con, source, new, aligned.new_entities, new_aliases, settings)
+    links: dict[tuple[str, str], str] = {}
+    for m in mentions:
+        owner = aligned.mention_entity.get(m.id)
+        if owner is not None:
+            links[(owner, m.passage_id)] = "mention"
+    for eid, pids in matched.items():
+        for pid in pids:
+            links.setdefault((eid, pid), "match")
+    clock.record(timings, "link_passages", len(new))
+    clock = Clock()
+    hyperedges = build_hyperedges(
+        extracted, aligned.mention_entity, min_entities=settings.min_hyperedge_entities
+    )
+    stored_hyper = {
+        r[0]
+        for r in _in_batches(
+            con, "SELECT id FROM hyperedges WHERE id IN ({})", [h.id for h in hyperedges]
+        )
+    }
+    fresh_hyper = [h for h in hyperedges if h.id not in stored_hyper]
+    hyper_vectors = cached_encode([hyperedge_text(h) for h in fresh_hyper], strings, {})
+    topics = nearest_topics(con, source, hyper_vectors) if fresh_hyper else []
+    clock.record(timings, "hyperedges_topics", len(new))
+
+    clock = Clock()
+    names = {e.id: e.name for e in aligned.new_entities}
+    names.update({eid: s.name for eid, s in aligned.stored.items()})
+    wanted = {x for r in relations for x in (r.source, r.target)} - set(names)
+    names.update(dict(_in_batches(con, "SELECT id, name FROM entities WHERE id IN ({})", wanted)))
+    fresh_relations = [r for r in relations if r.id not in stored_relations]
+    embedded = (
+        [r for r in fresh_relations if r.kind in ("extracted", "predicted")]
+        if settings.embed_relations
+        else []
+    )
+    relation_vectors = cached_encode([relation_text(r, names) for r in embedded], strings, {})
+    entity_vectors = cached_encode([entity_text(e) for e in aligned.new_entities], strings, {})
+    clock.record(timings, "embed", len(new))
+
+    clock = Clock()
+    copying.result()
+    clock.record(timings, "copy_wait", len(new))
+    clock = Clock()
+    written = sqlite3.connect(tmp / DATABASE)
+    try:
+        written.execute("PRAGMA journal_mode=OFF")
+        written.execute("PRAGMA synchronous=OFF")
+        _write_rows(
+            written, new, extracted, aligned, relations, stored_relations, new_aliases, links,
+            hyperedges, stored_hyper, topics,
+        )  # fmt: skip
+        manifest = json.loads((source / MANIFEST).read_text(encoding="utf-8"))
+        _count(manifest, written, aligned, len(new))
+    finally:
+        written.close()
+    nodes = json.loads((source / "nodes.json").read_text(encoding="utf-8"))
+    nodes["entities"] += [e.id for e in aligned.new_entities]
+    nodes["passages"] += [p.id for p in new]
+    nodes["relations_embedded"] += [r.id for r in embedded]
+    nodes["hyperedges"] += [h.id for h in fresh_hyper]
+    if new_mentions and (source / "mention_vectors.npy").exists():
+        nodes.setdefault("mentions_embedded", []).extend(new_mentions)
+    for name, rows in (
+        ("entity_vectors", entity_vectors),
+        ("relation_vectors", relation_vectors),
+        ("hyperedge_vectors", hyper_vectors),
+        ("base_vectors", aligned.base_vectors),
+    ):
+        if len(rows) and rows.ndim == 2 and rows.shape[1] > 1:
+            append_rows(source / f"{name}.npy", tmp / f"{name}.npy", rows)
+        elif (source / f"{name}.npy").exists():
+            shutil.copyfile(source / f"{name}.npy", tmp / f"{name}.npy")
+    weights: dict[tuple[str, str], float] = defaultdict(float)
+    for r in relations:
+        if r.kind == "similar" and r.id in stored_relations:
+            continue  # a stored similarity edge keeps its weight
+        weights[(r.source, r.target)] += r.weight
+    _extend_matrices(source, tmp, nodes["entities"], nodes["passages"], weights, links)
+    (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
+    (tmp / MATCHER_FILE).write_text(
+        _dumps({"top_k_common": settings.top_k_common, "common_words": sorted(common)}),
+        encoding="utf-8",
+    )
+    (tmp / MANIFEST).write_text(json.dumps(manifest, default=str), encoding="utf-8")
+    clock.record(timings, "write", len(new))
+
+
+def _write_rows(
+    con: sqlite3.Connection,
+    new: Sequence[Passage],
+    extracted: Sequence[Extraction],
+    aligned: DeltaAlignment,
+    relations: Sequence[Relation],
+    stored_relations: Mapping[str, float],
+    new_aliases: Mapping[str, list[str]],
+    links: Mapping[tuple[str, str], str],
+    hyperedges: Sequence[HyperEdge],
+    stored_hyper: set[str],
+    topics: Sequence[str | None],
+) -> None:
+    """The delta's rows, in one transaction."""
+
+    def next_ord(table: str) -> int:
+        return int(con.execute(f"SELECT COALESCE(MAX(ord), -1) + 1 FROM {table}").fetchone()[0])
+
+    me, mb = aligned.mention_entity, aligned.mention_base
+    with con:
+        start = next_ord("passages")
+        con.executemany(
+            "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
+            ((start + k, p.id, p.title, p.text, p.source) for k, p in enumerate(new)),
+        )
+        con.executemany(
+            "INSERT INTO mentions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    m.id,
+                    m.passage_id,
+                    m.name,
+                    _dumps(m.aliases),
+                    m.description,
+                    _dumps(m.types),
+                    m.sentence,
+                    me.get(m.id),
+                    mb.get(m.id),
+                )  # fmt: skip
+                for x in extracted
+                for m in x.mentions
+            ),
+        )
+        con.executemany(
+            "INSERT INTO raw_relations VALUES (?, ?, ?, ?, ?)",
+            (
+                (r.passage_id, r.source, r.label, r.target, r.sentence)
+                for x in extracted
+                for r in x.relations
+            ),  # fmt: skip
+        )
+        con.executemany(
+            "INSERT OR REPLACE INTO raw_facts VALUES (?, ?, ?, ?, ?)",
+            (
+                (f.id, f.passage_id, f.relation, _dumps(f.mentions), f.sentence)
+                for x in extracted
+                for f in x.facts
+            ),  # fmt: skip
+        )
+        start = next_ord("base_entities")
+        con.executemany(
+            "INSERT INTO base_entities VALUES (?, ?, ?, ?)",
+            (
+                (start + k, bid, text, eid)
+                for k, (bid, text, eid) in enumerate(
+                    zip(aligned.base_ids, aligned.base_texts, aligned.base_entity, strict=True)
+                )
+            ),
+        )
+        con.executemany(
+            "INSERT OR REPLACE INTO merge_pairs VALUES (?, ?, ?, ?)",
+            ((a, b, sim, int(ok)) for (a, b), (sim, ok) in aligned.pairs.items()),
+        )
+        start = next_ord("entities")
+        con.executemany(
+            "INSERT INTO entities VALUES (?, ?, ?, ?, ?)",
+            (
+                (start + k, e.id, e.name, normalize_name(e.name), e.description)
+                for k, e in enumerate(aligned.new_entities)
+            ),
+        )
+        con.executemany(
+            "INSERT INTO entity_aliases VALUES (?, ?, ?, ?)",
+            (
+                (e.id, k, a, normalize_name(a))
+                for e in aligned.new_entities
+                for k, a in enumerate(e.aliases)
+            ),
+        )
+        for eid, aliases in new_aliases.items():
+            first = len(aligned.stored[eid].aliases) if eid in aligned.stored else 0
+            con.executemany(
+                "INSERT INTO entity_aliases VALUES (?, ?, ?, ?)",
+                ((eid, first + k, a, normalize_name(a)) for k, a in enumerate(aliases)),
+            )
+        con.executemany(
+            "INSERT INTO entity_types VALUES (?, ?, ?)",
+            ((e.id, k, t) for e in aligned.new_entities for k, t in enumerate(e.types)),
+        )
+        con.executemany(
+            "INSERT INTO provenance VALUES (?, ?, ?)",
+            ((me[m.id], m.id, m.passage_id) for x in extracted for m in x.mentions if m.id in me),
+        )
+        con.executemany(
+            "INSERT OR IGNORE INTO entity_passages VALUES (?, ?, ?)",
+            ((eid, pid, kind) for (eid, pid), kind in sorted(links.items())),
+        )
+        start = next_ord("relations")
+        fresh = [r for r in relations if r.id not in stored_relations]
+        con.executemany(
+            "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                (start + k, r.id, r.source, r.label, r.target, r.weight, r.kind)
+                for k, r in enumerate(fresh)
+            ),
+        )
+        con.executemany(
+            "UPDATE relations SET weight = weight + ? WHERE id = ?",
+            (
+                (r.weight, r.id)
+                for r in relations
+                if r.id in stored_relations and r.kind != "similar"
+            ),
+        )
+        con.executemany(
+            "INSERT INTO relation_passages VALUES (?, ?)",
+            ((r.id, pid) for r in relations for pid in r.passage_ids),
+        )
+        start = next_ord("hyperedges")
+        fresh_hyper = [h for h in hyperedges if h.id not in stored_hyper]
+        con.executemany(
+            "INSERT INTO hyperedges VALUES (?, ?, ?, ?)",
+            (
+                (start + k, h.id, h.relation, topic)
+                for k, (h, topic) in enumerate(zip(fresh_hyper, topics, strict=True))
+            ),
+        )
+        con.executemany(
+            "INSERT INTO hyperedge_members VALUES (?, ?, ?)",
+            ((h.id, k, eid) for h in fresh_hyper for k, eid in enumerate(h.entity_ids)),
+        )
+        con.executemany(
+            "INSERT INTO hyperedge_passages VALUES (?, ?)",
+            ((h.id, pid) for h in hyperedges for pid in h.passage_ids),
+        )
+        for topic, size in Counter(t for t in topics if t).items():
+            con.execute("UPDATE topics SET size = size + ? WHERE id = ?", (size, topic))
+
+
+def _count(
+    manifest: dict[str, Any], con: sqlite3.Connection, aligned: DeltaAlignment, n: int
+) -> None:
+    """The manifest's counts, read back from the changed database, and the ``delta`` section."""
+
+    def one(sql: str) -> int:
+        return int(con.execute(sql).fetchone()[0])
+
+    counts = manifest.setdefault("counts", {})
+    counts.update(
+        passages=one("SELECT COUNT(*) FROM passages"),
+        entities=one("SELECT COUNT(*) FROM entities"),
+        relations=one("SELECT COUNT(*) FROM relations"),
+        relations_by_kind=dict(con.execute("SELECT kind, COUNT(*) FROM relations GROUP BY kind")),
+        hyperedges=one("SELECT COUNT(*) FROM hyperedges"),
+        topics=one("SELECT COUNT(*) FROM topics"),
+        entity_passage_links=one("SELECT COUNT(*) FROM entity_passages"),
+        match_links=one("SELECT COUNT(*) FROM entity_passages WHERE kind = 'match'"),
+    )
+    delta = manifest.setdefault("delta", {})
+    delta["adds"] = int(delta.get("adds", 0)) + 1
+    delta["passages_added"] = int(delta.get("passages_added", 0)) + n
+    totals = delta.setdefault("alignment", {})
+    for key, value in aligned.counts.items():
+        totals[key] = int(totals.get(key, 0)) + int(value)
+    delta["last"] = dict(aligned.counts, passages=n)

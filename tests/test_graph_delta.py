@@ -1,0 +1,221 @@
+"""The delta add (`add_passages(..., delta=True)`, `graphseek.knowledge.graph.delta`) end to end
+on the offline extractor with real spaCy and MiniLM: what it changes, what it keeps, that the
+store it writes reads back whole, that a failure leaves the store as it was, and that an exact
+add afterwards gives a rebuild's graph again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_graph_store import CORPUS, build, snapshot
+
+from graphseek.knowledge.graph import SQLiteGraphStore, add_passages
+from graphseek.knowledge.graph import delta as delta_module
+from graphseek.knowledge.graph.models import Entity, graph_record
+from graphseek.knowledge.graph.settings import settings_of
+from graphseek.knowledge.passages import Passage
+
+FORD_AGAIN = Passage.from_title_text(
+    "The Searchers",
+    "The Searchers is a 1956 American western film directed by John Ford. "
+    "It stars John Wayne.",
+)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A store of the first three passages, and the rebuild of all six."""
+    root = tmp_path_factory.mktemp("delta")
+    build(CORPUS[:3], root / "half").close()
+    build(CORPUS, root / "full").close()
+    return {"half": root / "half", "full": root / "full"}
+
+
+def copy_of(path: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "graph"
+    shutil.copytree(path, out)
+    return out
+
+
+def test_a_delta_add_gives_the_rebuilds_graph_on_a_small_corpus(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    """No bridge between stored entities and no topic count change: the same entities,
+    relations, links and hyperedges as a rebuild; the topics are the nearest stored ones."""
+    out = copy_of(stores["half"], tmp_path)
+    updated = add_passages(out, CORPUS[3:] + CORPUS[:1], show_progress=False, delta=True)
+    with SQLiteGraphStore.open(stores["full"]) as full:
+        assert snapshot(updated) == snapshot(full)
+        assert sorted(updated.passage_ids()) == sorted(full.passage_ids())
+    with SQLiteGraphStore.open(stores["half"]) as half:
+        stored_topics = {t.id for t in half.topics()}
+    assert {t.id for t in updated.topics()} == stored_topics
+    assert sum(t.size for t in updated.topics()) == len(updated.hyperedges())
+    delta = updated.manifest["delta"]
+    assert delta["adds"] == 1 and delta["passages_added"] == 3
+    assert delta["last"]["new_entities"] > 0
+    assert {"align", "link_passages", "write", "extract"} <= set(delta["timings"])
+    updated.close()
+
+
+def test_the_store_a_delta_writes_reads_back_whole(stores: dict[str, Path], tmp_path: Path) -> None:
+    out = copy_of(stores["half"], tmp_path)
+    updated = add_passages(out, CORPUS[3:], show_progress=False, delta=True)
+    ids = updated.entity_ids()
+    vectors, rows = updated.entity_embeddings()
+    assert rows == ids and vectors.shape == (len(ids), 384)
+    hyper, hids = updated.hyperedge_embeddings()
+    assert hids == [h.id for h in updated.hyperedges()] and len(hyper) == len(hids)
+    assert all(h.topic_id for h in updated.hyperedges())
+    relation_vectors, rids = updated.relation_embeddings()
+    assert len(relation_vectors) == len(rids)
+    assert set(rids) == {r.id for r in updated.relations() if r.kind == "extracted"}
+    mention_vectors, mids = updated.mention_embeddings()
+    assert len(mids) == len(set(mids)) == len(mention_vectors)
+    assert set(mids) == {m.id for x in updated.extractions() for m in x.mentions}
+    full, nodes = updated.adjacency(include_passages=True)
+    assert full.shape == (len(ids) + 6, len(nodes)) and nodes[len(ids) :] == [
+        p.id for p in updated.passages()
+    ]
+    incidence, eids, pids = updated.entity_passage_matrix()
+    for e in updated.entities():  # the matrix and the links table agree
+        row = incidence[eids.index(e.id)]
+        assert {pids[c] for c in row.indices} == set(updated.passages_of(e.id))
+    counts = updated.manifest["counts"]
+    assert counts["entities"] == len(ids) and counts["passages"] == 6
+    assert counts["relations"] == len(updated.relations())
+    updated.close()
+
+
+def test_a_stored_entity_keeps_its_id_and_gains_the_new_mentions(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "graph"
+    build(CORPUS[3:5], out).close()  # Seven Women, John Ford
+    with SQLiteGraphStore.open(out) as before:
+        (ford,) = before.find_entities("John Ford")
+        american = before.find_entities("American")[0]
+    updated = add_passages(out, [FORD_AGAIN], show_progress=False, delta=True)
+    (after,) = updated.find_entities("John Ford")
+    assert after.id == ford.id
+    assert FORD_AGAIN.id in updated.passages_of(ford.id)
+    assert set(after.mention_ids) > set(ford.mention_ids)
+    assert updated.find_entities("John Wayne")  # a new entity
+    # a stored relation gains the new passage's weight: American co-occurs with John Ford
+    pair = sorted([ford.id, american.id])
+    with SQLiteGraphStore.open(out) as again:
+        edges = [r for r in again.relations_of(ford.id) if sorted([r.source, r.target]) == pair]
+    assert edges and any(FORD_AGAIN.id in r.passage_ids for r in edges)
+    assert updated.manifest["delta"]["last"]["joined_by_name"] >= 2
+    updated.close()
+
+
+def test_an_exact_add_after_a_delta_gives_the_rebuild_again(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    out = copy_of(stores["half"], tmp_path)
+    add_passages(out, CORPUS[3:5], show_progress=False, delta=True).close()
+    exact = add_passages(out, CORPUS[5:], show_progress=False)
+    with SQLiteGraphStore.open(stores["full"]) as full:
+        assert snapshot(exact) == snapshot(full)
+        assert [t.model_dump() for t in exact.topics()] == [t.model_dump() for t in full.topics()]
+    assert "delta" not in exact.manifest  # a rebuild's store: nothing deferred
+    exact.close()
+
+
+def test_the_matcher_links_a_new_name_to_the_stored_passages_naming_it(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    out = copy_of(stores["full"], tmp_path)
+    settings = settings_of(SQLiteGraphStore.open(out))
+    awards = graph_record(
+        Entity,
+        id="e-new",
+        name="Academy Awards",
+        aliases=[],
+        description="",
+        types=["ORG"],
+        passage_ids=[],
+        mention_ids=[],
+    )
+    john_ford = next(p for p in CORPUS if p.title == "John Ford")
+    con = sqlite3.connect(out / "graph.sqlite")
+    try:
+        links, common = delta_module.match_links(con, out, [], [awards], {}, settings)
+        assert links["e-new"] == {john_ford.id}
+        assert len(common) == settings.top_k_common
+        # a name as frequent as theta links nowhere
+        rare = delta_module.match_links(
+            con, out, [], [awards], {}, type(settings)(**{**settings.__dict__, "theta": 1})
+        )[0]
+        assert "e-new" not in rare
+    finally:
+        con.close()
+
+
+def test_append_rows_keeps_the_dtype_and_the_rows(tmp_path: Path) -> None:
+    stored = np.arange(12, dtype=np.float16).reshape(4, 3)
+    np.save(tmp_path / "a.npy", stored)
+    delta_module.append_rows(tmp_path / "a.npy", tmp_path / "b.npy", np.ones((2, 3)))
+    out = np.load(tmp_path / "b.npy")
+    assert out.dtype == np.float16 and out.shape == (6, 3)
+    assert np.array_equal(out[:4], stored) and np.all(out[4:] == 1)
+    np.save(tmp_path / "empty.npy", np.zeros((0, 0), dtype=np.float32))
+    delta_module.append_rows(tmp_path / "empty.npy", tmp_path / "c.npy", np.ones((2, 5)))
+    assert np.load(tmp_path / "c.npy").shape == (2, 5)
+    with pytest.raises(ValueError, match="width"):
+        delta_module.append_rows(tmp_path / "a.npy", tmp_path / "d.npy", np.ones((1, 4)))
+
+
+def test_a_failing_delta_leaves_the_store_as_it_was(
+    stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = copy_of(stores["half"], tmp_path)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(delta_module, "_extend_matrices", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        add_passages(out, CORPUS[3:], show_progress=False, delta=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph"]  # nothing left behind
+
+
+def test_a_delta_add_refuses_an_llm_aligner(stores: dict[str, Path], tmp_path: Path) -> None:
+    out = copy_of(stores["half"], tmp_path)
+    with pytest.raises(ValueError, match="delta add decides merges offline"):
+        add_passages(out, CORPUS[3:], show_progress=False, delta=True, llm=_never_called())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "delta" not in manifest
+
+
+def _never_called() -> object:
+    """A scripted chat model that fails if called: a delta add must refuse it first."""
+    from graphseek.llm import ScriptedChatModel
+
+    def script(messages: list) -> object:  # pragma: no cover
+        raise AssertionError("not called")
+
+    return ScriptedChatModel(responses=script)
+
+
+def test_a_build_keeps_its_common_words_and_a_delta_reads_them(
+    stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = json.loads((stores["half"] / "matcher.json").read_text())
+    assert kept["top_k_common"] == 20 and len(kept["common_words"]) == 20
+
+    def recount(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the words were counted again")
+
+    monkeypatch.setattr(delta_module, "top_common_words", recount)
+    out = copy_of(stores["half"], tmp_path)
+    add_passages(out, CORPUS[3:], show_progress=False, delta=True).close()
+    assert json.loads((out / "matcher.json").read_text()) == kept
