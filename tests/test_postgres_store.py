@@ -682,6 +682,21 @@ def test_add_then_delete_updates_passages_vectors_and_graph(
     assert "warsaw" not in {h.passage.id for h in hits}
 
 
+def test_a_delta_add_into_postgres(pg_server: Any, dir_graph_index: Any) -> None:
+    """`graph_options={"delta": True}` on a PostgreSQL index: the graph exported, changed as
+    a delta, written back in the same transaction; the graph retriever finds the new passage."""
+    from graphseek.knowledge.index import Index
+    from graphseek.tools.retrievers import retrieve
+
+    index = _copy(pg_server, dir_graph_index, "delta")
+    index.add_documents([NEW], graph_options={"delta": True})
+    reader = Index.open(index.uri)
+    assert NEW.id in reader and len(reader) == 9
+    assert reader.graph.manifest["delta"]["passages_added"] == 1
+    hits = retrieve(reader, "Xavier Quill, the Portuguese cartographer", 5, "higra")
+    assert NEW.id in [h.passage.id for h in hits]
+
+
 def test_bm25_postings_are_stored_by_each_write_and_loaded_by_readers(
     pg_server: Any, dir_graph_index: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

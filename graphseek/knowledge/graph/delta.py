@@ -498,9 +498,38 @@ def new_relations(
     entities = {eid: _Types(t) for eid, t in types.items()}
     for eid in base_entity.values():
         entities.setdefault(eid, _Types([]))
-    relations += similarity_edges(
+    similar = similarity_edges(
         aligned.pairs, base_entity, entities, max_per_entity=settings.max_similar
     )
+    # the build's cap counts every similarity edge of an entity: the stored ones too (best
+    # first, as `similarity_edges` takes them)
+    ends = {x for r in similar for x in (r.source, r.target)}
+    held: Counter[str] = Counter()
+    for column in ("source", "target"):
+        held.update(
+            dict(
+                _in_batches(
+                    con,
+                    f"SELECT {column}, COUNT(*) FROM relations WHERE kind = 'similar' "
+                    f"AND {column} IN ({{}}) GROUP BY {column}",
+                    ends,
+                )
+            )
+        )
+    stored_ids = {
+        r[0]
+        for r in _in_batches(
+            con, "SELECT id FROM relations WHERE id IN ({})", [r.id for r in similar]
+        )
+    }
+    for r in sorted(similar, key=lambda r: (-r.weight, r.id)):
+        if r.id in stored_ids:
+            continue
+        if held[r.source] >= settings.max_similar or held[r.target] >= settings.max_similar:
+            continue
+        held[r.source] += 1
+        held[r.target] += 1
+        relations.append(r)
     return relations
 
 
