@@ -22,8 +22,7 @@ from graphseek.knowledge.passages import Passage
 
 FORD_AGAIN = Passage.from_title_text(
     "The Searchers",
-    "The Searchers is a 1956 American western film directed by John Ford. "
-    "It stars John Wayne.",
+    "The Searchers is a 1956 American western film directed by John Ford. It stars John Wayne.",
 )
 
 

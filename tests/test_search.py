@@ -176,7 +176,9 @@ def test_a_grown_hnsw_index_inserts_only_the_new_vectors(tmp_path: Path) -> None
     # an exact index is built anew; an index of more rows than given is not reused
     flat = DenseIndex.build(vectors, hnsw_threshold=100, grown_from=tmp_path / "first")
     assert flat.kind == "IndexFlatIP" and len(flat) == 60
-    assert len(DenseIndex.build(vectors[:40], hnsw_threshold=10, grown_from=tmp_path / "first")) == 40
+    assert (
+        len(DenseIndex.build(vectors[:40], hnsw_threshold=10, grown_from=tmp_path / "first")) == 40
+    )
 
 
 def test_rrf_hand_computed() -> None:
