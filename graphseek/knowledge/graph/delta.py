@@ -193,23 +193,60 @@ class DeltaAlignment:
     counts: dict[str, int]
 
 
-def align_new(
-    con: sqlite3.Connection,
-    store_dir: Path,
+@dataclass
+class NewBases:
+    """The new mentions' base entities (exact groups), before they meet the store."""
+
+    mentions: list[Mention]
+    """The new mentions, by id."""
+    groups: list[list[int]]
+    """Each base entity's mentions (positions in `mentions`)."""
+    records: list[EntityRecord]
+    ids: list[str]
+    texts: list[str]
+    vectors: np.ndarray
+
+
+def new_bases(
     mentions: Sequence[Mention],
     vectors: Mapping[str, np.ndarray],
     settings: GraphSettings,
     embed: Embed,
+) -> NewBases:
+    """The exact groups of the new `mentions` as base entities, with their vectors (from the
+    contextual `vectors` by mention id, or record strings' without them)."""
+    ordered = sorted(mentions, key=lambda m: m.id)
+    groups = exact_groups(ordered)
+    records = [aggregate([ordered[i] for i in g]) for g in groups]
+    texts = [r.embedding_text() for r in records]
+    return NewBases(
+        mentions=ordered,
+        groups=groups,
+        records=records,
+        ids=[stable_id("b", *r.mention_ids, length=16) for r in records],
+        texts=texts,
+        vectors=_new_base_vectors(records, texts, vectors, settings, embed),
+    )
+
+
+def align_new(
+    con: sqlite3.Connection,
+    bases: NewBases,
+    near: list[list[tuple[int, float]]],
+    settings: GraphSettings,
+    embed: Embed,
 ) -> DeltaAlignment:
-    """Align the new `mentions` (contextual `vectors` by mention id, or none with record
-    alignment) against the store open on `con` in `store_dir`."""
-    mentions = sorted(mentions, key=lambda m: m.id)
-    groups = exact_groups(mentions)
-    base = [aggregate([mentions[i] for i in g]) for g in groups]
-    ids = [stable_id("b", *r.mention_ids, length=16) for r in base]
-    texts = [r.embedding_text() for r in base]
+    """Align the new base entities against the store open on `con`; `near`: each one's stored
+    base entities within the radius (`near_stored`)."""
+    mentions, groups, base, ids, texts = (
+        bases.mentions,
+        bases.groups,
+        bases.records,
+        bases.ids,
+        bases.texts,
+    )
+    vecs = bases.vectors
     n = len(base)
-    vecs = _new_base_vectors(base, texts, vectors, settings, embed)
     aligner = Aligner(
         embed=embed,
         tau=settings.radius,
@@ -230,7 +267,6 @@ def align_new(
         by_key[norm].add(eid)
     # 2. by vector: stored base vectors within the radius
     stored_base, stored_owner = _stored_base(con)
-    near = _near_stored(store_dir, vecs, 1.0 - settings.radius - 1e-6, settings.max_neighbors)
     candidates = {eid for ids_ in by_key.values() for eid in ids_}
     candidates |= {stored_owner[j] for row in near for j, _ in row}
     stored = _stored_entities(con, candidates)
@@ -267,7 +303,7 @@ def align_new(
         vecs, list(range(n)), settings.radius, settings.max_neighbors
     )
     named_pairs = name_pairs(base, range(n), settings.max_neighbors)
-    if vectors:
+    if settings.alignment == "contextual":
         named_pairs |= variant_pairs(base, range(n), settings.max_neighbors)
     seen = set(zip(new_first.tolist(), new_second.tolist(), strict=True))
     extra = sorted(named_pairs - seen)
@@ -416,12 +452,15 @@ def _stored_base(con: sqlite3.Connection) -> tuple[list[str], list[str]]:
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
-def _near_stored(
-    store_dir: Path, vectors: np.ndarray, threshold: float, limit: int
+def near_stored(
+    store_dir: Path, vectors: np.ndarray, settings: GraphSettings
 ) -> list[list[tuple[int, float]]]:
     """For each row of `vectors`, the stored base entities (row numbers of
-    ``base_vectors.npy``) with a cosine of at least `threshold`, best `limit` first: one
-    product per block of `STORED_ROWS` stored rows, read from the memory-mapped file."""
+    ``base_vectors.npy``) within the alignment radius, best `max_neighbors` first: one product
+    per block of `STORED_ROWS` stored rows, read from the memory-mapped file (BLAS, with the
+    GIL released: a delta runs it on a thread)."""
+    threshold = 1.0 - settings.radius - 1e-6
+    limit = settings.max_neighbors
     out: list[list[tuple[int, float]]] = [[] for _ in range(len(vectors))]
     path = store_dir / "base_vectors.npy"
     if not len(vectors) or not path.exists():
@@ -552,11 +591,18 @@ def _common_words(
     return top_common_words(texts, settings.top_k_common)
 
 
-def _surfaces(
-    con: sqlite3.Connection, new_entities: Sequence[Entity], new_aliases: Mapping[str, list[str]]
-) -> tuple[dict[str, set[str]], set[str]]:
-    """Key -> ids of the linkable entities named so (stored and new), and the keys new to the
-    store (the new entities' names, the stored entities' new aliases)."""
+@dataclass
+class StoredSurfaces:
+    """The matcher's surfaces of the stored entities: key -> ids of the linkable entities named
+    so, and each entity's names (name first) and types."""
+
+    entities: dict[str, set[str]]
+    names: dict[str, list[str]]
+    types: dict[str, list[str]]
+
+
+def stored_surfaces(con: sqlite3.Connection) -> StoredSurfaces:
+    """Every stored entity's names as the matcher searches them (`StoredSurfaces`)."""
     types: dict[str, list[str]] = defaultdict(list)
     for eid, kind in con.execute("SELECT entity_id, type FROM entity_types ORDER BY rowid"):
         types[eid].append(kind)
@@ -566,26 +612,43 @@ def _surfaces(
     for eid, alias in con.execute("SELECT entity_id, alias FROM entity_aliases ORDER BY rowid"):
         names[eid].append(alias)
     out: dict[str, set[str]] = defaultdict(set)
-
-    def add(eid: str, surfaces: Iterable[str], entity_types: list[str], name: str) -> set[str]:
-        added: set[str] = set()
-        if not linkable_name(name, entity_types):
-            return added
-        for surface in surfaces:
-            key = normalize_text(surface).strip()
-            if len(key) >= 2 and any(c.isalnum() for c in key):
-                out[key].add(eid)
-                added.add(key)
-        return added
-
     for eid, surfaces in names.items():
-        add(eid, surfaces, types.get(eid, []), surfaces[0])
+        _add_surfaces(out, eid, surfaces, types.get(eid, []), surfaces[0])
+    return StoredSurfaces(out, names, types)
+
+
+def _add_surfaces(
+    out: dict[str, set[str]],
+    eid: str,
+    surfaces: Iterable[str],
+    entity_types: Sequence[str],
+    name: str,
+) -> set[str]:
+    """Add a linkable entity's surfaces to `out` (key -> entity ids); the keys added."""
+    added: set[str] = set()
+    if not linkable_name(name, entity_types):
+        return added
+    for surface in surfaces:
+        key = normalize_text(surface).strip()
+        if len(key) >= 2 and any(c.isalnum() for c in key):
+            out[key].add(eid)
+            added.add(key)
+    return added
+
+
+def _surfaces(
+    stored: StoredSurfaces, new_entities: Sequence[Entity], new_aliases: Mapping[str, list[str]]
+) -> tuple[dict[str, set[str]], set[str]]:
+    """Key -> ids of the linkable entities named so (stored and new), and the keys new to the
+    store (the new entities' names, the stored entities' new aliases)."""
+    out = stored.entities
     fresh: set[str] = set()
     for e in new_entities:
-        fresh |= add(e.id, e.names, list(e.types), e.name)
+        fresh |= _add_surfaces(out, e.id, e.names, e.types, e.name)
     for eid, aliases in new_aliases.items():
-        if eid in names:
-            fresh |= add(eid, aliases, types.get(eid, []), names[eid][0])
+        if eid in stored.names:
+            name = stored.names[eid][0]
+            fresh |= _add_surfaces(out, eid, aliases, stored.types.get(eid, []), name)
     return out, fresh
 
 
@@ -619,11 +682,14 @@ def match_links(
     new_entities: Sequence[Entity],
     new_aliases: Mapping[str, list[str]],
     settings: GraphSettings,
+    stored: StoredSurfaces | None = None,
 ) -> tuple[dict[str, set[str]], frozenset[str]]:
     """Entity id -> passage ids, the matcher's new links (see the module docstring), and the
-    corpus's common words (to keep)."""
+    corpus's common words (to keep). `stored`: `stored_surfaces(con)`, if read already (it is
+    extended here)."""
     common = _common_words(store_dir, con, settings)
-    surface_entities, fresh = _surfaces(con, new_entities, new_aliases)
+    surfaces = stored if stored is not None else stored_surfaces(con)
+    surface_entities, fresh = _surfaces(surfaces, new_entities, new_aliases)
     automaton = _automaton(k for k in surface_entities if k not in common)
     links: dict[str, set[str]] = defaultdict(set)
     if not len(automaton):
@@ -786,9 +852,10 @@ def _extend_matrices(
     )
     if full.shape != (ne + np_, ne + np_):
         full = sparse.csr_matrix((ne + np_, ne + np_), dtype=np.float32)
-    sparse.save_npz(tmp / "adjacency_entity.npz", adjacency.astype(np.float32).tocsr())
-    sparse.save_npz(tmp / "adjacency_full.npz", full.tocsr())
-    sparse.save_npz(tmp / "entity_passage.npz", incidence.astype(np.float32).tocsr())
+    # not compressed: zlib took 4.4 s of an add at 100,000 passages (a build compresses)
+    sparse.save_npz(tmp / "adjacency_entity.npz", adjacency.astype(np.float32).tocsr(), False)
+    sparse.save_npz(tmp / "adjacency_full.npz", full.tocsr(), False)
+    sparse.save_npz(tmp / "entity_passage.npz", incidence.astype(np.float32).tocsr(), False)
 
 
 # -- the add ------------------------------------------------------------------------------------
@@ -890,9 +957,10 @@ def _apply(
     clock = Clock()
     mentions = [m for x in extracted for m in x.mentions]
     contextual = settings.alignment == "contextual"
-    aligned = align_new(
-        con, source, mentions, mention_vectors if contextual else {}, settings, embed
-    )
+    bases = new_bases(mentions, mention_vectors if contextual else {}, settings, embed)
+    search = Background(lambda: near_stored(source, bases.vectors, settings))
+    stored = stored_surfaces(con)  # Python, while the search runs with the GIL released
+    aligned = align_new(con, bases, search.result(), settings, embed)
     clock.record(timings, "align", len(new))
     clock = Clock()
     strings = string_embed(settings, embed)
@@ -920,7 +988,9 @@ def _apply(
             ]
     clock.record(timings, "link_entities", len(new))
     clock = Clock()
-    matched, common = match_links(con, source, new, aligned.new_entities, new_aliases, settings)
+    matched, common = match_links(
+        con, source, new, aligned.new_entities, new_aliases, settings, stored
+    )
     links: dict[tuple[str, str], str] = {}
     for m in mentions:
         owner = aligned.mention_entity.get(m.id)
