@@ -51,7 +51,12 @@ from scipy import sparse
 
 from graphseek.knowledge.atomic import atomic_directory
 from graphseek.knowledge.background import Background
-from graphseek.knowledge.graph.align import Aligner, AlignmentCache, cached_encode
+from graphseek.knowledge.graph.align import (
+    Aligner,
+    AlignmentCache,
+    ambiguous_generics,
+    cached_encode,
+)
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import base_vectors
@@ -63,6 +68,7 @@ from graphseek.knowledge.graph.link import (
     linkable_name,
     similarity_edges,
 )
+from graphseek.knowledge.graph.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -324,12 +330,24 @@ def align_new(
         if first
         else np.zeros(0, dtype=bool)
     )
+    # the build's guard: a generic-only record ("Paris" the concept) whose accepted partners
+    # have incompatible types (the city, the person) merges with none of them
+    blocked: set[int] = set()
+    if len(merged):
+        decided = MergePairs.of(
+            [str(k) for k in range(len(records))],
+            np.asarray(first),
+            np.asarray(second),
+            np.asarray(sims),
+            merged,
+        )
+        blocked = ambiguous_generics(records, decided)
     # the new base entities' groups, then the stored entity each group joins
     stored_at = {p: eid for eid, p in position.items()}
     uf = UnionFind(n)
     vector_join: dict[int, tuple[float, str]] = {}
     for a, b, sim, ok in zip(first, second, sims, merged.tolist(), strict=True):
-        if not ok:
+        if not ok or a in blocked or b in blocked:
             continue
         if b < n:
             uf.union(a, b)
