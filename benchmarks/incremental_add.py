@@ -297,6 +297,18 @@ def main() -> None:
                 )
                 for label, seconds in row["parts"].items():
                     print(f"  {label:<40} {seconds:>7.1f}")
+    for r in rows:
+        if r["n"] != TARGET_N or args.add != 100:
+            continue
+        adds = [("the add", r["add_s"])]
+        if "next" in r:
+            adds = [("the first add", r["add_s"]), ("the next add", r["next"]["add_s"])]
+        for label, seconds in adds:
+            met = "met" if seconds <= TARGET_S else "not met"
+            print(
+                f"\ntarget: 100 passages into a {TARGET_N:,}-passage store in {TARGET_S:.0f} s "
+                f"or less ({kind}, {label}): {seconds:.1f} s, {met}"
+            )
     if len(rows) >= 2:
         a, b = line_fit([(r["n"], r["add_s"]) for r in rows])
         if b <= 0:
