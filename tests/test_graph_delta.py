@@ -218,3 +218,32 @@ def test_a_build_keeps_its_common_words_and_a_delta_reads_them(
     out = copy_of(stores["half"], tmp_path)
     add_passages(out, CORPUS[3:], show_progress=False, delta=True).close()
     assert json.loads((out / "matcher.json").read_text()) == kept
+
+
+def test_stats_say_how_many_delta_adds_wait_for_a_rebuild(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    from graphseek.knowledge.graph import format_stats, graph_stats
+
+    out = copy_of(stores["half"], tmp_path)
+    assert "delta adds" not in format_stats(graph_stats(out))
+    add_passages(out, CORPUS[3:5], show_progress=False, delta=True).close()
+    add_passages(out, CORPUS[5:], show_progress=False, delta=True).close()
+    text = format_stats(graph_stats(out))
+    assert "delta adds" in text and "2 (3 passages) since the last build" in text
+
+
+def test_a_delta_add_to_a_store_aligned_with_record_strings(tmp_path: Path) -> None:
+    """Record alignment (no contextual mention vectors): base vectors from record strings."""
+    from graphseek.knowledge.graph import build_graph
+
+    out = tmp_path / "graph"
+    build_graph(CORPUS[3:5], out, show_progress=False, alignment="records").close()
+    updated = add_passages(out, [FORD_AGAIN], show_progress=False, delta=True)
+    assert updated.manifest["settings"]["alignment"] == "records"
+    (ford,) = updated.find_entities("John Ford")
+    assert FORD_AGAIN.id in updated.passages_of(ford.id)
+    assert updated.mention_embeddings()[0].shape[0] == 0
+    base_ids, _, vectors, _ = updated.alignment_state()
+    assert len(base_ids) == len(vectors)
+    updated.close()

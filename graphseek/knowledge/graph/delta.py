@@ -471,12 +471,13 @@ def _stored_base(con: sqlite3.Connection) -> tuple[list[str], list[str]]:
 
 
 def near_stored(
-    store_dir: Path, vectors: np.ndarray, settings: GraphSettings
+    store_dir: Path, vectors: np.ndarray, settings: GraphSettings, count: int
 ) -> list[list[tuple[int, float]]]:
     """For each row of `vectors`, the stored base entities (row numbers of
     ``base_vectors.npy``) within the alignment radius, best `max_neighbors` first: one product
     per block of `STORED_ROWS` stored rows, read from the memory-mapped file (BLAS, with the
-    GIL released: a delta runs it on a thread)."""
+    GIL released: a delta runs it on a thread). None are found when the file does not hold
+    `count` rows (the store's base entities) of the vectors' width."""
     threshold = 1.0 - settings.radius - 1e-6
     limit = settings.max_neighbors
     out: list[list[tuple[int, float]]] = [[] for _ in range(len(vectors))]
@@ -484,7 +485,7 @@ def near_stored(
     if not len(vectors) or not path.exists():
         return out
     stored = np.load(path, mmap_mode="r")
-    if stored.ndim != 2 or stored.shape[1] != vectors.shape[1] or not len(stored):
+    if stored.ndim != 2 or stored.shape != (count, vectors.shape[1]) or not count:
         return out
     query = np.ascontiguousarray(vectors, dtype=np.float32)
     for start in range(0, len(stored), STORED_ROWS):
@@ -976,7 +977,8 @@ def _apply(
     mentions = [m for x in extracted for m in x.mentions]
     contextual = settings.alignment == "contextual"
     bases = new_bases(mentions, mention_vectors if contextual else {}, settings, embed)
-    search = Background(lambda: near_stored(source, bases.vectors, settings))
+    stored_rows = int(con.execute("SELECT COUNT(*) FROM base_entities").fetchone()[0])
+    search = Background(lambda: near_stored(source, bases.vectors, settings, stored_rows))
     stored = stored_surfaces(con)  # Python, while the search runs with the GIL released
     aligned = align_new(con, bases, search.result(), settings, embed)
     clock.record(timings, "align", len(new))

@@ -85,6 +85,13 @@ def graph_stats(store: GraphStore | str | os.PathLike[str]) -> dict[str, Any]:
             "entities_after_alignment": alignment.get("after_semantic"),
             "alignment_reduction_pct": alignment.get("reduction_pct"),
         }
+        delta = manifest.get("delta") or {}
+        if delta.get("adds"):
+            stats["delta_adds"] = (
+                f"{delta['adds']:,} ({delta.get('passages_added', 0):,} passages) since the last "
+                "build or exact add: topics, and merges between stored entities, wait for the "
+                "next one (the alignment figures above are its own)"
+            )
         return stats
     finally:
         if opened is not None:
@@ -125,6 +132,7 @@ _LABELS = [
     ("entities_after_exact_merge", "  after exact merge"),
     ("entities_after_alignment", "  after semantic merge"),
     ("alignment_reduction_pct", "alignment reduction %"),
+    ("delta_adds", "delta adds"),
 ]
 
 
