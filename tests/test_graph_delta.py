@@ -247,3 +247,19 @@ def test_a_delta_add_to_a_store_aligned_with_record_strings(tmp_path: Path) -> N
     base_ids, _, vectors, _ = updated.alignment_state()
     assert len(base_ids) == len(vectors)
     updated.close()
+
+
+def test_a_delete_after_a_delta_gives_the_rebuild_of_what_is_left(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    """The exact paths read a store a delta wrote (appended rows, vectors and ids out of the
+    build's order) as they read a build's."""
+    from graphseek.knowledge.graph import delete_passages
+
+    out = copy_of(stores["half"], tmp_path)
+    add_passages(out, CORPUS[3:], show_progress=False, delta=True).close()
+    after = delete_passages(out, [CORPUS[0].id])
+    rebuilt = build(CORPUS[1:], tmp_path / "rebuilt")
+    assert snapshot(after) == snapshot(rebuilt)
+    after.close()
+    rebuilt.close()
