@@ -247,6 +247,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         print(f"Nothing to add: {_count(len(read))} already in {index.path}.")
         return 0
     options = {"delta": True} if args.delta else None
+    if args.delta and not index.has_graph:
+        print("(--delta changes a knowledge graph; this index has none: added as usual)")
     index.add_documents(new, show_progress=not args.quiet, graph_options=options)
     there = f" ({len(read) - len(new)} already there)" if len(read) > len(new) else ""
     print(f"Added {_count(len(new))}{there} to {index.path}; it holds {len(index)}.")

@@ -263,3 +263,47 @@ def test_a_delete_after_a_delta_gives_the_rebuild_of_what_is_left(
     assert snapshot(after) == snapshot(rebuilt)
     after.close()
     rebuilt.close()
+
+
+def test_an_exact_add_after_a_delta_keeps_the_stored_merge_decisions(tmp_path: Path) -> None:
+    """A delta appends base entities, so the stored ones are no longer in id order: the exact
+    add must still find the pairs it decided before (Steph / Stephen Curry stay one)."""
+    out = tmp_path / "graph"
+    build(CORPUS[3:], out).close()
+    add_passages(out, CORPUS[:3], show_progress=False, delta=True).close()
+    exact = add_passages(out, [FORD_AGAIN], show_progress=False)
+    rebuilt = build([*CORPUS[3:], *CORPUS[:3], FORD_AGAIN], tmp_path / "rebuilt")
+    assert snapshot(exact) == snapshot(rebuilt)
+    assert len(exact.find_entities("Stephen Curry")) == 1
+    exact.close()
+    rebuilt.close()
+
+
+def test_a_stored_entity_that_gains_aliases_gets_its_vector_again(tmp_path: Path) -> None:
+    from graphseek.knowledge.graph.vectors import default_embed, entity_text, string_embed
+
+    out = tmp_path / "graph"
+    build(CORPUS[:2], out).close()  # Stephen Curry (alias GSW for the Warriors), the Warriors
+    more = Passage.from_title_text(
+        "Golden State", "The Golden State Warriors, also called the Dubs, won in 2015."
+    )
+    updated = add_passages(out, [more], show_progress=False, delta=True)
+    grown = [
+        e for e in updated.entities() if more.id in e.passage_ids and len(e.passage_ids) > 1
+    ]
+    assert grown
+    settings = settings_of(updated)
+    strings = string_embed(settings, default_embed())
+    vectors, ids = updated.entity_embeddings()
+    for entity in grown:
+        expected = np.asarray(strings([entity_text(entity)]))[0]
+        assert np.allclose(vectors[ids.index(entity.id)], expected, atol=1e-5), entity.name
+    updated.close()
+
+
+def test_merge_pairs_refuse_unsorted_ids() -> None:
+    from graphseek.knowledge.graph.merge_pairs import MergePairs
+
+    none = np.zeros(0, dtype=np.int64)
+    with pytest.raises(ValueError, match="sorted"):
+        MergePairs.of(["b-2", "b-1"], none, none, np.zeros(0), np.zeros(0, dtype=bool))

@@ -155,6 +155,13 @@ def test_a_grown_bm25_index_is_the_one_built_anew(tmp_path: Path) -> None:
     assert grown.search("red plums", 2) == BM25Index.build(more).search("red plums", 2)
     (tmp_path / "first" / "tokens.npz").unlink()
     BM25Index.build(more, grown_from=tmp_path / "first").save(tmp_path / "again")
+    # token ids of another tokenizer are not reused
+    with np.load(tmp_path / "grown" / "tokens.npz") as data:
+        saved = {k: data[k] for k in data.files}
+    saved["tokenizer"] = np.str_("another tokenizer")
+    np.savez(tmp_path / "grown" / "tokens.npz", **saved)
+    retokenized = BM25Index.build(more + ["cherries"], grown_from=tmp_path / "grown")
+    assert retokenized.search("cherries", 1)[0][0] == len(more)
     other = BM25Index.build(more, k1=1.2, grown_from=tmp_path / "grown")
     assert other.params["k1"] == 1.2
     for name in ("data.csc.index.npy", "vocab.index.json"):
@@ -179,6 +186,10 @@ def test_a_grown_hnsw_index_inserts_only_the_new_vectors(tmp_path: Path) -> None
     assert (
         len(DenseIndex.build(vectors[:40], hnsw_threshold=10, grown_from=tmp_path / "first")) == 40
     )
+    # a graph that does not hold exactly the stored embeddings is built anew
+    np.save(tmp_path / "first" / "embeddings.npy", vectors[:45])
+    rebuilt = DenseIndex.build(vectors, hnsw_threshold=10, grown_from=tmp_path / "first")
+    assert len(rebuilt) == 60 and rebuilt.search(vectors[47], 1)[0][0][0] == 47
 
 
 def test_rrf_hand_computed() -> None:

@@ -138,7 +138,11 @@ class DenseIndex:
             return None
         if not hasattr(index, "hnsw") or index.d != vectors.shape[1]:
             return None
-        if index.ntotal > len(vectors):
+        try:  # the graph must hold exactly the stored embeddings (the first rows of `vectors`)
+            stored = np.load(directory / EMBEDDINGS_FILE, mmap_mode="r").shape[0]
+        except (OSError, ValueError):
+            return None
+        if index.ntotal != stored or index.ntotal > len(vectors):
             return None
         index.add(vectors[index.ntotal :])
         dense = cls(index)

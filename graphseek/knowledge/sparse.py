@@ -96,6 +96,8 @@ def _saved_tokens(
         if any(saved.get(k) != v for k, v in params.items()) or not path.is_file():
             return None
         with np.load(path) as data:
+            if str(data["tokenizer"]) != TOKENIZER_NAME:
+                return None  # tokenized otherwise: tokenize every text again
             flat, offsets = data["ids"], data["offsets"]
         terms = json.loads((directory / "vocab.index.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError):
@@ -181,7 +183,9 @@ class BM25Index:
         tokens = self._tokens
         if tokens is not None:  # for the next build of this index grown (`grown_from`)
             with open(Path(directory) / TOKENS_FILE, "wb") as handle:
-                np.savez(handle, ids=tokens[0], offsets=tokens[1])
+                np.savez(
+                    handle, ids=tokens[0], offsets=tokens[1], tokenizer=np.str_(TOKENIZER_NAME)
+                )
 
     @classmethod
     def load(cls, directory: str | Path) -> BM25Index:

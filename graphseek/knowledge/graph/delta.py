@@ -8,10 +8,17 @@ stored extraction, it changes the stored graph where the new passages reach it:
   base entity *joins a stored entity* that has one of its name keys as its name or an alias
   and shares a type (the exact rule), or else one whose stored base vector lies within the
   radius and passes the offline merge decision (`Aligner._decide_offline`: types, names,
-  descriptions); the new base entities merge among themselves by the same search and rule. A
-  stored entity keeps its id, name and vector (it gains mentions, passages and the new names'
-  aliases); the others become new entities. Two stored entities are never merged by an add
-  (a new group that reaches two joins the one most of its mentions reach: a *deferred bridge*).
+  descriptions, the guard against generic-only records joining partners of incompatible
+  types); the new base entities merge among themselves by the same search and rule. A stored
+  entity keeps its id, name and types (it gains mentions, passages and the new names' aliases;
+  its vector is made again when its text changes); the others become new entities. Two stored
+  entities are never merged by an add (a new group that reaches two joins the one most of its
+  mentions reach: a *deferred bridge*). Where the build decides base entity against base
+  entity, the delta decides a new base entity against a stored *entity's* record (its
+  decisions against stored ones are therefore not kept in ``merge_pairs``, which an exact add
+  reuses); a stored entity sharing a name key but no type is not a candidate (the build would
+  let the decision judge it); the `max_neighbors` nearest are taken among the stored and among
+  the new base entities separately.
 - **linking**: the new passages' extracted relations and co-occurrences are added to the stored
   relations (a relation already there gains their weight and passages); similarity edges come
   from the new pairs the decision kept apart.
@@ -102,6 +109,7 @@ from graphseek.knowledge.graph.vectors import (
     Embed,
     entity_text,
     hyperedge_text,
+    record_text,
     relation_text,
     string_embed,
 )
@@ -335,7 +343,7 @@ def align_new(
     blocked: set[int] = set()
     if len(merged):
         decided = MergePairs.of(
-            [str(k) for k in range(len(records))],
+            [f"{k:012d}" for k in range(len(records))],  # sorted, as `MergePairs` needs
             np.asarray(first),
             np.asarray(second),
             np.asarray(sims),
@@ -455,10 +463,14 @@ def _new_base_vectors(
     encoder's window), or their record strings' vectors with record alignment."""
     if not base:
         return np.zeros((0, 1), dtype=np.float32)
-    if not vectors:
+    if settings.alignment != "contextual":
         return cached_encode(texts, embed, {})
-    dim = len(next(iter(vectors.values())))
-    out, missing = base_vectors([r.mention_ids for r in base], vectors, dim)
+    if vectors:
+        dim = len(next(iter(vectors.values())))
+        out, missing = base_vectors([r.mention_ids for r in base], vectors, dim)
+    else:  # every new mention past the encoder's window: none has a contextual vector
+        dim = int(np.asarray(embed(["x"])).shape[1])
+        out, missing = np.zeros((len(base), dim), dtype=np.float32), list(range(len(base)))
     if missing and settings.outside_window != "names":
         out[missing] = cached_encode([texts[k] for k in missing], embed, {})
     return out
@@ -822,6 +834,20 @@ def _copy_range(src: int, dst: int, offset: int, size: int) -> None:
         raise OSError(f"copied {done} of {size} bytes")
 
 
+def _overwrite_rows(
+    path: Path, row_ids: Sequence[str], ids: Sequence[str], rows: np.ndarray
+) -> None:
+    """Write `rows` over the rows of `ids` (row k of the file: `row_ids[k]`) of the ``.npy`` at
+    `path`, a file of this delta's own (copied or appended, never the source store's)."""
+    wanted = set(ids)
+    position = {eid: k for k, eid in enumerate(row_ids) if eid in wanted}
+    stored = np.load(path, mmap_mode="r+")
+    for eid, row in zip(ids, rows, strict=True):
+        stored[position[eid]] = row
+    stored.flush()
+    del stored
+
+
 def _grow(matrix: sparse.csr_matrix, shape: tuple[int, int]) -> sparse.csr_matrix:
     out = matrix.tocsr().copy()
     out.resize(shape)
@@ -1048,6 +1074,23 @@ def _apply(
     )
     relation_vectors = cached_encode([relation_text(r, names) for r in embedded], strings, {})
     entity_vectors = cached_encode([entity_text(e) for e in aligned.new_entities], strings, {})
+    # a stored entity that gains aliases gets its vector text's vector again (its first eight
+    # aliases are in the text): an exact add later finds its vector by that text
+    grown = [
+        eid for eid in new_aliases if eid in aligned.stored and len(aligned.stored[eid].aliases) < 8
+    ]
+    grown_vectors = cached_encode(
+        [
+            record_text(
+                aligned.stored[eid].name,
+                aligned.stored[eid].aliases + new_aliases[eid],
+                aligned.stored[eid].types,
+            )
+            for eid in grown
+        ],
+        strings,
+        {},
+    )
     clock.record(timings, "embed", len(new))
 
     clock = Clock()
@@ -1089,6 +1132,8 @@ def _apply(
             continue  # a stored similarity edge keeps its weight
         weights[(r.source, r.target)] += r.weight
     _extend_matrices(source, tmp, nodes["entities"], nodes["passages"], weights, links)
+    if grown:
+        _overwrite_rows(tmp / "entity_vectors.npy", nodes["entities"], grown, grown_vectors)
     (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
     (tmp / MATCHER_FILE).write_text(
         _dumps({"top_k_common": settings.top_k_common, "common_words": sorted(common)}),
@@ -1167,9 +1212,16 @@ def _write_rows(
                 )
             ),
         )
+        # only pairs of two new base entities: a pair with a stored one was decided against
+        # the stored *entity's* record, which an exact add must not take for its base's
+        fresh_bases = set(aligned.base_ids)
         con.executemany(
             "INSERT OR REPLACE INTO merge_pairs VALUES (?, ?, ?, ?)",
-            ((a, b, sim, int(ok)) for (a, b), (sim, ok) in aligned.pairs.items()),
+            (
+                (a, b, sim, int(ok))
+                for (a, b), (sim, ok) in aligned.pairs.items()
+                if a in fresh_bases and b in fresh_bases
+            ),
         )
         start = next_ord("entities")
         con.executemany(

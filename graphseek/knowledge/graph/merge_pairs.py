@@ -32,6 +32,8 @@ class MergePairs(Mapping[Pair, Decision]):
         sim: np.ndarray,
         merged: np.ndarray,
     ) -> None:
+        if any(x >= y for x, y in zip(ids, ids[1:], strict=False)):
+            raise ValueError("MergePairs needs its base ids sorted and unique")
         self.ids = ids
         self.a = np.asarray(a, dtype=np.int32)
         self.b = np.asarray(b, dtype=np.int32)

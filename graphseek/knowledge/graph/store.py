@@ -570,7 +570,10 @@ class SQLiteGraphStore:
             self._vectors("base_vectors") if vectors else np.zeros((0, 0), dtype=np.float32)
         )
         ids = [r[0] for r in rows]
-        position = {x: k for k, x in enumerate(ids)}
+        # the pairs are positions in the sorted ids (`MergePairs`); the rows are in `ord` order,
+        # which a delta add leaves unsorted (it appends its base entities)
+        ordered = sorted(ids)
+        position = {x: k for k, x in enumerate(ordered)}
         first, second, sims, merged = array("q"), array("q"), array("d"), array("b")
         with self._lock:
             cursor = self._con.execute("SELECT a, b, sim, merged FROM merge_pairs")
@@ -584,7 +587,7 @@ class SQLiteGraphStore:
                         merged.append(1 if flag else 0)
         del position
         pairs = MergePairs.of(
-            ids,
+            ordered,
             np.frombuffer(first, dtype=np.int64),
             np.frombuffer(second, dtype=np.int64),
             np.frombuffer(sims, dtype=np.float64),
