@@ -288,9 +288,7 @@ def test_a_stored_entity_that_gains_aliases_gets_its_vector_again(tmp_path: Path
         "Golden State", "The Golden State Warriors, also called the Dubs, won in 2015."
     )
     updated = add_passages(out, [more], show_progress=False, delta=True)
-    grown = [
-        e for e in updated.entities() if more.id in e.passage_ids and len(e.passage_ids) > 1
-    ]
+    grown = [e for e in updated.entities() if more.id in e.passage_ids and len(e.passage_ids) > 1]
     assert grown
     settings = settings_of(updated)
     strings = string_embed(settings, default_embed())
