@@ -305,3 +305,29 @@ def test_merge_pairs_refuse_unsorted_ids() -> None:
     none = np.zeros(0, dtype=np.int64)
     with pytest.raises(ValueError, match="sorted"):
         MergePairs.of(["b-2", "b-1"], none, none, np.zeros(0), np.zeros(0, dtype=bool))
+
+
+def test_a_name_shared_without_a_type_goes_to_the_merge_decision(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    """As the build's name candidates: a new generic "Akron" (no type shared with the stored
+    GPE/ORG "Akron") is judged by the offline decision, which joins a proper name."""
+    from graphseek.knowledge.graph.models import Mention
+    from graphseek.knowledge.graph.vectors import default_embed
+
+    out = copy_of(stores["half"], tmp_path)
+    with SQLiteGraphStore.open(out) as store:
+        settings = settings_of(store)
+        (akron,) = [e for e in store.find_entities("Akron") if "GPE" in e.types]
+    mention = Mention(id="p-new#m0", passage_id="p-new", name="Akron", types=["CONCEPT"])
+    con = sqlite3.connect(out / "graph.sqlite")
+    try:
+        embed = default_embed()
+        bases = delta_module.new_bases([mention], {}, settings, embed)
+        rows = int(con.execute("SELECT COUNT(*) FROM base_entities").fetchone()[0])
+        near = delta_module.near_stored(out, bases.vectors, settings, rows)
+        aligned = delta_module.align_new(con, out, bases, near, settings, embed)
+    finally:
+        con.close()
+    assert aligned.mention_entity == {"p-new#m0": akron.id}
+    assert aligned.counts["joined_by_name"] == 0 and not aligned.new_entities

@@ -16,9 +16,9 @@ stored extraction, it changes the stored graph where the new passages reach it:
   mentions reach: a *deferred bridge*). Where the build decides base entity against base
   entity, the delta decides a new base entity against a stored *entity's* record (its
   decisions against stored ones are therefore not kept in ``merge_pairs``, which an exact add
-  reuses); a stored entity sharing a name key but no type is not a candidate (the build would
-  let the decision judge it); the `max_neighbors` nearest are taken among the stored and among
-  the new base entities separately.
+  reuses); the `max_neighbors` nearest are taken among the stored and among the new base
+  entities separately. A stored entity that shares a name key but no type is a candidate for
+  the decision, as the build's name candidates are.
 - **linking**: the new passages' extracted relations and co-occurrences are added to the stored
   relations (a relation already there gains their weight and passages); similarity edges come
   from the new pairs the decision kept apart.
@@ -245,6 +245,7 @@ def new_bases(
 
 def align_new(
     con: sqlite3.Connection,
+    store_dir: Path,
     bases: NewBases,
     near: list[list[tuple[int, float]]],
     settings: GraphSettings,
@@ -301,18 +302,39 @@ def align_new(
     second: list[int] = []
     sims: list[float] = []
     pair_ids: list[tuple[str, str]] = []
+    paired: set[tuple[int, str]] = set()
+
+    def candidate(k: int, eid: str, sim: float, row: int) -> None:
+        if eid not in position:
+            position[eid] = len(records)
+            records.append(stored[eid].record())
+        paired.add((k, eid))
+        first.append(k)
+        second.append(position[eid])
+        sims.append(sim)
+        pair_ids.append((ids[k], stored_base[row]))
+
     for k, row in enumerate(near):
         for j, sim in row:
             eid = stored_owner[j]
-            if k in key_join or eid not in stored:
-                continue
-            if eid not in position:
-                position[eid] = len(records)
-                records.append(stored[eid].record())
-            first.append(k)
-            second.append(position[eid])
-            sims.append(sim)
-            pair_ids.append((ids[k], stored_base[j]))
+            if k not in key_join and eid in stored and (k, eid) not in paired:
+                candidate(k, eid, sim, j)
+    # by name without a shared type: the decision judges them, as the build's name candidates
+    # (a key shared by more than `max_neighbors` stored entities gives none)
+    by_name = [
+        (k, eid)
+        for k in range(n)
+        if k not in key_join
+        for key in keys[k]
+        if len(by_key.get(key, ())) <= settings.max_neighbors
+        for eid in sorted(by_key.get(key, ()))
+        if eid in stored and (k, eid) not in paired
+    ]
+    for (k, eid), (sim, at) in zip(
+        by_name, _best_rows(store_dir, stored_owner, vecs, by_name), strict=True
+    ):
+        if at >= 0 and (k, eid) not in paired:
+            candidate(k, eid, sim, at)
     new_first, new_second, new_sims = radius_pair_rows(
         vecs, list(range(n)), settings.radius, settings.max_neighbors
     )
@@ -353,7 +375,7 @@ def align_new(
     # the new base entities' groups, then the stored entity each group joins
     stored_at = {p: eid for eid, p in position.items()}
     uf = UnionFind(n)
-    vector_join: dict[int, tuple[float, str]] = {}
+    decided_join: dict[int, tuple[float, str]] = {}
     for a, b, sim, ok in zip(first, second, sims, merged.tolist(), strict=True):
         if not ok or a in blocked or b in blocked:
             continue
@@ -361,8 +383,8 @@ def align_new(
             uf.union(a, b)
         else:
             eid = stored_at[b]
-            if sim > vector_join.get(a, (-2.0, ""))[0]:
-                vector_join[a] = (sim, eid)
+            if sim > decided_join.get(a, (-2.0, ""))[0]:
+                decided_join[a] = (sim, eid)
     pairs: dict[tuple[str, str], tuple[float, bool]] = {}
     for (x, y), sim, ok in zip(pair_ids, sims, merged.tolist(), strict=True):
         pairs[(x, y) if x < y else (y, x)] = (round(float(sim), 6), bool(ok))
@@ -377,7 +399,7 @@ def align_new(
         members = [mentions[i] for k in group for i in groups[k]]
         votes: Counter[str] = Counter()
         for k in group:
-            target = key_join.get(k) or vector_join.get(k, (0.0, ""))[1]
+            target = key_join.get(k) or decided_join.get(k, (0.0, ""))[1]
             if target:
                 # an exact-name join counts before a vector one
                 votes[target] += len(groups[k]) * (2 if k in key_join else 1)
@@ -411,7 +433,7 @@ def align_new(
         "mentions": len(mentions),
         "base_entities": n,
         "joined_by_name": len(key_join),
-        "joined_by_vector": sum(1 for k in vector_join if k not in key_join),
+        "joined_by_decision": sum(1 for k in decided_join if k not in key_join),
         "stored_entities_joined": len(joined),
         "new_entities": len(new_entities),
         "deferred_bridges": bridges,
@@ -449,6 +471,35 @@ def _free_id(con: sqlite3.Connection, taken: set[str], record: EntityRecord) -> 
             taken.add(eid)
             return eid
     raise ValueError(f"no free entity id for {record.name!r}")  # pragma: no cover
+
+
+def _best_rows(
+    store_dir: Path,
+    owners: Sequence[str],
+    vectors: np.ndarray,
+    pairs: Sequence[tuple[int, str]],
+) -> list[tuple[float, int]]:
+    """For each (new base position, stored entity id) of `pairs`, the cosine of the new base
+    vector with the nearest of the entity's stored base vectors, and that base's row (row
+    ``-1``, cosine 0, when the store's vectors are not there to compare)."""
+    if not pairs:
+        return []
+    wanted = {eid for _, eid in pairs}
+    rows: dict[str, list[int]] = defaultdict(list)
+    for j, eid in enumerate(owners):
+        if eid in wanted:
+            rows[eid].append(j)
+    path = store_dir / "base_vectors.npy"
+    stored = np.load(path, mmap_mode="r") if path.exists() else None
+    if stored is None or stored.ndim != 2 or stored.shape != (len(owners), vectors.shape[1]):
+        return [(0.0, rows[eid][0] if rows[eid] else -1) for _, eid in pairs]
+    out: list[tuple[float, int]] = []
+    for k, eid in pairs:
+        js = rows[eid]
+        sims = np.asarray(stored[js], dtype=np.float32) @ vectors[k]
+        best = int(np.argmax(sims))
+        out.append((float(sims[best]), js[best]))
+    return out
 
 
 def _new_base_vectors(
@@ -1006,7 +1057,7 @@ def _apply(
     stored_rows = int(con.execute("SELECT COUNT(*) FROM base_entities").fetchone()[0])
     search = Background(lambda: near_stored(source, bases.vectors, settings, stored_rows))
     stored = stored_surfaces(con)  # Python, while the search runs with the GIL released
-    aligned = align_new(con, bases, search.result(), settings, embed)
+    aligned = align_new(con, source, bases, search.result(), settings, embed)
     clock.record(timings, "align", len(new))
     clock = Clock()
     strings = string_embed(settings, embed)
