@@ -238,3 +238,21 @@ def test_add_with_delta_changes_only_what_the_new_documents_reach(
     assert titles(tmp_path / "idx") == ["ada", "babbage", "byron", "curie", "warsaw"]
     assert index.graph.manifest["delta"]["passages_added"] == 2
     assert index.graph.find_entities("Warsaw")
+
+
+def test_an_exact_add_to_a_large_graph_index_mentions_delta(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import graphseek.cli as cli
+
+    monkeypatch.chdir(tmp_path)
+    write_docs(Path("docs"), ["ada", "byron", "babbage"])
+    assert main(["index", "docs", "--out", "idx", "--quiet"]) == 0
+    write_docs(Path("more"), ["curie"])
+    monkeypatch.setattr(cli, "DELTA_HINT_PASSAGES", 3)
+    capsys.readouterr()
+    assert main(["add", "idx", "more", "--quiet"]) == 0
+    assert "`graphseek add --delta`" in capsys.readouterr().err
+    write_docs(Path("more"), ["warsaw"])
+    assert main(["add", "idx", "more", "--quiet", "--delta"]) == 0
+    assert "--delta" not in capsys.readouterr().err
