@@ -74,6 +74,7 @@ from graphseek.knowledge.graph.link import (
     cooccurrence_edges,
     linkable_name,
     similarity_edges,
+    word_hits,
 )
 from graphseek.knowledge.graph.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import (
@@ -91,7 +92,7 @@ from graphseek.knowledge.graph.records import (
 )
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.spool import stack_rows
-from graphseek.knowledge.graph.store import SQLiteGraphStore
+from graphseek.knowledge.graph.store import SQLiteGraphStore, aliases_and_types
 from graphseek.knowledge.graph.store_writer import (
     DATABASE,
     MANIFEST,
@@ -685,14 +686,12 @@ class StoredSurfaces:
 
 def stored_surfaces(con: sqlite3.Connection) -> StoredSurfaces:
     """Every stored entity's names as the matcher searches them (`StoredSurfaces`)."""
-    types: dict[str, list[str]] = defaultdict(list)
-    for eid, kind in con.execute("SELECT entity_id, type FROM entity_types ORDER BY rowid"):
-        types[eid].append(kind)
-    names: dict[str, list[str]] = defaultdict(list)
-    for eid, name in con.execute("SELECT id, name FROM entities"):
-        names[eid].append(name)
-    for eid, alias in con.execute("SELECT entity_id, alias FROM entity_aliases ORDER BY rowid"):
-        names[eid].append(alias)
+    aliases, types = aliases_and_types(con.execute)
+    names = {
+        eid: [name, *aliases.get(eid, ())]
+        for eid, name in con.execute("SELECT id, name FROM entities")
+    }
+    del aliases
     out: dict[str, set[str]] = defaultdict(set)
     for eid, surfaces in names.items():
         _add_surfaces(out, eid, surfaces, types.get(eid, []), surfaces[0])
@@ -734,18 +733,6 @@ def _surfaces(
     return out, fresh
 
 
-def _hits(automaton: Any, text: str) -> Iterable[str]:
-    """The keys of `automaton` found in `text` on word boundaries (the matcher's rule)."""
-    size = len(text)
-    for end, key in automaton.iter(text):
-        start = end - len(key) + 1
-        if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            continue
-        if end + 1 < size and (text[end + 1].isalnum() or text[end + 1] == "_"):
-            continue
-        yield key
-
-
 def _automaton(keys: Iterable[str]) -> Any:
     import ahocorasick
 
@@ -779,7 +766,7 @@ def match_links(
     counts: Counter[str] = Counter()
     hits: dict[str, set[str]] = defaultdict(set)
     for p in new:
-        for key in _hits(automaton, normalize_text(p.content)):
+        for key in word_hits(automaton, normalize_text(p.content)):
             counts[key] += 1
             hits[key].add(p.id)
     fresh -= common
@@ -787,7 +774,7 @@ def match_links(
     if wanted:
         scan = _automaton(wanted)
         for title, text, pid in con.execute("SELECT title, text, id FROM passages ORDER BY ord"):
-            for key in _hits(scan, normalize_text(content_of(title, text))):
+            for key in word_hits(scan, normalize_text(content_of(title, text))):
                 counts[key] += 1
                 if key in fresh:
                     hits[key].add(pid)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -290,6 +290,19 @@ def linkable_name(name: str, types: Iterable[str]) -> bool:
     return first.isupper()
 
 
+def word_hits(automaton: Any, text: str) -> Iterator[str]:
+    """The keys of an Aho-Corasick `automaton` (values: the keys) found in `text` on word
+    boundaries, one per occurrence (the matcher's rule)."""
+    size = len(text)
+    for end, key in automaton.iter(text):
+        start = end - len(key) + 1
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue
+        if end + 1 < size and (text[end + 1].isalnum() or text[end + 1] == "_"):
+            continue
+        yield key
+
+
 def match_passages(
     entities: Sequence[Entity],
     passages: Sequence[Passage],
@@ -329,13 +342,7 @@ def match_passages(
     counts: Counter[str] = Counter()
     hits: dict[str, set[int]] = defaultdict(set)
     for n, text in enumerate(texts):
-        size = len(text)
-        for end, key in automaton.iter(text):
-            start = end - len(key) + 1
-            if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
-                continue
-            if end + 1 < size and (text[end + 1].isalnum() or text[end + 1] == "_"):
-                continue
+        for key in word_hits(automaton, text):
             counts[key] += 1
             hits[key].add(n)
     for key, found in hits.items():
