@@ -176,6 +176,29 @@ FRESH_CHUNK = 65_536
 """Rows `_encode_per_text` encodes at a time (one block beside the output)."""
 
 
+def entity_id_choices(record: EntityRecord) -> tuple[str, str]:
+    """An aligned entity's id, and the one it takes when another entity of the build has that
+    id already: from its name key and first type, then its name, type and first mention."""
+    return (
+        stable_id("e", normalize_name(record.name) or record.name, record.types[0]),
+        stable_id("e", record.name, record.types[0], record.mention_ids[0]),
+    )
+
+
+def record_entity(record: EntityRecord, eid: str) -> Entity:
+    """The entity of an aligned group's record, with the id `eid`."""
+    return graph_record(
+        Entity,
+        id=eid,
+        name=record.name,
+        aliases=record.aliases,
+        description=record.description,
+        types=record.types,
+        passage_ids=record.passage_ids,
+        mention_ids=record.mention_ids,
+    )
+
+
 def ambiguous_generics(base: Sequence[EntityRecord], pairs: MergePairs) -> set[int]:
     """Generic-only (``CONCEPT``/``ENTITY``) base entities (positions in `base`) whose accepted
     partners have incompatible types ("Paris" the concept matching both the city and the
@@ -330,24 +353,12 @@ class Aligner:
                 record = base[group[0]]
             else:
                 record = aggregate([mentions[i] for k in group for i in members[k]])
-            eid = stable_id("e", normalize_name(record.name) or record.name, record.types[0])
-            if eid in used:
-                eid = stable_id("e", record.name, record.types[0], record.mention_ids[0])
+            preferred, fallback = entity_id_choices(record)
+            eid = fallback if preferred in used else preferred
             used.add(eid)
             for k in group:
                 base_entity[k] = eid
-            entities.append(
-                graph_record(
-                    Entity,
-                    id=eid,
-                    name=record.name,
-                    aliases=record.aliases,
-                    description=record.description,
-                    types=record.types,
-                    passage_ids=record.passage_ids,
-                    mention_ids=record.mention_ids,
-                )
-            )
+            entities.append(record_entity(record, eid))
         entities.sort(key=lambda e: e.id)
         ids = [m.id for m in mentions]
         mention_base = np.empty(len(mentions), dtype=np.int32)

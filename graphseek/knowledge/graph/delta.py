@@ -63,6 +63,8 @@ from graphseek.knowledge.graph.align import (
     AlignmentCache,
     ambiguous_generics,
     cached_encode,
+    entity_id_choices,
+    record_entity,
 )
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.clock import Clock
@@ -83,7 +85,6 @@ from graphseek.knowledge.graph.models import (
     HyperEdge,
     Mention,
     Relation,
-    graph_record,
 )
 from graphseek.knowledge.graph.records import (
     GENERIC_TYPES,
@@ -412,18 +413,7 @@ def align_new(
         else:
             record = aggregate(members)
             eid = _free_id(con, taken, record)
-            new_entities.append(
-                graph_record(
-                    Entity,
-                    id=eid,
-                    name=record.name,
-                    aliases=record.aliases,
-                    description=record.description,
-                    types=record.types,
-                    passage_ids=record.passage_ids,
-                    mention_ids=record.mention_ids,
-                )
-            )
+            new_entities.append(record_entity(record, eid))
         for k in group:
             base_entity[k] = eid
             for i in groups[k]:
@@ -459,10 +449,7 @@ def align_new(
 def _free_id(con: sqlite3.Connection, taken: set[str], record: EntityRecord) -> str:
     """A new entity's id by the build's rule (name key and first type; then name, type and
     first mention), not one a stored or another new entity has."""
-    choices = [
-        stable_id("e", normalize_name(record.name) or record.name, record.types[0]),
-        stable_id("e", record.name, record.types[0], record.mention_ids[0]),
-    ]
+    choices = list(entity_id_choices(record))
     choices += [stable_id("e", record.name, *record.mention_ids[: k + 1]) for k in range(1, 4)]
     for eid in choices:
         if (
