@@ -180,6 +180,29 @@ def _contextual(
     return settings, vectors, mentions
 
 
+def _new_passage_pass(
+    settings: GraphSettings,
+    embed: Embed,
+    new: Sequence[Passage],
+    extracted: Sequence[Extraction],
+    timings: dict[str, Any],
+    show_progress: bool,
+    on_passage_vectors: Callable[[np.ndarray], None] | None,
+) -> Mapping[str, np.ndarray]:
+    """An update's passage pass over the `new` passages of a store that aligns with contextual
+    vectors: their mention vectors (their passage vectors go to `on_passage_vectors`).
+    `ValueError` when `embed` cannot give contextual vectors."""
+    used, vectors, mentions = _contextual(settings, embed, new, extracted, timings, show_progress)
+    if used.alignment != "contextual":
+        raise ValueError(
+            "the store aligns entities with contextual vectors, which a custom `embed` "
+            "cannot give; update it without `embed`"
+        )
+    if vectors is not None and on_passage_vectors is not None:
+        on_passage_vectors(vectors)
+    return mentions
+
+
 def _with_new(
     stored: Mapping[str, np.ndarray], new: Mapping[str, np.ndarray]
 ) -> Mapping[str, np.ndarray]:
@@ -459,17 +482,10 @@ def _update(
     del store  # and what it read (its caches): the update holds none of it
     embed = embed or default_embed(show_progress)
     if new and settings.alignment == "contextual":
-        used, vectors, mentions = _contextual(
-            settings, embed, new, extracted, timings, show_progress
+        mentions = _new_passage_pass(
+            settings, embed, new, extracted, timings, show_progress, on_passage_vectors
         )
-        if used.alignment != "contextual":
-            raise ValueError(
-                "the store aligns entities with contextual vectors, which a custom `embed` "
-                "cannot give; update it without `embed`"
-            )
         cache.mentions = _with_new(cache.mentions, mentions)
-        if vectors is not None and on_passage_vectors is not None:
-            on_passage_vectors(vectors)
     data = assemble(
         passages,
         extractions,
@@ -597,16 +613,9 @@ def _delta(
     embed = embed or default_embed(show_progress)
     mentions: Mapping[str, np.ndarray] = {}
     if settings.alignment == "contextual":
-        used, vectors, mentions = _contextual(
-            settings, embed, new, extracted, timings, show_progress
+        mentions = _new_passage_pass(
+            settings, embed, new, extracted, timings, show_progress, on_passage_vectors
         )
-        if used.alignment != "contextual":
-            raise ValueError(
-                "the store aligns entities with contextual vectors, which a custom `embed` "
-                "cannot give; update it without `embed`"
-            )
-        if vectors is not None and on_passage_vectors is not None:
-            on_passage_vectors(vectors)
     return delta_add(
         store_dir,
         new,
