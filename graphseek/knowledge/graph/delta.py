@@ -100,6 +100,12 @@ from graphseek.knowledge.graph.store_writer import (
     MATCHER,
     _dumps,
     check_target,
+    insert_base_entities,
+    insert_entities,
+    insert_extractions,
+    insert_hyperedges,
+    insert_passages,
+    insert_relations,
 )
 from graphseek.knowledge.graph.text import (
     normalize_name,
@@ -1084,6 +1090,10 @@ def _apply(
     fresh_hyper = [h for h in hyperedges if h.id not in stored_hyper]
     hyper_vectors = cached_encode([hyperedge_text(h) for h in fresh_hyper], strings, {})
     topics = nearest_topics(con, source, hyper_vectors) if fresh_hyper else []
+    fresh_hyper = [
+        h.model_copy(update={"topic_id": topic})
+        for h, topic in zip(fresh_hyper, topics, strict=True)
+    ]
     clock.record(timings, "hyperedges_topics", len(new))
 
     clock = Clock()
@@ -1128,7 +1138,7 @@ def _apply(
         written.execute("PRAGMA synchronous=OFF")
         _write_rows(
             written, new, extracted, aligned, relations, stored_relations, new_aliases, links,
-            hyperedges, stored_hyper, topics,
+            hyperedges, fresh_hyper,
         )  # fmt: skip
         manifest = json.loads((source / MANIFEST).read_text(encoding="utf-8"))
         _count(manifest, written, aligned, len(new))
@@ -1178,64 +1188,26 @@ def _write_rows(
     new_aliases: Mapping[str, list[str]],
     links: Mapping[tuple[str, str], str],
     hyperedges: Sequence[HyperEdge],
-    stored_hyper: set[str],
-    topics: Sequence[str | None],
+    fresh_hyper: Sequence[HyperEdge],
 ) -> None:
-    """The delta's rows, in one transaction."""
+    """The delta's rows, in one transaction (the table writers of a build's store where the
+    rows are the same: passages, the raw layer, entities, relations, hyperedges). `hyperedges`:
+    every one the new passages give (their passages are added); `fresh_hyper`: those new to
+    the store, with their topics."""
 
     def next_ord(table: str) -> int:
         return int(con.execute(f"SELECT COALESCE(MAX(ord), -1) + 1 FROM {table}").fetchone()[0])
 
-    me, mb = aligned.mention_entity, aligned.mention_base
+    me = aligned.mention_entity
     with con:
-        start = next_ord("passages")
-        con.executemany(
-            "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
-            ((start + k, p.id, p.title, p.text, p.source) for k, p in enumerate(new)),
-        )
-        con.executemany(
-            "INSERT INTO mentions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    m.id,
-                    m.passage_id,
-                    m.name,
-                    _dumps(m.aliases),
-                    m.description,
-                    _dumps(m.types),
-                    m.sentence,
-                    me.get(m.id),
-                    mb.get(m.id),
-                )  # fmt: skip
-                for x in extracted
-                for m in x.mentions
-            ),
-        )
-        con.executemany(
-            "INSERT INTO raw_relations VALUES (?, ?, ?, ?, ?)",
-            (
-                (r.passage_id, r.source, r.label, r.target, r.sentence)
-                for x in extracted
-                for r in x.relations
-            ),  # fmt: skip
-        )
-        con.executemany(
-            "INSERT OR REPLACE INTO raw_facts VALUES (?, ?, ?, ?, ?)",
-            (
-                (f.id, f.passage_id, f.relation, _dumps(f.mentions), f.sentence)
-                for x in extracted
-                for f in x.facts
-            ),  # fmt: skip
-        )
-        start = next_ord("base_entities")
-        con.executemany(
-            "INSERT INTO base_entities VALUES (?, ?, ?, ?)",
-            (
-                (start + k, bid, text, eid)
-                for k, (bid, text, eid) in enumerate(
-                    zip(aligned.base_ids, aligned.base_texts, aligned.base_entity, strict=True)
-                )
-            ),
+        insert_passages(con, new, next_ord("passages"))
+        insert_extractions(con, extracted, me, aligned.mention_base)
+        insert_base_entities(
+            con,
+            aligned.base_ids,
+            aligned.base_texts,
+            aligned.base_entity,
+            next_ord("base_entities"),
         )
         # only pairs of two new base entities: a pair with a stored one was decided against
         # the stored *entity's* record, which an exact add must not take for its base's
@@ -1248,32 +1220,13 @@ def _write_rows(
                 if a in fresh_bases and b in fresh_bases
             ),
         )
-        start = next_ord("entities")
-        con.executemany(
-            "INSERT INTO entities VALUES (?, ?, ?, ?, ?)",
-            (
-                (start + k, e.id, e.name, normalize_name(e.name), e.description)
-                for k, e in enumerate(aligned.new_entities)
-            ),
-        )
-        con.executemany(
-            "INSERT INTO entity_aliases VALUES (?, ?, ?, ?)",
-            (
-                (e.id, k, a, normalize_name(a))
-                for e in aligned.new_entities
-                for k, a in enumerate(e.aliases)
-            ),
-        )
+        insert_entities(con, aligned.new_entities, next_ord("entities"))
         for eid, aliases in new_aliases.items():
             first = len(aligned.stored[eid].aliases) if eid in aligned.stored else 0
             con.executemany(
                 "INSERT INTO entity_aliases VALUES (?, ?, ?, ?)",
                 ((eid, first + k, a, normalize_name(a)) for k, a in enumerate(aliases)),
             )
-        con.executemany(
-            "INSERT INTO entity_types VALUES (?, ?, ?)",
-            ((e.id, k, t) for e in aligned.new_entities for k, t in enumerate(e.types)),
-        )
         con.executemany(
             "INSERT INTO provenance VALUES (?, ?, ?)",
             ((me[m.id], m.id, m.passage_id) for x in extracted for m in x.mentions if m.id in me),
@@ -1282,14 +1235,8 @@ def _write_rows(
             "INSERT OR IGNORE INTO entity_passages VALUES (?, ?, ?)",
             ((eid, pid, kind) for (eid, pid), kind in sorted(links.items())),
         )
-        start = next_ord("relations")
-        fresh = [r for r in relations if r.id not in stored_relations]
-        con.executemany(
-            "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                (start + k, r.id, r.source, r.label, r.target, r.weight, r.kind)
-                for k, r in enumerate(fresh)
-            ),
+        insert_relations(
+            con, [r for r in relations if r.id not in stored_relations], next_ord("relations")
         )
         con.executemany(
             "UPDATE relations SET weight = weight + ? WHERE id = ?",
@@ -1303,24 +1250,12 @@ def _write_rows(
             "INSERT INTO relation_passages VALUES (?, ?)",
             ((r.id, pid) for r in relations for pid in r.passage_ids),
         )
-        start = next_ord("hyperedges")
-        fresh_hyper = [h for h in hyperedges if h.id not in stored_hyper]
-        con.executemany(
-            "INSERT INTO hyperedges VALUES (?, ?, ?, ?)",
-            (
-                (start + k, h.id, h.relation, topic)
-                for k, (h, topic) in enumerate(zip(fresh_hyper, topics, strict=True))
-            ),
-        )
-        con.executemany(
-            "INSERT INTO hyperedge_members VALUES (?, ?, ?)",
-            ((h.id, k, eid) for h in fresh_hyper for k, eid in enumerate(h.entity_ids)),
-        )
+        insert_hyperedges(con, fresh_hyper, next_ord("hyperedges"))
         con.executemany(
             "INSERT INTO hyperedge_passages VALUES (?, ?)",
             ((h.id, pid) for h in hyperedges for pid in h.passage_ids),
         )
-        for topic, size in Counter(t for t in topics if t).items():
+        for topic, size in Counter(h.topic_id for h in fresh_hyper if h.topic_id).items():
             con.execute("UPDATE topics SET size = size + ? WHERE id = ?", (size, topic))
 
 

@@ -149,6 +149,122 @@ def _dumps(value: Any) -> str:
     return _ENCODE(value)
 
 
+def insert_passages(con: sqlite3.Connection, passages: Iterable[Passage], start: int = 0) -> None:
+    """The `passages` rows, numbered (``ord``) from `start`."""
+    con.executemany(
+        "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
+        ((start + n, p.id, p.title, p.text, p.source) for n, p in enumerate(passages)),
+    )
+
+
+def insert_extractions(
+    con: sqlite3.Connection,
+    extractions: Iterable[Extraction],
+    mention_entity: Mapping[str, str],
+    mention_base: Mapping[str, str],
+) -> None:
+    """The raw layer of `extractions` (mentions with their entity and base entity, raw
+    relations, raw facts). `extractions` is read once per table (a spool or a list)."""
+    con.executemany(
+        "INSERT INTO mentions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            (
+                m.id,
+                m.passage_id,
+                m.name,
+                _dumps(m.aliases),
+                m.description,
+                _dumps(m.types),
+                m.sentence,
+                mention_entity.get(m.id),
+                mention_base.get(m.id),
+            )
+            for x in extractions
+            for m in x.mentions
+        ),
+    )
+    con.executemany(
+        "INSERT INTO raw_relations VALUES (?, ?, ?, ?, ?)",
+        (
+            (r.passage_id, r.source, r.label, r.target, r.sentence)
+            for x in extractions
+            for r in x.relations
+        ),
+    )
+    con.executemany(
+        "INSERT INTO raw_facts VALUES (?, ?, ?, ?, ?)",
+        (
+            (f.id, f.passage_id, f.relation, _dumps(f.mentions), f.sentence)
+            for x in extractions
+            for f in x.facts
+        ),
+    )
+
+
+def insert_entities(con: sqlite3.Connection, entities: Sequence[Entity], start: int = 0) -> None:
+    """The `entities` rows (``ord`` from `start`), with their aliases and types."""
+    con.executemany(
+        "INSERT INTO entities VALUES (?, ?, ?, ?, ?)",
+        (
+            (start + n, e.id, e.name, normalize_name(e.name), e.description)
+            for n, e in enumerate(entities)
+        ),
+    )
+    con.executemany(
+        "INSERT INTO entity_aliases VALUES (?, ?, ?, ?)",
+        ((e.id, k, a, normalize_name(a)) for e in entities for k, a in enumerate(e.aliases)),
+    )
+    con.executemany(
+        "INSERT INTO entity_types VALUES (?, ?, ?)",
+        ((e.id, k, t) for e in entities for k, t in enumerate(e.types)),
+    )
+
+
+def insert_relations(
+    con: sqlite3.Connection, relations: Iterable[Relation], start: int = 0
+) -> None:
+    """The `relations` rows (``ord`` from `start``; their passages are the caller's)."""
+    con.executemany(
+        "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            (start + n, r.id, r.source, r.label, r.target, r.weight, r.kind)
+            for n, r in enumerate(relations)
+        ),
+    )
+
+
+def insert_hyperedges(
+    con: sqlite3.Connection, hyperedges: Sequence[HyperEdge], start: int = 0
+) -> None:
+    """The `hyperedges` rows (``ord`` from `start`) and their members (their passages are the
+    caller's)."""
+    con.executemany(
+        "INSERT INTO hyperedges VALUES (?, ?, ?, ?)",
+        ((start + n, h.id, h.relation, h.topic_id) for n, h in enumerate(hyperedges)),
+    )
+    con.executemany(
+        "INSERT INTO hyperedge_members VALUES (?, ?, ?)",
+        ((h.id, k, eid) for h in hyperedges for k, eid in enumerate(h.entity_ids)),
+    )
+
+
+def insert_base_entities(
+    con: sqlite3.Connection,
+    ids: Sequence[str],
+    texts: Sequence[str],
+    entity_ids: Sequence[str],
+    start: int = 0,
+) -> None:
+    """The alignment cache's base entities (``ord`` from `start`: the rows of their vectors)."""
+    con.executemany(
+        "INSERT INTO base_entities VALUES (?, ?, ?, ?)",
+        (
+            (start + n, bid, text, eid)
+            for n, (bid, text, eid) in enumerate(zip(ids, texts, entity_ids, strict=True))
+        ),
+    )
+
+
 def _write_database(path: Path, data: GraphData) -> None:
     con = sqlite3.connect(path)
     try:
@@ -162,63 +278,9 @@ def _write_database(path: Path, data: GraphData) -> None:
                 "INSERT INTO meta VALUES (?, ?)",
                 [("format", FORMAT), ("version", str(VERSION))],
             )
-            con.executemany(
-                "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
-                ((n, p.id, p.title, p.text, p.source) for n, p in enumerate(data.passages)),
-            )
-            con.executemany(
-                "INSERT INTO mentions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        m.id,
-                        m.passage_id,
-                        m.name,
-                        _dumps(m.aliases),
-                        m.description,
-                        _dumps(m.types),
-                        m.sentence,
-                        data.mention_entity.get(m.id),
-                        data.mention_base.get(m.id),
-                    )
-                    for x in data.extractions
-                    for m in x.mentions
-                ),
-            )
-            con.executemany(
-                "INSERT INTO raw_relations VALUES (?, ?, ?, ?, ?)",
-                (
-                    (r.passage_id, r.source, r.label, r.target, r.sentence)
-                    for x in data.extractions
-                    for r in x.relations
-                ),
-            )
-            con.executemany(
-                "INSERT INTO raw_facts VALUES (?, ?, ?, ?, ?)",
-                (
-                    (f.id, f.passage_id, f.relation, _dumps(f.mentions), f.sentence)
-                    for x in data.extractions
-                    for f in x.facts
-                ),
-            )
-            con.executemany(
-                "INSERT INTO entities VALUES (?, ?, ?, ?, ?)",
-                (
-                    (n, e.id, e.name, normalize_name(e.name), e.description)
-                    for n, e in enumerate(data.entities)
-                ),
-            )
-            con.executemany(
-                "INSERT INTO entity_aliases VALUES (?, ?, ?, ?)",
-                (
-                    (e.id, k, a, normalize_name(a))
-                    for e in data.entities
-                    for k, a in enumerate(e.aliases)
-                ),
-            )
-            con.executemany(
-                "INSERT INTO entity_types VALUES (?, ?, ?)",
-                ((e.id, k, t) for e in data.entities for k, t in enumerate(e.types)),
-            )
+            insert_passages(con, data.passages)
+            insert_extractions(con, data.extractions, data.mention_entity, data.mention_base)
+            insert_entities(con, data.entities)
             con.executemany(
                 "INSERT INTO provenance VALUES (?, ?, ?)",
                 (
@@ -235,25 +297,12 @@ def _write_database(path: Path, data: GraphData) -> None:
                     for pid, kind in sorted(links.items())
                 ),
             )
-            con.executemany(
-                "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (n, r.id, r.source, r.label, r.target, r.weight, r.kind)
-                    for n, r in enumerate(data.relations)
-                ),
-            )
+            insert_relations(con, data.relations)
             con.executemany(
                 "INSERT INTO relation_passages VALUES (?, ?)",
                 ((r.id, pid) for r in data.relations for pid in r.passage_ids),
             )
-            con.executemany(
-                "INSERT INTO hyperedges VALUES (?, ?, ?, ?)",
-                ((n, h.id, h.relation, h.topic_id) for n, h in enumerate(data.hyperedges)),
-            )
-            con.executemany(
-                "INSERT INTO hyperedge_members VALUES (?, ?, ?)",
-                ((h.id, k, eid) for h in data.hyperedges for k, eid in enumerate(h.entity_ids)),
-            )
+            insert_hyperedges(con, data.hyperedges)
             con.executemany(
                 "INSERT INTO hyperedge_passages VALUES (?, ?)",
                 ((h.id, pid) for h in data.hyperedges for pid in h.passage_ids),
@@ -262,15 +311,7 @@ def _write_database(path: Path, data: GraphData) -> None:
                 "INSERT INTO topics VALUES (?, ?, ?, ?, ?)",
                 ((n, t.id, t.label, _dumps(t.keywords), t.size) for n, t in enumerate(data.topics)),
             )
-            con.executemany(
-                "INSERT INTO base_entities VALUES (?, ?, ?, ?)",
-                (
-                    (n, bid, text, eid)
-                    for n, (bid, text, eid) in enumerate(
-                        zip(data.base_ids, data.base_texts, data.base_entity, strict=True)
-                    )
-                ),
-            )
+            insert_base_entities(con, data.base_ids, data.base_texts, data.base_entity)
             con.executemany(
                 "INSERT INTO merge_pairs VALUES (?, ?, ?, ?)",
                 ((a, b, sim, int(merged)) for (a, b), (sim, merged) in data.pairs.items()),
