@@ -964,14 +964,13 @@ def delta_add(
         try:
             ro = sqlite3.connect(f"file:{source / DATABASE}?mode=ro", uri=True)
             try:
-                _apply(ro, source, tmp, new, extracted, mention_vectors, new_mentions, settings,
-                       embed, timings, copying)  # fmt: skip
+                manifest = _apply(ro, source, tmp, new, extracted, mention_vectors,
+                                  new_mentions, settings, embed, timings, copying)  # fmt: skip
             finally:
                 ro.close()
         except BaseException:
             copying.wait()  # the directory goes once the thread is done with it
             raise
-        manifest = json.loads((tmp / MANIFEST).read_text(encoding="utf-8"))
         manifest["extractor"] = extractor_name or manifest.get("extractor", "")
         timings["total_before_write"] = {"seconds": round(time.perf_counter() - started, 3)}
         manifest.setdefault("delta", {})["timings"] = timings
@@ -1027,9 +1026,10 @@ def _apply(
     embed: Embed,
     timings: dict[str, Any],
     copying: Background[None],
-) -> None:
+) -> dict[str, Any]:
     """Every change of the delta: computed from the store (`con`: its database, read-only),
-    written into `tmp` once `copying` has copied the files it changes in place."""
+    written into `tmp` once `copying` has copied the files it changes in place. Returns the
+    store's manifest with the new counts, for the caller to finish and write."""
     clock = Clock()
     mentions = [m for x in extracted for m in x.mentions]
     contextual = settings.alignment == "contextual"
@@ -1174,8 +1174,8 @@ def _apply(
         _dumps({"top_k_common": settings.top_k_common, "common_words": sorted(common)}),
         encoding="utf-8",
     )
-    (tmp / MANIFEST).write_text(json.dumps(manifest, default=str), encoding="utf-8")
     clock.record(timings, "write", len(new))
+    return manifest
 
 
 def _write_rows(
