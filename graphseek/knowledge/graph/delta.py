@@ -483,9 +483,8 @@ def _best_rows(
     for j, eid in enumerate(owners):
         if eid in wanted:
             rows[eid].append(j)
-    path = store_dir / "base_vectors.npy"
-    stored = np.load(path, mmap_mode="r") if path.exists() else None
-    if stored is None or stored.ndim != 2 or stored.shape != (len(owners), vectors.shape[1]):
+    stored = _stored_base_vectors(store_dir, len(owners), vectors.shape[1])
+    if stored is None:
         return [(0.0, rows[eid][0] if rows[eid] else -1) for _, eid in pairs]
     out: list[tuple[float, int]] = []
     for k, eid in pairs:
@@ -527,6 +526,16 @@ def _stored_base(con: sqlite3.Connection) -> tuple[list[str], list[str]]:
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
+def _stored_base_vectors(store_dir: Path, count: int, width: int) -> np.ndarray | None:
+    """The store's base vectors, memory-mapped, when ``base_vectors.npy`` holds `count` rows
+    (one per stored base entity, none is not enough) of `width`; else None."""
+    path = store_dir / "base_vectors.npy"
+    if not count or not path.exists():
+        return None
+    stored = np.load(path, mmap_mode="r")
+    return stored if stored.ndim == 2 and stored.shape == (count, width) else None
+
+
 def near_stored(
     store_dir: Path, vectors: np.ndarray, settings: GraphSettings, count: int
 ) -> list[list[tuple[int, float]]]:
@@ -538,11 +547,8 @@ def near_stored(
     threshold = 1.0 - settings.radius - 1e-6
     limit = settings.max_neighbors
     out: list[list[tuple[int, float]]] = [[] for _ in range(len(vectors))]
-    path = store_dir / "base_vectors.npy"
-    if not len(vectors) or not path.exists():
-        return out
-    stored = np.load(path, mmap_mode="r")
-    if stored.ndim != 2 or stored.shape != (count, vectors.shape[1]) or not count:
+    stored = _stored_base_vectors(store_dir, count, vectors.shape[1]) if len(vectors) else None
+    if stored is None:
         return out
     query = np.ascontiguousarray(vectors, dtype=np.float32)
     for start in range(0, len(stored), STORED_ROWS):
