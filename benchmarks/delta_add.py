@@ -57,7 +57,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from graph_retrieval import Slice, load_2wiki, parse_slice  # noqa: E402
-from sharded_build import METHODS, graph_manifest, recall_rows  # noqa: E402
+from sharded_build import (  # noqa: E402
+    METHODS,
+    graph_manifest,
+    print_recall_tables,
+    recall_rows,
+)
 
 MODES = {"exact": {}, "delta": {"delta": True}}
 """Each add mode's `graph_options` for `Index.add_documents`."""
@@ -304,12 +309,7 @@ def report(counts: dict[str, dict[str, Any]], tables: dict[str, dict[str, Any]])
     print(f"\n{'graph counts':22}" + "".join(f"{name:>14}" for name in counts))
     for key in keys:
         print(f"{key:22}" + "".join(f"{str(c.get(key, '-')):>14}" for c in counts.values()))
-    for name, rows in tables.items():
-        n = next(iter(rows.values()))["n"]
-        print(f"\n{name}: {n} questions with gold")
-        print(f"{'method':12} {'R@2':>6} {'R@5':>6} {'p50 ms':>8}")
-        for method, row in rows.items():
-            print(f"{method:12} {row['R@2']:6.3f} {row['R@5']:6.3f} {row['p50']:8.1f}")
+    print_recall_tables(tables)
     full = tables["full"]
     for name, added in tables.items():
         if name == "full":

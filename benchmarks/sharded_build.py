@@ -347,14 +347,19 @@ def recall_main(args: argparse.Namespace) -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def report(tables: dict[str, dict[str, dict[str, float]]]) -> None:
-    """Each index's R@2/R@5/p50 per retriever, then sharded − single R@5 against the target."""
+def print_recall_tables(tables: dict[str, dict[str, dict[str, float]]]) -> None:
+    """Each index's R@2/R@5/p50 per retriever (`recall_rows`), one table per index."""
     for name, rows in tables.items():
         n = next(iter(rows.values()))["n"]
         print(f"\n{name}: {n} questions with gold")
         print(f"{'method':12} {'R@2':>6} {'R@5':>6} {'p50 ms':>8}")
         for method, row in rows.items():
             print(f"{method:12} {row['R@2']:6.3f} {row['R@5']:6.3f} {row['p50']:8.1f}")
+
+
+def report(tables: dict[str, dict[str, dict[str, float]]]) -> None:
+    """Each index's R@2/R@5/p50 per retriever, then sharded − single R@5 against the target."""
+    print_recall_tables(tables)
     sharded = next(v for k, v in tables.items() if k.startswith("sharded"))
     for name, single in tables.items():
         if not name.startswith("single"):
