@@ -792,10 +792,9 @@ def _write_stores(
     `grown_from`: the index directory these stores replace, whose passages are the first of
     `items` (an add): its passage file is copied and the new lines appended, its texts are not
     tokenized again, and its HNSW graph gets only the new vectors."""
-    base = grown_from if grown_from is not None and _grows(grown_from, len(items)) else None
-    kept = 0
+    kept = 0 if grown_from is None else _reusable(grown_from, len(items))
+    base = grown_from if kept else None
     if base is not None:
-        kept = int(BM25Index.read_params(base / BM25_DIR)["num_docs"])
         shutil.copyfile(base / PASSAGES_FILE, directory / PASSAGES_FILE)
     with open(directory / PASSAGES_FILE, "a" if kept else "w", encoding="utf-8") as f:
         for p in items[kept:]:
@@ -815,14 +814,14 @@ def _write_stores(
     return bm25, dense, encoder
 
 
-def _grows(directory: Path, count: int) -> bool:
-    """Whether the index in `directory` has a passage file and at most `count` passages (those
-    an add's `_write_stores` then reuses)."""
+def _reusable(directory: Path, count: int) -> int:
+    """How many passages of the index in `directory` an add's `_write_stores` reuses: all of
+    them when it has a passage file and at most `count` passages, else 0."""
     try:
         kept = int(BM25Index.read_params(directory / BM25_DIR).get("num_docs", -1))
     except (OSError, ValueError):
-        return False
-    return (directory / PASSAGES_FILE).is_file() and 0 < kept <= count
+        return 0
+    return kept if (directory / PASSAGES_FILE).is_file() and 0 < kept <= count else 0
 
 
 def resolve_embedder(embedder: str | TextEncoder | None, dim: int | None = None) -> TextEncoder:
