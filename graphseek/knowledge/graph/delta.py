@@ -123,10 +123,6 @@ from graphseek.knowledge.graph.vectors import (
 )
 from graphseek.knowledge.passages import Passage, content_of
 
-MATCHER_FILE = MATCHER
-"""The corpus's most common words (the matcher's `top_k_common` rule), which a build keeps (and
-a delta add, for a store built before it did), so an add need not count them again."""
-
 SQL_BATCH = 900
 """Parameters per ``IN (...)`` query (SQLite allows 999 by default on older builds)."""
 
@@ -661,7 +657,7 @@ def _common_words(
     store_dir: Path, con: sqlite3.Connection, settings: GraphSettings
 ) -> frozenset[str]:
     """The store's `top_k_common` words (kept in ``matcher.json`` once counted)."""
-    path = store_dir / MATCHER_FILE
+    path = store_dir / MATCHER
     if path.exists():
         kept = json.loads(path.read_text(encoding="utf-8"))
         if kept.get("top_k_common") == settings.top_k_common:
@@ -999,7 +995,7 @@ REWRITTEN = frozenset(
         "entity_passage.npz",
         "nodes.json",
         MANIFEST,
-        MATCHER_FILE,
+        MATCHER,
     }
 )
 """The store's files a delta writes anew (the others are copied as they are)."""
@@ -1176,7 +1172,7 @@ def _apply(
     if grown:
         _overwrite_rows(tmp / "entity_vectors.npy", nodes["entities"], grown, grown_vectors)
     (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
-    (tmp / MATCHER_FILE).write_text(
+    (tmp / MATCHER).write_text(
         _dumps({"top_k_common": settings.top_k_common, "common_words": sorted(common)}),
         encoding="utf-8",
     )

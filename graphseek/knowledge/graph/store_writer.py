@@ -38,6 +38,8 @@ VERSION = 1
 MANIFEST = "manifest.json"
 DATABASE = "graph.sqlite"
 MATCHER = "matcher.json"
+"""The corpus's most common words (the matcher's `top_k_common` rule), which a build keeps
+(and a delta add, for a store built before builds did), so an add need not count them again."""
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
