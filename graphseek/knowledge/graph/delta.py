@@ -589,9 +589,10 @@ def new_relations(
     extracted: Sequence[Extraction],
     aligned: DeltaAlignment,
     settings: GraphSettings,
-) -> list[Relation]:
+) -> tuple[list[Relation], set[str]]:
     """The relations the new passages give: extracted, co-occurrence and similarity edges
-    (the first two with the new passages' weights and provenance only)."""
+    (the first two with the new passages' weights and provenance only), and the ids of those
+    the store has already (a similarity edge it has is not given again)."""
     from graphseek.knowledge.graph.assemble import _extracted_relations
 
     me = aligned.mention_entity
@@ -636,7 +637,9 @@ def new_relations(
     stored_ids = {
         r[0]
         for r in _in_batches(
-            con, "SELECT id FROM relations WHERE id IN ({})", [r.id for r in similar]
+            con,
+            "SELECT id FROM relations WHERE id IN ({})",
+            [r.id for r in (*relations, *similar)],
         )
     }
     for r in sorted(similar, key=lambda r: (-r.weight, r.id)):
@@ -647,7 +650,7 @@ def new_relations(
         held[r.source] += 1
         held[r.target] += 1
         relations.append(r)
-    return relations
+    return relations, stored_ids
 
 
 # -- entity-passage links -----------------------------------------------------------------------
@@ -1043,13 +1046,7 @@ def _apply(
     clock.record(timings, "align", len(new))
     clock = Clock()
     strings = string_embed(settings, embed)
-    relations = new_relations(con, extracted, aligned, settings)
-    stored_relations = {
-        rid: weight
-        for rid, weight in _in_batches(
-            con, "SELECT id, weight FROM relations WHERE id IN ({})", [r.id for r in relations]
-        )
-    }
+    relations, stored_relations = new_relations(con, extracted, aligned, settings)
     # aliases the stored entities gain: each new name key, by its most frequent surface
     new_aliases: dict[str, list[str]] = {}
     for eid, gained in aligned.joined.items():
@@ -1165,8 +1162,6 @@ def _apply(
             shutil.copyfile(source / f"{name}.npy", tmp / f"{name}.npy")
     weights: dict[tuple[str, str], float] = defaultdict(float)
     for r in relations:
-        if r.kind == "similar" and r.id in stored_relations:
-            continue  # a stored similarity edge keeps its weight
         weights[(r.source, r.target)] += r.weight
     _extend_matrices(source, tmp, nodes["entities"], nodes["passages"], weights, links)
     if grown:
@@ -1186,7 +1181,7 @@ def _write_rows(
     extracted: Sequence[Extraction],
     aligned: DeltaAlignment,
     relations: Sequence[Relation],
-    stored_relations: Mapping[str, float],
+    stored_relations: set[str],
     new_aliases: Mapping[str, list[str]],
     links: Mapping[tuple[str, str], str],
     hyperedges: Sequence[HyperEdge],
@@ -1242,11 +1237,7 @@ def _write_rows(
         )
         con.executemany(
             "UPDATE relations SET weight = weight + ? WHERE id = ?",
-            (
-                (r.weight, r.id)
-                for r in relations
-                if r.id in stored_relations and r.kind != "similar"
-            ),
+            ((r.weight, r.id) for r in relations if r.id in stored_relations),
         )
         con.executemany(
             "INSERT INTO relation_passages VALUES (?, ?)",
