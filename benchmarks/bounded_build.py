@@ -15,10 +15,18 @@ baseline too: this script's child runs on the baseline's code).
 the same run) and checks that the two stores are the same: every file byte for byte, and the
 manifest less its timings and write time. It prints both builds' peaks side by side.
 
-    .venv/bin/python benchmarks/bounded_build.py [--sizes 2000,10000] [--against 1783b93]
-        [--keep DIR] [--phases]
+``--memory-budget SIZE`` builds each size a second time with that budget (this checkout:
+`graphseek.knowledge.graph.budget` picks fewer extraction processes, encoder threads or a
+smaller write cache), prints the settings it chose and its estimate, checks that the store is
+the default build's (the manifest less its ``memory`` section too), and prints both builds'
+peaks side by side.
 
-The forked extraction workers are not counted in the peak (each adds spaCy's working set).
+    .venv/bin/python benchmarks/bounded_build.py [--sizes 2000,10000] [--against 1783b93]
+        [--memory-budget 1.2G] [--keep DIR] [--phases]
+
+The forked extraction workers are not counted in the peak (VmHWM); "build's peak" adds, at
+each 0.2 s sample, their private memory (``/proc/PID/smaps_rollup``) to the build process's
+resident memory, which is what a budget counts.
 """
 
 from __future__ import annotations
@@ -43,9 +51,56 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def child(size: int, out: Path, data_dir: Path, phases: bool = False) -> None:
+def _rollup_mb(pid: int | str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if value.strip().endswith("kB"):
+                    out[key] = int(value.split()[0]) // 1024
+    except OSError:
+        pass
+    return out
+
+
+class TreeSampler:
+    """The most this process's resident memory and its children's private memory (the
+    forked extraction workers) reached together, sampled every 0.2 s."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak_mb = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        me = os.getpid()
+        while not self.stop.wait(0.2):
+            total = _rollup_mb(me).get("Rss", 0)
+            try:
+                children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
+            except OSError:
+                children = []
+            for pid in children:
+                mine = _rollup_mb(pid)
+                total += mine.get("Private_Clean", 0) + mine.get("Private_Dirty", 0)
+            self.peak_mb = max(self.peak_mb, total)
+
+    def close(self) -> int:
+        self.stop.set()
+        self.thread.join()
+        return self.peak_mb
+
+
+def child(
+    size: int, out: Path, data_dir: Path, phases: bool = False, budget: str | None = None
+) -> None:
     """Build in this process and print one JSON line: seconds, peak RSS, stage timings (with
-    `phases`, the RSS by step: `reduce_stages.PhaseSampler`, the map stages included)."""
+    `phases`, the RSS by step: `reduce_stages.PhaseSampler`, the map stages included), the
+    build's peak with its workers (`TreeSampler`), the memory plan (with `budget`)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from indexing import synthetic
     from reduce_stages import PhaseSampler
@@ -58,24 +113,35 @@ def child(size: int, out: Path, data_dir: Path, phases: bool = False) -> None:
         for name in ("_extract", "_contextual"):  # the map stages: extraction, passage pass
             sampler.wrap(building, name)
     passages = synthetic(data_dir, size)
+    tree = TreeSampler()
     started = time.perf_counter()
-    building.build_graph(passages, out, show_progress=False)
+    building.build_graph(passages, out, show_progress=False, memory_budget=budget)
     seconds = time.perf_counter() - started
+    tree_peak = tree.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    timings = json.loads((out / "manifest.json").read_text())["timings"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    timings = manifest["timings"]
     result = {"n": size, "seconds": seconds, "peak_rss_mb": peak, "timings": timings}
+    result["tree_peak_mb"] = max(tree_peak, peak)
+    result["memory"] = manifest.get("memory")
     if sampler is not None:
         result["phases"] = sampler.peaks
     print(json.dumps(result))
 
 
 def run_build(
-    size: int, out: Path, data_dir: Path, source: Path, phases: bool = False
+    size: int,
+    out: Path,
+    data_dir: Path,
+    source: Path,
+    phases: bool = False,
+    budget: str | None = None,
 ) -> dict[str, Any]:
     """`child` in a fresh process with `source` (a checkout) first on the import path."""
     env = dict(os.environ, PYTHONPATH=str(source))
     cmd = [sys.executable, __file__, "--child", str(size), "--out", str(out)]
     cmd += ["--data-dir", str(data_dir)] + (["--phases"] if phases else [])
+    cmd += ["--memory-budget", budget] if budget else []
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the build of {size} passages from {source} failed:\n{done.stderr}")
@@ -84,7 +150,8 @@ def run_build(
 
 
 def digests(store: Path) -> dict[str, str]:
-    """sha256 of every file of a store, the manifest less its timings and write time."""
+    """sha256 of every file of a store, the manifest less its timings, write time and memory
+    plan (`--memory-budget` changes only that)."""
     out: dict[str, str] = {}
     for path in sorted(p for p in store.rglob("*") if p.is_file()):
         name = path.relative_to(store).as_posix()
@@ -92,6 +159,7 @@ def digests(store: Path) -> dict[str, str]:
             manifest = json.loads(path.read_text())
             manifest.pop("timings", None)
             manifest.pop("written", None)
+            manifest.pop("memory", None)
             data = json.dumps(manifest, sort_keys=True).encode()
         else:
             data = path.read_bytes()
@@ -114,6 +182,8 @@ def stage_table(results: list[dict[str, Any]], labels: list[str]) -> None:
         print(f"{stage:<36}" + "".join(f"{c:>22}" for c in cells))
     whole = [f"{r['seconds']:.0f} / {r['peak_rss_mb']:,.0f}" for r in results]
     print(f"{'whole build (VmHWM)':<36}" + "".join(f"{c:>22}" for c in whole))
+    tree = [f"{r['tree_peak_mb']:,.0f}" if "tree_peak_mb" in r else "-" for r in results]
+    print(f"{'build with its workers, peak MB':<36}" + "".join(f"{c:>22}" for c in tree))
 
 
 def main() -> None:
@@ -125,11 +195,14 @@ def main() -> None:
     parser.add_argument(
         "--phases", action="store_true", help="RSS by step inside the builds (and the baseline's)"
     )
+    parser.add_argument(
+        "--memory-budget", metavar="SIZE", help="also build with this budget and compare"
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.out, args.data_dir, args.phases)
+        child(args.child, args.out, args.data_dir, args.phases, args.memory_budget)
         return
 
     from reduce_stages import print_phases  # beside this script
@@ -156,6 +229,22 @@ def main() -> None:
             results.append(mine)
             row = [mine]
             labels = [f"{size:,} @ {head}"]
+            if args.memory_budget:
+                tight = work / f"budget-{size}"
+                within = run_build(
+                    size, tight, args.data_dir, ROOT, args.phases, args.memory_budget
+                )
+                plan = within["memory"]
+                print(
+                    f"\n{size:,} passages, --memory-budget {args.memory_budget}: extraction "
+                    f"processes {plan['processes']}, encoder threads {plan['threads']}, write "
+                    f"cache {plan['cache_kib'] // 1024} MB; estimated "
+                    f"{plan['estimate_mb']:,} MB (fits: {plan['fits']}); the same store as "
+                    f"the default build's: {digests(store) == digests(tight)}"
+                )
+                row.append(within)
+                labels.append(f"budget {args.memory_budget}")
+                shutil.rmtree(tight, ignore_errors=True)
             if baseline is not None:
                 other = work / f"baseline-{size}"
                 theirs = run_build(size, other, args.data_dir, baseline, args.phases)

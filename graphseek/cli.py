@@ -201,6 +201,14 @@ def cmd_index(args: argparse.Namespace) -> int:
     from graphseek.knowledge.sharded import sharding_for
 
     sharding_for(args.workers, args.scheduler)  # so does a sharded build without Dask
+    if args.memory_budget is not None:
+        if args.no_graph:
+            raise ValueError(
+                "--memory-budget bounds the knowledge graph's build; --no-graph has none"
+            )
+        from graphseek.knowledge.graph.budget import parse_size
+
+        parse_size(args.memory_budget)
     from graphseek.knowledge.progress import bar as progress_bar
 
     with progress_bar("reading", None, not args.quiet) as bar:
@@ -211,6 +219,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"vectors": args.graph_vectors, "alignment": args.alignment}
     if args.graph_llm:
         options["llm"] = args.graph_llm
+    if args.memory_budget is not None:
+        options["memory_budget"] = args.memory_budget
     index = Index.build(
         passages,
         args.out,
@@ -502,6 +512,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="sharded build: extraction and embedding run as Dask tasks on N local worker "
         'processes (needs pip install "graphseek[distributed]")',
+    )
+    p.add_argument(
+        "--memory-budget",
+        default=None,
+        metavar="SIZE",
+        help="memory the graph build may use, e.g. 4G or 2500M (default: half the machine's): "
+        "it runs fewer extraction processes and encoder threads, and a smaller write cache, to "
+        "fit (the same index, more time), and warns when the corpus needs more",
     )
     p.add_argument(
         "--scheduler",

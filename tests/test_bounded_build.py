@@ -242,3 +242,54 @@ def test_mention_rows_are_written_in_batches_as_np_save_writes_them(
         store_writer._save_rows(tmp_path / "a.npy", rows, chosen, 8)
         reference_save_rows(tmp_path / "b.npy", rows, chosen, 8)
         assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+
+
+def test_a_build_under_the_least_memory_writes_the_same_store(
+    builds: tuple[Path, Path, list[Passage]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A build whose memory plan is the least there is (one extraction process, one encoder
+    thread, the smallest write cache; which plan a budget gets: test_memory_budget.py) runs
+    with it, warns that the estimate is over the budget, and writes the store of the default
+    build byte for byte."""
+    _, bounded, passages = builds
+    budget = importlib.import_module("graphseek.knowledge.graph.budget")
+    least_plan = budget.MemoryPlan(512, 1, 1, budget.CACHE_CHOICES_KIB[-1], 1200)
+    made: list[int] = []
+    pools: list[int] = []
+    offline = importlib.import_module("graphseek.knowledge.graph.offline")
+    patch = pytest.MonkeyPatch()
+    forked = offline.OfflineExtractor._extract_forked
+
+    def spy(self, chunk, processes, out):  # type: ignore[no-untyped-def]
+        made.append(processes)
+        return forked(self, chunk, processes, out)
+
+    embedder_module = importlib.import_module("graphseek.knowledge.embedder")
+    pool = embedder_module.ThreadPoolExecutor
+
+    def counted_pool(n, *args, **kwargs):  # type: ignore[no-untyped-def]
+        pools.append(n)
+        return pool(n, *args, **kwargs)
+
+    try:
+        patch.setattr(offline.OfflineExtractor, "_extract_forked", spy)
+        patch.setattr(embedder_module, "ThreadPoolExecutor", counted_pool)
+        patch.setattr(building, "plan_memory", lambda *args, **kwargs: least_plan)
+        with caplog.at_level("WARNING", logger="graphseek.knowledge.graph.build"):
+            build_graph(passages, tmp_path / "least", show_progress=False, memory_budget=512)
+    finally:
+        patch.undo()
+    assert made == [] and pools == []  # extraction in this process, the pass on this thread
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("over the memory budget of 512 MB" in m and "1 encoder thread" in m for m in warned)
+    least = tmp_path / "least"
+    memory = store_manifest(least).pop("memory")
+    assert memory["processes"] == 1 and memory["threads"] == 1 and memory["fits"] is False
+    assert memory["cache_kib"] == 16_384 and memory["budget_mb"] == 512
+    assert store_files(least) == store_files(bounded)
+    default = store_manifest(bounded).pop("memory")
+    assert default["fits"] is True and default["cache_kib"] == 262_144
+    without = {k: v for k, v in store_manifest(least).items() if k != "memory"}
+    assert without == {k: v for k, v in store_manifest(bounded).items() if k != "memory"}

@@ -37,8 +37,9 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -392,7 +393,8 @@ def pool_spans(hidden: np.ndarray, offsets: np.ndarray, spans: np.ndarray) -> np
     return out
 
 
-def _default_workers() -> int:
+def default_workers() -> int:
+    """The bulk passes' threads: ``GRAPHSEEK_EMBED_WORKERS``, else one per core up to 4."""
     value = os.environ.get("GRAPHSEEK_EMBED_WORKERS", "")
     if value.isdigit() and int(value) > 0:
         return int(value)
@@ -415,11 +417,13 @@ class Embedder:
             raise ValueError(f"unknown embedder backend {backend!r}; choose onnx or torch")
         if device != "cpu":
             backend = "torch"
-        self.workers = workers or _default_workers()
+        self.workers = workers or default_workers()
         self._model: Any = None
         self._onnx: _OnnxBackend | None = None
         self._plain_tokenizer: Any = None
         self._pool: ThreadPoolExecutor | None = None
+        self._thread_limit: int | None = None
+        self._pool_threads = 0
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
         self.dim = 384
@@ -468,6 +472,21 @@ class Embedder:
         except Exception as exc:  # the fp32 model still serves queries
             log.warning("int8 query model unavailable (%s); queries use the fp32 model", exc)
             return None
+
+    @contextmanager
+    def bulk_threads(self, threads: int | None) -> Iterator[None]:
+        """Inside the block, a bulk pass runs at most `threads` batches at once (None: as many
+        as `workers`). Each running batch holds ONNX Runtime's working memory for it (about
+        370 MB with `BATCH_TOKENS` tokens), so a build under a memory budget runs fewer; the
+        batches and so the vectors are the same, each session having one thread of its own."""
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        before = self._thread_limit
+        self._thread_limit = threads
+        try:
+            yield
+        finally:
+            self._thread_limit = before
 
     def release_memory(self) -> None:
         """Give back the working memory of the bulk passes so far (ONNX Runtime's arenas, by
@@ -641,9 +660,13 @@ class Embedder:
 
         todo = [b for k, b in enumerate(batches) if k not in done]
         futures = []
-        if self._onnx is not None and self.workers > 1 and len(todo) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="embed")
+        threads = min(self.workers, self._thread_limit or self.workers)
+        if self._onnx is not None and threads > 1 and len(todo) > 1:
+            if self._pool is None or self._pool_threads != threads:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=True)
+                self._pool = ThreadPoolExecutor(threads, thread_name_prefix="embed")
+                self._pool_threads = threads
             futures = [self._pool.submit(run, b) for b in todo]
             todo = []
         try:

@@ -21,9 +21,11 @@ the graph a full rebuild of the same passages would give.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import itertools
+import logging
 import os
 import shutil
 import time
@@ -38,7 +40,8 @@ from graphseek.errors import CorpusError
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.assemble import assemble
 from graphseek.knowledge.graph.base import Coreferencer, Extractor
-from graphseek.knowledge.graph.clock import Clock, rate
+from graphseek.knowledge.graph.budget import MemoryPlan, plan_memory
+from graphseek.knowledge.graph.clock import Clock, peak_rss_mb, rate
 from graphseek.knowledge.graph.contextual import AheadPass, MentionVectors, encode_passages
 from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
@@ -46,6 +49,7 @@ from graphseek.knowledge.graph.run_ahead import RunAhead
 from graphseek.knowledge.graph.settings import GraphSettings, settings_of
 from graphseek.knowledge.graph.spool import ExtractionSpool
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, check_target, write_store
+from graphseek.knowledge.graph.store_writer import CACHE_KIB
 from graphseek.knowledge.graph.vectors import (
     Embed,
     VectorCache,
@@ -55,6 +59,8 @@ from graphseek.knowledge.graph.vectors import (
 )
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
+
+log = logging.getLogger(__name__)
 
 
 def _check_passages(passages: Iterable[Passage]) -> list[Passage]:
@@ -90,6 +96,42 @@ def _resolve_extractor(
 
         return LLMExtractor(llm, max_concurrency=max_concurrency, show_progress=show_progress)
     raise ValueError(f"unknown extractor {kind!r}: use 'offline', 'llm' or an Extractor")
+
+
+def _memory_plan(
+    passages: Sequence[Passage],
+    extractor: Extractor,
+    budget: int | str | None,
+    *,
+    own: bool,
+    mapped: MappedPassages | None,
+) -> MemoryPlan:
+    """The settings of a build under `budget` (`plan_memory`), applied to the offline
+    extractor when the build made it (`own`; a caller's keeps its processes); with `mapped`
+    (the sharded build's driver) only the reduce stages run here. One warning when even the
+    least memory is estimated over the budget."""
+    from graphseek.knowledge.graph.offline import OfflineExtractor
+
+    offline = extractor if isinstance(extractor, OfflineExtractor) else None
+    plan = plan_memory(
+        len(passages),
+        budget,
+        processes=offline.n_process if offline is not None else 1,
+        lower_processes=own,
+        map_stages=mapped is None,
+    )
+    if offline is not None and own:
+        offline.n_process = plan.processes
+    if not plan.fits:
+        log.warning(
+            "a graph build of %d passages is estimated to need about %d MB, over the memory "
+            "budget of %d MB; it runs with the least (%s) and may swap: see docs/scale.md",
+            len(passages),
+            plan.estimate_mb,
+            plan.budget_mb,
+            plan.describe(),
+        )
+    return plan
 
 
 def _model(llm: Any, role: str) -> Any:
@@ -160,19 +202,23 @@ def _contextual(
     timings: dict[str, Any],
     show_progress: bool,
     ahead: AheadPass | None = None,
+    threads: int | None = None,
 ) -> tuple[GraphSettings, np.ndarray | None, Mapping[str, np.ndarray]]:
     """With contextual alignment, one pass of the passage encoder: the passage vectors and the
-    mention vectors. Without a span encoder (a custom `embed`) the settings fall back to
-    record strings, so the manifest says what was done."""
+    mention vectors (at most `threads` encoder threads at once: `Embedder.bulk_threads`).
+    Without a span encoder (a custom `embed`) the settings fall back to record strings, so
+    the manifest says what was done."""
     if settings.alignment != "contextual":
         return settings, None, {}
     encoder = span_encoder(embed)
     if encoder is None:
         return replace(settings, alignment="records"), None, {}
     clock = Clock()
-    vectors, mentions = encode_passages(
-        encoder, passages, extractions, show_progress=show_progress, ahead=ahead
-    )
+    limit = getattr(encoder, "bulk_threads", None)
+    with limit(threads) if callable(limit) else contextlib.nullcontext():
+        vectors, mentions = encode_passages(
+            encoder, passages, extractions, show_progress=show_progress, ahead=ahead
+        )
     release = getattr(encoder, "release_memory", None)
     if callable(release):  # the pass's batch buffers, which no later stage needs
         release()
@@ -223,6 +269,7 @@ def _finish(
     timings: dict[str, Any],
     started: float,
     show_progress: bool = False,
+    cache_kib: int = CACHE_KIB,
 ) -> SQLiteGraphStore:
     data.manifest["extractor"] = extractor_name
     total = time.perf_counter() - started
@@ -232,7 +279,7 @@ def _finish(
     }
     data.manifest["timings"] = timings
     with progress_bar("writing", 1, show_progress, unit="store") as bar:
-        path = write_store(data, out_dir)
+        path = write_store(data, out_dir, cache_kib=cache_kib)
         bar.update(1)
     return SQLiteGraphStore.open(path)
 
@@ -370,6 +417,7 @@ def build_graph(
     show_progress: bool = True,
     on_passage_vectors: Callable[[np.ndarray], None] | None = None,
     mapped: MappedPassages | None = None,
+    memory_budget: int | str | None = None,
 ) -> SQLiteGraphStore:
     """Build the HiGra graph of `passages` into the directory `out_dir` (atomically).
 
@@ -382,7 +430,11 @@ def build_graph(
     hands their vectors, rows in the order of `passages`, to `on_passage_vectors`: an index
     stores them instead of encoding twice. `mapped`: the map stages' results computed
     elsewhere (`map_passages` with the same options, e.g. on Dask workers): extraction and the
-    passage pass are not run here. Returns the opened store.
+    passage pass are not run here. `memory_budget` (MB, or a size such as ``"4G"``; None:
+    half the machine's memory) chooses how many extraction processes and encoder threads run
+    at once and the write's page cache (`graphseek.knowledge.graph.budget`; the same store
+    whatever it is), and is recorded with the estimated peak in the manifest. Returns the
+    opened store.
     """
     started = time.perf_counter()
     items = _check_passages(passages)
@@ -401,6 +453,9 @@ def build_graph(
         )
     timings: dict[str, Any] = {}
     chosen = _resolve_extractor(extractor, llm, show_progress, max_concurrency)
+    plan = _memory_plan(
+        items, chosen, memory_budget, own=not isinstance(extractor, Extractor), mapped=mapped
+    )
     if settings.outside_window is None:
         from graphseek.knowledge.graph.offline import OfflineExtractor
 
@@ -425,7 +480,7 @@ def build_graph(
         passage_vectors, mentions = mapped.passage_vectors, mapped.mentions
     else:
         settings, passage_vectors, mentions = _contextual(
-            settings, embed, items, extractions, timings, show_progress, first
+            settings, embed, items, extractions, timings, show_progress, first, plan.threads
         )
     prefetch.result()
     if passage_vectors is not None and on_passage_vectors is not None:
@@ -443,7 +498,20 @@ def build_graph(
         show_progress=show_progress,
         timings=timings,
     )
-    return _finish(data, out_dir, type(chosen).__name__, timings, started, show_progress)
+    data.manifest["memory"] = plan.as_manifest()
+    store = _finish(
+        data, out_dir, type(chosen).__name__, timings, started, show_progress, plan.cache_kib
+    )
+    peak = peak_rss_mb()
+    if peak is not None and peak > plan.budget_mb:
+        log.warning(
+            "the graph build peaked at %d MB, over its memory budget of %d MB (estimated: %d "
+            "MB); docs/scale.md says what grows with the corpus",
+            peak,
+            plan.budget_mb,
+            plan.estimate_mb,
+        )
+    return store
 
 
 @_without_gc

@@ -267,13 +267,13 @@ def insert_base_entities(
     )
 
 
-def _write_database(path: Path, data: GraphData) -> None:
+def _write_database(path: Path, data: GraphData, cache_kib: int = CACHE_KIB) -> None:
     con = sqlite3.connect(path)
     try:
         con.execute("PRAGMA journal_mode=OFF")
         con.execute("PRAGMA synchronous=OFF")
         # a larger page cache than the 2 MB default: the id indexes take keys in random order
-        con.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        con.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
         con.executescript(_SCHEMA)
         with con:
             con.executemany(
@@ -440,13 +440,16 @@ def check_target(out_dir: str | os.PathLike[str]) -> Path:
     return dest
 
 
-def write_store(data: GraphData, out_dir: str | os.PathLike[str]) -> Path:
+def write_store(
+    data: GraphData, out_dir: str | os.PathLike[str], *, cache_kib: int = CACHE_KIB
+) -> Path:
     """Write `data` to `out_dir` atomically (`graphseek.knowledge.atomic`); returns its path.
     The database is written on a thread while this one writes the arrays (SQLite runs without
-    the GIL, so the two overlap on a second core)."""
+    the GIL, so the two overlap on a second core), with a page cache of `cache_kib` KiB (the
+    same file whatever it is; a smaller one costs time: `graphseek.knowledge.graph.budget`)."""
     dest = check_target(out_dir)
     with atomic_directory(dest) as tmp:
-        database = Background(lambda: _write_database(tmp / DATABASE, data))
+        database = Background(lambda: _write_database(tmp / DATABASE, data, cache_kib))
         try:
             _write_arrays(tmp, data)
         except BaseException:
