@@ -39,8 +39,9 @@ def store_files(path: Path) -> dict[str, bytes]:
 
 
 def store_manifest(path: Path) -> dict[str, Any]:
-    """The manifest of the store at `path` less what differs between equal builds."""
+    """The manifest of the store at `path` less what differs between equal builds (its
+    timings, write time and memory plan: how it ran)."""
     data = json.loads((path / "manifest.json").read_text())
-    for key in ("timings", "written"):
+    for key in ("timings", "written", "memory"):
         data.pop(key, None)
     return dict(data)

@@ -254,8 +254,8 @@ def test_interrupted_build_keeps_the_previous_store(
     # the database is written on its own thread: its failure reaches the caller the same way
     write_database = store_module._write_database
 
-    def crash_in_database(path: Path, data: object) -> None:
-        write_database(path, data)  # type: ignore[arg-type]
+    def crash_in_database(path: Path, data: object, *args: object) -> None:
+        write_database(path, data, *args)  # type: ignore[arg-type]
         raise Boom("disk full while writing the database")
 
     monkeypatch.setattr(store_module, "_write_database", crash_in_database)

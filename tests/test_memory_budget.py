@@ -59,21 +59,19 @@ def test_a_roomy_budget_keeps_every_process_thread_and_the_whole_cache() -> None
 
 
 def test_the_write_cache_goes_before_threads_and_processes() -> None:
-    roomy = plan_memory(100_000, "64G", processes=2, threads=2)
-    cache_mb = CACHE_CHOICES_KIB[0] // 1024
-    # just under the default's estimate, above it less the cache: only the cache shrinks
-    plan = plan_memory(100_000, roomy.estimate_mb - 100, processes=2, threads=2)
-    assert plan.fits and plan.estimate_mb <= roomy.estimate_mb - 100
-    assert (plan.processes, plan.threads) == (2, 2) and plan.cache_kib < CACHE_CHOICES_KIB[0]
-    assert plan.estimate_mb > roomy.estimate_mb - cache_mb
+    # at 80,000 passages the write, with its page cache, is the estimated peak
+    roomy = plan_memory(80_000, "64G", processes=2, threads=2)
+    plan = plan_memory(80_000, roomy.estimate_mb - 50, processes=2, threads=2)
+    assert plan.fits and (plan.processes, plan.threads) == (2, 2)
+    assert plan.cache_kib < CACHE_CHOICES_KIB[0]
 
 
 def test_the_passage_pass_loses_a_thread_when_it_is_the_peak() -> None:
-    # at 1,000 passages the passage pass is the peak: only a thread fewer lowers it
-    two = estimate_mb(1000, processes=2, threads=2, cache_kib=CACHE_CHOICES_KIB[-1])
-    one = estimate_mb(1000, processes=2, threads=1, cache_kib=CACHE_CHOICES_KIB[-1])
-    assert two - one == THREAD_MB
-    plan = plan_memory(1000, two - 1, processes=2, threads=2)
+    # at 10,000 passages the passage pass is the estimated peak: a thread fewer lowers it
+    two = estimate_mb(10_000, processes=2, threads=2, cache_kib=CACHE_CHOICES_KIB[0])
+    one = estimate_mb(10_000, processes=2, threads=1, cache_kib=CACHE_CHOICES_KIB[0])
+    assert 0 < two - one <= THREAD_MB
+    plan = plan_memory(10_000, two - 1, processes=2, threads=2)
     assert plan.fits and plan.threads == 1 and plan.processes == 2
 
 
@@ -88,17 +86,19 @@ def test_extraction_workers_count_while_they_run() -> None:
 
 def test_a_budget_nothing_fits_gives_the_least_and_says_so() -> None:
     plan = plan_memory(1_000_000, "2G", processes=2, threads=2)
-    assert not plan.fits
-    assert plan.cache_kib == CACHE_CHOICES_KIB[-1]
+    assert not plan.fits and plan.as_manifest()["fits"] is False
     least = min(
-        estimate_mb(1_000_000, processes=p, threads=t, cache_kib=CACHE_CHOICES_KIB[-1])
+        estimate_mb(1_000_000, processes=p, threads=t, cache_kib=c)
         for p in (1, 2)
         for t in (1, 2)
+        for c in CACHE_CHOICES_KIB
     )
     assert plan.estimate_mb == least > 2048
-    # reduce stages are the peak there: no process or thread is given up for nothing
-    assert (plan.processes, plan.threads) == (2, 2)
-    assert plan.as_manifest()["fits"] is False
+    # alignment is the estimated peak there: no process, thread or cache is given up for it
+    assert (plan.processes, plan.threads, plan.cache_kib) == (2, 2, CACHE_CHOICES_KIB[0])
+    # at 10,000 passages the least is one thread and a smaller cache
+    small = plan_memory(10_000, 600, processes=2, threads=2)
+    assert not small.fits and small.threads == 1
 
 
 def test_a_callers_extractor_keeps_its_processes() -> None:
@@ -181,3 +181,24 @@ def test_the_cli_refuses_a_budget_without_a_graph(
     )
     err = capsys.readouterr().err
     assert code == 2 and "--no-graph has none" in err
+
+
+def test_the_cli_builds_under_a_budget_and_records_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        '{"title": "Alpha", "text": "Alpha is a river in Norway. It flows into Lake Beta."}\n'
+        '{"title": "Lake Beta", "text": "Lake Beta lies near Oslo, the capital of Norway."}\n'
+    )
+    out = tmp_path / "idx"
+    with caplog.at_level("WARNING", logger="graphseek.knowledge.graph.build"):
+        code = main(["index", str(corpus), "--out", str(out), "--quiet", "--memory-budget", "600M"])
+    assert code == 0, capsys.readouterr().err
+    memory = json.loads((out / "graph" / "manifest.json").read_text())["memory"]
+    assert memory["budget_mb"] == 600 and memory["fits"] is False
+    assert (memory["processes"], memory["threads"]) == (1, 1)  # two passages: no worker forked
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "over the memory budget of 600 MB" in warned

@@ -10,7 +10,7 @@ at once, and none of it changes the index (the same store byte for byte, tested)
 - **encoder threads** in the passage pass (`Embedder.bulk_threads`): each holds ONNX Runtime's
   working memory for one batch, about `THREAD_MB`, while the pass runs;
 - **the write's SQLite page cache** (`store_writer.CACHE_KIB`), at the top of the reduce
-  stages' peak.
+  stages' peak by a few tens of MB (alignment and linking are just under it).
 
 `plan_memory` picks the fastest of these whose estimated peak fits the budget. The estimate
 (`estimate_mb`) is linear in the corpus size, fitted to whole builds of 10,000 and 100,000
@@ -46,9 +46,17 @@ passages, 583 at 100,000."""
 PASS_MB = (830, 7.4)
 """The passage pass without its threads' working memory: its peak was 1,644 MB at 10,000
 passages and 2,309 at 100,000, with two threads (e922484)."""
-REDUCE_MB = (956, 13.2)
-"""Alignment, linking, topics and the write, without the page cache: 1,344 MB at 10,000
-passages and 2,532 at 100,000 with the 256 MB cache (e922484)."""
+ALIGN_MB = (865, 16.2)
+"""Alignment's top (its radius search): 1,027 MB at 10,000 passages, 2,487 at 100,000 (e922484,
+`benchmarks/bounded_build.py --phases`)."""
+LINK_MB = (1200, 12.0)
+"""Linking's top (after the passage matcher): 1,320 MB at 10,000 passages, 2,401 at 100,000."""
+WRITE_MB = (1007, 12.7)
+"""The store write without SQLite's page cache: 1,344 MB at 10,000 passages and 2,532 at
+100,000, less the cache it filled (the database's size, up to the cache: 210 and 256 MB)."""
+DATABASE_KB = 21
+"""``graph.sqlite`` per passage (210 MB at 10,000 passages, 1.5 GB at 100,000): the page
+cache fills up to it."""
 CACHE_CHOICES_KIB = (CACHE_KIB, 65_536, 16_384)
 """The write's page cache, largest first (the default first)."""
 
@@ -135,7 +143,12 @@ def estimate_mb(
     module docstring says what it rests on); `map_stages=False`: the reduce stages only (the
     sharded build's driver, whose workers extract and encode)."""
     k = passages / 1000
-    reduce = REDUCE_MB[0] + REDUCE_MB[1] * k + cache_kib / 1024
+    cache = min(cache_kib / 1024, DATABASE_KB * passages / 1024)
+    reduce = max(
+        ALIGN_MB[0] + ALIGN_MB[1] * k,
+        LINK_MB[0] + LINK_MB[1] * k,
+        WRITE_MB[0] + WRITE_MB[1] * k + cache,
+    )
     if not map_stages:
         return int(reduce)
     workers = processes * WORKER_MB if processes > 1 else 0  # 1: extraction in this process

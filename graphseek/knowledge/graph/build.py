@@ -116,11 +116,11 @@ def _memory_plan(
     plan = plan_memory(
         len(passages),
         budget,
-        processes=offline.n_process if offline is not None else 1,
+        processes=offline.processes_for(len(passages)) if offline is not None else 1,
         lower_processes=own,
         map_stages=mapped is None,
     )
-    if offline is not None and own:
+    if offline is not None and own and plan.processes < offline.processes_for(len(passages)):
         offline.n_process = plan.processes
     if not plan.fits:
         log.warning(

@@ -135,11 +135,19 @@ class OfflineExtractor:
     def extract_to(self, passages: Sequence[Passage], sink: ExtractionSink) -> None:
         """`extract`, handing the extractions to `sink.extend` in order as they are made (a
         build spools them to disk instead of holding them all)."""
-        processes = min(self.n_process, -(-len(passages) // CHUNK))
-        if processes <= 1 or len(passages) < PARALLEL_MIN or not _can_fork():
+        processes = self.processes_for(len(passages))
+        if processes <= 1:
             self._extract_here(passages, sink)
         else:
             self._extract_forked(passages, processes, sink)
+
+    def processes_for(self, passages: int) -> int:
+        """How many worker processes `extract` forks for this many passages (1: none, the
+        extraction runs in this process)."""
+        processes = min(self.n_process, -(-passages // CHUNK))
+        if processes <= 1 or passages < PARALLEL_MIN or not _can_fork():
+            return 1
+        return processes
 
     def _extract_here(self, passages: Sequence[Passage], out: ExtractionSink) -> None:
         block: list[Extraction] = []
