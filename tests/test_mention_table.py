@@ -43,3 +43,43 @@ def test_pickles_and_rejects_codes_of_another_length() -> None:
     assert pickle.loads(pickle.dumps(table)) == {"a": "v", "b": "u"}
     with pytest.raises(ValueError, match="3 codes for 2 ids"):
         MentionTable(["a", "b"], [0, 0, 0], ["u"])
+
+
+# -- MentionRows: rows by mention id, kept by passage -------------------------------------------
+
+
+def test_mention_rows_answer_as_a_dict_of_the_same_assignments() -> None:
+    import random
+
+    from graphseek.knowledge.graph.mention_table import MentionRows
+    from graphseek.knowledge.graph.models import mention_id
+
+    rng = random.Random(0)
+    passages = ["p1", "p10", "a#m3", "x#mb", "doc/7 §2"]  # ids that hold "#m" themselves too
+    keys = [mention_id(p, k) for p in passages for k in range(12)] + ["odd", "p1#m07", "q#m"]
+    reference: dict[str, int] = {}
+    rows = MentionRows()
+    for _ in range(400):  # new keys in and out of order, and replacements
+        key = rng.choice(keys)
+        value = rng.randrange(10**10)  # rows past int32 as well
+        reference[key] = value
+        rows[key] = value
+    assert len(rows) == len(reference)
+    assert sorted(rows) == sorted(reference)
+    for key in keys + ["p1#m99", "nope#m1", "p1", ""]:
+        assert rows.get(key) == reference.get(key)
+        assert (key in rows) == (key in reference)
+    assert dict(rows.items()) == reference
+    assert rows.get(7) is None and 7 not in rows
+    with pytest.raises(KeyError):
+        rows["p1#m99"]
+
+
+def test_mention_rows_keep_each_passages_ids_by_number() -> None:
+    from graphseek.knowledge.graph.mention_table import MentionRows
+
+    rows = MentionRows([("b#m10", 0), ("b#m2", 1), ("a#m0", 2), ("b#m1", 3)])
+    assert list(rows) == ["b#m1", "b#m2", "b#m10", "a#m0"]
+    assert [rows[k] for k in rows] == [3, 1, 0, 2]
+    with pytest.raises(TypeError):
+        del rows["a#m0"]

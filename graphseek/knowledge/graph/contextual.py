@@ -27,7 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
-from graphseek.knowledge.graph.mention_table import ABSENT, MentionTable
+from graphseek.knowledge.graph.mention_table import ABSENT, MentionRows, MentionTable
 from graphseek.knowledge.graph.models import Extraction, Mention
 from graphseek.knowledge.graph.spool import KeyedRows, TempFile, stack_rows
 from graphseek.knowledge.passages import Passage
@@ -55,7 +55,7 @@ class MentionVectors(KeyedRows):
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self._file = TempFile("graphseek-mentions-")
-        self._row: dict[str, int] | MentionTable[int] = {}
+        self._row: MentionRows | MentionTable[int] = MentionRows()
 
     @property
     def _width(self) -> int:
@@ -68,7 +68,7 @@ class MentionVectors(KeyedRows):
             raise ValueError(f"{len(ids)} ids for a block of shape {block.shape}")
         if not len(ids):
             return
-        if not isinstance(self._row, dict):
+        if not isinstance(self._row, MentionRows):
             raise ValueError("these mention vectors are frozen (`freeze`): no row can be added")
         at = self._file.append(np.ascontiguousarray(block, dtype=MENTION_DTYPE).tobytes())
         first = at // max(self._width, 1)
@@ -104,14 +104,15 @@ class MentionVectors(KeyedRows):
         """The vectors of those of `ids` that have one (the same file, not copied)."""
         out = MentionVectors.__new__(MentionVectors)
         out.dim, out._file = self.dim, self._file
-        out._row = {mid: self._row[mid] for mid in ids if mid in self._row}
+        row = self._row
+        out._row = MentionRows((mid, r) for mid in ids if (r := row.get(mid)) is not None)
         return out
 
     def freeze(self, ids: Sequence[str]) -> None:
         """Look rows up through `ids` from now on (sorted and unique, among them every key
         here: alignment's mention ids, `MentionTable.ids`): an int32 row number per id instead
-        of a dict with id strings of its own (about 270 MB at the 2 million vectors of 100,000
-        passages, held from the passage pass to the store write). Every object sharing these
+        of its own index by passage (`MentionRows`; a dict with id strings of its own before,
+        about 270 MB at the 2 million vectors of 100,000 passages). Every object sharing these
         vectors sees the same keys and rows; none can be added after."""
         rows = np.fromiter(
             (self._row.get(mid, ABSENT) for mid in ids), dtype=np.int32, count=len(ids)
