@@ -249,8 +249,8 @@ def main() -> None:
                 other = work / f"baseline-{size}"
                 theirs = run_build(size, other, args.data_dir, baseline, args.phases)
                 same = digests(store) == digests(other)
-                row = [theirs, mine]
-                labels = [f"{size:,} @ {args.against}", labels[0]]
+                row = [theirs, *row]
+                labels = [f"{size:,} @ {args.against}", *labels]
                 print(f"\n{size:,} passages: the store is the same as {args.against}'s: {same}")
                 shutil.rmtree(other, ignore_errors=True)
             stage_table(row, labels)
