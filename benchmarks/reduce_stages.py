@@ -17,6 +17,7 @@ between them, named ``after <function>``), the RSS when it began and the most it
 where inside a stage the peak is.
 
     .venv/bin/python benchmarks/reduce_stages.py STORE_DIR [--out DIR] [--phases]
+        [--memory-budget SIZE]
 
 STORE_DIR: a graph store directory (e.g. ``$GRAPHSEEK_CACHE_DIR/bench-add/synthetic-100000/graph``
 from `benchmarks/incremental_add.py`), built with the offline extractor and contextual vectors.
@@ -137,6 +138,7 @@ def digest(path: Path) -> str:
         manifest = json.loads(path.read_text())
         manifest.pop("timings", None)
         manifest.pop("written", None)
+        manifest.pop("memory", None)  # how it ran (`--memory-budget`), not what it wrote
         return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -146,6 +148,11 @@ def main() -> None:
     parser.add_argument("store", type=Path, help="a graph store directory")
     parser.add_argument("--out", type=Path, help="write the new store here (default: a temp dir)")
     parser.add_argument("--phases", action="store_true", help="RSS by step inside the stages")
+    parser.add_argument(
+        "--memory-budget",
+        metavar="SIZE",
+        help="build_graph's memory_budget (here only the write's page cache can follow it)",
+    )
     args = parser.parse_args()
     sampler = PhaseSampler() if args.phases else None
     if sampler is not None:
@@ -187,11 +194,18 @@ def main() -> None:
     try:
         started = time.perf_counter()
         build_graph(
-            passages, out, mapped=MappedPassages(spool, vectors, mentions), show_progress=False
+            passages,
+            out,
+            mapped=MappedPassages(spool, vectors, mentions),
+            show_progress=False,
+            memory_budget=args.memory_budget,
         )
         seconds = time.perf_counter() - started
         print(f"stages after the passage pass, and the write: {seconds:.0f} s")
-        timings = json.loads((out / "manifest.json").read_text())["timings"]
+        manifest = json.loads((out / "manifest.json").read_text())
+        timings = manifest["timings"]
+        if args.memory_budget:
+            print(f"memory plan: {manifest['memory']}")
         for stage, t in timings.items():
             if isinstance(t, dict) and t.get("peak_rss_mb"):
                 print(
