@@ -167,6 +167,13 @@ def digests(store: Path) -> dict[str, str]:
     return out
 
 
+def same_store(a: Path, b: Path) -> str:
+    """ "True", or "False (the files that differ)" (`digests`)."""
+    mine, theirs = digests(a), digests(b)
+    different = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+    return "True" if not different else f"False ({', '.join(different)})"
+
+
 def stage_table(results: list[dict[str, Any]], labels: list[str]) -> None:
     stages = [k for k, v in results[-1]["timings"].items() if isinstance(v, dict)]
     print(f"\n{'stage (s / peak RSS MB at its end)':<36}" + "".join(f"{x:>22}" for x in labels))
@@ -240,7 +247,7 @@ def main() -> None:
                     f"processes {plan['processes']}, encoder threads {plan['threads']}, write "
                     f"cache {plan['cache_kib'] // 1024} MB; estimated "
                     f"{plan['estimate_mb']:,} MB (fits: {plan['fits']}); the same store as "
-                    f"the default build's: {digests(store) == digests(tight)}"
+                    f"the default build's: {same_store(store, tight)}"
                 )
                 row.append(within)
                 labels.append(f"budget {args.memory_budget}")
@@ -248,7 +255,7 @@ def main() -> None:
             if baseline is not None:
                 other = work / f"baseline-{size}"
                 theirs = run_build(size, other, args.data_dir, baseline, args.phases)
-                same = digests(store) == digests(other)
+                same = same_store(store, other)
                 row = [theirs, *row]
                 labels = [f"{size:,} @ {args.against}", *labels]
                 print(f"\n{size:,} passages: the store is the same as {args.against}'s: {same}")
