@@ -24,6 +24,8 @@ peaks side by side.
     .venv/bin/python benchmarks/bounded_build.py [--sizes 2000,10000] [--against 1783b93]
         [--memory-budget 1.2G] [--keep DIR] [--phases]
 
+``--keep DIR`` keeps every store it builds there (``store-N``, ``budget-N``, ``baseline-N``).
+
 The forked extraction workers are not counted in the peak (VmHWM); "build's peak" adds, at
 each 0.2 s sample, their private memory (``/proc/PID/smaps_rollup``) to the build process's
 resident memory, which is what a budget counts.
@@ -237,7 +239,7 @@ def main() -> None:
             row = [mine]
             labels = [f"{size:,} @ {head}"]
             if args.memory_budget:
-                tight = work / f"budget-{size}"
+                tight = (args.keep or work) / f"budget-{size}"
                 within = run_build(
                     size, tight, args.data_dir, ROOT, args.phases, args.memory_budget
                 )
@@ -251,15 +253,17 @@ def main() -> None:
                 )
                 row.append(within)
                 labels.append(f"budget {args.memory_budget}")
-                shutil.rmtree(tight, ignore_errors=True)
+                if args.keep is None:
+                    shutil.rmtree(tight, ignore_errors=True)
             if baseline is not None:
-                other = work / f"baseline-{size}"
+                other = (args.keep or work) / f"baseline-{size}"
                 theirs = run_build(size, other, args.data_dir, baseline, args.phases)
                 same = same_store(store, other)
                 row = [theirs, *row]
                 labels = [f"{size:,} @ {args.against}", *labels]
                 print(f"\n{size:,} passages: the store is the same as {args.against}'s: {same}")
-                shutil.rmtree(other, ignore_errors=True)
+                if args.keep is None:
+                    shutil.rmtree(other, ignore_errors=True)
             stage_table(row, labels)
             for result, label in zip(row, labels, strict=True):
                 if "phases" in result:
