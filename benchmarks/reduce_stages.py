@@ -214,11 +214,15 @@ def main() -> None:
         print(f"whole process peak RSS (VmHWM): {peak_mb():,} MB")
         if sampler is not None:
             sampler.report()
+        # a file the stored build did not write (matcher.json before 96d759d) is named apart
         files = sorted(p for p in out.iterdir() if p.is_file())
+        new = [p.name for p in files if not (args.store / p.name).is_file()]
+        files = [p for p in files if p.name not in new]
         different = [p.name for p in files if digest(p) != digest(args.store / p.name)]
         print(
             f"the same store as {args.store}: {not different} ({len(files)} files compared"
-            + (f"; different: {', '.join(different)})" if different else ")")
+            + (f"; different: {', '.join(different)}" if different else "")
+            + (f"; not in the stored build: {', '.join(new)})" if new else ")")
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
