@@ -202,3 +202,9 @@ def test_the_cli_builds_under_a_budget_and_records_it(
     assert (memory["processes"], memory["threads"]) == (1, 1)  # two passages: no worker forked
     warned = " ".join(r.getMessage() for r in caplog.records)
     assert "over the memory budget of 600 MB" in warned
+    capsys.readouterr()
+    assert main(["stats", str(out)]) == 0
+    shown = capsys.readouterr().out
+    line = next(x for x in shown.splitlines() if x.startswith("build memory"))
+    assert "budget 600 MB (1 extraction process, 1 encoder thread" in line
+    assert "MB estimated" in line and "MB measured before the write" in line

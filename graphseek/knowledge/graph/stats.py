@@ -85,6 +85,9 @@ def graph_stats(store: GraphStore | str | os.PathLike[str]) -> dict[str, Any]:
             "entities_after_alignment": alignment.get("after_semantic"),
             "alignment_reduction_pct": alignment.get("reduction_pct"),
         }
+        memory = build_memory(manifest)
+        if memory:
+            stats["build_memory"] = memory
         delta = manifest.get("delta") or {}
         if delta.get("adds"):
             stats["delta_adds"] = (
@@ -96,6 +99,33 @@ def graph_stats(store: GraphStore | str | os.PathLike[str]) -> dict[str, Any]:
     finally:
         if opened is not None:
             opened.close()
+
+
+def build_memory(manifest: dict[str, Any]) -> str | None:
+    """The build's memory plan and its measured peak in words (`budget.MemoryPlan`; the most
+    the stages' ends recorded, the write not included), or None for a store written before
+    builds had a budget."""
+    from dataclasses import fields
+
+    from graphseek.knowledge.graph.budget import MemoryPlan
+
+    recorded = manifest.get("memory")
+    if not isinstance(recorded, dict):
+        return None
+    try:
+        plan = MemoryPlan(**{f.name: int(recorded[f.name]) for f in fields(MemoryPlan)})
+    except (KeyError, TypeError, ValueError):
+        return None
+    peaks = [
+        t["peak_rss_mb"]
+        for t in (manifest.get("timings") or {}).values()
+        if isinstance(t, dict) and isinstance(t.get("peak_rss_mb"), (int, float))
+    ]
+    measured = f", {max(peaks):,.0f} MB measured before the write" if peaks else ""
+    return (
+        f"budget {plan.budget_mb:,} MB ({plan.describe()}): {plan.estimate_mb:,} MB "
+        f"estimated{measured}"
+    )
 
 
 def _fmt(value: Any) -> str:
@@ -132,6 +162,7 @@ _LABELS = [
     ("entities_after_exact_merge", "  after exact merge"),
     ("entities_after_alignment", "  after semantic merge"),
     ("alignment_reduction_pct", "alignment reduction %"),
+    ("build_memory", "build memory"),
     ("delta_adds", "delta adds"),
 ]
 
