@@ -13,10 +13,10 @@ at once, and none of it changes the index (the same store byte for byte, tested)
   stages' peak by a few tens of MB (alignment and linking are just under it).
 
 `plan_memory` picks the fastest of these whose estimated peak fits the budget. The estimate
-(`estimate_mb`) is linear in the corpus size, fitted to whole builds of 10,000 and 100,000
-passages of `benchmarks/indexing.py`'s synthetic corpus (its names repeat past 6,119
-passages, so a corpus of as many distinct passages has more entities and grows faster: the
-figures are a floor). What still grows with the corpus, alignment's mentions and the graph
+(`estimate_mb`) follows each stage's peak as measured in whole builds of 34, 2,000, 10,000
+and 100,000 passages (the last three of `benchmarks/indexing.py`'s synthetic corpus), straight
+between them and past 100,000 (its names repeat past 6,119 passages, so a corpus of as many
+distinct passages has more entities and grows faster: the figures are a floor). What still grows with the corpus, alignment's mentions and the graph
 models kept until the write (about 13 MB per 1,000 passages), no setting here bounds; a
 budget under the estimate of the smallest settings is reported (`MemoryPlan.fits`), and the
 build runs with those settings anyway.
@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import product
+
+import numpy as np
 
 from graphseek.knowledge.graph.offline import default_processes
 from graphseek.knowledge.graph.store_writer import CACHE_KIB
@@ -40,20 +43,31 @@ MB each, `/proc/PID/smaps_rollup`)."""
 THREAD_MB = 370
 """ONNX Runtime's working memory of one encoder thread in the passage pass (2,000 passages:
 the pass peaked 474 MB above its start with one thread, 845 with two)."""
-EXTRACT_MB = (450, 1.4)
-"""The build process during extraction: (MB, MB per 1,000 passages); 460 MB at 10,000
-passages, 583 at 100,000."""
-PASS_MB = (830, 7.4)
-"""The passage pass without its threads' working memory: its peak was 1,644 MB at 10,000
-passages and 2,309 at 100,000, with two threads (e922484)."""
-ALIGN_MB = (865, 16.2)
-"""Alignment's top (its radius search): 1,027 MB at 10,000 passages, 2,487 at 100,000 (e922484,
-`benchmarks/bounded_build.py --phases`)."""
-LINK_MB = (1200, 12.0)
-"""Linking's top (after the passage matcher): 1,320 MB at 10,000 passages, 2,401 at 100,000."""
-WRITE_MB = (1007, 12.7)
-"""The store write without SQLite's page cache: 1,344 MB at 10,000 passages and 2,532 at
-100,000, less the cache it filled (the database's size, up to the cache: 210 and 256 MB)."""
+SMALL = (34, 637)
+"""The smallest whole build measured: the 34 demo passages, one encoder thread, peak 637 MB
+(`graphseek index` of the packaged demo corpus). Every stage's curve below starts there."""
+EXTRACT_MB = ((10_000, 460), (100_000, 583))
+"""The build process during extraction, (passages, MB): spaCy and the passages (its workers
+apart, `WORKER_MB`)."""
+PASS_MB = (
+    (SMALL[0], SMALL[1] - THREAD_MB),
+    (2_000, 1_074 - THREAD_MB),
+    (10_000, 1_649 - 2 * THREAD_MB),
+    (100_000, 2_309 - 2 * THREAD_MB),
+)
+"""The passage pass less its threads' working memory, (passages, MB): its peak was 1,074 MB
+at 2,000 passages with one thread (55cd1b2), 1,649 at 10,000 with two (b019898), 2,309 at
+100,000 with two (e922484)."""
+ALIGN_MB = (SMALL, (10_000, 1_027), (100_000, 2_487))
+"""Alignment's top (its radius search), (passages, MB): e922484's whole builds
+(`benchmarks/bounded_build.py --phases`). Since `MentionRows` (7153961) it is about 200 MB
+lower at 100,000 passages (`benchmarks/reduce_stages.py`); the fit keeps the higher figure."""
+LINK_MB = (SMALL, (10_000, 1_320), (100_000, 2_401))
+"""Linking's top (after the passage matcher), (passages, MB)."""
+WRITE_MB = (SMALL, (10_000, 1_134), (100_000, 2_276))
+"""The store write less SQLite's page cache, (passages, MB): its top was 1,344 MB at 10,000
+passages and 2,532 at 100,000, less the cache it filled (the database's size, up to the
+cache: 210 and 256 MB)."""
 DATABASE_KB = 21
 """``graph.sqlite`` per passage (210 MB at 10,000 passages, 1.5 GB at 100,000): the page
 cache fills up to it."""
@@ -142,19 +156,26 @@ def estimate_mb(
     """The estimated peak of a graph build of `passages` passages with these settings (the
     module docstring says what it rests on); `map_stages=False`: the reduce stages only (the
     sharded build's driver, whose workers extract and encode)."""
-    k = passages / 1000
     cache = min(cache_kib / 1024, DATABASE_KB * passages / 1024)
-    reduce = max(
-        ALIGN_MB[0] + ALIGN_MB[1] * k,
-        LINK_MB[0] + LINK_MB[1] * k,
-        WRITE_MB[0] + WRITE_MB[1] * k + cache,
-    )
+    reduce = max(_at(ALIGN_MB, passages), _at(LINK_MB, passages), _at(WRITE_MB, passages) + cache)
     if not map_stages:
         return int(reduce)
     workers = processes * WORKER_MB if processes > 1 else 0  # 1: extraction in this process
-    extract = EXTRACT_MB[0] + EXTRACT_MB[1] * k + workers
-    passage_pass = PASS_MB[0] + PASS_MB[1] * k + threads * THREAD_MB
+    extract = _at(EXTRACT_MB, passages) + workers
+    passage_pass = _at(PASS_MB, passages) + threads * THREAD_MB
     return int(max(extract, passage_pass, reduce))
+
+
+def _at(points: Sequence[tuple[int, int]], passages: int) -> float:
+    """The measured curve `points` at `passages`: straight between two measured sizes, flat
+    below the first, on the last two's line past the last (what grows linearly with the
+    corpus there keeps doing so, `docs/scale.md`)."""
+    xs = [x for x, _ in points]
+    ys = [y for _, y in points]
+    if passages >= xs[-1]:
+        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        return ys[-1] + slope * (passages - xs[-1])
+    return float(np.interp(passages, xs, ys))
 
 
 def plan_memory(
