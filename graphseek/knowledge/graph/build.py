@@ -113,14 +113,11 @@ def _memory_plan(
     from graphseek.knowledge.graph.offline import OfflineExtractor
 
     offline = extractor if isinstance(extractor, OfflineExtractor) else None
+    forked = offline.processes_for(len(passages)) if offline is not None else 1
     plan = plan_memory(
-        len(passages),
-        budget,
-        processes=offline.processes_for(len(passages)) if offline is not None else 1,
-        lower_processes=own,
-        map_stages=mapped is None,
+        len(passages), budget, processes=forked, lower_processes=own, map_stages=mapped is None
     )
-    if offline is not None and own and plan.processes < offline.processes_for(len(passages)):
+    if offline is not None and own and plan.processes < forked:
         offline.n_process = plan.processes
     if not plan.fits:
         log.warning(
