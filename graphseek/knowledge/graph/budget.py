@@ -39,10 +39,11 @@ MB = 1 << 20
 
 WORKER_MB = 130
 """Private memory of one forked extraction worker (2,000 passages, two workers: 124 and 135
-MB each, `/proc/PID/smaps_rollup`)."""
+MB each, `/proc/PID/smaps_rollup`; `benchmarks/memory_settings.py`)."""
 THREAD_MB = 370
 """ONNX Runtime's working memory of one encoder thread in the passage pass (2,000 passages:
-the pass peaked 474 MB above its start with one thread, 845 with two)."""
+the pass peaked 474 MB above its start with one thread, 845 with two;
+`benchmarks/memory_settings.py`)."""
 SMALL = (34, 637)
 """The smallest whole build measured: the 34 demo passages, one encoder thread, peak 637 MB
 (`graphseek index` of the packaged demo corpus). Every stage's curve below starts there."""
