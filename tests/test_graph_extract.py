@@ -268,3 +268,20 @@ def test_definite_description_refers_to_the_title() -> None:
     (extraction,) = OfflineExtractor().extract([passage])
     assert ("Seven Women", "star", "Anne Bancroft") in _triples(extraction)
     assert "film" not in _by_name(extraction)
+
+
+def test_a_verbs_lemma_does_not_depend_on_the_passages_parsed_before() -> None:
+    """The rule lemmatizer answers by POS ("made"/VBD: "make" as a verb, "made" as an
+    auxiliary, which a parser's slip can make it); a cache keyed by text and tag alone gave a passage's relation labels that
+    depended on which passages the process had parsed first (in forked extraction, on which
+    worker got which chunk: 2 of 26 builds wrote other relations)."""
+    extractor = OfflineExtractor(n_process=1)
+    doc = extractor.nlp("He made a film in 1990.")
+    tables = extractor.tables
+    assert tables.lemma(doc, 1, "made", "VBD", "AUX") == "made"
+    assert tables.lemma(doc, 1, "made", "VBD", "VERB") == "make"
+    fresh = OfflineExtractor(n_process=1).tables
+    assert fresh.lemma(doc, 1, "made", "VBD", "VERB") == "make"
+    assert fresh.lemma(doc, 1, "made", "VBD", "AUX") == "made"
+    # the attribute ruler's exceptions hold whatever the POS: "has" is "have"
+    assert {tables.lemma(doc, 1, "has", "VBZ", pos) for pos in ("AUX", "VERB")} == {"have"}

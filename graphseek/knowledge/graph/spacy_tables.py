@@ -11,14 +11,18 @@ from typing import Any
 
 class SpacyTables:
     """Per-pipeline lookups: fine tag -> universal POS (from the attribute ruler's own patterns
-    and its dependency rules), ruler lemma exceptions, rule lemmas cached, hash -> string."""
+    and its dependency rules), ruler lemma exceptions, rule lemmas cached (by text, tag and
+    POS: see `lemma`), hash -> string."""
 
     def __init__(self, nlp: Any) -> None:
         self.strings = nlp.vocab.strings
         self._str: dict[int, str] = {}
         self.tag_pos: dict[str, str] = {}
         self.pos_exceptions: dict[tuple[str, str], str] = {}
-        self.lemmas: dict[tuple[str, str], str] = {}
+        self.lemma_exceptions: dict[tuple[str, str], str] = {}
+        """The ruler's lemmas by (lower, fine tag): "is"/VBZ -> "be", whatever the POS."""
+        self._rule_lemmas: dict[tuple[str, str, str], str] = {}
+        """Rule lemmas computed so far, by (lower, fine tag, universal POS)."""
         try:
             self.lemmatizer: Any = nlp.get_pipe("lemmatizer")
         except KeyError:  # pragma: no cover - every English pipeline has one
@@ -42,7 +46,7 @@ class SpacyTables:
                         if pos:
                             self.pos_exceptions[(spec["TAG"], lower)] = pos
                         if lemma:
-                            self.lemmas[(lower, spec["TAG"])] = lemma
+                            self.lemma_exceptions[(lower, spec["TAG"])] = lemma
 
     def string(self, key: int) -> str:
         value = self._str.get(key)
@@ -61,8 +65,16 @@ class SpacyTables:
         return self.pos_exceptions.get((tag, lower)) or self.tag_pos.get(tag, "X")
 
     def lemma(self, doc: Any, i: int, lower: str, tag: str, pos: str) -> str:
-        key = (lower, tag)
-        lemma = self.lemmas.get(key)
+        """The lemma of token `i` of `doc` (`lower`, `tag`, `pos`: its lower-case text, fine
+        tag and universal POS). The rule lemmatizer's answer depends on the POS ("has"/VBZ:
+        "have" as a VERB, "has" as an AUX), so the cache is keyed by it too: keyed by the tag
+        alone, a passage's relation labels depended on which passages the same process had
+        parsed before it (in forked extraction, on which worker got which chunk)."""
+        lemma = self.lemma_exceptions.get((lower, tag))
+        if lemma is not None:
+            return lemma
+        key = (lower, tag, pos)
+        lemma = self._rule_lemmas.get(key)
         if lemma is None:
             lemma = lower
             if self.lemmatizer is not None:
@@ -73,5 +85,5 @@ class SpacyTables:
                     lemma = (found[0] if found else lower).lower()
                 except Exception:  # pragma: no cover - lookup tables missing
                     lemma = lower
-            self.lemmas[key] = lemma
+            self._rule_lemmas[key] = lemma
         return lemma
