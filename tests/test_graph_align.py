@@ -342,3 +342,19 @@ def test_every_row_search_computes_each_pair_once_and_finds_what_per_query_searc
     assert set(radius_pairs(vectors, every, 0.25, 5)) == set(
         radius_pairs(vectors, every[::-1], 0.25, 5)  # not every row in order: per-query search
     )
+
+
+def test_groups_hold_lists_of_ints_as_two_arrays() -> None:
+    from graphseek.knowledge.graph.exact import Groups
+
+    lists = [[0, 3], [1], [2, 4, 5], [6]]
+    groups = Groups.of(lists)
+    assert len(groups) == 4 and list(groups) == lists and groups == lists
+    assert groups[2] == [2, 4, 5] and groups[-1] == [6] and groups[1:3] == [[1], [2, 4, 5]]
+    with pytest.raises(IndexError):
+        groups[4]
+    assert groups.flat.dtype == np.int32 and groups.starts.tolist() == [0, 2, 3, 6, 7]
+    reordered = groups.take([2, 0, 3, 1])
+    assert list(reordered) == [[2, 4, 5], [0, 3], [6], [1]]
+    assert reordered.labels(7).tolist() == [1, 3, 0, 1, 0, 0, 2]
+    assert groups != [[0, 3]] and Groups.of([]) == [] and len(Groups.of([]).take([])) == 0

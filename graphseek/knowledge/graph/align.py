@@ -287,7 +287,7 @@ class Aligner:
         order = sorted(range(len(base)), key=lambda k: base_ids[k])
         base = [base[k] for k in order]
         base_ids = [base_ids[k] for k in order]
-        members = [groups[k] for k in order]  # each base entity's mention indices
+        members = groups.take(order)  # each base entity's mention indices
         del groups, order
         texts = [r.embedding_text() for r in base]
         changed = [k for k, bid in enumerate(base_ids) if bid not in cache.base_ids]
@@ -361,9 +361,7 @@ class Aligner:
             entities.append(record_entity(record, eid))
         entities.sort(key=lambda e: e.id)
         ids = [m.id for m in mentions]
-        mention_base = np.empty(len(mentions), dtype=np.int32)
-        for k, group in enumerate(members):
-            mention_base[group] = k
+        mention_base = members.labels(len(mentions))
         del members
         number = {e.id: k for k, e in enumerate(entities)}
         entity_of_base = np.fromiter(

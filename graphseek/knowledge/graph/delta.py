@@ -69,7 +69,7 @@ from graphseek.knowledge.graph.align import (
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import base_vectors
-from graphseek.knowledge.graph.exact import UnionFind, exact_groups
+from graphseek.knowledge.graph.exact import Groups, UnionFind, exact_groups
 from graphseek.knowledge.graph.hyper import build_hyperedges
 from graphseek.knowledge.graph.link import (
     COOCCURRENCE_MAX_GROUP,
@@ -217,7 +217,7 @@ class NewBases:
 
     mentions: list[Mention]
     """The new mentions, by id."""
-    groups: list[list[int]]
+    groups: Groups
     """Each base entity's mentions (positions in `mentions`)."""
     records: list[EntityRecord]
     ids: list[str]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 import numpy as np
 from scipy.sparse import csgraph
@@ -45,6 +46,76 @@ class UnionFind:
         return sorted(out.values(), key=lambda g: g[0])
 
 
+class Groups(Sequence[list[int]]):
+    """Groups of integers held as two arrays: the members of every group one after another
+    (`flat`, int32) and where each group starts in it (`starts`, one more than the groups).
+    Item k is group k as a list. Exact merging's groups of a 100,000-passage build (about a
+    million groups over 2.25 million mention numbers) took about 150 MB as lists of Python
+    ints, 17 MB as these arrays, held through alignment's radius search."""
+
+    def __init__(self, flat: np.ndarray, starts: np.ndarray) -> None:
+        self.flat = np.asarray(flat, dtype=np.int32)
+        self.starts = np.asarray(starts, dtype=np.int64)
+
+    @classmethod
+    def of(cls, groups: Sequence[Sequence[int]]) -> Groups:
+        lengths = np.fromiter((len(g) for g in groups), dtype=np.int64, count=len(groups))
+        flat = np.fromiter((i for g in groups for i in g), dtype=np.int32, count=int(lengths.sum()))
+        return cls(flat, np.concatenate([[0], np.cumsum(lengths)]))
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    @overload
+    def __getitem__(self, k: int) -> list[int]: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[list[int]]: ...
+
+    def __getitem__(self, k: int | slice) -> list[int] | list[list[int]]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        return self.flat[self.starts[k] : self.starts[k + 1]].tolist()
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for k in range(len(self)):
+            yield self.flat[self.starts[k] : self.starts[k + 1]].tolist()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Groups):
+            return bool(
+                np.array_equal(self.flat, other.flat) and np.array_equal(self.starts, other.starts)
+            )
+        if isinstance(other, Sequence):
+            return len(self) == len(other) and all(
+                a == list(b) for a, b in zip(self, other, strict=True)
+            )
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.starts)
+
+    def take(self, order: Sequence[int] | np.ndarray) -> Groups:
+        """The groups in the order `order` gives (group ``order[k]`` becomes group k)."""
+        order = np.asarray(order, dtype=np.int64)
+        lengths = self.lengths()[order]
+        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        source = np.repeat(self.starts[order] - starts[:-1], lengths)
+        return Groups(self.flat[source + np.arange(starts[-1], dtype=np.int64)], starts)
+
+    def labels(self, n: int) -> np.ndarray:
+        """Each of the integers 0..n-1's group number (int32; every one must be in a group)."""
+        out = np.empty(n, dtype=np.int32)
+        out[self.flat] = np.repeat(np.arange(len(self), dtype=np.int32), self.lengths())
+        return out
+
+
 def _bucket_types(members: Sequence[Mention]) -> list[str]:
     """The types a passage-level group is bucketed under: all its types when its mentions agree
     (their type sets pairwise intersect), else its most frequent type; generic types only when
@@ -59,7 +130,7 @@ def _bucket_types(members: Sequence[Mention]) -> list[str]:
     return [min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]]
 
 
-def exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
+def exact_groups(mentions: Sequence[Mention]) -> Groups:
     """Groups of mention indices merged by HiGra's exact-match rule (shared key and type), in
     order of their first member, each in index order.
 
@@ -76,7 +147,7 @@ def exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
     table took 1.3 GB at the 2.25 million mentions of 100,000 passages."""
     n = len(mentions)
     if n == 0:
-        return []
+        return Groups(np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64))
     numbers: dict[str, int] = {}
     passage = np.fromiter(
         (numbers.setdefault(m.passage_id, len(numbers)) for m in mentions), dtype=np.int64, count=n
@@ -103,10 +174,10 @@ def exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
     _, labels = components(n, rows, cols)
     del rows, cols
     order = np.argsort(labels, kind="stable")  # each component's members in index order
-    bounds = np.flatnonzero(np.diff(labels[order])) + 1
-    groups = [g.tolist() for g in np.split(order, bounds)]
-    groups.sort(key=lambda g: g[0])
-    return groups
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(labels[order])) + 1, [n]])
+    del labels
+    groups = Groups(order, starts)
+    return groups.take(np.argsort(groups.flat[starts[:-1]], kind="stable"))
 
 
 def components(n: int, rows: Sequence[int], cols: Sequence[int]) -> tuple[int, np.ndarray]:
