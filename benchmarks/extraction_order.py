@@ -7,7 +7,13 @@ passages' extractions differ from the first run's and how many relation labels. 
 reproducible only when both are 0 (before the lemma cache was keyed by POS, a verb's label
 followed the first POS its process had seen for it).
 
+``--lemma-keys`` also lists, from the first run, the (text, fine tag) pairs of relation verbs
+whose lemma differs by POS ("became"/VBD: "become" as a verb, "became" as an auxiliary), with
+how often each lemma was given and the first passages that gave it: the verbs whose labels a
+cache keyed by text and tag alone made depend on the order of parsing.
+
     .venv/bin/python benchmarks/extraction_order.py --data-dir ../shared/data [--passages 3000]
+        [--lemma-keys]
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ import argparse
 import os
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -34,10 +42,47 @@ def differences(reference: list, other: list) -> tuple[int, int]:
     return passages, labels
 
 
+class LemmaLog:
+    """Records every lemma `SpacyTables.lemma` gives, by (text, tag), with the passages."""
+
+    def __init__(self) -> None:
+        from graphseek.knowledge.graph import spacy_tables
+
+        self.passage = -1
+        self.seen: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        original = spacy_tables.SpacyTables.lemma
+
+        def lemma(tables: Any, doc: Any, i: int, lower: str, tag: str, pos: str) -> str:
+            out = original(tables, doc, i, lower, tag, pos)
+            self.seen[(lower, tag)][out].append(self.passage)
+            return out
+
+        spacy_tables.SpacyTables.lemma = lemma  # type: ignore[method-assign,assignment]
+
+    def conflicts(self) -> dict[tuple[str, str], dict[str, list[int]]]:
+        return {key: lemmas for key, lemmas in self.seen.items() if len(lemmas) > 1}
+
+
+def logged_extraction(passages: list) -> tuple[list, LemmaLog]:
+    """One process, in order, with every lemma recorded."""
+    from graphseek.knowledge.graph.offline import OfflineExtractor
+
+    log = LemmaLog()
+    extractor = OfflineExtractor(n_process=1)
+    out = []
+    for k, (doc, passage) in enumerate(zip(extractor.parse(passages), passages, strict=True)):
+        log.passage = k
+        out.append(extractor.extract_doc(doc, passage))
+    return out, log
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--passages", type=int, default=3000)
+    parser.add_argument("--lemma-keys", action="store_true")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from indexing import synthetic
@@ -52,15 +97,28 @@ def main() -> None:
         ("2 forked workers", 2, 1),
     ):
         start = time.perf_counter()
-        out = OfflineExtractor(n_process=processes).extract(passages[::order])
+        if args.lemma_keys and processes == 1 and order == 1:
+            out, log = logged_extraction(passages)
+        else:
+            out = OfflineExtractor(n_process=processes).extract(passages[::order])
         runs[name] = out[::order]
         seconds = time.perf_counter() - start
         print(f"{name:24s} {seconds:7.1f} s", flush=True)
     reference = runs["one process, in order"]
     print(f"{args.passages} passages: differences from one process in corpus order")
     for name in ("one process, reversed", "2 forked workers"):
-        passages, labels = differences(reference, runs[name])
-        print(f"  {name:24s} passages {passages:5d}   relations {labels:5d}")
+        changed, labels = differences(reference, runs[name])
+        print(f"  {name:24s} passages {changed:5d}   relations {labels:5d}")
+    if args.lemma_keys:
+        conflicts = log.conflicts()
+        print(
+            f"verbs (text, tag) lemmatised: {len(log.seen)}; with a lemma by POS: {len(conflicts)}"
+        )
+        for key, lemmas in sorted(conflicts.items()):
+            shown = ", ".join(
+                f"{lemma!r} x{len(at)} (first in passages {at[:3]})" for lemma, at in lemmas.items()
+            )
+            print(f"  {key}: {shown}")
 
 
 if __name__ == "__main__":
