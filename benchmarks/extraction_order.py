@@ -4,13 +4,13 @@ Extracts N synthetic passages (`benchmarks/indexing.py`'s corpus) three ways: in
 in corpus order, in one process in reverse order, and with 2 forked workers (which worker parses
 which chunk is decided by timing). Prints, for the reversed and the forked run, how many
 passages' extractions differ from the first run's and how many relation labels. A build is
-reproducible only when both are 0 (before the lemma cache was keyed by POS, a verb's label
-followed the first POS its process had seen for it).
+reproducible only when both are 0 (see ``--lemma-keys`` for the case that was not).
 
-``--lemma-keys`` also lists, from the first run, the (text, fine tag) pairs of relation verbs
-whose lemma differs by POS ("became"/VBD: "become" as a verb, "became" as an auxiliary), with
-how often each lemma was given and the first passages that gave it: the verbs whose labels a
-cache keyed by text and tag alone made depend on the order of parsing.
+``--lemma-keys`` also lists, from the first run, the relation verbs (text, fine tag) the parser
+made both a VERB and an AUX, how often each, and the lemmas given them: one lemma each since
+`SpacyTables.lemma` lemmatises a non-auxiliary AUX as a verb (before, "influenced"/VBN was
+"influenced" as an AUX and "influence" as a VERB, and its cache, keyed by text and tag, gave
+every later token the first token's lemma: labels that followed the order of parsing).
 
     .venv/bin/python benchmarks/extraction_order.py --data-dir ../shared/data [--passages 3000]
         [--lemma-keys]
@@ -22,7 +22,7 @@ import argparse
 import os
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -43,26 +43,28 @@ def differences(reference: list, other: list) -> tuple[int, int]:
 
 
 class LemmaLog:
-    """Records every lemma `SpacyTables.lemma` gives, by (text, tag), with the passages."""
+    """Records every lemma `SpacyTables.lemma` gives, by (text, tag): the POS and the lemma."""
 
     def __init__(self) -> None:
         from graphseek.knowledge.graph import spacy_tables
 
-        self.passage = -1
-        self.seen: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
+        self.seen: dict[tuple[str, str], Counter[tuple[str, str]]] = defaultdict(Counter)
         original = spacy_tables.SpacyTables.lemma
 
         def lemma(tables: Any, doc: Any, i: int, lower: str, tag: str, pos: str) -> str:
             out = original(tables, doc, i, lower, tag, pos)
-            self.seen[(lower, tag)][out].append(self.passage)
+            self.seen[(lower, tag)][(pos, out)] += 1
             return out
 
         spacy_tables.SpacyTables.lemma = lemma  # type: ignore[method-assign,assignment]
 
-    def conflicts(self) -> dict[tuple[str, str], dict[str, list[int]]]:
-        return {key: lemmas for key, lemmas in self.seen.items() if len(lemmas) > 1}
+    def both(self) -> dict[tuple[str, str], Counter[tuple[str, str]]]:
+        """The (text, tag) pairs lemmatised both as a VERB and as an AUX."""
+        return {
+            key: found
+            for key, found in self.seen.items()
+            if {pos for pos, _ in found} >= {"VERB", "AUX"}
+        }
 
 
 def logged_extraction(passages: list) -> tuple[list, LemmaLog]:
@@ -70,12 +72,7 @@ def logged_extraction(passages: list) -> tuple[list, LemmaLog]:
     from graphseek.knowledge.graph.offline import OfflineExtractor
 
     log = LemmaLog()
-    extractor = OfflineExtractor(n_process=1)
-    out = []
-    for k, (doc, passage) in enumerate(zip(extractor.parse(passages), passages, strict=True)):
-        log.passage = k
-        out.append(extractor.extract_doc(doc, passage))
-    return out, log
+    return OfflineExtractor(n_process=1).extract(passages), log
 
 
 def main() -> None:
@@ -110,14 +107,14 @@ def main() -> None:
         changed, labels = differences(reference, runs[name])
         print(f"  {name:24s} passages {changed:5d}   relations {labels:5d}")
     if args.lemma_keys:
-        conflicts = log.conflicts()
+        both = log.both()
+        split = [key for key, found in both.items() if len({lemma for _, lemma in found}) > 1]
         print(
-            f"verbs (text, tag) lemmatised: {len(log.seen)}; with a lemma by POS: {len(conflicts)}"
+            f"relation verbs (text, tag): {len(log.seen)}; both VERB and AUX: {len(both)}; "
+            f"given two lemmas: {len(split)}"
         )
-        for key, lemmas in sorted(conflicts.items()):
-            shown = ", ".join(
-                f"{lemma!r} x{len(at)} (first in passages {at[:3]})" for lemma, at in lemmas.items()
-            )
+        for key, found in sorted(both.items()):
+            shown = ", ".join(f"{pos} {lemma!r} x{n}" for (pos, lemma), n in sorted(found.items()))
             print(f"  {key}: {shown}")
 
 

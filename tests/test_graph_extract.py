@@ -271,17 +271,19 @@ def test_definite_description_refers_to_the_title() -> None:
 
 
 def test_a_verbs_lemma_does_not_depend_on_the_passages_parsed_before() -> None:
-    """The rule lemmatizer answers by POS ("made"/VBD: "make" as a verb, "made" as an
-    auxiliary, which a parser's slip can make it); a cache keyed by text and tag alone gave a passage's relation labels that
-    depended on which passages the process had parsed first (in forked extraction, on which
-    worker got which chunk: 2 of 26 builds wrote other relations)."""
+    """A word the parser makes an auxiliary is lemmatised as a verb (the rule lemmatizer has
+    no AUX rules and gave "influenced" back unchanged): with the cache keyed by text and tag,
+    the first token's POS decided the label of every later one in the process, so forked
+    extraction wrote "influenced among" in one build and "influence among" in the next."""
     extractor = OfflineExtractor(n_process=1)
-    doc = extractor.nlp("He made a film in 1990.")
+    doc = extractor.nlp("He influenced a generation of writers.")
     tables = extractor.tables
-    assert tables.lemma(doc, 1, "made", "VBD", "AUX") == "made"
-    assert tables.lemma(doc, 1, "made", "VBD", "VERB") == "make"
+    assert tables.lemma(doc, 1, "influenced", "VBN", "AUX") == "influence"
+    assert tables.lemma(doc, 1, "influenced", "VBN", "VERB") == "influence"
     fresh = OfflineExtractor(n_process=1).tables
-    assert fresh.lemma(doc, 1, "made", "VBD", "VERB") == "make"
-    assert fresh.lemma(doc, 1, "made", "VBD", "AUX") == "made"
-    # the attribute ruler's exceptions hold whatever the POS: "has" is "have"
+    assert fresh.lemma(doc, 1, "influenced", "VBN", "VERB") == "influence"
+    assert fresh.lemma(doc, 1, "influenced", "VBN", "AUX") == "influence"
+    # the true auxiliaries are the attribute ruler's exceptions, whatever the POS
+    doc = extractor.nlp("She has a dog and was happy.")
     assert {tables.lemma(doc, 1, "has", "VBZ", pos) for pos in ("AUX", "VERB")} == {"have"}
+    assert {tables.lemma(doc, 5, "was", "VBD", pos) for pos in ("AUX", "VERB")} == {"be"}

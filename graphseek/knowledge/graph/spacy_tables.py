@@ -11,8 +11,8 @@ from typing import Any
 
 class SpacyTables:
     """Per-pipeline lookups: fine tag -> universal POS (from the attribute ruler's own patterns
-    and its dependency rules), ruler lemma exceptions, rule lemmas cached (by text, tag and
-    POS: see `lemma`), hash -> string."""
+    and its dependency rules), ruler lemma exceptions, rule lemmas cached (see `lemma`), hash ->
+    string."""
 
     def __init__(self, nlp: Any) -> None:
         self.strings = nlp.vocab.strings
@@ -22,7 +22,7 @@ class SpacyTables:
         self.lemma_exceptions: dict[tuple[str, str], str] = {}
         """The ruler's lemmas by (lower, fine tag): "is"/VBZ -> "be", whatever the POS."""
         self._rule_lemmas: dict[tuple[str, str, str], str] = {}
-        """Rule lemmas computed so far, by (lower, fine tag, universal POS)."""
+        """Rule lemmas computed so far, by (lower, fine tag, the POS lemmatised as)."""
         try:
             self.lemmatizer: Any = nlp.get_pipe("lemmatizer")
         except KeyError:  # pragma: no cover - every English pipeline has one
@@ -66,20 +66,27 @@ class SpacyTables:
 
     def lemma(self, doc: Any, i: int, lower: str, tag: str, pos: str) -> str:
         """The lemma of token `i` of `doc` (`lower`, `tag`, `pos`: its lower-case text, fine
-        tag and universal POS). The rule lemmatizer's answer depends on the POS ("has"/VBZ:
-        "have" as a VERB, "has" as an AUX), so the cache is keyed by it too: keyed by the tag
-        alone, a passage's relation labels depended on which passages the same process had
-        parsed before it (in forked extraction, on which worker got which chunk)."""
+        tag and universal POS).
+
+        The true auxiliaries' lemmas are the ruler's exceptions ("has"/VBZ -> "have", "was"
+        -> "be"). Any other word the parser makes an auxiliary is lemmatised as a verb: the
+        rule lemmatizer has no rules for AUX and gives such a word back unchanged, so
+        "influenced"/VBN was "influenced" as an AUX and "influence" as a VERB. With the cache
+        keyed by text and tag, a relation's label then followed the POS of the first such token
+        its process had parsed, and forked extraction (which worker parses which chunk is
+        decided by timing) wrote "influenced among" in one build and "influence among" in the
+        next."""
         lemma = self.lemma_exceptions.get((lower, tag))
         if lemma is not None:
             return lemma
-        key = (lower, tag, pos)
+        rule_pos = "VERB" if pos == "AUX" else pos
+        key = (lower, tag, rule_pos)
         lemma = self._rule_lemmas.get(key)
         if lemma is None:
             lemma = lower
             if self.lemmatizer is not None:
                 tok = doc[i]
-                tok.pos_ = pos
+                tok.pos_ = rule_pos
                 try:
                     found = self.lemmatizer.rule_lemmatize(tok)
                     lemma = (found[0] if found else lower).lower()
