@@ -7,7 +7,8 @@ passages' extractions differ from the first run's and how many relation labels. 
 reproducible only when both are 0 (see ``--lemma-keys`` for the case that was not).
 
 ``--lemma-keys`` also lists, from the first run, the relation verbs (text, fine tag) the parser
-made both a VERB and an AUX, how often each, and the lemmas given them: one lemma each since
+made both a VERB and an AUX, how many lemma calls each (about two per token: the relation's
+verb, then its label), and the lemmas given them: one lemma each since
 `SpacyTables.lemma` lemmatises a non-auxiliary AUX as a verb (before, "influenced"/VBN was
 "influenced" as an AUX and "influence" as a VERB, and its cache, keyed by text and tag, gave
 every later token the first token's lemma: labels that followed the order of parsing).
@@ -49,7 +50,7 @@ class LemmaLog:
         from graphseek.knowledge.graph import spacy_tables
 
         self.seen: dict[tuple[str, str], Counter[tuple[str, str]]] = defaultdict(Counter)
-        original = spacy_tables.SpacyTables.lemma
+        self.original = original = spacy_tables.SpacyTables.lemma
 
         def lemma(tables: Any, doc: Any, i: int, lower: str, tag: str, pos: str) -> str:
             out = original(tables, doc, i, lower, tag, pos)
@@ -57,6 +58,11 @@ class LemmaLog:
             return out
 
         spacy_tables.SpacyTables.lemma = lemma  # type: ignore[method-assign,assignment]
+
+    def stop(self) -> None:
+        from graphseek.knowledge.graph import spacy_tables
+
+        spacy_tables.SpacyTables.lemma = self.original  # type: ignore[method-assign]
 
     def both(self) -> dict[tuple[str, str], Counter[tuple[str, str]]]:
         """The (text, tag) pairs lemmatised both as a VERB and as an AUX."""
@@ -72,7 +78,10 @@ def logged_extraction(passages: list) -> tuple[list, LemmaLog]:
     from graphseek.knowledge.graph.offline import OfflineExtractor
 
     log = LemmaLog()
-    return OfflineExtractor(n_process=1).extract(passages), log
+    try:
+        return OfflineExtractor(n_process=1).extract(passages), log
+    finally:
+        log.stop()
 
 
 def main() -> None:
