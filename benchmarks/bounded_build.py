@@ -66,6 +66,20 @@ def _rollup_mb(pid: int | str) -> dict[str, int]:
     return out
 
 
+def children_private_mb(pid: int) -> dict[str, int]:
+    """The private memory (``Private_Clean`` + ``Private_Dirty``, MB) of each child of `pid`
+    (the forked extraction workers), by child pid."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    out: dict[str, int] = {}
+    for child in children:
+        mine = _rollup_mb(child)
+        out[child] = mine.get("Private_Clean", 0) + mine.get("Private_Dirty", 0)
+    return out
+
+
 class TreeSampler:
     """The most this process's resident memory and its children's private memory (the
     forked extraction workers) reached together, sampled every 0.2 s."""
@@ -81,14 +95,7 @@ class TreeSampler:
     def run(self) -> None:
         me = os.getpid()
         while not self.stop.wait(0.2):
-            total = _rollup_mb(me).get("Rss", 0)
-            try:
-                children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
-            except OSError:
-                children = []
-            for pid in children:
-                mine = _rollup_mb(pid)
-                total += mine.get("Private_Clean", 0) + mine.get("Private_Dirty", 0)
+            total = _rollup_mb(me).get("Rss", 0) + sum(children_private_mb(me).values())
             self.peak_mb = max(self.peak_mb, total)
 
     def close(self) -> int:

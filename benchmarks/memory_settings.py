@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def child(mode: str, threads: int, n: int, data_dir: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bounded_build import _rollup_mb
+    from bounded_build import _rollup_mb, children_private_mb
     from indexing import synthetic
 
     from graphseek.knowledge.graph.offline import OfflineExtractor
@@ -47,13 +47,7 @@ def child(mode: str, threads: int, n: int, data_dir: Path) -> None:
         me = os.getpid()
         while not stop.wait(0.2):
             rss_peak[0] = max(rss_peak[0], _rollup_mb(me).get("Rss", 0))
-            try:
-                children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
-            except OSError:
-                children = []
-            for pid in children:
-                mine = _rollup_mb(pid)
-                private = mine.get("Private_Clean", 0) + mine.get("Private_Dirty", 0)
+            for pid, private in children_private_mb(me).items():
                 workers[pid] = max(workers.get(pid, 0), private)
 
     extractions = extractor.extract(passages) if mode == "pass" else []
