@@ -88,8 +88,9 @@ def _alignment_mentions(extractions: Iterable[Extraction]) -> list[Mention]:
     string of each). 44 of their 116 MB at 10,000 passages came from the lists; the strings
     took another 105 of the 313 bytes a mention held (2.25 million mentions at 100,000
     passages, held to alignment's end). The name's span (`Mention.start`, `end`) served the
-    passage pass and is dropped: two int objects of 28 bytes each (offsets past 256 are not
-    Python's shared small ints), 56 of the 208 bytes left."""
+    passage pass and is dropped: in a build, two int objects of 28 bytes each per mention
+    (offsets past 256 are not Python's shared small ints) on top of those 208 bytes, which
+    were measured on a store's extractions, where mentions have no span."""
     if not isinstance(extractions, ExtractionSpool):
         return [m for x in extractions for m in x.mentions]
     shared: dict[tuple[str, ...], list[str]] = {}
