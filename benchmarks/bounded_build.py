@@ -26,6 +26,13 @@ peaks side by side.
 
 ``--keep DIR`` keeps every store it builds there (``store-N``, ``budget-N``, ``baseline-N``).
 
+``--one N --out DIR --log FILE`` builds N passages in this process, for a run too long to wait
+for (1M passages: hours): the log gets a line a minute (the step, the RSS, the workers' memory,
+``TMPDIR``'s free space) and the stage bars go to stderr; the JSON line at the end as above.
+
+    nohup nice -n 19 .venv/bin/python benchmarks/bounded_build.py --one 1000000 \
+        --out /big/store-1M --log build-1M.log 2> build-1M.bars &
+
 The forked extraction workers are not counted in the peak (VmHWM); "build's peak" adds, at
 each 0.2 s sample, their private memory (``/proc/PID/smaps_rollup``) to the build process's
 resident memory, which is what a budget counts.
@@ -104,27 +111,80 @@ class TreeSampler:
         return self.peak_mb
 
 
+def log_progress(log: Path, sampler: Any, every: float = 60.0) -> None:
+    """Append a line to `log` every `every` seconds and whenever the step changes, from a
+    daemon thread: the time, the minutes since the start, the step `sampler` (a
+    `PhaseSampler`) is in, the passages extracted so far (counted at the extraction spool),
+    this process's RSS, its forked workers' private memory and the free space of ``TMPDIR``
+    (where the build spools). For a build too long to wait for (``--log``): how far it got
+    and what it held."""
+    import threading
+
+    from graphseek.knowledge.graph.spool import ExtractionSpool
+
+    extracted = [0]
+    extend = ExtractionSpool.extend
+
+    def counted(spool: ExtractionSpool, extractions: Any) -> None:
+        extend(spool, extractions)
+        extracted[0] = len(spool)
+
+    setattr(ExtractionSpool, "extend", counted)  # noqa: B010 (a method replaced on the class)
+    started = time.perf_counter()
+    spool = tempfile.gettempdir()
+
+    def run() -> None:
+        last, written = "", 0.0
+        while True:
+            time.sleep(2.0)
+            if sampler.phase == last and time.perf_counter() - written < every:
+                continue
+            last, written = sampler.phase, time.perf_counter()
+            me = os.getpid()
+            rss = _rollup_mb(me).get("Rss", 0)
+            workers = sum(children_private_mb(me).values())
+            free_gb = shutil.disk_usage(spool).free / 2**30
+            minutes = (time.perf_counter() - started) / 60
+            line = (
+                f"{time.strftime('%H:%M:%S')} {minutes:7.1f} min  step {last:<28} "
+                f"extracted {extracted[0]:,}  RSS {rss:,} MB  workers {workers:,} MB  "
+                f"TMPDIR free {free_gb:.1f} GB\n"
+            )
+            with open(log, "a") as f:
+                f.write(line)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
 def child(
-    size: int, out: Path, data_dir: Path, phases: bool = False, budget: str | None = None
+    size: int,
+    out: Path,
+    data_dir: Path,
+    phases: bool = False,
+    budget: str | None = None,
+    log: Path | None = None,
 ) -> None:
     """Build in this process and print one JSON line: seconds, peak RSS, stage timings (with
     `phases`, the RSS by step: `reduce_stages.PhaseSampler`, the map stages included), the
-    build's peak with its workers (`TreeSampler`), the memory plan (with `budget`)."""
+    build's peak with its workers (`TreeSampler`), the memory plan (with `budget`). With `log`,
+    also a line a minute there (`log_progress`) and the stage bars on stderr."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from indexing import synthetic
     from reduce_stages import PhaseSampler
 
     from graphseek.knowledge.graph import build as building
 
-    sampler = PhaseSampler() if phases else None
+    sampler = PhaseSampler() if phases or log else None
     if sampler is not None:
         sampler.install()
         for name in ("_extract", "_contextual"):  # the map stages: extraction, passage pass
             sampler.wrap(building, name)
     passages = synthetic(data_dir, size)
+    if log is not None and sampler is not None:
+        log_progress(log, sampler)
     tree = TreeSampler()
     started = time.perf_counter()
-    building.build_graph(passages, out, show_progress=False, memory_budget=budget)
+    building.build_graph(passages, out, show_progress=log is not None, memory_budget=budget)
     seconds = time.perf_counter() - started
     tree_peak = tree.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -214,11 +274,23 @@ def main() -> None:
     parser.add_argument(
         "--memory-budget", metavar="SIZE", help="also build with this budget and compare"
     )
+    parser.add_argument(
+        "--one",
+        type=int,
+        metavar="N",
+        help="build N passages in this process into --out, logging to --log (a long run)",
+    )
+    parser.add_argument("--out", type=Path, help="the store's directory, with --one")
+    parser.add_argument("--log", type=Path, help="with --one: a line a minute of how far it got")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.out, args.data_dir, args.phases, args.memory_budget)
+        return
+    if args.one:
+        if args.out is None or args.log is None:
+            raise SystemExit("--one N needs --out DIR and --log FILE")
+        child(args.one, args.out, args.data_dir, True, args.memory_budget, args.log)
         return
 
     from reduce_stages import print_phases  # beside this script
