@@ -28,12 +28,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import linecache
 import os
 import resource
 import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -143,6 +145,35 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def trace_holders(top: int) -> None:
+    """Start tracemalloc and print, when `write_store` is called, the `top` source lines whose
+    allocations since then are still held (what the reduce stages keep until the write), and
+    their total."""
+    import functools
+    import tracemalloc
+
+    from graphseek.knowledge.graph import build as building
+
+    tracemalloc.start()
+    write = building.write_store
+
+    @functools.wraps(write)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        snapshot = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        stats = snapshot.statistics("lineno")
+        total = sum(s.size for s in stats)
+        print(f"held at the write's start (tracemalloc, since alignment): {total / 2**20:,.0f} MB")
+        for stat in stats[:top]:
+            frame = stat.traceback[0]
+            where = f"{Path(frame.filename).name}:{frame.lineno}"
+            line = linecache.getline(frame.filename, frame.lineno).strip()[:70]
+            print(f"  {stat.size / 2**20:8,.1f} MB {stat.count:>10,} blocks  {where:<26} {line}")
+        return write(*args, **kwargs)
+
+    building.write_store = traced  # type: ignore[assignment]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", type=Path, help="a graph store directory")
@@ -152,6 +183,13 @@ def main() -> None:
         "--memory-budget",
         metavar="SIZE",
         help="build_graph's memory_budget (here only the write's page cache can follow it)",
+    )
+    parser.add_argument(
+        "--holders",
+        type=int,
+        metavar="N",
+        help="trace allocations from alignment on and list the N lines holding the most "
+        "memory when the write starts (tracemalloc; slow)",
     )
     args = parser.parse_args()
     sampler = PhaseSampler() if args.phases else None
@@ -191,6 +229,8 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="reduce-bench-"))
     out = args.out or work / "graph"
+    if args.holders:
+        trace_holders(args.holders)
     try:
         started = time.perf_counter()
         build_graph(
