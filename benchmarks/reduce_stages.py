@@ -61,7 +61,7 @@ PHASES = {
         "_extracted_relations",
         "cooccurrence_edges",
         "similarity_edges",
-        "match_passages",
+        "match_numbers",
         "assign_topics",
         "build_matrices",
     ],

@@ -170,7 +170,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
         # the statistics after topics (inside `assemble`), and the write
         patch.setattr(assemble, "build_matrices", freed("stats", assemble.build_matrices))
         patch.setattr(building, "write_store", freed("write vectors", building.write_store))
-        patch.setattr(assemble, "match_passages", counting("link", assemble.match_passages))
+        patch.setattr(assemble, "match_numbers", counting("link", assemble.match_numbers))
         patch.setattr(assemble, "assign_topics", counting("topics", assemble.assign_topics))
         patch.setattr(building, "write_store", counting("write", building.write_store))
         build_graph(passages, root / "bounded", show_progress=False)

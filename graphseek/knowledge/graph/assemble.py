@@ -23,12 +23,13 @@ from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, clu
 from graphseek.knowledge.graph.link import (
     COOCCURRENCE_MAX_GROUP,
     cooccurrence_edges,
-    match_passages,
+    match_numbers,
     predicted_edges,
     relation_id,
     similarity_edges,
 )
-from graphseek.knowledge.graph.models import Extraction, Mention, Relation, graph_record
+from graphseek.knowledge.graph.models import Entity, Extraction, Mention, Relation, graph_record
+from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.spool import ExtractionSpool, SpilledArray
@@ -108,6 +109,24 @@ def _alignment_mentions(extractions: Iterable[Extraction]) -> list[Mention]:
             m.start = m.end = -1
             out.append(m)
     return out
+
+
+def _passage_links(
+    entities: Sequence[Entity],
+    passages: Sequence[Passage],
+    matched: tuple[np.ndarray, np.ndarray],
+) -> PassageLinks:
+    """Phase 4's links: each entity to the passages it was extracted from (its mentions') and
+    to those `matched` (entity and passage numbers, `match_numbers`)."""
+    number = {p.id: k for k, p in enumerate(passages)}
+    entity, passage = array("i"), array("i")
+    for k, e in enumerate(entities):
+        for pid in e.passage_ids:
+            entity.append(k)
+            passage.append(number[pid])
+    del number
+    mentioned = (np.frombuffer(entity, dtype=np.int32), np.frombuffer(passage, dtype=np.int32))
+    return PassageLinks.of([e.id for e in entities], [p.id for p in passages], mentioned, matched)
 
 
 def _extracted_relations(
@@ -290,17 +309,11 @@ def assemble(
 
     # Phase 4: entity-passage linking
     clock = Clock()
-    links: dict[str, dict[str, str]] = defaultdict(dict)
-    for e in entities:
-        for pid in e.passage_ids:
-            links[e.id][pid] = "mention"
-    matched, report = match_passages(
+    matched_entity, matched_passage, report = match_numbers(
         entities, passages, theta=settings.theta, top_k_common=settings.top_k_common
     )
-    for eid, pids in matched.items():
-        for pid in pids:
-            links[eid].setdefault(pid, "match")
-    del matched
+    links = _passage_links(entities, passages, (matched_entity, matched_passage))
+    del matched_entity, matched_passage
     clock.record(timings, "link_passages", n_passages)
     linking.update(1)
     linking.close()
@@ -354,7 +367,7 @@ def assemble(
     topic_clock.record(timings, "hyperedges_topics", n_passages)
 
     # statistics for the manifest: components after alignment (before: see `_raw_components`)
-    adjacency, _, _ = build_matrices([e.id for e in entities], [], relations, {})
+    adjacency, _, _ = build_matrices([e.id for e in entities], [], relations, None)
     counts = {
         "passages": n_passages,
         "entities": len(entities),
@@ -362,8 +375,8 @@ def assemble(
         "relations_by_kind": dict(Counter(r.kind for r in relations)),
         "hyperedges": len(hyperedges),
         "topics": len(topics),
-        "entity_passage_links": sum(len(v) for v in links.values()),
-        "match_links": sum(1 for v in links.values() for k in v.values() if k == "match"),
+        "entity_passage_links": len(links),
+        "match_links": links.matches,
     }
     alignment: dict[str, float] = dict(aligned.counts)
     before, after = alignment["before_alignment"], alignment["after_semantic"]
@@ -388,7 +401,7 @@ def assemble(
         extractions=extractions,
         entities=entities,
         relations=relations,
-        entity_passages=dict(links),
+        entity_passages=links,
         hyperedges=hyperedges,
         topics=topics,
         entity_vectors=entity_file,

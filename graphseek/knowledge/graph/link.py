@@ -26,10 +26,12 @@ alias as well, since aliases are how passages name an entity.)
 from __future__ import annotations
 
 import logging
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from graphseek.knowledge.graph.align import clusters_of
@@ -314,20 +316,48 @@ def match_passages(
 ) -> tuple[dict[str, set[str]], MatchReport]:
     """Entity id -> ids of the passages naming it (Phase 4 rule; see the module docstring).
     With `only_named`, entities failing `linkable` are not searched."""
+    entity, passage, report = match_numbers(
+        entities,
+        passages,
+        theta=theta,
+        top_k_common=top_k_common,
+        min_chars=min_chars,
+        only_named=only_named,
+    )
+    links: dict[str, set[str]] = defaultdict(set)
+    for e, n in zip(entity.tolist(), passage.tolist(), strict=True):
+        links[entities[e].id].add(passages[n].id)
+    return links, report
+
+
+def match_numbers(
+    entities: Sequence[Entity],
+    passages: Sequence[Passage],
+    *,
+    theta: int,
+    top_k_common: int,
+    min_chars: int = 2,
+    only_named: bool = True,
+) -> tuple[np.ndarray, np.ndarray, MatchReport]:
+    """`match_passages` as two int32 columns, positions in `entities` and in `passages`, one
+    row per link (sorted; a build holds 2 million of them at 100,000 passages, which as a
+    dict of sets took over 100 MB)."""
     import ahocorasick
 
     report = MatchReport()
     texts = [normalize_text(p.content) for p in passages]
     common = top_common_words(texts, top_k_common)
     report.common_words = sorted(common)
-    surface_entities: dict[str, set[str]] = defaultdict(set)
-    for entity in entities:
+    surface_entities: dict[str, list[int]] = {}
+    for k, entity in enumerate(entities):
         if only_named and not linkable(entity):
             continue
         for surface in entity.names:
             key = normalize_text(surface).strip()
             if len(key) >= min_chars and any(c.isalnum() for c in key):
-                surface_entities[key].add(entity.id)
+                numbers = surface_entities.setdefault(key, [])
+                if not numbers or numbers[-1] != k:  # a name and an alias with one key
+                    numbers.append(k)
     automaton = ahocorasick.Automaton()
     for key in surface_entities:
         if key in common:
@@ -335,9 +365,9 @@ def match_passages(
             continue
         automaton.add_word(key, key)
     report.surfaces = len(surface_entities)
-    links: dict[str, set[str]] = defaultdict(set)
+    none = np.zeros(0, dtype=np.int32)
     if len(automaton) == 0:
-        return links, report
+        return none, none, report
     automaton.make_automaton()
     counts: Counter[str] = Counter()
     hits: dict[str, set[int]] = defaultdict(set)
@@ -345,12 +375,16 @@ def match_passages(
         for key in word_hits(automaton, text):
             counts[key] += 1
             hits[key].add(n)
+    del texts
+    codes = array("q")
+    width = max(len(passages), 1)
     for key, found in hits.items():
         if counts[key] >= theta:
             report.skipped_frequent += 1
             continue
-        pids = {passages[n].id for n in found}
-        for eid in surface_entities[key]:
-            links[eid] |= pids
-    report.links = sum(len(v) for v in links.values())
-    return links, report
+        for e in surface_entities[key]:
+            codes.extend(e * width + n for n in found)
+    unique = np.unique(np.frombuffer(codes, dtype=np.int64))
+    del codes
+    report.links = len(unique)
+    return (unique // width).astype(np.int32), (unique % width).astype(np.int32), report

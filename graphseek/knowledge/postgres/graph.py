@@ -27,6 +27,7 @@ from scipy import sparse
 
 from graphseek.errors import IndexBusyError, IndexFormatError
 from graphseek.knowledge.adjacency import undirected_adjacency
+from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.store import (
     DATABASE,
     FORMAT,
@@ -128,9 +129,9 @@ class PostgresGraphStore(SQLiteGraphStore):
     def _matrices(self) -> tuple[sparse.csr_matrix, sparse.csr_matrix, sparse.csr_matrix]:
         def load() -> tuple[sparse.csr_matrix, sparse.csr_matrix, sparse.csr_matrix]:
             nodes = self._nodes()
-            return build_matrices(
-                nodes["entities"], nodes["passages"], self._relation_list(), self._links()[0]
-            )
+            entities, passages = nodes["entities"], nodes["passages"]
+            links = PassageLinks.from_mapping(entities, passages, self._links()[0])
+            return build_matrices(entities, passages, self._relation_list(), links)
 
         return self._cached("matrices", load)  # type: ignore[no-any-return]
 

@@ -1,0 +1,100 @@
+"""`PassageLinks`: entity-passage links as columns, in the order the store writes them, and the
+matcher's links as numbers (`match_numbers`) against its dict form (`match_passages`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from graphseek.knowledge.graph import Entity
+from graphseek.knowledge.graph.link import match_numbers, match_passages
+from graphseek.knowledge.graph.passage_links import PassageLinks
+from graphseek.knowledge.graph.store_writer import build_matrices
+from graphseek.knowledge.passages import Passage
+
+ENTITIES = ["e-b", "e-a", "e-c"]  # not sorted: rows follow the ids' order, not the positions
+PASSAGES = ["p10", "p2", "p1"]
+
+
+def as_dict(links: PassageLinks) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for eid, pid, kind in links.rows():
+        out.setdefault(eid, {})[pid] = kind
+    return out
+
+
+def test_rows_are_in_entity_then_passage_id_order_and_a_mention_wins() -> None:
+    mentioned = (np.array([0, 1, 0]), np.array([1, 0, 1]))  # (e-b, p2) twice
+    matched = (np.array([0, 2, 1, 0]), np.array([1, 2, 2, 0]))  # (e-b, p2) also matched
+    links = PassageLinks.of(ENTITIES, PASSAGES, mentioned, matched)
+    assert list(links.rows()) == [
+        ("e-a", "p1", "match"),
+        ("e-a", "p10", "mention"),
+        ("e-b", "p10", "match"),
+        ("e-b", "p2", "mention"),
+        ("e-c", "p1", "match"),
+    ]
+    assert len(links) == 5 and links.matches == 3
+    assert links.entity.dtype == np.int32 and links.passage.dtype == np.int32
+
+
+def test_the_rows_are_those_of_the_sorted_dict_a_build_wrote_before() -> None:
+    mapping = {
+        "e-c": {"p1": "match"},
+        "e-a": {"p2": "mention", "p10": "match", "p1": "mention"},
+        "e-b": {"p10": "mention"},
+    }
+    expected = [
+        (eid, pid, kind)
+        for eid, kinds in sorted(mapping.items())
+        for pid, kind in sorted(kinds.items())
+    ]
+    links = PassageLinks.from_mapping(ENTITIES, PASSAGES, mapping)
+    assert list(links.rows()) == expected
+    assert as_dict(links) == mapping
+    # an entity or passage the store does not know is left out
+    extra = {**mapping, "e-z": {"p1": "match"}, "e-a": {**mapping["e-a"], "p9": "match"}}
+    assert as_dict(PassageLinks.from_mapping(ENTITIES, PASSAGES, extra)) == mapping
+
+
+def test_numbers_out_of_range_are_refused() -> None:
+    none = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    with pytest.raises(ValueError, match="entity out of range"):
+        PassageLinks.of(ENTITIES, PASSAGES, (np.array([3]), np.array([0])), none)
+    with pytest.raises(ValueError, match="passage out of range"):
+        PassageLinks.of(ENTITIES, PASSAGES, none, (np.array([0]), np.array([-1])))
+    empty = PassageLinks.of(ENTITIES, PASSAGES, none, none)
+    assert len(empty) == 0 and list(empty.rows()) == []
+
+
+def test_the_incidence_matrix_is_the_links() -> None:
+    mapping = {"e-a": {"p2": "mention", "p1": "match"}, "e-c": {"p10": "mention"}}
+    links = PassageLinks.from_mapping(ENTITIES, PASSAGES, mapping)
+    _, full, incidence = build_matrices(ENTITIES, PASSAGES, [], links)
+    expected = np.zeros((3, 3), dtype=np.float32)
+    expected[1, 1] = expected[1, 2] = expected[2, 0] = 1.0
+    assert isinstance(incidence, sparse.csr_matrix)
+    assert (incidence.toarray() == expected).all()
+    assert full.shape == (6, 6) and (full.toarray()[:3, 3:] == expected).all()
+    with pytest.raises(ValueError, match="other entities or passages"):
+        build_matrices(ENTITIES[:2], PASSAGES, [], links)
+
+
+def test_match_numbers_are_match_passages() -> None:
+    passages = [
+        Passage(id="p1", title="", text="Paris is the capital of France."),
+        Passage(id="p2", title="", text="Parisians love PARIS, and Ville Lumiere too."),
+        Passage(id="p3", title="", text="The Eiffel Tower stands in Paris, France."),
+    ]
+    entities = [
+        Entity(id="paris", name="Paris", aliases=["PARIS", "Ville Lumiere"], types=["GPE"]),
+        Entity(id="france", name="France", types=["GPE"]),
+        Entity(id="tower", name="Eiffel Tower", types=["FAC"]),
+    ]
+    entity, passage, report = match_numbers(entities, passages, theta=100, top_k_common=0)
+    pairs = {(entities[e].id, passages[p].id) for e, p in zip(entity, passage, strict=True)}
+    assert len(pairs) == len(entity) == report.links == 6  # a name and an alias: one link
+    links, again = match_passages(entities, passages, theta=100, top_k_common=0)
+    assert {(e, p) for e, pids in links.items() for p in pids} == pairs
+    assert again == report
