@@ -66,6 +66,9 @@ PHASES = {
         "build_matrices",
     ],
     "graphseek.knowledge.graph.build": ["write_store"],
+    # inside the write, this thread's steps (the database is written on another meanwhile);
+    # the matrices and nodes.json are written after `build_matrices`
+    "graphseek.knowledge.graph.store_writer": ["_save_npy", "_save_rows", "build_matrices"],
 }
 """The functions `--phases` names the RSS samples after (module: names, ``Class.method``)."""
 

@@ -452,3 +452,23 @@ def test_an_updates_vector_cache_holds_every_stored_vector_by_its_text(
     for text, vector in expected.items():
         assert np.array_equal(cache.vectors[text], vector), text
     assert cache.alignment.base_ids == set(store.alignment_state()[0])
+
+
+def test_id_lists_are_written_as_the_compact_json_of_the_whole(tmp_path: Path) -> None:
+    from graphseek.knowledge.graph import store_writer
+
+    lists = {
+        "entities": [f"e-{k}" for k in range(5)],
+        "passages": ['p \u00e9"1', "p\\2"],  # escapes and text past ASCII
+        "empty": [],
+    }
+    for rows in (2, 3, 100):  # blocks that split the lists, and one that does not
+        path = tmp_path / f"nodes-{rows}.json"
+        patch = pytest.MonkeyPatch()
+        patch.setattr(store_writer, "WRITE_ROWS", rows)
+        try:
+            store_writer.write_id_lists(path, lists)
+        finally:
+            patch.undo()
+        assert path.read_text(encoding="utf-8") == store_writer._dumps(lists)
+        assert json.loads(path.read_text(encoding="utf-8")) == lists

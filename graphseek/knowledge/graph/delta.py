@@ -106,6 +106,7 @@ from graphseek.knowledge.graph.store_writer import (
     insert_hyperedges,
     insert_passages,
     insert_relations,
+    write_id_lists,
 )
 from graphseek.knowledge.graph.text import (
     normalize_name,
@@ -1166,7 +1167,7 @@ def _apply(
     _extend_matrices(source, tmp, nodes["entities"], nodes["passages"], weights, links)
     if grown:
         _overwrite_rows(tmp / "entity_vectors.npy", nodes["entities"], grown, grown_vectors)
-    (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
+    write_id_lists(tmp / "nodes.json", nodes)
     (tmp / MATCHER).write_text(
         _dumps({"top_k_common": settings.top_k_common, "common_words": sorted(common)}),
         encoding="utf-8",

@@ -153,6 +153,22 @@ def _dumps(value: Any) -> str:
     return _ENCODE(value)
 
 
+def write_id_lists(path: Path, lists: Mapping[str, Sequence[str]]) -> None:
+    """``_dumps(dict(lists))`` written to `path` `WRITE_ROWS` items at a time: the same bytes
+    (compact JSON is ``[`` + the items joined by commas + ``]``) without the whole text and
+    its UTF-8 copy in memory at once (``nodes.json`` names 2.9 million rows at 100,000
+    passages: 47 MB of text, twice, with the encoder's pieces, at the write's peak)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("{")
+        for n, (key, items) in enumerate(lists.items()):
+            handle.write(("," if n else "") + _ENCODE(key) + ":[")
+            for start in range(0, len(items), WRITE_ROWS):
+                block = _ENCODE(list(items[start : start + WRITE_ROWS]))
+                handle.write(("," if start else "") + block[1:-1])
+            handle.write("]")
+        handle.write("}")
+
+
 def insert_passages(con: sqlite3.Connection, passages: Iterable[Passage], start: int = 0) -> None:
     """The `passages` rows, numbered (``ord``) from `start`."""
     con.executemany(
@@ -391,7 +407,7 @@ def _save_npy(path: Path, array: np.ndarray | SpilledArray, dim: int) -> None:
     with open(path, "wb") as handle:
         np.lib.format.write_array_header_1_0(handle, header)
         for block in array.blocks(WRITE_ROWS):
-            handle.write(block.astype(np.float32, copy=False).tobytes())
+            handle.write(np.ascontiguousarray(block, dtype=np.float32).data)  # no bytes copy
 
 
 WRITE_ROWS = 65_536
@@ -416,7 +432,7 @@ def _save_rows(path: Path, rows: Mapping[str, np.ndarray], ids: Sequence[str], d
         np.lib.format.write_array_header_1_0(handle, header)
         for start in range(0, len(ids), WRITE_ROWS):
             block = stack_rows(rows, ids[start : start + WRITE_ROWS])  # in runs from a file
-            handle.write(block.astype(np.float16, copy=False).tobytes())
+            handle.write(np.ascontiguousarray(block, dtype=np.float16).data)
 
 
 def check_target(out_dir: str | os.PathLike[str]) -> Path:
@@ -493,7 +509,7 @@ def _write_arrays(tmp: Path, data: GraphData) -> None:
         "hyperedges": [h.id for h in data.hyperedges],
         "mentions_embedded": mention_ids,
     }
-    (tmp / "nodes.json").write_text(_dumps(nodes), encoding="utf-8")
+    write_id_lists(tmp / "nodes.json", nodes)
     if data.common_words:
         settings = data.manifest.get("settings") or {}
         matcher = {"top_k_common": settings.get("top_k_common"), "common_words": data.common_words}
