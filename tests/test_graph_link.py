@@ -7,7 +7,7 @@ import numpy as np
 
 from graphseek.knowledge.graph import Entity, Extraction, HyperEdge, Mention, RawFact
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, topic_count
-from graphseek.knowledge.graph.link import cooccurrence_edges, match_passages
+from graphseek.knowledge.graph.link import MatchReport, cooccurrence_edges, match_numbers
 from graphseek.knowledge.graph.models import linearise_hyperedge
 from graphseek.knowledge.passages import Passage
 
@@ -42,6 +42,17 @@ def brute_force(entities: list[Entity], theta: int, common: set[str]) -> dict[st
             if found:
                 out.setdefault(e.id, set()).update(found)
     return out
+
+
+def match_passages(
+    entities: list[Entity], passages: list[Passage], **options: int
+) -> tuple[dict[str, set[str]], MatchReport]:
+    """`match_numbers` as entity id -> passage ids."""
+    entity, passage, report = match_numbers(entities, passages, **options)  # type: ignore[arg-type]
+    links: dict[str, set[str]] = {}
+    for e, n in zip(entity.tolist(), passage.tolist(), strict=True):
+        links.setdefault(entities[e].id, set()).add(passages[n].id)
+    return links, report
 
 
 def test_match_passages_word_boundaries_theta_and_top_k() -> None:

@@ -1,5 +1,5 @@
 """`PassageLinks`: entity-passage links as columns, in the order the store writes them, and the
-matcher's links as numbers (`match_numbers`) against its dict form (`match_passages`)."""
+matcher's links as numbers (`match_numbers`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from scipy import sparse
 
 from graphseek.knowledge.graph import Entity
-from graphseek.knowledge.graph.link import match_numbers, match_passages
+from graphseek.knowledge.graph.link import match_numbers
 from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.store_writer import build_matrices
 from graphseek.knowledge.passages import Passage
@@ -81,7 +81,7 @@ def test_the_incidence_matrix_is_the_links() -> None:
         build_matrices(ENTITIES[:2], PASSAGES, [], links)
 
 
-def test_match_numbers_are_match_passages() -> None:
+def test_match_numbers_are_positions_of_each_link_once() -> None:
     passages = [
         Passage(id="p1", title="", text="Paris is the capital of France."),
         Passage(id="p2", title="", text="Parisians love PARIS, and Ville Lumiere too."),
@@ -95,6 +95,13 @@ def test_match_numbers_are_match_passages() -> None:
     entity, passage, report = match_numbers(entities, passages, theta=100, top_k_common=0)
     pairs = {(entities[e].id, passages[p].id) for e, p in zip(entity, passage, strict=True)}
     assert len(pairs) == len(entity) == report.links == 6  # a name and an alias: one link
-    links, again = match_passages(entities, passages, theta=100, top_k_common=0)
-    assert {(e, p) for e, pids in links.items() for p in pids} == pairs
-    assert again == report
+    assert pairs == {
+        ("paris", "p1"),
+        ("paris", "p2"),
+        ("paris", "p3"),
+        ("france", "p1"),
+        ("france", "p3"),
+        ("tower", "p3"),
+    }
+    assert entity.dtype == np.int32 and passage.dtype == np.int32
+    assert list(entity * len(passages) + passage) == sorted(entity * len(passages) + passage)

@@ -305,31 +305,6 @@ def word_hits(automaton: Any, text: str) -> Iterator[str]:
         yield key
 
 
-def match_passages(
-    entities: Sequence[Entity],
-    passages: Sequence[Passage],
-    *,
-    theta: int,
-    top_k_common: int,
-    min_chars: int = 2,
-    only_named: bool = True,
-) -> tuple[dict[str, set[str]], MatchReport]:
-    """Entity id -> ids of the passages naming it (Phase 4 rule; see the module docstring).
-    With `only_named`, entities failing `linkable` are not searched."""
-    entity, passage, report = match_numbers(
-        entities,
-        passages,
-        theta=theta,
-        top_k_common=top_k_common,
-        min_chars=min_chars,
-        only_named=only_named,
-    )
-    links: dict[str, set[str]] = defaultdict(set)
-    for e, n in zip(entity.tolist(), passage.tolist(), strict=True):
-        links[entities[e].id].add(passages[n].id)
-    return links, report
-
-
 def match_numbers(
     entities: Sequence[Entity],
     passages: Sequence[Passage],
@@ -339,9 +314,9 @@ def match_numbers(
     min_chars: int = 2,
     only_named: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, MatchReport]:
-    """`match_passages` as two int32 columns, positions in `entities` and in `passages`, one
-    row per link (sorted; a build holds 2 million of them at 100,000 passages, which as a
-    dict of sets took over 100 MB)."""
+    """The passages naming each entity (Phase 4 rule; see the module docstring), as two int32
+    columns: positions in `entities` and in `passages`, one row per link, sorted. With
+    `only_named`, entities failing `linkable` are not searched."""
     import ahocorasick
 
     report = MatchReport()
