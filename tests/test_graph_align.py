@@ -10,7 +10,8 @@ import pytest
 
 from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, candidates
 from graphseek.knowledge.graph.candidates import radius_pairs
-from graphseek.knowledge.graph.exact import exact_groups
+from graphseek.knowledge.graph.exact import exact_groups, raw_entity_count
+from graphseek.knowledge.graph.mention_columns import MentionColumns
 from graphseek.knowledge.graph.records import types_compatible
 from graphseek.knowledge.graph.text import (
     is_acronym_of,
@@ -148,6 +149,20 @@ def test_exact_groups_agree_with_the_rule_stated_pair_by_pair(seed: int) -> None
     mentions.sort(key=lambda m: m.id)
     assert exact_groups(mentions) == _reference_exact_groups(mentions)
     assert exact_groups([]) == []
+    # alignment's columns (their passage codes number passages in another order) agree
+    columns = MentionColumns.of(reversed(mentions))
+    assert list(columns) == mentions
+    assert exact_groups(columns) == exact_groups(mentions)
+    count, nodes = raw_entity_count(columns)
+    assert (count, nodes.tolist()) == _reference_raw_nodes(mentions)
+
+
+def _reference_raw_nodes(mentions: Sequence[Mention]) -> tuple[int, list[int]]:
+    """Entities before alignment stated directly: one per (normalised name, type set), in order
+    of first sight."""
+    keys = [(normalize_name(m.name) or m.name.lower(), frozenset(m.types)) for m in mentions]
+    number = {k: n for n, k in enumerate(dict.fromkeys(keys))}
+    return len(number), [number[k] for k in keys]
 
 
 def test_alignment_counts_and_provenance(embed) -> None:  # type: ignore[no-untyped-def]

@@ -147,21 +147,24 @@ def test_a_spilled_array_is_saved_as_np_save_saves_it(tmp_path, monkeypatch) -> 
         assert np.load(tmp_path / "a.npy").shape == (len(array), 6)
 
 
-def test_alignment_reads_the_mentions_with_shared_type_and_alias_lists() -> None:
+def test_alignment_reads_the_mentions_as_columns_with_shared_lists() -> None:
     items = [extraction(k) for k in range(40)]
     for x in items:  # names' spans past 256: int objects of their own
         for m in x.mentions:
             m.start, m.end = 1000 + len(m.id), 1010 + len(m.id)
     spool = ExtractionSpool.of(items)
     mentions = assemble._alignment_mentions(spool)
-    # the spans served the passage pass and are dropped; the rest is the extractions'
-    assert {(m.start, m.end) for m in mentions} == {(-1, -1)}
-    assert mentions == [replace(m, start=-1, end=-1) for x in items for m in x.mentions]
+    # sorted by id; the spans served the passage pass and are dropped; the rest is the
+    # extractions'
+    expected = sorted(
+        (replace(m, start=-1, end=-1) for x in items for m in x.mentions), key=lambda m: m.id
+    )
+    assert list(mentions) == expected and mentions.ids == [m.id for m in expected]
     assert len({id(m.types) for m in mentions}) == 1  # every mention is ["PERSON"]
     assert len({id(m.aliases) for m in mentions}) == 1 and mentions[0].aliases == []
-    # a list of extractions (a caller's objects) is read as it is, nothing shared
+    # a list of extractions (a caller's objects) gives the same columns
     plain = assemble._alignment_mentions(items)
-    assert len({id(m.types) for m in plain}) == len(plain)
+    assert list(plain) == expected
 
 
 def test_npy_rows_read_a_stored_array_by_key(tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vectors
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
+from graphseek.knowledge.graph.mention_columns import mention_columns
 from graphseek.knowledge.graph.mention_table import MentionTable
 from graphseek.knowledge.graph.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import Entity, Mention, graph_record
@@ -270,16 +271,18 @@ class Aligner:
 
     def align(
         self,
-        mentions: Sequence[Mention],
+        mentions: Iterable[Mention],
         cache: AlignmentCache | None = None,
         mention_vectors: Mapping[str, np.ndarray] | None = None,
     ) -> AlignmentResult:
         """Exact, then semantic merging of `mentions`. Base entities are compared by the
         vectors of their record strings, or, given `mention_vectors` (contextual vectors by
         mention id, `graphseek.knowledge.graph.contextual`), by the normalised sum of their
-        mentions' vectors (those with none: see `embed_outside`)."""
+        mentions' vectors (those with none: see `embed_outside`). `mentions` may be
+        `MentionColumns` (a build's: `graphseek.knowledge.graph.assemble`); other mentions are
+        made into columns first."""
         cache = cache or AlignmentCache()
-        mentions = sorted(mentions, key=lambda m: m.id)
+        mentions = mention_columns(mentions)  # sorted by id
         raw_count, raw_nodes = raw_entity_count(mentions)
         groups = exact_groups(mentions)
         base = [aggregate([mentions[i] for i in g]) for g in groups]
@@ -360,7 +363,7 @@ class Aligner:
                 base_entity[k] = eid
             entities.append(record_entity(record, eid))
         entities.sort(key=lambda e: e.id)
-        ids = [m.id for m in mentions]
+        ids = mentions.ids
         mention_base = members.labels(len(mentions))
         del members
         number = {e.id: k for k, e in enumerate(entities)}

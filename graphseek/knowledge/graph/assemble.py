@@ -28,11 +28,12 @@ from graphseek.knowledge.graph.link import (
     relation_id,
     similarity_edges,
 )
-from graphseek.knowledge.graph.models import Entity, Extraction, Mention, Relation, graph_record
+from graphseek.knowledge.graph.mention_columns import MentionColumns
+from graphseek.knowledge.graph.models import Entity, Extraction, Relation, graph_record
 from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.spool import ExtractionSpool, SpilledArray
+from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.store import GraphData, build_matrices
 from graphseek.knowledge.graph.vectors import (
     Embed,
@@ -82,33 +83,13 @@ def _raw_components(
     return components(n, rows, cols)[0]
 
 
-def _alignment_mentions(extractions: Iterable[Extraction]) -> list[Mention]:
-    """Every mention, for alignment (one pass). Read from a spool, the mentions are new objects,
-    and alignment only reads them, so equal values are shared among them: type lists, empty
-    alias lists, names, passage ids and descriptions (a store's rows give every mention its own
-    string of each). 44 of their 116 MB at 10,000 passages came from the lists; the strings
-    took another 105 of the 313 bytes a mention held (2.25 million mentions at 100,000
-    passages, held to alignment's end). The name's span (`Mention.start`, `end`) served the
-    passage pass and is dropped: in a build, two int objects of 28 bytes each per mention
-    (offsets past 256 are not Python's shared small ints) on top of those 208 bytes, which
-    were measured on a store's extractions, where mentions have no span."""
-    if not isinstance(extractions, ExtractionSpool):
-        return [m for x in extractions for m in x.mentions]
-    shared: dict[tuple[str, ...], list[str]] = {}
-    strings: dict[str, str] = {}
-    out: list[Mention] = []
-    for x in extractions:
-        for m in x.mentions:
-            m.types = shared.setdefault(tuple(m.types), m.types)
-            if not m.aliases:
-                m.aliases = shared.setdefault((), m.aliases)
-            m.name = strings.setdefault(m.name, m.name)
-            m.passage_id = strings.setdefault(m.passage_id, m.passage_id)
-            if m.description:
-                m.description = strings.setdefault(m.description, m.description)
-            m.start = m.end = -1
-            out.append(m)
-    return out
+def _alignment_mentions(extractions: Iterable[Extraction]) -> MentionColumns:
+    """Every mention, for alignment (one pass), as columns: a code per mention for each field
+    and each distinct value once (`MentionColumns`). Read from a spool, every mention is a new
+    object with its own strings; as objects, even with their repeated values shared, they
+    took 208 bytes each (2.25 million at 100,000 passages, held to alignment's end). The
+    objects read are freed passage by passage; the mention id strings are kept."""
+    return MentionColumns.of(m for x in extractions for m in x.mentions)
 
 
 def _passage_links(
@@ -172,18 +153,16 @@ def _for_write(
     return SpilledArray(cached_encode(texts, strings, ChainMap({}, cache)))
 
 
-def _current(
-    vectors: Mapping[str, np.ndarray], mentions: Sequence[Mention]
-) -> Mapping[str, np.ndarray]:
-    """The mention vectors of `mentions`: `vectors` itself when it holds no others (a build's;
-    a `MentionVectors` stays in its file), else those of `mentions` only (an update's cache
-    also holds the vectors of removed passages). Mention ids are unique, so counting the
+def _current(vectors: Mapping[str, np.ndarray], ids: Sequence[str]) -> Mapping[str, np.ndarray]:
+    """The mention vectors of the mentions `ids`: `vectors` itself when it holds no others (a
+    build's; a `MentionVectors` stays in its file), else those of `ids` only (an update's
+    cache also holds the vectors of removed passages). Mention ids are unique, so counting the
     mentions found is the subset test."""
-    if sum(1 for m in mentions if m.id in vectors) == len(vectors):
+    if sum(1 for m in ids if m in vectors) == len(vectors):
         return vectors
     if isinstance(vectors, MentionVectors):
-        return vectors.restrict(m.id for m in mentions)
-    return {m.id: vectors[m.id] for m in mentions if m.id in vectors}
+        return vectors.restrict(ids)
+    return {m: vectors[m] for m in ids if m in vectors}
 
 
 def assemble(
@@ -233,7 +212,7 @@ def assemble(
     mention_entity = aligned.mention_entity
     # what the later stages need of the mentions, taken before they are freed (the
     # extractions stay on disk: each stage below reads what it needs)
-    mention_vectors = _current(cache.mentions, mentions) if contextual else {}
+    mention_vectors = _current(cache.mentions, mentions.ids) if contextual else {}
     if isinstance(mention_vectors, MentionVectors):  # keyed by alignment's ids from now on
         mention_vectors.freeze(aligned.mention_entity.ids)
     node_of = aligned.raw_nodes

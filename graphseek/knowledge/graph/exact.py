@@ -14,6 +14,7 @@ import numpy as np
 from scipy.sparse import csgraph
 from scipy.sparse import csr_matrix as _csr
 
+from graphseek.knowledge.graph.mention_columns import MentionColumns, passage_numbers
 from graphseek.knowledge.graph.models import UNTYPED, Mention
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.text import normalize_name
@@ -155,22 +156,21 @@ def exact_groups(mentions: Sequence[Mention]) -> Groups:
     n = len(mentions)
     if n == 0:
         return Groups.of([])
-    numbers: dict[str, int] = {}
-    passage = np.fromiter(
-        (numbers.setdefault(m.passage_id, len(numbers)) for m in mentions), dtype=np.int64, count=n
-    )
-    del numbers
+    passage = passage_numbers(mentions)
     by_passage = np.argsort(passage, kind="stable")  # each passage's mentions in index order
     starts = np.flatnonzero(np.diff(passage[by_passage])) + 1
     del passage
     rows, cols = array("q"), array("q")
     first: dict[tuple[str, str], int] = {}
     for run in np.split(by_passage, starts):
-        for group, group_keys in _passage_groups(mentions, run.tolist()):
+        members = run.tolist()
+        items = [mentions[i] for i in members]  # made once from `MentionColumns`
+        for local, group_keys in _passage_groups(items):
+            group = [members[k] for k in local]
             head = group[0]
             rows.extend([head] * (len(group) - 1))
             cols.extend(group[1:])
-            types = _bucket_types([mentions[i] for i in group])
+            types = _bucket_types([items[k] for k in local])
             for key in group_keys:
                 for t in types:
                     j = first.setdefault((key, t), head)
@@ -199,32 +199,38 @@ def components(n: int, rows: Sequence[int], cols: Sequence[int]) -> tuple[int, n
     return int(count), labels
 
 
-def _passage_groups(
-    mentions: Sequence[Mention], members: list[int]
-) -> list[tuple[list[int], set[str]]]:
-    """The mentions of one passage (`members`, ascending indices) grouped by a shared name or
-    alias key, in order of their first member, with each group's keys."""
-    keys = [
-        {normalize_name(s) for s in (mentions[i].name, *mentions[i].aliases)} - {""}
-        for i in members
-    ]
-    local = UnionFind(len(members))
+def _passage_groups(mentions: Sequence[Mention]) -> list[tuple[list[int], set[str]]]:
+    """The mentions of one passage (in index order) grouped by a shared name or alias key, in
+    order of their first member, with each group's keys; members as positions in `mentions`."""
+    keys = [{normalize_name(s) for s in (m.name, *m.aliases)} - {""} for m in mentions]
+    local = UnionFind(len(mentions))
     seen: dict[str, int] = {}
     for k, found in enumerate(keys):
         for key in found:
             j = seen.setdefault(key, k)
             if j != k:
                 local.union(k, j)
-    return [
-        ([members[k] for k in group], set().union(*(keys[k] for k in group)))
-        for group in local.groups()
-    ]
+    return [(group, set().union(*(keys[k] for k in group))) for group in local.groups()]
 
 
 def raw_entity_count(mentions: Sequence[Mention]) -> tuple[int, np.ndarray]:
-    """Entities before alignment: one per distinct (normalised name, type set). Returns the
-    count and each mention's raw node number (int32)."""
+    """Entities before alignment: one per distinct (normalised name, type set), numbered in
+    order of first sight. Returns the count and each mention's raw node number (int32). From
+    `MentionColumns`, each distinct name and type list is keyed once."""
     index: dict[tuple[str, tuple[str, ...]], int] = {}
+    if isinstance(mentions, MentionColumns):
+        name_key = [normalize_name(s) or s.lower() for s in mentions.names]
+        type_key = [tuple(sorted(set(t))) for t in mentions.types]
+        node_of: dict[tuple[int, int], int] = {}
+        out = np.empty(len(mentions), dtype=np.int32)
+        pairs = zip(mentions.codes("name").tolist(), mentions.codes("types").tolist(), strict=True)
+        for k, pair in enumerate(pairs):
+            node = node_of.get(pair)
+            if node is None:
+                key = (name_key[pair[0]], type_key[pair[1]])
+                node = node_of[pair] = index.setdefault(key, len(index))
+            out[k] = node
+        return len(index), out
     nodes = np.fromiter(
         (
             index.setdefault(

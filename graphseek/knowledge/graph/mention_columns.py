@@ -1,0 +1,172 @@
+"""Alignment's mentions as columns: a `Sequence[Mention]` sorted by mention id.
+
+Alignment holds every mention of the corpus from its first step to its last (2.25 million at
+100,000 passages). As `Mention` objects (slotted, their repeated values shared) they took 208
+bytes each, about 470 MB, at alignment's peak. `MentionColumns` keeps the id strings (the
+entities' provenance and alignment's `MentionTable`s keep them after alignment anyway), an
+int32 code per mention for each other field, and each field's distinct values once; item k is
+made as a `Mention` when it is read, and the steps that pass over every mention (the passage
+numbers of `exact_groups`, the name and type keys of `raw_entity_count`) read the codes
+directly. Written here because a dataframe library would hold the same codes and strings with
+a dependency and a copy per conversion, and alignment's functions read mentions one group at a
+time.
+
+The name's span (`Mention.start`, `end`) is not kept: it served the passage pass, which is over
+when alignment starts (items have -1, unknown).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Generic, TypeVar, overload
+
+import numpy as np
+
+from graphseek.knowledge.graph.models import Mention
+
+_T = TypeVar("_T", bound=Hashable)
+_new = object.__new__
+
+FIELDS = ("passage", "name", "aliases", "description", "types")
+"""The fields kept as codes into their distinct values (``sentence`` is kept as it is)."""
+
+
+class _Distinct(Generic[_T]):
+    """The distinct values of one field, each given an int code in order of first sight."""
+
+    def __init__(self) -> None:
+        self.values: list[_T] = []
+        self._code: dict[_T, int] = {}
+
+    def code(self, value: _T) -> int:
+        code = self._code.get(value)
+        if code is None:
+            code = self._code[value] = len(self.values)
+            self.values.append(value)
+        return code
+
+
+class MentionColumns(Sequence[Mention]):
+    """Mentions sorted by id, held as columns (see the module docstring). Build with `of`."""
+
+    def __init__(
+        self,
+        ids: list[str],
+        codes: Mapping[str, np.ndarray],
+        passages: list[str],
+        names: list[str],
+        aliases: list[list[str]],
+        descriptions: list[str],
+        types: list[list[str]],
+    ) -> None:
+        """`codes`: an int32 column per field of `FIELDS` and ``sentence``, a row per id;
+        the lists: each field's distinct values, which its codes number."""
+        if set(codes) != {*FIELDS, "sentence"}:
+            raise ValueError(f"columns {sorted(codes)}: expected {[*FIELDS, 'sentence']}")
+        self.ids = ids
+        """The mention ids, sorted and unique."""
+        # array indexing gives Python ints, fast; a column each, read by `_item`
+        self._codes = {
+            n: array("i", np.asarray(c, dtype=np.int32).tobytes()) for n, c in codes.items()
+        }
+        if any(len(c) != len(ids) for c in self._codes.values()):
+            raise ValueError(f"every column must have a row for each of the {len(ids)} ids")
+        self._passage, self._name = self._codes["passage"], self._codes["name"]
+        self._alias, self._description = self._codes["aliases"], self._codes["description"]
+        self._type, self._sentence = self._codes["types"], self._codes["sentence"]
+        self.passages = passages
+        self.names = names
+        self.aliases = aliases
+        self.descriptions = descriptions
+        self.types = types
+
+    @classmethod
+    def of(cls, mentions: Iterable[Mention]) -> MentionColumns:
+        """The columns of `mentions` (one pass), sorted by id. Lists of aliases and types are
+        kept once per distinct value: the items made from them share them (read only)."""
+        ids: list[str] = []
+        passages, names, descriptions = _Distinct[str](), _Distinct[str](), _Distinct[str]()
+        aliases, types = _Distinct[tuple[str, ...]](), _Distinct[tuple[str, ...]]()
+        codes = {name: array("i") for name in (*FIELDS, "sentence")}
+        for m in mentions:
+            ids.append(m.id)
+            codes["passage"].append(passages.code(m.passage_id))
+            codes["name"].append(names.code(m.name))
+            codes["aliases"].append(aliases.code(tuple(m.aliases)))
+            codes["description"].append(descriptions.code(m.description))
+            codes["types"].append(types.code(tuple(m.types)))
+            codes["sentence"].append(m.sentence)
+        order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+        ids = [ids[k] for k in order.tolist()]
+        repeated = next((a for a, b in zip(ids, ids[1:], strict=False) if a == b), None)
+        if repeated is not None:
+            raise ValueError(f"mention id {repeated!r} occurs twice")
+        return cls(
+            ids,
+            {n: np.frombuffer(c, dtype=np.int32)[order] for n, c in codes.items()},
+            passages.values,
+            names.values,
+            [list(v) for v in aliases.values],
+            descriptions.values,
+            [list(v) for v in types.values],
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, k: int) -> Mention: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[Mention]: ...
+
+    def __getitem__(self, k: int | slice) -> Mention | list[Mention]:
+        if isinstance(k, slice):
+            return [self._item(j) for j in range(*k.indices(len(self)))]
+        return self._item(k)  # the ids raise IndexError first; negative k as a list's
+
+    def __iter__(self) -> Iterator[Mention]:
+        return map(self._item, range(len(self)))
+
+    def _item(self, k: int) -> Mention:
+        # every slot set here, without `Mention.__init__` (its keyword and default handling
+        # took 1.2 us of the 1.3 an item took: alignment makes each mention twice)
+        m = _new(Mention)
+        m.id = self.ids[k]
+        m.passage_id = self.passages[self._passage[k]]
+        m.name = self.names[self._name[k]]
+        m.aliases = self.aliases[self._alias[k]]
+        m.description = self.descriptions[self._description[k]]
+        m.types = self.types[self._type[k]]
+        m.sentence = self._sentence[k]
+        m.start = m.end = -1
+        return m
+
+    def codes(self, field: str) -> np.ndarray:
+        """One column, a row per mention (a read-only int32 view): the codes of a field of
+        `FIELDS` into its distinct values (`passages`, `names`, ...), or ``sentence``."""
+        return np.frombuffer(self._codes[field], dtype=np.int32)
+
+    @property
+    def nbytes(self) -> int:
+        """The columns' size (not the strings, which are shared with the extractions)."""
+        return sum(c.itemsize * len(c) for c in self._codes.values())
+
+
+def mention_columns(mentions: Iterable[Mention] | MentionColumns) -> MentionColumns:
+    """`mentions` as columns (itself when it is)."""
+    return mentions if isinstance(mentions, MentionColumns) else MentionColumns.of(mentions)
+
+
+def passage_numbers(mentions: Sequence[Mention]) -> np.ndarray:
+    """Each mention's passage as a number (int64; in order of first sight for a plain
+    sequence, the columns' own codes for `MentionColumns`)."""
+    if isinstance(mentions, MentionColumns):
+        return mentions.codes("passage").astype(np.int64)
+    numbers: dict[str, int] = {}
+    return np.fromiter(
+        (numbers.setdefault(m.passage_id, len(numbers)) for m in mentions),
+        dtype=np.int64,
+        count=len(mentions),
+    )
