@@ -133,6 +133,7 @@ def test_exact_groups_agree_with_the_rule_stated_pair_by_pair(seed: int) -> None
     names = ["Paris", "paris", "Akron", "Curry", "Stephen Curry", "GSW", "the Warriors"]
     names += [f"Place {k}" for k in range(30)] + [""]
     types = [["GPE"], ["ORG"], ["PERSON"], ["CONCEPT"], ["ENTITY"], [], ["GPE", "ORG"]]
+    types += [["ORG", "GPE"], ["GPE", "GPE"]]  # type lists that are one set
     mentions = []
     for k in range(int(rng.integers(1, 160))):
         passage = f"p{int(rng.integers(0, 30))}"

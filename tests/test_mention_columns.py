@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -29,7 +31,9 @@ def _mentions() -> list[Mention]:
 def test_columns_give_back_the_mentions_sorted_by_id() -> None:
     columns = MentionColumns.of(_mentions())
     assert columns.ids == ["p10#m0", "p10#m1", "p2#m0", "p2#m10"]
-    assert list(columns) == sorted(_mentions(), key=lambda m: m.id)
+    # the sentence is not kept (alignment does not read it)
+    expected = [replace(m, sentence=-1) for m in sorted(_mentions(), key=lambda m: m.id)]
+    assert list(columns) == expected
     assert columns[-1] == columns[3] and columns[1:3] == list(columns)[1:3]
     with pytest.raises(IndexError):
         columns[4]
@@ -37,8 +41,7 @@ def test_columns_give_back_the_mentions_sorted_by_id() -> None:
     assert columns.names == ["Akron", "Curry"]
     assert columns.codes("name").tolist() == [0, 1, 0, 0]
     assert [columns.passages[c] for c in columns.codes("passage")] == ["p10", "p10", "p2", "p2"]
-    assert columns.codes("sentence").tolist() == [-1, 3, 0, 1]
-    assert columns.nbytes == 6 * 4 * 4
+    assert columns.nbytes == 5 * 4 * 4
     # the lists of one value are one list, shared by the mentions made from it
     assert columns[2].types is columns[3].types and columns[2].aliases is columns[0].aliases
 
@@ -51,7 +54,7 @@ def test_columns_are_made_once() -> None:
 
 
 def test_a_repeated_mention_id_is_refused() -> None:
-    with pytest.raises(ValueError, match="'p2#m0' occurs twice"):
+    with pytest.raises(ValueError, match="'p2#m0' occurs twice: every mention needs its own"):
         MentionColumns.of([*_mentions(), _mentions()[0]])
 
 
@@ -59,13 +62,14 @@ def test_columns_must_match_the_ids() -> None:
     codes = {f: np.zeros(2, dtype=np.int32) for f in ("passage", "name", "aliases")}
     with pytest.raises(ValueError, match="expected"):
         MentionColumns(["a", "b"], codes, ["p"], ["n"], [[]], [""], [[]])
-    codes |= {f: np.zeros(1, dtype=np.int32) for f in ("description", "types", "sentence")}
+    codes |= {f: np.zeros(1, dtype=np.int32) for f in ("description", "types")}
     with pytest.raises(ValueError, match="a row for each of the 2 ids"):
         MentionColumns(["a", "b"], codes, ["p"], ["n"], [[]], [""], [[]])
 
 
 def test_items_have_every_field_of_a_mention() -> None:
-    """Items are made without `Mention.__init__`: each slot must be set."""
+    """Items are made without `Mention.__init__`: each slot must be set (the sentence and
+    the span, which alignment does not read, to -1)."""
     item = MentionColumns.of(_mentions())[0]
     assert {s: getattr(item, s) for s in Mention.__slots__} == {
         "id": "p10#m0",

@@ -154,10 +154,11 @@ def test_alignment_reads_the_mentions_as_columns_with_shared_lists() -> None:
             m.start, m.end = 1000 + len(m.id), 1010 + len(m.id)
     spool = ExtractionSpool.of(items)
     mentions = assemble._alignment_mentions(spool)
-    # sorted by id; the spans served the passage pass and are dropped; the rest is the
-    # extractions'
+    # sorted by id; the spans served the passage pass and are dropped, with the sentences
+    # (alignment reads neither); the rest is the extractions'
     expected = sorted(
-        (replace(m, start=-1, end=-1) for x in items for m in x.mentions), key=lambda m: m.id
+        (replace(m, start=-1, end=-1, sentence=-1) for x in items for m in x.mentions),
+        key=lambda m: m.id,
     )
     assert list(mentions) == expected and mentions.ids == [m.id for m in expected]
     assert len({id(m.types) for m in mentions}) == 1  # every mention is ["PERSON"]

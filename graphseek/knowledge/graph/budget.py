@@ -62,7 +62,8 @@ at 2,000 passages with one thread (55cd1b2), 1,649 at 10,000 with two (b019898),
 ALIGN_MB = (SMALL, (10_000, 1_027), (100_000, 2_487))
 """Alignment's top (its radius search), (passages, MB): e922484's whole builds
 (`benchmarks/bounded_build.py --phases`). Since `MentionRows` (7153961) it is about 200 MB
-lower at 100,000 passages (`benchmarks/reduce_stages.py`); the fit keeps the higher figure."""
+lower at 100,000 passages, and since `MentionColumns` (931796c) another 160
+(`benchmarks/reduce_stages.py`); the fit keeps the higher figure."""
 LINK_MB = (SMALL, (10_000, 1_320), (100_000, 2_401))
 """Linking's top (after the passage matcher), (passages, MB)."""
 WRITE_MB = (SMALL, (10_000, 1_134), (100_000, 2_276))

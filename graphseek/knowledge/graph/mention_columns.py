@@ -11,8 +11,9 @@ directly. Written here because a dataframe library would hold the same codes and
 a dependency and a copy per conversion, and alignment's functions read mentions one group at a
 time.
 
-The name's span (`Mention.start`, `end`) is not kept: it served the passage pass, which is over
-when alignment starts (items have -1, unknown).
+Not kept, because alignment reads none of them: the name's span (`Mention.start`, `end`; it
+served the passage pass, which is over when alignment starts) and the sentence number (the
+later stages read it from the extractions). Items have -1 (unknown) for the three.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ _T = TypeVar("_T", bound=Hashable)
 _new = object.__new__
 
 FIELDS = ("passage", "name", "aliases", "description", "types")
-"""The fields kept as codes into their distinct values (``sentence`` is kept as it is)."""
+"""The fields kept, as codes into their distinct values (with the id)."""
 
 
 class _Distinct(Generic[_T]):
@@ -60,10 +61,10 @@ class MentionColumns(Sequence[Mention]):
         descriptions: list[str],
         types: list[list[str]],
     ) -> None:
-        """`codes`: an int32 column per field of `FIELDS` and ``sentence``, a row per id;
-        the lists: each field's distinct values, which its codes number."""
-        if set(codes) != {*FIELDS, "sentence"}:
-            raise ValueError(f"columns {sorted(codes)}: expected {[*FIELDS, 'sentence']}")
+        """`codes`: an int32 column per field of `FIELDS`, a row per id; the lists: each
+        field's distinct values, which its codes number."""
+        if set(codes) != set(FIELDS):
+            raise ValueError(f"columns {sorted(codes)}: expected {list(FIELDS)}")
         self.ids = ids
         """The mention ids, sorted and unique."""
         # array indexing gives Python ints, fast; a column each, read by `_item`
@@ -74,7 +75,7 @@ class MentionColumns(Sequence[Mention]):
             raise ValueError(f"every column must have a row for each of the {len(ids)} ids")
         self._passage, self._name = self._codes["passage"], self._codes["name"]
         self._alias, self._description = self._codes["aliases"], self._codes["description"]
-        self._type, self._sentence = self._codes["types"], self._codes["sentence"]
+        self._type = self._codes["types"]
         self.passages = passages
         self.names = names
         self.aliases = aliases
@@ -88,7 +89,7 @@ class MentionColumns(Sequence[Mention]):
         ids: list[str] = []
         passages, names, descriptions = _Distinct[str](), _Distinct[str](), _Distinct[str]()
         aliases, types = _Distinct[tuple[str, ...]](), _Distinct[tuple[str, ...]]()
-        codes = {name: array("i") for name in (*FIELDS, "sentence")}
+        codes = {name: array("i") for name in FIELDS}
         for m in mentions:
             ids.append(m.id)
             codes["passage"].append(passages.code(m.passage_id))
@@ -96,12 +97,13 @@ class MentionColumns(Sequence[Mention]):
             codes["aliases"].append(aliases.code(tuple(m.aliases)))
             codes["description"].append(descriptions.code(m.description))
             codes["types"].append(types.code(tuple(m.types)))
-            codes["sentence"].append(m.sentence)
         order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
         ids = [ids[k] for k in order.tolist()]
         repeated = next((a for a, b in zip(ids, ids[1:], strict=False) if a == b), None)
         if repeated is not None:
-            raise ValueError(f"mention id {repeated!r} occurs twice")
+            raise ValueError(
+                f"mention id {repeated!r} occurs twice: every mention needs its own id"
+            )
         return cls(
             ids,
             {n: np.frombuffer(c, dtype=np.int32)[order] for n, c in codes.items()},
@@ -139,13 +141,12 @@ class MentionColumns(Sequence[Mention]):
         m.aliases = self.aliases[self._alias[k]]
         m.description = self.descriptions[self._description[k]]
         m.types = self.types[self._type[k]]
-        m.sentence = self._sentence[k]
-        m.start = m.end = -1
+        m.sentence = m.start = m.end = -1
         return m
 
     def codes(self, field: str) -> np.ndarray:
-        """One column, a row per mention (a read-only int32 view): the codes of a field of
-        `FIELDS` into its distinct values (`passages`, `names`, ...), or ``sentence``."""
+        """One field's column, a row per mention (a read-only int32 view): its codes into
+        its distinct values (`passages`, `names`, ...). `field`: one of `FIELDS`."""
         return np.frombuffer(self._codes[field], dtype=np.int32)
 
     @property
