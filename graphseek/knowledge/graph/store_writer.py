@@ -81,6 +81,9 @@ CREATE TABLE merge_pairs (a TEXT NOT NULL, b TEXT NOT NULL, sim REAL NOT NULL,
 
 CACHE_KIB = 262_144
 """SQLite's page cache while a store is written (KiB; an upper bound, used as the file grows)."""
+INDEX_CACHE_KIB = 16_384
+"""SQLite's page cache, and so its sorter's memory, while the indexes are built after the rows
+(KiB): the inserts need the large cache (`CACHE_KIB`), the index builds do not."""
 
 _INDEXES = """
 CREATE INDEX ix_mentions_passage ON mentions (passage_id);
@@ -332,6 +335,10 @@ def _write_database(path: Path, data: GraphData, cache_kib: int = CACHE_KIB) -> 
                 "INSERT INTO merge_pairs VALUES (?, ?, ?, ?)",
                 ((a, b, sim, int(merged)) for (a, b), (sim, merged) in data.pairs.items()),
             )
+        # the indexes are built from sorted keys, which a small cache serves as well; and
+        # SQLite's sorter holds up to the cache's size of keys before it spills to TMPDIR, so
+        # with the whole cache it held both at the write's top (the same file either way)
+        con.execute(f"PRAGMA cache_size=-{min(int(cache_kib), INDEX_CACHE_KIB)}")
         con.executescript(_INDEXES)
         con.commit()
     finally:
