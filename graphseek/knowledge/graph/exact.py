@@ -14,7 +14,7 @@ import numpy as np
 from scipy.sparse import csgraph
 from scipy.sparse import csr_matrix as _csr
 
-from graphseek.knowledge.graph.mention_columns import MentionColumns, passage_numbers
+from graphseek.knowledge.graph.mention_columns import MentionColumns
 from graphseek.knowledge.graph.models import UNTYPED, Mention
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.text import normalize_name
@@ -156,7 +156,7 @@ def exact_groups(mentions: Sequence[Mention]) -> Groups:
     n = len(mentions)
     if n == 0:
         return Groups.of([])
-    passage = passage_numbers(mentions)
+    passage = _passage_numbers(mentions)
     by_passage = np.argsort(passage, kind="stable")  # each passage's mentions in index order
     starts = np.flatnonzero(np.diff(passage[by_passage])) + 1
     del passage
@@ -185,6 +185,19 @@ def exact_groups(mentions: Sequence[Mention]) -> Groups:
     del labels
     groups = Groups(order, starts)
     return groups.take(np.argsort(groups.flat[starts[:-1]], kind="stable"))
+
+
+def _passage_numbers(mentions: Sequence[Mention]) -> np.ndarray:
+    """Each mention's passage as a number (int64; in order of first sight for a plain
+    sequence, the columns' own codes for `MentionColumns`)."""
+    if isinstance(mentions, MentionColumns):
+        return mentions.codes("passage").astype(np.int64)
+    numbers: dict[str, int] = {}
+    return np.fromiter(
+        (numbers.setdefault(m.passage_id, len(numbers)) for m in mentions),
+        dtype=np.int64,
+        count=len(mentions),
+    )
 
 
 def components(n: int, rows: Sequence[int], cols: Sequence[int]) -> tuple[int, np.ndarray]:

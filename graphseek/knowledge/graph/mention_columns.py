@@ -158,16 +158,3 @@ class MentionColumns(Sequence[Mention]):
 def mention_columns(mentions: Iterable[Mention] | MentionColumns) -> MentionColumns:
     """`mentions` as columns (itself when it is)."""
     return mentions if isinstance(mentions, MentionColumns) else MentionColumns.of(mentions)
-
-
-def passage_numbers(mentions: Sequence[Mention]) -> np.ndarray:
-    """Each mention's passage as a number (int64; in order of first sight for a plain
-    sequence, the columns' own codes for `MentionColumns`)."""
-    if isinstance(mentions, MentionColumns):
-        return mentions.codes("passage").astype(np.int64)
-    numbers: dict[str, int] = {}
-    return np.fromiter(
-        (numbers.setdefault(m.passage_id, len(numbers)) for m in mentions),
-        dtype=np.int64,
-        count=len(mentions),
-    )
