@@ -101,3 +101,34 @@ def test_a_delta_add_through_the_index(graph_indexes, tiny_passages, tmp_path) -
     for method in ("higra", "progressive"):
         found = {h.passage.id for h in retrieve(Index.open(grown.path), question, 5, method)}
         assert found & new_ids, method
+
+
+def test_an_add_past_the_hnsw_threshold_begins_the_graph_early(
+    tiny_passages, tmp_path, monkeypatch
+) -> None:
+    import graphseek.knowledge.dense as dense
+    import graphseek.knowledge.index as index_module
+
+    exact = Index.build(tiny_passages, tmp_path / "exact", show_progress=False)
+    part = Index.build(tiny_passages[:6], tmp_path / "part", show_progress=False)
+    assert part.manifest["dense"]["index"] == "IndexFlatIP"
+    monkeypatch.setattr(dense, "HNSW_THRESHOLD", 6)
+    monkeypatch.setattr(index_module, "HNSW_THRESHOLD", 6)
+    begun = []
+
+    def spy(directory, total, **kwargs):  # type: ignore[no-untyped-def]
+        future = dense.early_graph(directory, total, **kwargs)
+        begun.append((total, future is not None))
+        return future
+
+    monkeypatch.setattr(index_module, "early_graph", spy)
+    grown = part.add_documents(tiny_passages[6:])
+    assert begun == [(8, True)]  # 6 stored rows, the threshold, grown to 8
+    assert grown.manifest["dense"]["index"] == "IndexHNSWFlat"
+    reopened = Index.open(grown.path)
+    question = "Which city was Marie Curie born in?"
+    assert [h.passage.id for h in reopened.search(question, 3, "dense")] == [
+        h.passage.id for h in exact.search(question, 3, "dense")
+    ]
+    grown.add_documents([])  # nothing new: nothing begun
+    assert begun == [(8, True)]

@@ -192,6 +192,42 @@ def test_a_grown_hnsw_index_inserts_only_the_new_vectors(tmp_path: Path) -> None
     assert len(rebuilt) == 60 and rebuilt.search(vectors[47], 1)[0][0][0] == 47
 
 
+def test_an_exact_index_grown_past_the_threshold_inserts_into_the_graph_of_its_rows(
+    tmp_path: Path,
+) -> None:
+    from graphseek.knowledge.dense import DenseIndex, early_graph, saved_graph
+
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(80, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    DenseIndex.build(vectors[:50], hnsw_threshold=60).save(tmp_path / "exact")
+    assert DenseIndex.load(tmp_path / "exact").kind == "IndexFlatIP"
+    # the graph of the stored rows, built from the saved embeddings
+    graph = saved_graph(tmp_path / "exact")
+    assert graph is not None and graph.ntotal == 50 and hasattr(graph, "hnsw")
+    # begun on a thread only when the growth crosses the threshold
+    assert early_graph(tmp_path / "exact", 60, hnsw_threshold=60) is None  # stays exact
+    assert early_graph(tmp_path / "exact", 80, hnsw_threshold=40) is None  # already past it
+    assert early_graph(tmp_path / "missing", 80, hnsw_threshold=60) is None
+    future = early_graph(tmp_path / "exact", 80, hnsw_threshold=60)
+    assert future is not None
+    for early in (future, None):  # begun early, or built when the add writes: the same kind
+        grown = DenseIndex.build(
+            vectors, hnsw_threshold=60, grown_from=tmp_path / "exact", early=early
+        )
+        assert grown.kind == "IndexHNSWFlat" and len(grown) == 80
+        assert np.array_equal(grown.embeddings, vectors)
+        hits = grown.search(vectors, 1)
+        assert [h[0][0] for h in hits] == list(range(80))  # old and new rows find themselves
+        grown.save(tmp_path / "grown")
+        assert DenseIndex.load(tmp_path / "grown").kind == "IndexHNSWFlat"
+    # a saved index whose rows are not its stored embeddings gives no graph
+    np.save(tmp_path / "exact" / "embeddings.npy", vectors[:45])
+    assert saved_graph(tmp_path / "exact") is None
+    rebuilt = DenseIndex.build(vectors, hnsw_threshold=60, grown_from=tmp_path / "exact")
+    assert len(rebuilt) == 80 and rebuilt.search(vectors[47], 1)[0][0][0] == 47
+
+
 def test_rrf_hand_computed() -> None:
     fused = rrf([["a", "b", "c"], ["b", "c", "d"]], k=60)
     assert [d for d, _ in fused] == ["b", "c", "a", "d"]

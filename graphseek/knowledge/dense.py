@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,56 +94,49 @@ class DenseIndex:
         cls,
         vectors: np.ndarray,
         *,
-        hnsw_threshold: int = HNSW_THRESHOLD,
+        hnsw_threshold: int | None = None,
         grown_from: str | Path | None = None,
+        early: Future[Any] | None = None,
     ) -> DenseIndex:
         """Exact `IndexFlatIP` up to `hnsw_threshold` vectors, `IndexHNSWFlat` above.
 
         `grown_from`: a saved index of the first of `vectors` (an index that grows at its end).
-        Its HNSW graph, when it has one and `vectors` need one, is read and only the new rows
-        are inserted (building the graph of 100,000 vectors anew takes tens of seconds here);
-        an exact index is built anew, in a fraction of a second, to the same index."""
+        When `vectors` need an HNSW graph, the saved index's graph (or, for an exact index
+        growing past the threshold, the graph of its stored rows) gets only the new rows
+        inserted (building the graph of 100,000 vectors anew takes tens of seconds here);
+        an exact index is built anew, in a fraction of a second, to the same index. `early`:
+        `early_graph`'s future for `grown_from` (that graph, begun while the new rows were
+        being computed). `hnsw_threshold` None: `HNSW_THRESHOLD`."""
         import faiss
 
+        if hnsw_threshold is None:
+            hnsw_threshold = HNSW_THRESHOLD
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2:
             raise ValueError(f"expected a 2-D array of vectors, got shape {vectors.shape}")
         if grown_from is not None and len(vectors) > hnsw_threshold:
-            grown = cls._grown(Path(grown_from), vectors)
+            grown = cls._grown(Path(grown_from), vectors, early)
             if grown is not None:
                 return grown
         index: Any
         if len(vectors) > hnsw_threshold:
-            index = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-            index.hnsw.efSearch = HNSW_EF_SEARCH
+            index = _hnsw_graph(vectors)
         else:
             index = faiss.IndexFlatIP(vectors.shape[1])
-        index.add(vectors)
+            index.add(vectors)
         dense = cls(index)
         dense._embeddings = vectors
         return dense
 
     @classmethod
-    def _grown(cls, directory: Path, vectors: np.ndarray) -> DenseIndex | None:
-        """The HNSW index saved in `directory` with the rows of `vectors` past its own added;
-        None when it is not an HNSW index of the same width and at most as many rows."""
-        import faiss
-
-        path = directory / FAISS_FILE
-        if not path.is_file():
-            return None
-        try:
-            index = faiss.read_index(str(path))
-        except RuntimeError:
-            return None
-        if not hasattr(index, "hnsw") or index.d != vectors.shape[1]:
-            return None
-        try:  # the graph must hold exactly the stored embeddings (the first rows of `vectors`)
-            stored = np.load(directory / EMBEDDINGS_FILE, mmap_mode="r").shape[0]
-        except (OSError, ValueError):
-            return None
-        if index.ntotal != stored or index.ntotal > len(vectors):
+    def _grown(
+        cls, directory: Path, vectors: np.ndarray, early: Future[Any] | None = None
+    ) -> DenseIndex | None:
+        """The HNSW graph of the index saved in `directory` (`saved_graph`) with the rows of
+        `vectors` past its own added; None when there is none, or it is not of the same width
+        and at most as many rows."""
+        index = early.result() if early is not None else saved_graph(directory)
+        if index is None or index.d != vectors.shape[1] or index.ntotal > len(vectors):
             return None
         index.add(vectors[index.ntotal :])
         dense = cls(index)
@@ -203,3 +197,77 @@ class DenseIndex:
             [(int(i), float(s)) for i, s in zip(row_ids, row_scores, strict=True) if i >= 0]
             for row_ids, row_scores in zip(ids, scores, strict=True)
         ]
+
+
+def _hnsw_graph(vectors: np.ndarray) -> Any:
+    """An `IndexHNSWFlat` (M, efConstruction and efSearch as above) holding `vectors`."""
+    import faiss
+
+    index = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    index.hnsw.efSearch = HNSW_EF_SEARCH
+    index.add(vectors)
+    return index
+
+
+def _stored_rows(directory: Path) -> int | None:
+    """How many embeddings the index saved in `directory` stores (None: none readable)."""
+    try:
+        return int(np.load(directory / EMBEDDINGS_FILE, mmap_mode="r").shape[0])
+    except (OSError, ValueError):
+        return None
+
+
+def saved_graph(directory: Path, *, threads: int | None = None) -> Any | None:
+    """The HNSW graph of the index saved in `directory`, holding exactly its stored
+    embeddings: its own graph, or for an exact index the graph of its embeddings built here
+    (an index growing past `HNSW_THRESHOLD` inserts its new rows into the graph of what it
+    stored, as every later growth does). None when there is no readable index, or its rows
+    are not its stored embeddings. `threads`: FAISS's OpenMP threads for the build, set for
+    the calling thread only (`early_graph`'s worker)."""
+    import faiss
+
+    path = directory / FAISS_FILE
+    stored = _stored_rows(directory)
+    if not path.is_file() or stored is None:
+        return None
+    try:
+        index = faiss.read_index(str(path))
+    except RuntimeError:
+        return None
+    if index.ntotal != stored:
+        return None
+    if hasattr(index, "hnsw"):
+        return index
+    if not isinstance(index, faiss.IndexFlatIP):
+        return None
+    dim = index.d
+    del index  # the exact index's copy of the rows, before the graph makes its own
+    rows = np.load(directory / EMBEDDINGS_FILE, mmap_mode="r")  # read by the graph's add
+    if rows.ndim != 2 or rows.shape[1] != dim:
+        return None
+    if threads is not None:
+        faiss.omp_set_num_threads(threads)
+    return _hnsw_graph(np.ascontiguousarray(rows, dtype=np.float32))
+
+
+def early_graph(
+    directory: str | Path, total: int, *, hnsw_threshold: int | None = None
+) -> Future[Any] | None:
+    """Begin, on a thread of its own, the HNSW graph that an add growing the index saved in
+    `directory` to `total` rows will insert its new rows into (`DenseIndex.build(...,
+    early=...)`), when that add takes an exact index past `hnsw_threshold`: the graph of the
+    100,000 stored rows takes about 10 s here on two cores, which the add's extraction,
+    alignment and linking, mostly on one core, leave room for. None otherwise (the saved index
+    is already a graph, read in a fraction of a second, or stays exact). The worker uses one
+    OpenMP thread; a graph built this way is the one `saved_graph` builds."""
+    if hnsw_threshold is None:
+        hnsw_threshold = HNSW_THRESHOLD
+    directory = Path(directory)
+    stored = _stored_rows(directory)
+    if stored is None or not stored <= hnsw_threshold < total:
+        return None
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphseek-hnsw")
+    future = executor.submit(saved_graph, directory, threads=1)
+    executor.shutdown(wait=False)
+    return future

@@ -28,6 +28,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -42,6 +43,7 @@ from graphseek.knowledge.dense import (
     HNSW_THRESHOLD,
     DenseIndex,
     TextEncoder,
+    early_graph,
     top_positions,
 )
 from graphseek.knowledge.embedders import graph_pass_vectors, passage_vectors
@@ -472,6 +474,9 @@ class Index:
         target = self._path
         with atomic_directory(target) as tmp:
             _check_unchanged(target, self._manifest)
+            # an add that takes the exact dense index past the HNSW threshold begins the graph
+            # of the stored rows now, while the graph update and the new vectors are computed
+            early = early_graph(target / DENSE_DIR, len(items)) if grows else None
             if self.has_graph:  # read from the index, written into the new directory
                 update_graph(target / GRAPH_DIR, tmp / GRAPH_DIR)
             bm25, dense, encoder = _write_stores(
@@ -482,6 +487,7 @@ class Index:
                 vectors=vectors(),
                 encoder=self._encoder,
                 grown_from=target if grows else None,
+                early=early,
             )
             manifest = _manifest(
                 items,
@@ -787,11 +793,13 @@ def _write_stores(
     vectors: np.ndarray | None = None,
     encoder: TextEncoder | None = None,
     grown_from: Path | None = None,
+    early: Future[Any] | None = None,
 ) -> tuple[BM25Index, DenseIndex, TextEncoder]:
     """Write passages, BM25 and dense stores; `vectors` (row i = items[i]) skips embedding.
     `grown_from`: the index directory these stores replace, whose passages are the first of
     `items` (an add): its passage file is copied and the new lines appended, its texts are not
-    tokenized again, and its HNSW graph gets only the new vectors."""
+    tokenized again, and its HNSW graph gets only the new vectors (`early`: that graph begun
+    on a thread, `dense.early_graph`)."""
     kept = 0 if grown_from is None else _reusable(grown_from, len(items))
     base = grown_from if kept else None
     if base is not None:
@@ -809,7 +817,11 @@ def _write_stores(
     bm25.save(directory / BM25_DIR)
     encoder = encoder or embedders.embedder_for(None)
     vectors = passage_vectors(encoder, items, vectors, batch_size, show_progress)
-    dense = DenseIndex.build(vectors, grown_from=None if base is None else base / DENSE_DIR)
+    dense = DenseIndex.build(
+        vectors,
+        grown_from=None if base is None else base / DENSE_DIR,
+        early=None if base is None else early,
+    )
     dense.save(directory / DENSE_DIR)
     return bm25, dense, encoder
 
