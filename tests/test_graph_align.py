@@ -346,7 +346,14 @@ def test_every_row_search_computes_each_pair_once_and_finds_what_per_query_searc
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
     lims, sims, found = index.range_search(vectors, 0.75 - 1e-6)
-    rows = list(candidates._exact_radius_all(vectors, 0.75 - 1e-6, block=256))  # 8 blocks
+    blocks = list(candidates._exact_radius_all(vectors, 0.75 - 1e-6, block=256))
+    assert len(blocks) == 2 * 4  # searched 256 rows at a time, yielded as many
+    assert np.concatenate([b[0] for b in blocks]).tolist() == list(range(len(vectors)))
+    rows = [
+        (cand[lims[k] : lims[k + 1]], sim[lims[k] : lims[k + 1]])
+        for _, lims, cand, sim in blocks
+        for k in range(len(lims) - 1)
+    ]
     assert len(rows) == len(vectors)
     for i, (cand, sim) in enumerate(rows):
         lo, hi = lims[i], lims[i + 1]
@@ -374,3 +381,58 @@ def test_groups_hold_lists_of_ints_as_two_arrays() -> None:
     assert list(reordered) == [[2, 4, 5], [0, 3], [6], [1]]
     assert reordered.labels(7).tolist() == [1, 3, 0, 1, 0, 0, 2]
     assert groups != [[0, 3]] and Groups.of([]) == [] and len(Groups.of([]).take([])) == 0
+
+
+def _radius_pair_rows_per_query(
+    vectors: np.ndarray, queries: list[int], tau: float, max_neighbors: int, exact: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rule `radius_pair_rows` keeps, query by query: each query's hits but itself, most
+    similar first (ties: the lower row), at most `max_neighbors`; a pair once, with the
+    similarity of the first query (in `queries` order) that found it."""
+    import faiss
+
+    data = np.ascontiguousarray(vectors, dtype=np.float32)
+    threshold = 1.0 - tau - 1e-6
+    if exact:
+        index = faiss.IndexFlatIP(data.shape[1])
+        index.add(data)
+        lims, sims, found = index.range_search(data[queries], threshold)
+        hits = [
+            (found[lims[k] : lims[k + 1]], sims[lims[k] : lims[k + 1]]) for k in range(len(queries))
+        ]
+    else:
+        hits = [
+            (cand[lims[k] : lims[k + 1]], sim[lims[k] : lims[k + 1]])
+            for _, lims, cand, sim in candidates.hnsw_neighbours(
+                data, np.asarray(queries, dtype=np.int64), max_neighbors + 1, threshold
+            )
+            for k in range(len(lims) - 1)
+        ]
+    seen: dict[tuple[int, int], float] = {}
+    for i, (cand, sim) in zip(queries, hits, strict=True):
+        ranked = sorted(zip(cand.tolist(), sim.tolist(), strict=True), key=lambda h: (-h[1], h[0]))
+        for j, s in [h for h in ranked if h[0] != i][:max_neighbors]:
+            seen.setdefault((min(i, j), max(i, j)), s)
+    pairs = sorted(seen)
+    return (
+        np.array([p[0] for p in pairs], dtype=np.int64),
+        np.array([p[1] for p in pairs], dtype=np.int64),
+        np.array([seen[p] for p in pairs], dtype=np.float32),
+    )
+
+
+@pytest.mark.parametrize("exact_max", [None, 0])  # exact search, then the HNSW graph
+def test_radius_pair_rows_keeps_each_querys_nearest_others(exact_max: int | None) -> None:
+    vectors = clustered_vectors(400, 8, 24, seed=5)
+    vectors[7] = vectors[3]  # equal similarities: the lower row first
+    vectors[11] = vectors[3]
+    everyone = list(range(len(vectors)))
+    some = [399, 3, 250, 11, 7, 120]  # not in order: the rows of an update's changed entities
+    for queries in (everyone, some):
+        for limit in (1, 3, 30):
+            got = candidates.radius_pair_rows(vectors, queries, 0.3, limit, exact_max=exact_max)
+            want = _radius_pair_rows_per_query(vectors, queries, 0.3, limit, exact_max is None)
+            assert got[0].tolist() == want[0].tolist()
+            assert got[1].tolist() == want[1].tolist()
+            np.testing.assert_allclose(got[2], want[2], rtol=0, atol=1e-6)
+            assert got[2].dtype == np.float32
