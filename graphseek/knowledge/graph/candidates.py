@@ -97,7 +97,7 @@ def nearest_others(
     as columns (query, row found, similarity) in the order of `queries`: a few arrays per
     block of queries, not per query (three small arrays each for 157,000 queries held about
     170 MB at the radius search of a 100,000-passage build)."""
-    counts = np.diff(np.asarray(lims, dtype=np.int64))
+    counts: np.ndarray = np.diff(np.asarray(lims, dtype=np.int64))
     position = np.repeat(np.arange(len(queries), dtype=np.int64), counts)
     found = np.asarray(found, dtype=np.int64)
     sims = np.asarray(sims, dtype=np.float32)
