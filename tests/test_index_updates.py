@@ -117,9 +117,9 @@ def test_an_add_past_the_hnsw_threshold_begins_the_graph_early(
     begun = []
 
     def spy(directory, total, **kwargs):  # type: ignore[no-untyped-def]
-        future = dense.early_graph(directory, total, **kwargs)
-        begun.append((total, future is not None))
-        return future
+        early = dense.early_graph(directory, total, **kwargs)
+        begun.append((total, early is not None))
+        return early
 
     monkeypatch.setattr(index_module, "early_graph", spy)
     grown = part.add_documents(tiny_passages[6:])
@@ -132,3 +132,41 @@ def test_an_add_past_the_hnsw_threshold_begins_the_graph_early(
     ]
     grown.add_documents([])  # nothing new: nothing begun
     assert begun == [(8, True)]
+
+
+def test_an_add_that_fails_waits_for_the_graph_it_began(
+    tiny_passages, tmp_path, monkeypatch
+) -> None:
+    """The early graph's thread reads the index directory: an add that fails waits for it
+    before the lock is let go, and leaves the index as it was."""
+    import threading
+    import time
+
+    import graphseek.knowledge.dense as dense
+    import graphseek.knowledge.index as index_module
+
+    part = Index.build(tiny_passages[:6], tmp_path / "part", show_progress=False)
+    monkeypatch.setattr(dense, "HNSW_THRESHOLD", 6)
+    monkeypatch.setattr(index_module, "HNSW_THRESHOLD", 6)
+    slow_graph = dense.saved_graph
+    finished = []
+
+    def slow(directory, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.5)
+        graph = slow_graph(directory, **kwargs)
+        finished.append(graph is not None)
+        return graph
+
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("the encoder failed")
+
+    monkeypatch.setattr(dense, "saved_graph", slow)
+    monkeypatch.setattr(index_module, "passage_vectors", broken)
+    with pytest.raises(RuntimeError, match="the encoder failed"):
+        part.add_documents(tiny_passages[6:])
+    assert finished == [True]  # waited for before the add returned
+    for thread in [t for t in threading.enumerate() if t.name.startswith("graphseek-hnsw")]:
+        thread.join(timeout=10)  # done with its one task: it ends once the queue is empty
+        assert not thread.is_alive()
+    reopened = Index.open(part.path)
+    assert len(reopened) == 6 and reopened.manifest["dense"]["index"] == "IndexFlatIP"

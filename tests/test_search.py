@@ -209,18 +209,28 @@ def test_an_exact_index_grown_past_the_threshold_inserts_into_the_graph_of_its_r
     assert early_graph(tmp_path / "exact", 60, hnsw_threshold=60) is None  # stays exact
     assert early_graph(tmp_path / "exact", 80, hnsw_threshold=40) is None  # already past it
     assert early_graph(tmp_path / "missing", 80, hnsw_threshold=60) is None
-    future = early_graph(tmp_path / "exact", 80, hnsw_threshold=60)
-    assert future is not None
-    for early in (future, None):  # begun early, or built when the add writes: the same kind
+    begun = early_graph(tmp_path / "exact", 80, hnsw_threshold=60)
+    assert begun is not None
+    for early in (begun, None):  # begun early, or built when the add writes: the same kind
         grown = DenseIndex.build(
             vectors, hnsw_threshold=60, grown_from=tmp_path / "exact", early=early
         )
+        if early is not None:  # the graph begun is the one grown
+            assert grown._faiss is early.future.result()
         assert grown.kind == "IndexHNSWFlat" and len(grown) == 80
         assert np.array_equal(grown.embeddings, vectors)
         hits = grown.search(vectors, 1)
         assert [h[0][0] for h in hits] == list(range(80))  # old and new rows find themselves
         grown.save(tmp_path / "grown")
         assert DenseIndex.load(tmp_path / "grown").kind == "IndexHNSWFlat"
+    # a graph begun for another directory is not used
+    DenseIndex.build(vectors[:50], hnsw_threshold=60).save(tmp_path / "other")
+    elsewhere = early_graph(tmp_path / "other", 80, hnsw_threshold=60)
+    assert elsewhere is not None
+    grown = DenseIndex.build(
+        vectors, hnsw_threshold=60, grown_from=tmp_path / "exact", early=elsewhere
+    )
+    assert grown._faiss is not elsewhere.future.result() and len(grown) == 80
     # a saved index whose rows are not its stored embeddings gives no graph
     np.save(tmp_path / "exact" / "embeddings.npy", vectors[:45])
     assert saved_graph(tmp_path / "exact") is None

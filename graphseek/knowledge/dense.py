@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -96,7 +97,7 @@ class DenseIndex:
         *,
         hnsw_threshold: int | None = None,
         grown_from: str | Path | None = None,
-        early: Future[Any] | None = None,
+        early: EarlyGraph | None = None,
     ) -> DenseIndex:
         """Exact `IndexFlatIP` up to `hnsw_threshold` vectors, `IndexHNSWFlat` above.
 
@@ -130,12 +131,14 @@ class DenseIndex:
 
     @classmethod
     def _grown(
-        cls, directory: Path, vectors: np.ndarray, early: Future[Any] | None = None
+        cls, directory: Path, vectors: np.ndarray, early: EarlyGraph | None = None
     ) -> DenseIndex | None:
-        """The HNSW graph of the index saved in `directory` (`saved_graph`) with the rows of
-        `vectors` past its own added; None when there is none, or it is not of the same width
-        and at most as many rows."""
-        index = early.result() if early is not None else saved_graph(directory)
+        """The HNSW graph of the index saved in `directory` (`saved_graph`, or `early`'s when
+        it is of that directory) with the rows of `vectors` past its own added; None when there
+        is none, or it is not of the same width and at most as many rows."""
+        index = early.graph_for(directory) if early is not None else None
+        if index is None:
+            index = saved_graph(directory)
         if index is None or index.d != vectors.shape[1] or index.ntotal > len(vectors):
             return None
         index.add(vectors[index.ntotal :])
@@ -251,23 +254,45 @@ def saved_graph(directory: Path, *, threads: int | None = None) -> Any | None:
     return _hnsw_graph(np.ascontiguousarray(rows, dtype=np.float32))
 
 
+@dataclass(frozen=True)
+class EarlyGraph:
+    """The HNSW graph of the index saved in `directory`, being built on a thread
+    (`early_graph`)."""
+
+    directory: Path
+    future: Future[Any]
+
+    def graph_for(self, directory: Path) -> Any | None:
+        """The graph, waited for, when it is of the index in `directory` (else None)."""
+        if directory.resolve() != self.directory:
+            return None
+        return self.future.result()
+
+    def settle(self) -> None:
+        """Wait for the thread, its result or error ignored: an add that failed waits here,
+        still holding the index's lock, so the thread never reads a directory another writer
+        is replacing."""
+        wait([self.future])
+
+
 def early_graph(
     directory: str | Path, total: int, *, hnsw_threshold: int | None = None
-) -> Future[Any] | None:
+) -> EarlyGraph | None:
     """Begin, on a thread of its own, the HNSW graph that an add growing the index saved in
     `directory` to `total` rows will insert its new rows into (`DenseIndex.build(...,
     early=...)`), when that add takes an exact index past `hnsw_threshold`: the graph of the
     100,000 stored rows takes about 10 s here on two cores, which the add's extraction,
     alignment and linking, mostly on one core, leave room for. None otherwise (the saved index
     is already a graph, read in a fraction of a second, or stays exact). The worker uses one
-    OpenMP thread; a graph built this way is the one `saved_graph` builds."""
+    OpenMP thread (a graph of the same rows and links as `saved_graph` builds with FAISS's
+    threads; with several, the order of insertions within a level, so the links, may vary)."""
     if hnsw_threshold is None:
         hnsw_threshold = HNSW_THRESHOLD
-    directory = Path(directory)
+    directory = Path(directory).resolve()
     stored = _stored_rows(directory)
     if stored is None or not stored <= hnsw_threshold < total:
         return None
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphseek-hnsw")
     future = executor.submit(saved_graph, directory, threads=1)
     executor.shutdown(wait=False)
-    return future
+    return EarlyGraph(directory, future)

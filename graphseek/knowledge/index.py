@@ -28,7 +28,6 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -42,6 +41,7 @@ from graphseek.knowledge.atomic import atomic_directory, hold, recover
 from graphseek.knowledge.dense import (
     HNSW_THRESHOLD,
     DenseIndex,
+    EarlyGraph,
     TextEncoder,
     early_graph,
     top_positions,
@@ -476,19 +476,25 @@ class Index:
             _check_unchanged(target, self._manifest)
             # an add that takes the exact dense index past the HNSW threshold begins the graph
             # of the stored rows now, while the graph update and the new vectors are computed
-            early = early_graph(target / DENSE_DIR, len(items)) if grows else None
-            if self.has_graph:  # read from the index, written into the new directory
-                update_graph(target / GRAPH_DIR, tmp / GRAPH_DIR)
-            bm25, dense, encoder = _write_stores(
-                items,
-                tmp,
-                show_progress,
-                64,
-                vectors=vectors(),
-                encoder=self._encoder,
-                grown_from=target if grows else None,
-                early=early,
-            )
+            early = None
+            if grows and _reusable(target, len(items)):
+                early = early_graph(target / DENSE_DIR, len(items))
+            try:
+                if self.has_graph:  # read from the index, written into the new directory
+                    update_graph(target / GRAPH_DIR, tmp / GRAPH_DIR)
+                bm25, dense, encoder = _write_stores(
+                    items,
+                    tmp,
+                    show_progress,
+                    64,
+                    vectors=vectors(),
+                    encoder=self._encoder,
+                    grown_from=target if grows else None,
+                    early=early,
+                )
+            finally:
+                if early is not None:  # a failed add waits for it under the lock
+                    early.settle()
             manifest = _manifest(
                 items,
                 bm25,
@@ -793,7 +799,7 @@ def _write_stores(
     vectors: np.ndarray | None = None,
     encoder: TextEncoder | None = None,
     grown_from: Path | None = None,
-    early: Future[Any] | None = None,
+    early: EarlyGraph | None = None,
 ) -> tuple[BM25Index, DenseIndex, TextEncoder]:
     """Write passages, BM25 and dense stores; `vectors` (row i = items[i]) skips embedding.
     `grown_from`: the index directory these stores replace, whose passages are the first of
