@@ -60,11 +60,13 @@ PHASES = {
         "build_hyperedges",
         "_extracted_relations",
         "cooccurrence_edges",
-        "similarity_edges",
         "match_numbers",
         "assign_topics",
         "build_matrices",
     ],
+    # the relations' parts added as they are made (the similarity edges are made while added:
+    # `similar_relations` is a generator), then sorted
+    "graphseek.knowledge.graph.relation_columns": ["RelationBuilder.add", "RelationBuilder.finish"],
     "graphseek.knowledge.graph.build": ["write_store"],
     # inside the write, this thread's steps (the database is written on another meanwhile);
     # the matrices and nodes.json are written after `build_matrices`

@@ -26,12 +26,13 @@ from graphseek.knowledge.graph.link import (
     match_numbers,
     predicted_edges,
     relation_id,
-    similarity_edges,
+    similar_relations,
 )
 from graphseek.knowledge.graph.mention_columns import MentionColumns
 from graphseek.knowledge.graph.models import Entity, Extraction, Relation, graph_record
 from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.records import GENERIC_TYPES
+from graphseek.knowledge.graph.relation_columns import RelationBuilder
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.store import GraphData, build_matrices
@@ -255,10 +256,14 @@ def assemble(
     clock = Clock()
     set_stage(embed, "linking")
     linking = progress_bar("linking", 2, show_progress, unit="step")
-    relations = _extracted_relations(extractions, mention_entity)
+    # relations as columns (`RelationColumns`), each part's objects freed once added
+    building = RelationBuilder()
+    building.add(_extracted_relations(extractions, mention_entity))
     named = {e.id for e in entities if not set(e.types) <= GENERIC_TYPES}
-    relations += cooccurrence_edges(
-        extractions, mention_entity.where(named.__contains__), scope=settings.cooccurrence
+    building.add(
+        cooccurrence_edges(
+            extractions, mention_entity.where(named.__contains__), scope=settings.cooccurrence
+        )
     )
     del named
     base_entity = dict(zip(aligned.base_ids, aligned.base_entity, strict=True))
@@ -266,8 +271,10 @@ def assemble(
     if aligned.llm_usage is not None:
         llm_usage["align"] = aligned.llm_usage.usage.model_dump()
     if model is None:
-        relations += similarity_edges(
-            aligned.pairs, base_entity, by_id, max_per_entity=settings.max_similar
+        building.add(
+            similar_relations(
+                aligned.pairs, base_entity, by_id, max_per_entity=settings.max_similar
+            )
         )
     else:
         predicted, meter = predicted_edges(
@@ -279,10 +286,12 @@ def assemble(
             max_concurrency=max_concurrency,
             show_progress=show_progress,
         )
-        known = {r.id for r in relations}
-        relations += [r for r in predicted if r.id not in known]
+        known = set(building.ids)
+        building.add(r for r in predicted if r.id not in known)
+        del known
         llm_usage["link"] = meter.usage.model_dump()
-    relations.sort(key=lambda r: r.id)
+    relations = building.finish()  # sorted by id
+    del building
     clock.record(timings, "link_entities", n_passages)
     linking.update(1)
 
@@ -351,7 +360,7 @@ def assemble(
         "passages": n_passages,
         "entities": len(entities),
         "relations": len(relations),
-        "relations_by_kind": dict(Counter(r.kind for r in relations)),
+        "relations_by_kind": relations.kind_counts(),
         "hyperedges": len(hyperedges),
         "topics": len(topics),
         "entity_passage_links": len(links),

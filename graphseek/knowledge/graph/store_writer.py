@@ -31,6 +31,7 @@ from graphseek.knowledge.graph.models import (
     Topic,
 )
 from graphseek.knowledge.graph.passage_links import PassageLinks
+from graphseek.knowledge.graph.relation_columns import RelationColumns
 from graphseek.knowledge.graph.spool import SpilledArray, stack_rows
 from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
@@ -116,7 +117,8 @@ class GraphData:
     passages: list[Passage]
     extractions: Sequence[Extraction]
     entities: list[Entity]
-    relations: list[Relation]
+    relations: Sequence[Relation]
+    """Sorted by id (a build's: `RelationColumns`)."""
     entity_passages: PassageLinks
     """Each entity's passages, and the link's kind ("mention" or "match")."""
     hyperedges: list[HyperEdge]
@@ -247,6 +249,9 @@ def insert_relations(
     con: sqlite3.Connection, relations: Iterable[Relation], start: int = 0
 ) -> None:
     """The `relations` rows (``ord`` from `start``; their passages are the caller's)."""
+    if isinstance(relations, RelationColumns):
+        con.executemany("INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)", relations.rows(start))
+        return
     con.executemany(
         "INSERT INTO relations VALUES (?, ?, ?, ?, ?, ?, ?)",
         (
@@ -319,7 +324,9 @@ def _write_database(path: Path, data: GraphData, cache_kib: int = CACHE_KIB) -> 
             insert_relations(con, data.relations)
             con.executemany(
                 "INSERT INTO relation_passages VALUES (?, ?)",
-                ((r.id, pid) for r in data.relations for pid in r.passage_ids),
+                data.relations.passage_rows()
+                if isinstance(data.relations, RelationColumns)
+                else ((r.id, pid) for r in data.relations for pid in r.passage_ids),
             )
             insert_hyperedges(con, data.hyperedges)
             con.executemany(
@@ -357,23 +364,12 @@ def build_matrices(
     ints and floats took 8 more and an object each: 888,000 of each at 100,000 passages)."""
     ne, np_ = len(entity_ids), len(passage_ids)
     epos = {e: k for k, e in enumerate(entity_ids)}
-    rows, cols, vals = array("i"), array("i"), array("f")
-    for r in relations:
-        a, b = epos.get(r.source), epos.get(r.target)
-        if a is None or b is None or a == b:
-            continue
-        rows.extend((a, b))
-        cols.extend((b, a))
-        vals.extend((r.weight, r.weight))
+    if isinstance(relations, RelationColumns):
+        rows, cols, vals = _adjacency_coordinates(relations, epos)
+    else:
+        rows, cols, vals = _object_coordinates(relations, epos)
     del epos
-    adjacency = sparse.csr_matrix(
-        (
-            np.frombuffer(vals, dtype=np.float32),
-            (np.frombuffer(rows, dtype=np.int32), np.frombuffer(cols, dtype=np.int32)),
-        ),
-        shape=(ne, ne),
-        dtype=np.float32,
-    )
+    adjacency = sparse.csr_matrix((vals, (rows, cols)), shape=(ne, ne), dtype=np.float32)
     del rows, cols, vals
     adjacency.sum_duplicates()
     if entity_passages is not None and len(entity_passages):
@@ -395,6 +391,41 @@ def build_matrices(
     if full.shape != (ne + np_, ne + np_):  # bmat drops empty blocks' shapes
         full = sparse.csr_matrix((ne + np_, ne + np_), dtype=np.float32)
     return adjacency.tocsr(), full.tocsr(), incidence.tocsr()
+
+
+def _object_coordinates(
+    relations: Iterable[Relation], positions: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`build_matrices`' coordinates from `Relation` objects: each relation whose two ends are
+    distinct entities of `positions` gives (a, b) then (b, a), its weight as float32 twice."""
+    rows, cols, vals = array("i"), array("i"), array("f")
+    for r in relations:
+        a, b = positions.get(r.source), positions.get(r.target)
+        if a is None or b is None or a == b:
+            continue
+        rows.extend((a, b))
+        cols.extend((b, a))
+        vals.extend((r.weight, r.weight))
+    return (
+        np.frombuffer(rows, dtype=np.int32),
+        np.frombuffer(cols, dtype=np.int32),
+        np.frombuffer(vals, dtype=np.float32),
+    )
+
+
+def _adjacency_coordinates(
+    relations: RelationColumns, positions: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`build_matrices`' coordinates from columns: each relation whose two ends are distinct
+    entities of `positions` gives (a, b) then (b, a), in relation order, its weight as float32
+    twice (the order and values the loop over `Relation` objects gives)."""
+    a, b = relations.endpoints(positions)
+    keep = (a >= 0) & (b >= 0) & (a != b)
+    a, b = a[keep].astype(np.int32), b[keep].astype(np.int32)
+    weight = relations.weight[keep].astype(np.float32)
+    rows = np.stack([a, b], axis=1).ravel()
+    cols = np.stack([b, a], axis=1).ravel()
+    return rows, cols, np.repeat(weight, 2)
 
 
 def _save_npy(path: Path, array: np.ndarray | SpilledArray, dim: int) -> None:
