@@ -61,6 +61,12 @@ def test_columns_hold_the_relations_sorted_by_id_stably() -> None:
     assert list(columns.passage_rows()) == [(r.id, p) for r in expected for p in r.passage_ids]
     empty = RelationBuilder().finish()
     assert len(empty) == 0 and list(empty) == [] and list(empty.passage_rows()) == []
+    done = RelationBuilder()
+    done.add(first)
+    assert len(done.finish()) == len(first)
+    for again in (done.finish, lambda: done.add(second)):
+        with pytest.raises(RuntimeError, match="finished"):
+            again()
 
 
 def test_the_store_rows_and_the_matrix_are_the_objects_ones() -> None:
@@ -96,17 +102,33 @@ def test_similar_relations_are_similarity_edges(seed: int) -> None:
     rng = np.random.default_rng(seed)
     base_ids = [f"b-{k:03d}" for k in range(60)]
     entity_ids = [f"e-{k:02d}" for k in range(25)]
+    entity_ids += ["e-only-merged"]  # no base of it is in an unmerged pair (see below)
     base_entity = {b: entity_ids[int(rng.integers(25))] for b in base_ids}
     del base_entity[base_ids[7]]  # a base without an entity
+    base_entity[base_ids[59]] = "e-only-merged"
     types = {e: ["DATE"] if k % 9 == 4 else ["PERSON"] for k, e in enumerate(entity_ids)}
     entities = {e: SimpleNamespace(types=t) for e, t in types.items()}
     n = 400
     a, b = rng.integers(60, size=n), rng.integers(60, size=n)
+    a[b == 59] = 58  # base 59 pairs only with 58, merged
+    b[a == 59] = 58
     ok = a != b
     sims = rng.choice([0.71, 0.8, 0.8, 0.9, 0.93], size=n)  # ties: the lower ids first
-    pairs = MergePairs.of(base_ids, a[ok], b[ok], sims[ok], rng.random(n)[ok] < 0.2)
+    merged = (rng.random(n) < 0.2) | (a == 59) | (b == 59)
+    pairs = MergePairs.of(base_ids, a[ok], b[ok], sims[ok], merged[ok])
     for limit in (1, 2, 5):
         want = similarity_edges(pairs, base_entity, entities, max_per_entity=limit)
         got = list(similar_relations(pairs, base_entity, entities, max_per_entity=limit))
         assert len(want) > 0
         assert sorted(got, key=lambda r: r.id) == want
+    # an entity neither reads (only in merged pairs) may be missing from `entities`
+    read = set()
+    for (x, y), (_, joined) in pairs.items():
+        ex, ey = base_entity.get(x), base_entity.get(y)
+        if not joined and ex is not None and ey is not None and ex != ey:
+            read |= {ex, ey}
+    assert "e-only-merged" not in read
+    partial = {e: v for e, v in entities.items() if e in read}
+    assert sorted(
+        similar_relations(pairs, base_entity, partial, max_per_entity=5), key=lambda r: r.id
+    ) == similarity_edges(pairs, base_entity, partial, max_per_entity=5)

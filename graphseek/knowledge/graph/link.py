@@ -195,11 +195,11 @@ def similar_relations(
         count=len(pairs.ids),
     )
     del number
-    valued = np.fromiter(
-        (not VALUE_TYPES.isdisjoint(entities[e].types) for e in eids), dtype=bool, count=len(eids)
-    )
     ea, eb = of_base[pairs.a], of_base[pairs.b]
     keep = ~pairs.merged & (ea >= 0) & (eb >= 0) & (ea != eb) & (pairs.sim > -1.0)
+    valued = np.zeros(len(eids), dtype=bool)  # read for the ends of these pairs only, as above
+    for k in np.unique(np.concatenate([ea[keep], eb[keep]])).tolist():
+        valued[k] = not VALUE_TYPES.isdisjoint(entities[eids[k]].types)
     keep[keep] &= ~valued[ea[keep]] & ~valued[eb[keep]]
     lo, hi = np.minimum(ea, eb)[keep], np.maximum(ea, eb)[keep]
     sim = pairs.sim[keep]

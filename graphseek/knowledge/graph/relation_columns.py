@@ -155,6 +155,7 @@ class RelationBuilder:
     `finish`ed into `RelationColumns` sorted by id."""
 
     def __init__(self) -> None:
+        self._finished = False
         self.ids: list[str] = []
         self._source = array("i")
         self._target = array("i")
@@ -169,6 +170,7 @@ class RelationBuilder:
         self._kinds = {name: k for k, name in enumerate(KINDS)}
 
     def add(self, relations: Iterable[Relation]) -> None:
+        self._check()
         nodes, labels, passages = self._nodes.code, self._labels.code, self._passages.code
         for r in relations:
             self.ids.append(r.id)
@@ -181,7 +183,9 @@ class RelationBuilder:
             self._offsets.append(len(self._passage))
 
     def finish(self) -> RelationColumns:
-        """The relations added, sorted by id (a stable sort, as `list.sort` would)."""
+        """The relations added, sorted by id (a stable sort, as `list.sort` would). A builder
+        is finished once."""
+        self._check()
         ids = self.ids
         order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
         offsets = np.frombuffer(self._offsets, dtype=np.int64)
@@ -205,5 +209,14 @@ class RelationBuilder:
             passage=taken.astype(np.int32, copy=False),
             passages=self._passages.values,
         )
-        self.__init__()  # type: ignore[misc]  # its arrays are copied: free them
+        # the columns are copies: free what was added
+        self._finished = True
+        self.ids = []
+        self._source, self._target, self._label = array("i"), array("i"), array("i")
+        self._weight, self._kind, self._offsets = array("d"), array("b"), array("q")
+        self._passage = array("i")
         return columns
+
+    def _check(self) -> None:
+        if self._finished:
+            raise RuntimeError("this RelationBuilder is finished; start a new one")
