@@ -65,6 +65,7 @@ from graphseek.knowledge.graph.records import (
 )
 from graphseek.knowledge.graph.spool import stack_rows
 from graphseek.knowledge.graph.text import normalize_name, stable_id
+from graphseek.knowledge.heap import give_back_free_heap
 
 log = logging.getLogger(__name__)
 
@@ -305,6 +306,10 @@ class Aligner:
         # encoder's and FAISS's threads release the GIL), so the two share the cores
         named_pairs = Background(by_name)
         vectors = self._base_vectors(base, base_ids, texts, cache, mention_vectors)
+        # the blocks of mention vectors summed are freed into the C heap, which the radius
+        # search's FAISS index (mapped anew) would not reuse: 94 MB off alignment's top at
+        # 100,000 passages (docs/scale.md, the twelfth step)
+        give_back_free_heap()
         if not len(vectors):
             vectors = np.zeros((0, 1), dtype=np.float32)
 
