@@ -396,3 +396,13 @@ def test_embed_returns_normalised_vectors(tiny_index: Index) -> None:
     assert vectors.shape == (2, tiny_index.manifest["embedder"]["dim"])
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+
+
+def test_the_early_graph_leaves_the_add_a_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    import faiss
+
+    from graphseek.knowledge.dense import early_threads
+
+    for cores, threads in ((1, 1), (2, 1), (16, 15)):
+        monkeypatch.setattr(faiss, "omp_get_max_threads", lambda cores=cores: cores)
+        assert early_threads() == threads
