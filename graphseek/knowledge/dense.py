@@ -106,8 +106,8 @@ class DenseIndex:
         growing past the threshold, the graph of its stored rows) gets only the new rows
         inserted (building the graph of 100,000 vectors anew takes tens of seconds here);
         an exact index is built anew, in a fraction of a second, to the same index. `early`:
-        `early_graph`'s future for `grown_from` (that graph, begun while the new rows were
-        being computed). `hnsw_threshold` None: `HNSW_THRESHOLD`."""
+        that graph of `grown_from`, begun on a thread while the new rows were being computed
+        (`early_graph`; one of another directory is not used). `hnsw_threshold` None: `HNSW_THRESHOLD`."""
         import faiss
 
         if hnsw_threshold is None:
