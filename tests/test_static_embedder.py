@@ -125,6 +125,30 @@ def test_cached_encode_writes_per_text_vectors_into_its_output(
     np.testing.assert_array_equal(got, plain)
 
 
+def test_spill_per_text_writes_the_rows_cached_encode_gives(
+    encoder: StaticEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`spill_per_text` writes a chunk at a time the rows the whole array had (cached texts
+    from the cache, repeats encoded again), and leaves the cache as it was."""
+    from collections import ChainMap
+
+    from graphseek.knowledge.graph import align
+    from graphseek.knowledge.graph.spool import SpilledArray
+
+    texts = ["b; PERSON", "old; CONCEPT", "a; CITY", "b; PERSON", "", "c; CONCEPT", "a; CITY"]
+    cache = {"old; CONCEPT": np.full(encoder.dim, 0.5, dtype=np.float32)}
+    whole = align.cached_encode(texts, encoder, ChainMap({}, cache))
+    monkeypatch.setattr(align, "SPILL_CHUNK", 3)  # 3 chunks, a repeat across two of them
+    spilled = align.spill_per_text(texts, encoder, cache)
+    assert spilled.shape == whole.shape and spilled.dtype == np.float32
+    assert spilled.load().tobytes() == whole.tobytes()
+    assert [b.shape[0] for b in spilled.blocks(4)] == [4, 3]
+    assert list(cache) == ["old; CONCEPT"]
+    assert align.spill_per_text([], encoder, cache).shape == SpilledArray(whole[:0, :0]).shape
+    with pytest.raises(ValueError, match="block of shape"):
+        SpilledArray.of_blocks([np.zeros((2, 3), dtype=np.float64)], 3)
+
+
 def test_name_variants_are_closer_than_unrelated_names(encoder: StaticEncoder) -> None:
     a, b, c, d = encoder.encode(
         [

@@ -6,7 +6,7 @@ and the manifest's counts (the phases: `graphseek.knowledge.graph.build`)."""
 from __future__ import annotations
 
 from array import array
-from collections import ChainMap, Counter, defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import Any
@@ -15,7 +15,7 @@ import numpy as np
 from scipy.sparse import csgraph
 
 from graphseek.knowledge.background import Background
-from graphseek.knowledge.graph.align import Aligner, cached_encode
+from graphseek.knowledge.graph.align import Aligner, cached_encode, spill_per_text
 from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import MentionVectors
 from graphseek.knowledge.graph.exact import components
@@ -144,14 +144,16 @@ def _for_write(
     texts: list[str], strings: Embed, cache: dict[str, np.ndarray]
 ) -> np.ndarray | SpilledArray:
     """The vectors of `texts` (the graph's entities or relations), which only the store write
-    reads. A per-text encoder's (the static one) go to a file at once: `cache` is read but not
-    written (its views would keep the array), and a text met again later is encoded again, to
-    the same vector. 230 + 92 MB at 100,000 passages that waited for topics otherwise, at the
-    build's peak. Another encoder's are cached and kept (a batch can change a vector's last
-    bits, and a repeated text must keep the first one's)."""
+    reads. A per-text encoder's (the static one) go to a file a chunk at a time as they are
+    made (`spill_per_text`): `cache` is read but not written (its views would keep the array),
+    and a text met again is encoded again, to the same vector. 230 + 92 MB at 100,000 passages
+    that waited for topics otherwise, at the build's peak, and then the whole array and a
+    chunk (330 MB for the entities) while they were made. Another encoder's are cached and
+    kept (a batch can change a vector's last bits, and a repeated text must keep the first
+    one's)."""
     if not getattr(strings, "per_text", False):
         return cached_encode(texts, strings, cache)
-    return SpilledArray(cached_encode(texts, strings, ChainMap({}, cache)))
+    return spill_per_text(texts, strings, cache)
 
 
 def _current(vectors: Mapping[str, np.ndarray], ids: Sequence[str]) -> Mapping[str, np.ndarray]:

@@ -163,6 +163,20 @@ class SpilledArray:
         self._file = TempFile("graphseek-array-")
         self._file.append(np.ascontiguousarray(array).data)
 
+    @classmethod
+    def of_blocks(cls, blocks: Iterable[np.ndarray], width: int) -> SpilledArray:
+        """The rows of `blocks` (float32 arrays of `width` columns) written one block at a
+        time: the file a `SpilledArray` of their stack would have, without the stack."""
+        spilled = cls(np.zeros((0, width), dtype=np.float32))
+        rows = 0
+        for block in blocks:
+            if block.ndim != 2 or block.shape[1] != width or block.dtype != np.float32:
+                raise ValueError(f"a block of shape {block.shape} ({block.dtype}) for {width}")
+            spilled._file.append(np.ascontiguousarray(block).data)
+            rows += len(block)
+        spilled.shape = (rows, width)
+        return spilled
+
     @property
     def ndim(self) -> int:
         return 2
