@@ -3,8 +3,8 @@ store as the reference build: the same files byte for byte, the manifest's count
 
 The reference build runs today's functions as they were before the change (kept below,
 verbatim): `cached_encode` that stacks a copy while the cache keeps the encoder's output,
-`encode_passages` that keeps every mention row, and the mention vectors stacked whole before
-`np.save`."""
+the graph's static vectors made whole before they are spilled, `encode_passages` that keeps
+every mention row, and the mention vectors stacked whole before `np.save`."""
 
 from __future__ import annotations
 
@@ -43,6 +43,15 @@ def reference_cached_encode(texts, embed, cache):  # type: ignore[no-untyped-def
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
     return np.stack([cache[t] for t in texts]).astype(np.float32, copy=False)
+
+
+def reference_spill_per_text(texts, embed, cache):  # type: ignore[no-untyped-def]
+    from collections import ChainMap
+
+    from graphseek.knowledge.graph.spool import SpilledArray
+
+    # the whole array made (the cache read, not written), then spilled
+    return SpilledArray(reference_cached_encode(texts, embed, ChainMap({}, cache)))
 
 
 def reference_encode_passages(  # type: ignore[no-untyped-def]
@@ -127,6 +136,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
     try:
         patch.setattr(align, "cached_encode", counted(reference_cached_encode))
         patch.setattr(assemble, "cached_encode", counted(reference_cached_encode))
+        patch.setattr(assemble, "spill_per_text", counted(reference_spill_per_text))
         patch.setattr(building, "encode_passages", counted(reference_encode_passages))
         patch.setattr(store_writer, "_save_rows", counted(reference_save_rows))
         patch.setattr(building, "_extract", counted(reference_extract))
@@ -136,7 +146,8 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
         patch.undo()
     # the reference build ran the reference functions
     assert calls["reference_encode_passages"] == 1 and calls["reference_save_rows"] == 1
-    assert calls["reference_cached_encode"] >= 3  # entities, relations, hyperedges
+    assert calls["reference_spill_per_text"] == 2  # entities, relations (static vectors)
+    assert calls["reference_cached_encode"] >= 1  # hyperedges (the two above call it uncounted)
     assert calls["reference_extract"] == 1 and calls["reference_raw_components"] == 1
     # the bounded build: no extraction object of its own alive from linking on (they stay on
     # disk); those alive before it (other tests' fixtures) are not its own
@@ -167,6 +178,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
 
     try:
         patch.setattr(assemble, "SpilledArray", Spilled)
+        patch.setattr(align, "SpilledArray", Spilled)  # `spill_per_text`'s files
         # the statistics after topics (inside `assemble`), and the write
         patch.setattr(assemble, "build_matrices", freed("stats", assemble.build_matrices))
         patch.setattr(building, "write_store", freed("write vectors", building.write_store))

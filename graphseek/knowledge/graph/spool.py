@@ -156,6 +156,8 @@ class SpilledArray:
     makes them). `blocks` reads its rows back a block at a time; `load` reads them all."""
 
     def __init__(self, array: np.ndarray) -> None:
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"a spilled array is made of a numpy array, not {type(array).__name__}")
         if array.ndim != 2:
             raise ValueError(f"a spilled array has 2 dimensions, not {array.ndim}")
         self.shape: tuple[int, int] = (int(array.shape[0]), int(array.shape[1]))
