@@ -89,6 +89,49 @@ def test_the_store_rows_and_the_matrix_are_the_objects_ones() -> None:
     assert got.data.tobytes() == want.data.tobytes()  # summed in the same order
 
 
+def reference_similarity_edges(pairs, base_entity, entities, *, max_per_entity):  # type: ignore[no-untyped-def]
+    """The rule as `similarity_edges` had it before it read the pairs as columns: each two
+    entities' best unmerged pair through a dict, ranked, capped per entity, sorted by id."""
+    from collections import Counter
+
+    from graphseek.knowledge.graph.link import SIMILAR, relation_id
+    from graphseek.knowledge.graph.records import VALUE_TYPES
+
+    best: dict[tuple[str, str], float] = {}
+    for (a, b), (sim, merged) in pairs.items():
+        if merged:
+            continue
+        ea, eb = base_entity.get(a), base_entity.get(b)
+        if ea is None or eb is None or ea == eb:
+            continue
+        if not VALUE_TYPES.isdisjoint(entities[ea].types) or not VALUE_TYPES.isdisjoint(
+            entities[eb].types
+        ):
+            continue
+        key = (ea, eb) if ea < eb else (eb, ea)
+        if sim > best.get(key, -1.0):
+            best[key] = sim
+    per_entity: Counter[str] = Counter()
+    out = []
+    for (a, b), sim in sorted(best.items(), key=lambda kv: (-kv[1], kv[0])):
+        if per_entity[a] >= max_per_entity or per_entity[b] >= max_per_entity:
+            continue
+        per_entity[a] += 1
+        per_entity[b] += 1
+        out.append(
+            Relation(
+                id=relation_id(a, SIMILAR, b),
+                source=a,
+                label=SIMILAR,
+                target=b,
+                passage_ids=[],
+                weight=round(float(sim), 6),
+                kind="similar",
+            )
+        )
+    return sorted(out, key=lambda r: r.id)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_similar_relations_are_similarity_edges(seed: int) -> None:
     """The build's column form of the similarity edges gives the mapping form's relations: the
@@ -116,11 +159,15 @@ def test_similar_relations_are_similarity_edges(seed: int) -> None:
     sims = rng.choice([0.71, 0.8, 0.8, 0.9, 0.93], size=n)  # ties: the lower ids first
     merged = (rng.random(n) < 0.2) | (a == 59) | (b == 59)
     pairs = MergePairs.of(base_ids, a[ok], b[ok], sims[ok], merged[ok])
+    as_dict = dict(pairs.items())  # a delta add's form
+    as_dict[(base_ids[5], base_ids[5])] = (0.99, False)  # a base with itself gives no edge
     for limit in (1, 2, 5):
-        want = similarity_edges(pairs, base_entity, entities, max_per_entity=limit)
+        want = reference_similarity_edges(pairs, base_entity, entities, max_per_entity=limit)
         got = list(similar_relations(pairs, base_entity, entities, max_per_entity=limit))
         assert len(want) > 0
         assert sorted(got, key=lambda r: r.id) == want
+        assert similarity_edges(pairs, base_entity, entities, max_per_entity=limit) == want
+        assert similarity_edges(as_dict, base_entity, entities, max_per_entity=limit) == want
     # an entity neither reads (only in merged pairs) may be missing from `entities`
     read = set()
     for (x, y), (_, joined) in pairs.items():
@@ -131,4 +178,4 @@ def test_similar_relations_are_similarity_edges(seed: int) -> None:
     partial = {e: v for e, v in entities.items() if e in read}
     assert sorted(
         similar_relations(pairs, base_entity, partial, max_per_entity=5), key=lambda r: r.id
-    ) == similarity_edges(pairs, base_entity, partial, max_per_entity=5)
+    ) == reference_similarity_edges(pairs, base_entity, partial, max_per_entity=5)

@@ -139,41 +139,16 @@ def similarity_edges(
     *,
     max_per_entity: int = 5,
 ) -> list[Relation]:
-    """Edges between entities of one cluster that were not merged (best `max_per_entity`)."""
-    best: dict[tuple[str, str], float] = {}
-    for (a, b), (sim, merged) in pairs.items():
-        if merged:
-            continue
-        ea, eb = base_entity.get(a), base_entity.get(b)
-        if ea is None or eb is None or ea == eb:
-            continue
-        if not VALUE_TYPES.isdisjoint(entities[ea].types) or not VALUE_TYPES.isdisjoint(
-            entities[eb].types
-        ):
-            continue
-        key = (ea, eb) if ea < eb else (eb, ea)
-        if sim > best.get(key, -1.0):
-            best[key] = sim
-    per_entity: dict[str, int] = Counter()
-    out: list[Relation] = []
-    for (a, b), sim in sorted(best.items(), key=lambda kv: (-kv[1], kv[0])):
-        if per_entity[a] >= max_per_entity or per_entity[b] >= max_per_entity:
-            continue
-        per_entity[a] += 1
-        per_entity[b] += 1
-        out.append(
-            graph_record(
-                Relation,
-                id=relation_id(a, SIMILAR, b),
-                source=a,
-                label=SIMILAR,
-                target=b,
-                passage_ids=[],
-                weight=round(float(sim), 6),
-                kind="similar",
-            )
-        )
-    return sorted(out, key=lambda r: r.id)
+    """Edges between entities of one cluster that were not merged (best `max_per_entity`),
+    sorted by id: `similar_relations` over `pairs` (a `MergePairs`, or a mapping with one key
+    per pair of base ids, as a delta add's)."""
+    if not isinstance(pairs, MergePairs):
+        distinct = {key: row for key, row in pairs.items() if key[0] != key[1]}
+        pairs = MergePairs.from_mapping(sorted({x for key in distinct for x in key}), distinct)
+    return sorted(
+        similar_relations(pairs, base_entity, entities, max_per_entity=max_per_entity),
+        key=lambda r: r.id,
+    )
 
 
 def similar_relations(
@@ -183,10 +158,12 @@ def similar_relations(
     *,
     max_per_entity: int = 5,
 ) -> Iterator[Relation]:
-    """`similarity_edges` over the columns of `pairs` (a build's 1.2 million pairs at 100,000
-    passages), made one at a time in the order it ranks them (best first), not sorted by id:
-    the same relations, without a dict entry per entity pair and a list of every edge (their
-    184 MB at that size were linking's top)."""
+    """Edges between entities of one cluster that were not merged: each two entities' best
+    unmerged pair, none between value-typed entities (`VALUE_TYPES`), at most `max_per_entity`
+    an entity taken best first (ties: the lower ids). Made from the columns of `pairs` (a
+    build's 1.2 million pairs at 100,000 passages) one at a time in that order, not sorted by
+    id (`similarity_edges` sorts them), without a dict entry per entity pair and a list of
+    every edge (their 184 MB at that size were linking's top)."""
     eids = sorted({e for e in (base_entity.get(b) for b in pairs.ids) if e is not None})
     number = {e: k for k, e in enumerate(eids)}  # sorted: numbers compare as the ids do
     of_base = np.fromiter(
