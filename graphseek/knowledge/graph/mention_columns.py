@@ -33,7 +33,7 @@ FIELDS = ("passage", "name", "aliases", "description", "types")
 """The fields kept, as codes into their distinct values (with the id)."""
 
 
-class _Distinct(Generic[_T]):
+class Distinct(Generic[_T]):
     """The distinct values of one field, each given an int code in order of first sight."""
 
     def __init__(self) -> None:
@@ -87,8 +87,8 @@ class MentionColumns(Sequence[Mention]):
         """The columns of `mentions` (one pass), sorted by id. Lists of aliases and types are
         kept once per distinct value: the items made from them share them (read only)."""
         ids: list[str] = []
-        passages, names, descriptions = _Distinct[str](), _Distinct[str](), _Distinct[str]()
-        aliases, types = _Distinct[tuple[str, ...]](), _Distinct[tuple[str, ...]]()
+        passages, names, descriptions = Distinct[str](), Distinct[str](), Distinct[str]()
+        aliases, types = Distinct[tuple[str, ...]](), Distinct[tuple[str, ...]]()
         codes = {name: array("i") for name in FIELDS}
         for m in mentions:
             ids.append(m.id)

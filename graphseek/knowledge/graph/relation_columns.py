@@ -18,25 +18,11 @@ from typing import Any, get_args, overload
 
 import numpy as np
 
+from graphseek.knowledge.graph.mention_columns import Distinct
 from graphseek.knowledge.graph.models import Relation, RelationKind, graph_record
 
 KINDS: tuple[str, ...] = get_args(RelationKind)
 """The relation kinds, by their int8 code."""
-
-
-class _Codes:
-    """Distinct strings, each given an int code in order of first sight."""
-
-    def __init__(self) -> None:
-        self.values: list[str] = []
-        self._code: dict[str, int] = {}
-
-    def code(self, value: str) -> int:
-        code = self._code.get(value)
-        if code is None:
-            code = self._code[value] = len(self.values)
-            self.values.append(value)
-        return code
 
 
 class RelationColumns(Sequence[Relation]):
@@ -164,9 +150,9 @@ class RelationBuilder:
         self._kind = array("b")
         self._offsets = array("q", [0])
         self._passage = array("i")
-        self._nodes = _Codes()
-        self._labels = _Codes()
-        self._passages = _Codes()
+        self._nodes = Distinct[str]()
+        self._labels = Distinct[str]()
+        self._passages = Distinct[str]()
         self._kinds = {name: k for k, name in enumerate(KINDS)}
 
     def add(self, relations: Iterable[Relation]) -> None:
