@@ -41,31 +41,22 @@ def per_query_rows(
     """The baseline: `radius_pair_rows` as it was before f2c8217, three arrays per query (the
     same searches, the same rule, the same pairs)."""
     data = np.ascontiguousarray(vectors, dtype=np.float32)
-    q = np.asarray(queries, dtype=np.int64)
-    threshold = 1.0 - tau - 1e-6
-    if len(q) * len(data) <= candidates.EXACT_PAIRS_MAX**2:
-        blocks = candidates._exact_radius(data, q, threshold)
-    else:
-        blocks = candidates.hnsw_neighbours(data, q, max_neighbors + 1, threshold)
-    firsts: list[np.ndarray] = []
-    seconds: list[np.ndarray] = []
-    sims: list[np.ndarray] = []
-    for ids, lims, found_all, sims_all in blocks:
+    kept = []
+    for ids, lims, found_all, sims_all in candidates.radius_hits(data, queries, tau, max_neighbors):
         for k, i in enumerate(ids.tolist()):
             cand, sim = found_all[lims[k] : lims[k + 1]], sims_all[lims[k] : lims[k + 1]]
             order = np.lexsort((cand, -sim))
             found = np.asarray(cand, dtype=np.int64)[order]
             other = found != i
             found = found[other][:max_neighbors]
-            firsts.append(np.full(len(found), i, dtype=np.int64))
-            seconds.append(found)
-            sims.append(np.asarray(sim, dtype=np.float32)[order][other][:max_neighbors])
-    a, b = np.concatenate(firsts), np.concatenate(seconds)
-    del firsts, seconds
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    del a, b
-    _, first = np.unique(lo * len(data) + hi, return_index=True)
-    return lo[first], hi[first], np.concatenate(sims)[first]
+            kept.append(
+                (
+                    np.full(len(found), i, dtype=np.int64),
+                    found,
+                    np.asarray(sim, dtype=np.float32)[order][other][:max_neighbors],
+                )
+            )
+    return candidates.pairs_once(kept, len(data))
 
 
 def run_one(kind: str, vectors_path: Path, out: Path, tau: float, max_neighbors: int) -> None:

@@ -62,27 +62,43 @@ def radius_pair_rows(
     if len(vectors) < 2 or not len(queries):
         return none, none, np.zeros(0, dtype=np.float32)
     data = np.ascontiguousarray(vectors, dtype=np.float32)
+    kept = [
+        nearest_others(*block, max_neighbors)
+        for block in radius_hits(data, queries, tau, max_neighbors, exact_max=exact_max)
+    ]
+    return pairs_once(kept, len(data))
+
+
+def radius_hits(
+    data: np.ndarray,
+    queries: Sequence[int],
+    tau: float,
+    max_neighbors: int,
+    *,
+    exact_max: int | None = None,
+) -> Iterator[Hits]:
+    """The hits of `radius_pair_rows`' search, a block of queries at a time: every row within
+    `tau` (exact), or the `max_neighbors + 1` nearest within it (HNSW; the query itself is
+    usually one of them), as `radius_pairs` chooses. `data`: contiguous float32 rows."""
     q = np.asarray(queries, dtype=np.int64)
     threshold = 1.0 - tau - 1e-6
     limit = EXACT_PAIRS_MAX if exact_max is None else exact_max
     if len(q) * len(data) <= limit * limit:
-        blocks = _exact_radius(data, q, threshold)
-    else:
-        blocks = hnsw_neighbours(data, q, max_neighbors + 1, threshold)
-    firsts: list[np.ndarray] = []
-    seconds: list[np.ndarray] = []
-    sims: list[np.ndarray] = []
-    for block in blocks:
-        first, second, sim = nearest_others(*block, max_neighbors)
-        firsts.append(first)
-        seconds.append(second)
-        sims.append(sim)
-    a, b = np.concatenate(firsts), np.concatenate(seconds)
-    del firsts, seconds
+        return _exact_radius(data, q, threshold)
+    return hnsw_neighbours(data, q, max_neighbors + 1, threshold)
+
+
+def pairs_once(
+    kept: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (query, row, similarity) columns of `kept` (in query order) as pairs i < j of rows
+    of `n`, each once, in (i, j) order: a pair found from both ends keeps the first finding."""
+    a = np.concatenate([k[0] for k in kept])
+    b = np.concatenate([k[1] for k in kept])
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     del a, b
-    _, first = np.unique(lo * len(data) + hi, return_index=True)
-    return lo[first], hi[first], np.concatenate(sims)[first]
+    _, first = np.unique(lo * n + hi, return_index=True)
+    return lo[first], hi[first], np.concatenate([k[2] for k in kept])[first]
 
 
 Hits = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
