@@ -9,6 +9,12 @@ every base entity a query, as a build's alignment), and prints their seconds, th
 above the vectors held, whether their pairs are the same, and the ratios.
 
     .venv/bin/python benchmarks/radius_search.py $GRAPHSEEK_CACHE_DIR/fresh27/bench-add/synthetic-100000/graph
+
+``--graphs N``: instead, how many of the exact pairs of N sampled queries (each query's
+`--max-neighbors` nearest within the radius) the HNSW search finds, with the graph the build
+makes (`candidates.hnsw_graph`: added `HNSW_ADD_ROWS` rows at a time, the upper levels first)
+against one FAISS add of every row (in row order, and in two shuffled orders: how much the
+share moves with the order the graph is built in alone).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +66,49 @@ def per_query_rows(
     return candidates.pairs_once(kept, len(data))
 
 
+def graph_recall(vectors_path: Path, sample: int, tau: float, max_neighbors: int) -> None:
+    """Prints each graph's share of the exact pairs of `sample` random queries (`--graphs`)."""
+    import faiss
+
+    x = np.ascontiguousarray(np.load(vectors_path), dtype=np.float32)
+    n, k, threshold = len(x), max_neighbors + 1, 1.0 - tau - 1e-6
+    queries = np.sort(np.random.default_rng(1).choice(n, min(sample, n), replace=False))
+
+    def pairs(rows: np.ndarray, found: np.ndarray, sims: np.ndarray) -> set[tuple[int, int]]:
+        keep = (found >= 0) & (sims >= threshold) & (found != rows[:, None])
+        a = np.repeat(rows, keep.sum(axis=1))
+        b = found[keep]
+        return set(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist(), strict=True))
+
+    flat = faiss.IndexFlatIP(x.shape[1])
+    flat.add(x)
+    sims, found = flat.search(x[queries], k)
+    exact = pairs(queries, found, sims)
+    del flat
+    print(f"{n:,} base vectors; {len(exact):,} exact pairs of {len(queries):,} queries")
+
+    def share(name: str, index: Any, row_of: np.ndarray) -> float:
+        index.hnsw.efSearch = max(candidates.HNSW_SEARCH_DEPTH, k)
+        sims, found = index.search(x, k)
+        found = np.where(found >= 0, row_of[np.maximum(found, 0)], -1)
+        got = len(exact & pairs(np.arange(n), found, sims)) / len(exact)
+        print(f"  {name:<44} {100 * got:6.2f}% of the exact pairs")
+        return got
+
+    singles = []
+    for seed in (None, 1, 2):
+        order = np.arange(n) if seed is None else np.random.default_rng(seed).permutation(n)
+        index = faiss.IndexHNSWFlat(x.shape[1], candidates.HNSW_LINKS, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = candidates.HNSW_BUILD_DEPTH
+        index.add(x[order])
+        name = "one add, row order" if seed is None else f"one add, shuffled (seed {seed})"
+        singles.append(share(name, index, order))
+    built = share(
+        f"hnsw_graph ({candidates.HNSW_ADD_ROWS:,} rows an add)", *candidates.hnsw_graph(x)
+    )
+    print(f"hnsw_graph / one add (mean of the three): {built / np.mean(singles):.4f}x")
+
+
 def run_one(kind: str, vectors_path: Path, out: Path, tau: float, max_neighbors: int) -> None:
     """In this process: one search of every base vector, its pairs saved to `out`, its figures
     printed as JSON."""
@@ -78,10 +128,16 @@ def main() -> None:
     parser.add_argument("graph", type=Path, help="a graph store directory (base_vectors.npy)")
     parser.add_argument("--tau", type=float, default=DEFAULT_TAU["contextual"])
     parser.add_argument("--max-neighbors", type=int, default=30)
+    parser.add_argument(
+        "--graphs", type=int, metavar="N", help="the HNSW graphs' share of N queries' exact pairs"
+    )
     parser.add_argument("--one", choices=("per-query", "blocks"), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     path = args.graph / "base_vectors.npy"
+    if args.graphs:
+        graph_recall(path, args.graphs, args.tau, args.max_neighbors)
+        return
     if args.one:
         run_one(args.one, path, args.out, args.tau, args.max_neighbors)
         return

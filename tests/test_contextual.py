@@ -376,7 +376,7 @@ def test_base_entities_without_a_mention_vector_merge_by_name_or_embed_their_rec
 
     names = Aligner(embed=embed, tau=0.3).align(mentions, AlignmentCache(), contextual)
     assert embedded == []
-    rows = dict(zip(names.base_texts, names.base_vectors, strict=True))
+    rows = dict(zip(names.base_texts, names.base_vectors.load(), strict=True))
     assert not rows["Steph Curry; PERSON"].any() and not rows["NBA; ORG"].any()
     by_mention = names.mention_entity
     assert by_mention["p1#m0"] == by_mention["p2#m0"]  # a name variant: found by name
@@ -386,15 +386,22 @@ def test_base_entities_without_a_mention_vector_merge_by_name_or_embed_their_rec
         mentions, AlignmentCache(), contextual
     )
     assert sorted(embedded) == ["NBA; ORG", "Steph Curry; PERSON"]
-    rows = dict(zip(records.base_texts, records.base_vectors, strict=True))
+    rows = dict(zip(records.base_texts, records.base_vectors.load(), strict=True))
     np.testing.assert_array_equal(rows["NBA; ORG"], [0, 0, 0, 1])
 
 
-def test_an_update_reuses_the_base_vectors_of_unchanged_base_entities() -> None:
+@pytest.mark.parametrize("rows", [None, 1])  # one block; a block per row
+def test_an_update_reuses_the_base_vectors_of_unchanged_base_entities(
+    rows: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A base entity whose id the cache holds has the same mentions, so its stored row is
     used and its mentions' vectors are not read; the others are summed. The rows equal a
     fresh alignment's."""
+    from graphseek.knowledge.graph import align
     from graphseek.knowledge.graph.align import Aligner, AlignmentCache
+
+    if rows:
+        monkeypatch.setattr(align, "BASE_ROWS", rows)
 
     def mention(k: int, name: str, kind: str) -> Mention:
         return Mention(id=f"p{k}#m0", passage_id=f"p{k}", name=name, types=[kind])
@@ -413,7 +420,7 @@ def test_an_update_reuses_the_base_vectors_of_unchanged_base_entities() -> None:
 
     aligner = Aligner(embed=embed, tau=0.3)
     first = aligner.align(old, AlignmentCache(), vectors)
-    stored = dict(zip(first.base_ids, first.base_vectors, strict=True))
+    stored = dict(zip(first.base_ids, first.base_vectors.load(), strict=True))
     fresh = aligner.align(old + new, AlignmentCache(), vectors)
 
     class Watched(dict):  # the mention vectors, recording which are read
@@ -429,7 +436,7 @@ def test_an_update_reuses_the_base_vectors_of_unchanged_base_entities() -> None:
     cache = AlignmentCache(base_ids=set(first.base_ids), pairs=first.pairs, base_vectors=stored)
     updated = aligner.align(old + new, cache, watched)
     assert updated.base_ids == fresh.base_ids
-    np.testing.assert_array_equal(updated.base_vectors, fresh.base_vectors)
+    np.testing.assert_array_equal(updated.base_vectors.load(), fresh.base_vectors.load())
     assert updated.mention_entity == fresh.mention_entity
     # "Akron" kept its base entity (its row reused); "Stephen Curry" gained a mention
     assert "p2#m0" not in watched.read and {"p1#m0", "p3#m0", "p4#m0"} <= set(watched.read)
@@ -561,3 +568,27 @@ def test_adding_to_an_index_encodes_the_new_passages_once(
     want = onnx.encode(contents * 2)[: len(contents)]
     np.testing.assert_allclose(index.embeddings, want, atol=1e-6)
     assert [p.id for p in index.passages] == [p.id for p in tiny_passages]
+
+
+def test_base_vector_blocks_give_base_vectors_rows_a_block_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Blocks end at a group's edge, zero rows stand for groups with no vector (one at the
+    end too), and their stack is the rows of one sum over everything."""
+    from graphseek.knowledge.graph import contextual
+
+    rng = np.random.default_rng(3)
+    vectors = {f"m{k}": rng.standard_normal(6).astype(np.float16) for k in range(40)}
+    members = [[f"m{k}", f"m{k + 1}"] for k in range(0, 30, 2)] + [["gone"]]
+    members[4] = ["nothing", "here"]
+    members.insert(7, [f"m{k}" for k in range(30, 40)])
+    whole, whole_missing = contextual.base_vectors(members, vectors, 6)
+    monkeypatch.setattr(contextual, "BASE_ROWS", 5)
+    missing: list[int] = []
+    blocks = list(contextual.base_vector_blocks(members, vectors, 6, missing))
+    assert len(blocks) > 3 and all(b.dtype == np.float32 and b.shape[1] == 6 for b in blocks)
+    np.testing.assert_array_equal(np.vstack(blocks), whole)
+    assert missing == whole_missing == [4, len(members) - 1]
+    assert not whole[4].any() and not whole[-1].any()
+    np.testing.assert_allclose(np.linalg.norm(whole[[0, 7]], axis=1), 1, rtol=1e-6)
+    assert list(contextual.base_vector_blocks([], vectors, 6, [])) == []

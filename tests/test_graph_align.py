@@ -253,7 +253,7 @@ def test_incremental_alignment_matches_full(embed) -> None:  # type: ignore[no-u
     full = aligner.align(CURRY_AND_NEW_YORK)
     first = aligner.align(CURRY_AND_NEW_YORK[:2])
     cache = AlignmentCache(
-        vectors=dict(zip(first.base_texts, first.base_vectors, strict=True)),
+        vectors=dict(zip(first.base_texts, first.base_vectors.load(), strict=True)),
         base_ids=set(first.base_ids),
         pairs=dict(first.pairs),
     )
@@ -291,6 +291,46 @@ def test_approximate_candidate_search_finds_nearly_every_exact_pair() -> None:
         alone = radius_pairs(vectors, [i], 0.25, 5, exact_max=0)
         assert len(alone) == 5 and all(i in pair for pair in alone)
     assert radius_pairs(vectors, queries, 0.25, 5, exact_max=0) == approx  # same input, same pairs
+
+
+def test_the_hnsw_graph_is_added_a_block_at_a_time_upper_levels_first(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`hnsw_graph` adds `HNSW_ADD_ROWS` rows at a time: the vectors of the upper levels
+    first, then the rest in row order; `row_of` maps the graph's vectors back to rows. A
+    spilled array gives the graph and the pairs an array gives."""
+    import faiss
+
+    from graphseek.knowledge.graph.spool import SpilledArray
+
+    vectors = clustered_vectors(400, 8, 48)
+    monkeypatch.setattr(candidates, "HNSW_ADD_ROWS", 500)
+    adds: list[int] = []
+    index, row_of = candidates.hnsw_graph(vectors)
+    assert sorted(row_of.tolist()) == list(range(len(vectors)))
+    levels = np.array([index.hnsw.levels.at(k) for k in range(len(vectors))])
+    upper = int(np.count_nonzero(levels > 1))
+    assert 0 < upper < len(vectors) and (levels[:upper] > 1).all() and (levels[upper:] == 1).all()
+    assert row_of[upper:].tolist() == sorted(row_of[upper:].tolist())
+    # `_reserve` made room for as many links as FAISS's own level tables ask for
+    slots = sum(index.hnsw.cum_nb_neighbors(int(lv)) for lv in levels)
+    assert index.hnsw.neighbors.size() == slots
+    assert faiss.downcast_index(index.storage).codes.size() == vectors.nbytes
+    sims, found = index.search(vectors, 1)  # each vector is its own nearest
+    assert (row_of[found[:, 0]] == np.arange(len(vectors))).mean() > 0.99
+
+    real_add = faiss.IndexHNSWFlat.add
+
+    def counting_add(self, x):  # type: ignore[no-untyped-def]
+        adds.append(len(x))
+        return real_add(self, x)
+
+    monkeypatch.setattr(faiss.IndexHNSWFlat, "add", counting_add)
+    queries = list(range(len(vectors)))
+    exact = radius_pairs(vectors, queries, 0.25, 5)
+    approx = radius_pairs(vectors, queries, 0.25, 5, exact_max=0)
+    assert adds == [500] * 6 + [200]  # 3,200 rows
+    assert len(set(exact) & set(approx)) >= 0.97 * len(exact)
+    assert radius_pairs(SpilledArray(vectors), queries, 0.25, 5, exact_max=0) == approx
+    assert radius_pairs(SpilledArray(vectors), queries, 0.25, 5) == exact
 
 
 def test_a_few_queries_against_many_vectors_stay_exact(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -128,6 +128,35 @@ def test_spilled_array_reads_its_rows_back_in_blocks() -> None:
         SpilledArray(np.zeros(3))
 
 
+def test_a_spilled_array_gives_and_takes_rows_by_number() -> None:
+    from graphseek.knowledge.graph.spool import SpilledArray
+
+    array = np.arange(40, dtype=np.float32).reshape(8, 5)
+    spilled = SpilledArray(array)
+    rows = [6, 0, 0, 3, 4, 5]  # any order, repeats, runs of neighbours
+    np.testing.assert_array_equal(spilled.take(rows), array[rows])
+    assert spilled.take([]).shape == (0, 5)
+    np.testing.assert_array_equal(np.asarray(spilled), array)
+    assert np.asarray(spilled, dtype=np.float64).dtype == np.float64
+    spilled.put([7, 2], np.full((2, 5), -1, dtype=np.float32))
+    array[[7, 2]] = -1
+    np.testing.assert_array_equal(spilled.load(), array)
+    with pytest.raises(IndexError, match="of 8"):
+        spilled.take([8])
+    with pytest.raises(IndexError, match="row 8 of 8"):
+        spilled.put([8], np.zeros((1, 5), dtype=np.float32))
+
+
+def test_temp_file_writes_over_what_it_holds() -> None:
+    f = TempFile("graphseek-test-")
+    f.append(b"abcdefg")
+    f.write_at(2, b"XY")
+    f.write_at(7, b"")
+    assert f.read(0, 7) == b"abXYefg" and f.size == 7
+    with pytest.raises(ValueError, match="of a file of 7"):
+        f.write_at(6, b"ZZ")  # past the end: append grows a file, this does not
+
+
 def test_a_spilled_array_is_saved_as_np_save_saves_it(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 

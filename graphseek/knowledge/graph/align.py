@@ -48,7 +48,7 @@ from pydantic import BaseModel, Field
 
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
-from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vectors
+from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vector_blocks, base_vectors
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
 from graphseek.knowledge.graph.mention_columns import mention_columns
 from graphseek.knowledge.graph.mention_table import MentionTable
@@ -101,7 +101,7 @@ class AlignmentResult:
     mention_entity: MentionTable[str]
     base_ids: list[str]
     base_texts: list[str]
-    base_vectors: np.ndarray
+    base_vectors: SpilledArray
     base_entity: list[str]
     """The final entity id of each base entity."""
     pairs: MergePairs
@@ -211,6 +211,33 @@ def spill_per_text(
 
 SPILL_CHUNK = 16_384
 """Texts `spill_per_text` encodes and writes at a time (25 MB of 384-wide rows)."""
+
+
+def _kept_and_summed(
+    base: Sequence[EntityRecord],
+    base_ids: Sequence[str],
+    fresh: Sequence[int],
+    stored: Mapping[str, np.ndarray],
+    mention_vectors: Mapping[str, np.ndarray],
+    dim: int,
+    missing: list[int],
+) -> Iterator[np.ndarray]:
+    """The base vectors of an update, `BASE_ROWS` rows at a time: the stored row of each base
+    entity in `stored` (read from the store's file), the sum of its mentions' vectors for the
+    `fresh` ones (`base_vectors`; those with none are zero and appended to `missing`)."""
+    summed, gaps = base_vectors([base[k].mention_ids for k in fresh], mention_vectors, dim)
+    missing.extend(fresh[j] for j in gaps)
+    row_of = np.full(len(base), -1, dtype=np.int64)
+    row_of[np.asarray(fresh, dtype=np.int64)] = np.arange(len(fresh))
+    for begin in range(0, len(base), BASE_ROWS):
+        end = min(len(base), begin + BASE_ROWS)
+        block = np.zeros((end - begin, dim), dtype=np.float32)
+        kept = [k for k in range(begin, end) if row_of[k] < 0]
+        if kept:
+            block[np.asarray(kept) - begin] = stack_rows(stored, [base_ids[k] for k in kept])
+        new = np.flatnonzero(row_of[begin:end] >= 0)
+        block[new] = summed[row_of[begin + new]]
+        yield block
 
 
 def entity_id_choices(record: EntityRecord) -> tuple[str, str]:
@@ -345,8 +372,6 @@ class Aligner:
         # search's FAISS index (mapped anew) would not reuse: 94 MB off alignment's top at
         # 100,000 passages (docs/scale.md, the twelfth step)
         give_back_free_heap()
-        if not len(vectors):
-            vectors = np.zeros((0, 1), dtype=np.float32)
 
         # decisions kept from the previous run: both ends unchanged
         kept = MergePairs.from_mapping(base_ids, cache.pairs)
@@ -354,7 +379,9 @@ class Aligner:
         n = max(len(base_ids), 1)
         named = np.array(sorted(named_pairs.result()), dtype=np.int64).reshape(-1, 2)
         named = named[~np.isin(named[:, 0] * n + named[:, 1], first * n + second)]
-        named_sims = [float(vectors[i] @ vectors[j]) for i, j in named.tolist()]
+        ends = vectors.take(named.ravel()).reshape(len(named), 2, vectors.shape[1])
+        named_sims = [float(a @ b) for a, b in ends]
+        del ends
         first = np.concatenate([first, named[:, 0]])
         second = np.concatenate([second, named[:, 1]])
         sims = np.concatenate([sims.astype(np.float64), np.array(named_sims, dtype=np.float64)])
@@ -442,29 +469,29 @@ class Aligner:
         texts: list[str],
         cache: AlignmentCache,
         mention_vectors: Mapping[str, np.ndarray] | None,
-    ) -> np.ndarray:
-        """Each base entity's vector; with contextual vectors, an unchanged base entity's is
+    ) -> SpilledArray:
+        """Each base entity's vector, in a temporary file (the radius search and the store
+        write read it a block at a time: at 100,000 passages its 157,601 rows took 242 MB
+        beside the search's own copy). With contextual vectors an unchanged base entity's is
         the cache's (an update reads 2.2 million mention vectors back at 100,000 passages
-        otherwise), the others' are summed from their mentions."""
-        if not mention_vectors or not base:
-            return cached_encode(texts, self.embed, cache.vectors)
+        otherwise), the others' are summed from their mentions, a block at a time."""
+        if not base:  # (one column, as the store's empty file has always had)
+            return SpilledArray(np.zeros((0, 1), dtype=np.float32))
+        if not mention_vectors:
+            return SpilledArray(cached_encode(texts, self.embed, cache.vectors))
         dim = len(next(iter(mention_vectors.values())))
         stored = cache.base_vectors
         fresh = [k for k, bid in enumerate(base_ids) if bid not in stored]
+        missing: list[int] = []
         if len(fresh) == len(base):
-            vectors, missing = base_vectors([r.mention_ids for r in base], mention_vectors, dim)
+            members = [r.mention_ids for r in base]
+            blocks = base_vector_blocks(members, mention_vectors, dim, missing)
         else:
-            vectors = np.zeros((len(base), dim), dtype=np.float32)
-            kept = [k for k, bid in enumerate(base_ids) if bid in stored]
-            for begin in range(0, len(kept), BASE_ROWS):  # `NpyRows`: from the stored file
-                rows = kept[begin : begin + BASE_ROWS]
-                vectors[rows] = stack_rows(stored, [base_ids[k] for k in rows])
-            summed, gaps = base_vectors([base[k].mention_ids for k in fresh], mention_vectors, dim)
-            vectors[fresh] = summed
-            missing = [fresh[j] for j in gaps]
-            del summed
+            blocks = _kept_and_summed(base, base_ids, fresh, stored, mention_vectors, dim, missing)
+        vectors = SpilledArray.of_blocks(blocks, dim)
         if missing and self.embed_outside:
-            vectors[missing] = cached_encode([texts[k] for k in missing], self.embed, cache.vectors)
+            outside = cached_encode([texts[k] for k in missing], self.embed, cache.vectors)
+            vectors.put(missing, outside)
         return vectors
 
     # -- decisions ------------------------------------------------------------------------------

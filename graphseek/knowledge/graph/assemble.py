@@ -8,7 +8,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -220,9 +220,9 @@ def assemble(
         mention_vectors.freeze(aligned.mention_entity.ids)
     node_of = aligned.raw_nodes
     del mentions
-    # only the store write reads the base vectors again (and nothing the alignment cache)
-    base_vectors = SpilledArray(aligned.base_vectors)
-    aligned = replace(aligned, base_vectors=np.zeros((0, 0), dtype=np.float32))
+    # only the store write reads the base vectors again (from alignment's temporary file),
+    # and nothing the alignment cache
+    base_vectors = aligned.base_vectors
     if cache.alignment.vectors is not cache.vectors:
         cache.alignment.vectors = {}
     cache.alignment.base_vectors = {}  # an update's stored rows

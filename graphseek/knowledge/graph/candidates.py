@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.knowledge.graph.records import EntityRecord, any_name_match
+from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.text import normalize_name
 
 EXACT_PAIRS_MAX = 100_000
@@ -28,10 +29,17 @@ HNSW_BUILD_DEPTH = 40
 """Candidates kept while the HNSW graph is built (``efConstruction``)."""
 HNSW_SEARCH_DEPTH = 64
 """Candidates kept per query while it searches (``efSearch``; at least the neighbours asked)."""
+HNSW_ADD_ROWS = 16_384
+"""Rows added to the HNSW graph at a time (25 MB of 384-wide float32): FAISS reads the rows
+given to one add until that add ends, so a single add of every row held them all beside the
+graph's own copy (242 MB at 157,601 base vectors)."""
+
+Rows = np.ndarray | SpilledArray
+"""Vectors searched: an array, or a `SpilledArray` read a block of rows at a time."""
 
 
 def radius_pairs(
-    vectors: np.ndarray,
+    vectors: Rows,
     queries: Sequence[int],
     tau: float,
     max_neighbors: int,
@@ -49,7 +57,7 @@ def radius_pairs(
 
 
 def radius_pair_rows(
-    vectors: np.ndarray,
+    vectors: Rows,
     queries: Sequence[int],
     tau: float,
     max_neighbors: int,
@@ -61,16 +69,15 @@ def radius_pair_rows(
     none = np.zeros(0, dtype=np.int64)
     if len(vectors) < 2 or not len(queries):
         return none, none, np.zeros(0, dtype=np.float32)
-    data = np.ascontiguousarray(vectors, dtype=np.float32)
     kept = [
         nearest_others(*block, max_neighbors)
-        for block in radius_hits(data, queries, tau, max_neighbors, exact_max=exact_max)
+        for block in radius_hits(vectors, queries, tau, max_neighbors, exact_max=exact_max)
     ]
-    return pairs_once(kept, len(data))
+    return pairs_once(kept, len(vectors))
 
 
 def radius_hits(
-    data: np.ndarray,
+    data: Rows,
     queries: Sequence[int],
     tau: float,
     max_neighbors: int,
@@ -79,12 +86,12 @@ def radius_hits(
 ) -> Iterator[Hits]:
     """The hits of `radius_pair_rows`' search, a block of queries at a time: every row within
     `tau` (exact), or the `max_neighbors + 1` nearest within it (HNSW; the query itself is
-    usually one of them), as `radius_pairs` chooses. `data`: contiguous float32 rows."""
+    usually one of them), as `radius_pairs` chooses. The exact search reads `data` whole."""
     q = np.asarray(queries, dtype=np.int64)
     threshold = 1.0 - tau - 1e-6
     limit = EXACT_PAIRS_MAX if exact_max is None else exact_max
     if len(q) * len(data) <= limit * limit:
-        return _exact_radius(data, q, threshold)
+        return _exact_radius(np.ascontiguousarray(data, dtype=np.float32), q, threshold)
     return hnsw_neighbours(data, q, max_neighbors + 1, threshold)
 
 
@@ -185,25 +192,66 @@ def _exact_radius_all(data: np.ndarray, threshold: float, block: int = 4096) -> 
         )
 
 
-def hnsw_neighbours(
-    data: np.ndarray, queries: np.ndarray, k: int, threshold: float
-) -> Iterator[Hits]:
+def hnsw_neighbours(data: Rows, queries: np.ndarray, k: int, threshold: float) -> Iterator[Hits]:
     """Per block of queries: each query's `k` nearest rows with inner product >= `threshold`,
     from a FAISS HNSW graph over `data` (approximate: a near pair can be missed; the
-    similarities of what it finds are exact). Building and searching grow as n log n."""
+    similarities of what it finds are exact). Building and searching grow as n log n; the
+    rows are read `HNSW_ADD_ROWS` at a time to build it and a block of queries at a time to
+    search it (`hnsw_graph`)."""
+    index, row_of = hnsw_graph(data)
+    index.hnsw.efSearch = max(HNSW_SEARCH_DEPTH, k)
+    for start in range(0, len(queries), 4096):
+        ids = queries[start : start + 4096]
+        sims, found = index.search(_take(data, ids), k)
+        keep = (found >= 0) & (sims >= threshold)
+        lims = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(keep.sum(axis=1), out=lims[1:])
+        yield ids, lims, row_of[found[keep]], sims[keep]
+
+
+def hnsw_graph(data: Rows) -> tuple[Any, np.ndarray]:
+    """A FAISS HNSW graph of the rows of `data`, added `HNSW_ADD_ROWS` at a time, and the row
+    of `data` each of its vectors is. Each vector's level is drawn first, as one add of every
+    row would draw it, and the vectors of the upper levels are added first, as one add inserts
+    them. At 157,601 base vectors it finds 99.06% of the exact pairs of 20,000 queries, one
+    add 98.88-99.17% with the rows in three orders (`benchmarks/radius_search.py --graphs`)."""
     import faiss
 
     index = faiss.IndexHNSWFlat(data.shape[1], HNSW_LINKS, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = HNSW_BUILD_DEPTH
-    index.add(data)
-    index.hnsw.efSearch = max(HNSW_SEARCH_DEPTH, k)
-    for start in range(0, len(queries), 4096):
-        ids = queries[start : start + 4096]
-        sims, found = index.search(data[ids], k)
-        keep = (found >= 0) & (sims >= threshold)
-        lims = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(keep.sum(axis=1), out=lims[1:])
-        yield ids, lims, found[keep], sims[keep]
+    draw = index.hnsw.random_level  # type: ignore[attr-defined]  # (not in FAISS's stubs)
+    levels = np.fromiter((draw() for _ in range(len(data))), dtype=np.int32, count=len(data))
+    row_of = np.argsort(-levels, kind="stable")  # upper levels first, then row order
+    _reserve(index, levels)
+    for start in range(0, len(data), HNSW_ADD_ROWS):
+        added = min(len(data), start + HNSW_ADD_ROWS)
+        # the levels of the rows added so far: FAISS takes them instead of drawing its own
+        faiss.copy_array_to_vector(levels[row_of[:added]] + 1, index.hnsw.levels)
+        index.add(_take(data, row_of[start:added]))
+    return index, row_of
+
+
+def _reserve(index: Any, levels: np.ndarray) -> None:
+    """Make room in `index` (an empty `IndexHNSWFlat`) for the vectors of `levels` at once:
+    each add grows its vectors and links as a `std::vector` does, to twice their size, and
+    the old and the new copies of the vectors were both held (the graph peaked 175 MB over its size at 157,601 base
+    vectors). A vector's capacity outlives a resize down."""
+    import faiss
+
+    storage: Any = faiss.downcast_index(index.storage)  # an IndexFlat (its stubs: an Index)
+    storage.codes.resize(len(levels) * storage.code_size)
+    storage.codes.resize(0)
+    per_level = np.bincount(levels)
+    slots = sum(int(n) * index.hnsw.cum_nb_neighbors(int(lv) + 1) for lv, n in enumerate(per_level))
+    index.hnsw.neighbors.resize(slots)
+    index.hnsw.neighbors.resize(0)
+
+
+def _take(data: Rows, rows: np.ndarray) -> np.ndarray:
+    """Rows `rows` of `data`, contiguous float32."""
+    if isinstance(data, SpilledArray):
+        return np.ascontiguousarray(data.take(rows), dtype=np.float32)
+    return np.ascontiguousarray(data[rows], dtype=np.float32)
 
 
 def _blocked_pairs(

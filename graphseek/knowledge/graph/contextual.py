@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -247,23 +247,43 @@ def base_vectors(
 ) -> tuple[np.ndarray, list[int]]:
     """The vector of each group of mention ids (a base entity): the normalised sum of its
     members' vectors. Returns the (n, dim) rows and the positions of groups with no member
-    vector (their rows are zero; the caller may fill them). Groups are summed a block of
-    about `BASE_ROWS` member rows at a time; a group is never split, so each sum is the one
-    a single stack of every row would give."""
-    out = np.zeros((len(members), dim), dtype=np.float32)
+    vector (their rows are zero; the caller may fill them). As blocks of rows, none of them
+    held together: `base_vector_blocks`."""
+    out = np.empty((len(members), dim), dtype=np.float32)
+    missing: list[int] = []
+    done = 0
+    for block in base_vector_blocks(members, mention_vectors, dim, missing):
+        out[done : done + len(block)] = block
+        done += len(block)
+    return out, missing
+
+
+def base_vector_blocks(
+    members: Sequence[Sequence[str]],
+    mention_vectors: Mapping[str, np.ndarray],
+    dim: int,
+    missing: list[int],
+) -> Iterator[np.ndarray]:
+    """`base_vectors`' rows in order, a block at a time (float32, `dim` wide), each group's
+    position without a member vector appended to `missing` (its row is zero). Groups are
+    summed a block of about `BASE_ROWS` member rows at a time; a group is never split, so each
+    sum is the one a single stack of every row would give."""
     rows: list[str] = []  # the mention ids of the block
     owner: list[int] = []
-    missing: list[int] = []
+    done = 0  # the rows yielded
 
-    def flush() -> None:
-        stacked = stack_rows(mention_vectors, rows).astype(np.float32)
-        owners = np.asarray(owner)
-        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
-        sums = np.add.reduceat(stacked, starts, axis=0)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        out[owners[starts]] = sums / np.maximum(norms, 1e-12)
+    def flush(end: int) -> np.ndarray:
+        out = np.zeros((end - done, dim), dtype=np.float32)
+        if rows:
+            stacked = stack_rows(mention_vectors, rows).astype(np.float32)
+            owners = np.asarray(owner)
+            starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+            sums = np.add.reduceat(stacked, starts, axis=0)
+            norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            out[owners[starts] - done] = sums / np.maximum(norms, 1e-12)
         rows.clear()
         owner.clear()
+        return out
 
     for k, ids in enumerate(members):
         found = [m for m in ids if m in mention_vectors]
@@ -271,9 +291,10 @@ def base_vectors(
             missing.append(k)
             continue
         if rows and len(rows) + len(found) > BASE_ROWS:
-            flush()
+            block = flush(k)
+            done = k
+            yield block
         rows.extend(found)
         owner.extend([k] * len(found))
-    if rows:
-        flush()
-    return out, missing
+    if rows or done < len(members):
+        yield flush(len(members))

@@ -21,7 +21,7 @@ import pickle
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
@@ -52,6 +52,17 @@ class TempFile:
             view = view[written:]
             self.size += written
         return offset
+
+    def write_at(self, offset: int, data: bytes | memoryview) -> None:
+        """Write `data` over bytes already written, from `offset`."""
+        view = memoryview(data)
+        view = view.cast("B") if view.nbytes else memoryview(b"")
+        if offset < 0 or offset + view.nbytes > self.size:
+            raise ValueError(f"bytes {offset}..{offset + view.nbytes} of a file of {self.size}")
+        while view:
+            written = os.pwrite(self._file.fileno(), view, offset)
+            view = view[written:]
+            offset += written
 
     def read(self, offset: int, size: int) -> bytes:
         """`size` bytes from `offset` (which were written)."""
@@ -203,6 +214,26 @@ class SpilledArray:
         return np.frombuffer(self._file.read(0, self._file.size), dtype=self.dtype).reshape(
             self.shape
         )
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        rows = self.load()
+        return rows if dtype is None else rows.astype(dtype, copy=False)
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Rows `rows` (any order, repeats allowed), stacked in the order asked."""
+        at = np.asarray(rows, dtype=np.int64)
+        if len(at) and (int(at.min()) < 0 or int(at.max()) >= self.shape[0]):
+            raise IndexError(f"rows {int(at.min())}..{int(at.max())} of {self.shape[0]}")
+        return gather_rows(self._file.read, at, self.shape[1], self.dtype)
+
+    def put(self, rows: Sequence[int] | np.ndarray, values: np.ndarray) -> None:
+        """Write `values` (one row each) over rows `rows`."""
+        width = self.shape[1] * self.dtype.itemsize
+        values = np.ascontiguousarray(values, dtype=self.dtype).reshape(-1, self.shape[1])
+        for row, value in zip(np.asarray(rows, dtype=np.int64).tolist(), values, strict=True):
+            if not 0 <= row < self.shape[0]:
+                raise IndexError(f"row {row} of {self.shape[0]}")
+            self._file.write_at(row * width, value.data)
 
 
 def gather_rows(
