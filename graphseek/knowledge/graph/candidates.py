@@ -233,9 +233,9 @@ def hnsw_graph(data: Rows) -> tuple[Any, np.ndarray]:
 
 def _reserve(index: Any, levels: np.ndarray) -> None:
     """Make room in `index` (an empty `IndexHNSWFlat`) for the vectors of `levels` at once:
-    each add grows its vectors and links as a `std::vector` does, to twice their size, and
-    the old and the new copies of the vectors were both held (the graph peaked 175 MB over its size at 157,601 base
-    vectors). A vector's capacity outlives a resize down."""
+    each add grows its vectors and links as a `std::vector` grows, to twice their size, with
+    the old and the new copies held together while it moves them (at 157,601 base vectors the
+    graph peaked 175 MB above its own size). A vector keeps its room when resized down."""
     import faiss
 
     storage: Any = faiss.downcast_index(index.storage)  # an IndexFlat (its stubs: an Index)

@@ -163,8 +163,9 @@ class ExtractionSpool(Sequence[Extraction]):
 
 class SpilledArray:
     """A 2-D array moved to a temporary file (the graph's entity, relation, hyperedge and base
-    vectors, 620 MB at 100,000 passages, which only the store write reads after the stage that
-    makes them). `blocks` reads its rows back a block at a time; `load` reads them all."""
+    vectors, 620 MB at 100,000 passages, which only alignment's radius search and the store
+    write read after the stage that makes them). `blocks` reads its rows back a block at a
+    time, `take` the rows asked, `load` them all; `put` writes over rows."""
 
     def __init__(self, array: np.ndarray) -> None:
         if not isinstance(array, np.ndarray):
@@ -216,6 +217,7 @@ class SpilledArray:
         )
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """Every row (`load`), for ``np.asarray``."""
         rows = self.load()
         return rows if dtype is None else rows.astype(dtype, copy=False)
 
