@@ -59,9 +59,9 @@ def test_a_roomy_budget_keeps_every_process_thread_and_the_whole_cache() -> None
 
 
 def test_the_write_cache_goes_before_threads_and_processes() -> None:
-    # at 80,000 passages the write, with its page cache, is the estimated peak
-    roomy = plan_memory(80_000, "64G", processes=2, threads=2)
-    plan = plan_memory(80_000, roomy.estimate_mb - 50, processes=2, threads=2)
+    # at 300,000 passages the write, with its page cache, is the estimated peak
+    roomy = plan_memory(300_000, "64G", processes=2, threads=2)
+    plan = plan_memory(300_000, roomy.estimate_mb - 50, processes=2, threads=2)
     assert plan.fits and (plan.processes, plan.threads) == (2, 2)
     assert plan.cache_kib < CACHE_CHOICES_KIB[0]
 
@@ -94,8 +94,8 @@ def test_a_budget_nothing_fits_gives_the_least_and_says_so() -> None:
         for c in CACHE_CHOICES_KIB
     )
     assert plan.estimate_mb == least > 2048
-    # alignment is the estimated peak there: no process, thread or cache is given up for it
-    assert (plan.processes, plan.threads, plan.cache_kib) == (2, 2, CACHE_CHOICES_KIB[0])
+    # the write is the estimated peak there: its smallest cache, no process or thread given up
+    assert (plan.processes, plan.threads, plan.cache_kib) == (2, 2, CACHE_CHOICES_KIB[-1])
     # at 10,000 passages the least is one thread and a smaller cache
     small = plan_memory(10_000, 600, processes=2, threads=2)
     assert not small.fits and small.threads == 1

@@ -14,12 +14,14 @@ at once, and none of it changes the index (the same store byte for byte, tested)
 
 `plan_memory` picks the fastest of these whose estimated peak fits the budget. The estimate
 (`estimate_mb`) follows each stage's peak as measured in whole builds of 34, 2,000, 10,000
-and 100,000 passages (the last three of `benchmarks/indexing.py`'s synthetic corpus), straight
-between them and past 100,000 (its names repeat past 6,119 passages, so a corpus of as many
-distinct passages has more entities and grows faster: the figures are a floor). What still grows with the corpus, alignment's mentions and the graph
-models kept until the write (about 13 MB per 1,000 passages), no setting here bounds; a
-budget under the estimate of the smallest settings is reported (`MemoryPlan.fits`), and the
-build runs with those settings anyway.
+and 100,000 passages (the last two of `benchmarks/indexing.py`'s synthetic corpus, by
+`benchmarks/bounded_build.py --phases`), straight between them and past 100,000 (its names
+repeat past 6,119 passages, so a corpus of as many distinct passages has more entities and
+grows faster: the figures are a floor). What still grows with the corpus after the passage
+pass, alignment's records and the graph's entities and links kept until the write (7-9 MB per
+1,000 passages between 10,000 and 100,000), no setting here bounds; a budget under the
+estimate of the smallest settings is reported (`MemoryPlan.fits`), and the build runs with
+those settings anyway.
 """
 
 from __future__ import annotations
@@ -53,23 +55,22 @@ apart, `WORKER_MB`)."""
 PASS_MB = (
     (SMALL[0], SMALL[1] - THREAD_MB),
     (2_000, 1_074 - THREAD_MB),
-    (10_000, 1_649 - 2 * THREAD_MB),
-    (100_000, 2_309 - 2 * THREAD_MB),
+    (10_000, 1_626 - 2 * THREAD_MB),
+    (100_000, 2_233 - 2 * THREAD_MB),
 )
 """The passage pass less its threads' working memory, (passages, MB): its peak was 1,074 MB
-at 2,000 passages with one thread (55cd1b2), 1,649 at 10,000 with two (b019898), 2,309 at
-100,000 with two (e922484)."""
-ALIGN_MB = (SMALL, (10_000, 1_027), (100_000, 2_487))
-"""Alignment's top (its radius search), (passages, MB): e922484's whole builds
-(`benchmarks/bounded_build.py --phases`). Since `MentionRows` (7153961) it is about 200 MB
-lower at 100,000 passages, and since `MentionColumns` (931796c) another 160
-(`benchmarks/reduce_stages.py`); the fit keeps the higher figure."""
-LINK_MB = (SMALL, (10_000, 1_320), (100_000, 2_401))
-"""Linking's top (after the passage matcher), (passages, MB)."""
-WRITE_MB = (SMALL, (10_000, 1_134), (100_000, 2_276))
-"""The store write less SQLite's page cache, (passages, MB): its top was 1,344 MB at 10,000
-passages and 2,532 at 100,000, less the cache it filled (the database's size, up to the
-cache: 210 and 256 MB)."""
+at 2,000 passages with one thread (55cd1b2), 1,626 at 10,000 and 2,233 at 100,000 with two
+(8a084f8)."""
+ALIGN_MB = (SMALL, (10_000, 934), (100_000, 1_618))
+"""Alignment's top (the base vectors summed at 10,000 passages, the radius search at
+100,000), (passages, MB): 8a084f8's whole builds (`benchmarks/bounded_build.py --phases`)."""
+LINK_MB = (SMALL, (10_000, 1_294), (100_000, 1_915))
+"""Linking's top (after the passage matcher, while the graph vectors are made), (passages,
+MB)."""
+WRITE_MB = (SMALL, (10_000, 1_067), (100_000, 1_852))
+"""The store write less SQLite's page cache, (passages, MB): its top was 1,272 MB at 10,000
+passages and 2,108 at 100,000, less the cache it filled (the database's size, up to the
+cache: 205 and 256 MB)."""
 DATABASE_KB = 21
 """``graph.sqlite`` per passage (210 MB at 10,000 passages, 1.5 GB at 100,000): the page
 cache fills up to it."""
