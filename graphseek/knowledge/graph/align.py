@@ -232,11 +232,12 @@ def _kept_and_summed(
     for begin in range(0, len(base), BASE_ROWS):
         end = min(len(base), begin + BASE_ROWS)
         block = np.zeros((end - begin, dim), dtype=np.float32)
-        kept = [k for k in range(begin, end) if row_of[k] < 0]
-        if kept:
-            block[np.asarray(kept) - begin] = stack_rows(stored, [base_ids[k] for k in kept])
-        new = np.flatnonzero(row_of[begin:end] >= 0)
-        block[new] = summed[row_of[begin + new]]
+        here = row_of[begin:end]
+        kept = np.flatnonzero(here < 0)
+        if len(kept):
+            block[kept] = stack_rows(stored, [base_ids[begin + k] for k in kept.tolist()])
+        new = np.flatnonzero(here >= 0)
+        block[new] = summed[here[new]]
         yield block
 
 

@@ -223,10 +223,11 @@ def hnsw_graph(data: Rows) -> tuple[Any, np.ndarray]:
     levels = np.fromiter((draw() for _ in range(len(data))), dtype=np.int32, count=len(data))
     row_of = np.argsort(-levels, kind="stable")  # upper levels first, then row order
     _reserve(index, levels)
+    added_levels = levels[row_of] + 1  # FAISS's form (a level's number + 1), in add order
     for start in range(0, len(data), HNSW_ADD_ROWS):
         added = min(len(data), start + HNSW_ADD_ROWS)
         # the levels of the rows added so far: FAISS takes them instead of drawing its own
-        faiss.copy_array_to_vector(levels[row_of[:added]] + 1, index.hnsw.levels)
+        faiss.copy_array_to_vector(added_levels[:added], index.hnsw.levels)
         index.add(_take(data, row_of[start:added]))
     return index, row_of
 
