@@ -232,6 +232,20 @@ class FailingExtractor:
         raise Boom("extraction crashed")
 
 
+def test_a_build_bounds_the_c_heap_before_it_extracts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bound_heap` is asked before extraction, so the forked workers and the passage pass's
+    threads start under it."""
+    import graphseek.knowledge.graph.build as building
+
+    asked: list[str] = []
+    monkeypatch.setattr(building, "bound_heap", lambda: asked.append("bound") or True)
+    with pytest.raises(Boom):
+        build_graph(CORPUS[:2], tmp_path / "g", extractor=FailingExtractor(), show_progress=False)
+    assert asked == ["bound"]
+
+
 def test_interrupted_build_keeps_the_previous_store(
     store: SQLiteGraphStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -46,3 +46,83 @@ def test_it_is_a_no_op_without_malloc_trim(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(heap, "_malloc_trim", lambda: None)
     assert give_back_free_heap() is False
+
+
+RETAINED = """
+import ctypes, json, sys
+from graphseek.knowledge.heap import bound_heap
+
+def rss_mb():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+
+took = bound_heap() if sys.argv[1] == "bound" else None
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+big = libc.malloc(16 << 20)  # mapped; freeing it raises glibc's own threshold to 16 MB
+libc.free(big)
+size = 2 << 20
+blocks = [libc.malloc(size) for _ in range(100)]
+for b in blocks:
+    ctypes.memset(b, 1, size)
+top = libc.malloc(64 << 10)  # keeps the heap's top in use
+before = rss_mb()
+for b in blocks:
+    libc.free(b)
+print(json.dumps({"took": took, "retained": rss_mb() - before + 200}))
+"""
+
+
+def _retained(mode: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    import json
+    import os
+    import subprocess
+
+    run = subprocess.run(
+        [sys.executable, "-c", RETAINED, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **(env or {})},
+    )
+    return json.loads(run.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_bound_heap_maps_large_blocks_on_their_own() -> None:
+    """200 MB of 2 MB blocks, freed with a live block above them: after glibc has raised its
+    mmap threshold they came from the heap and stay resident; under `bound_heap` each was
+    mapped on its own and goes back when freed."""
+    default = _retained("default")
+    bound = _retained("bound")
+    assert bound["took"] is True
+    assert float(default["retained"]) > 150  # MB still resident of the 200 freed
+    assert float(bound["retained"]) < 50
+
+
+def test_bound_heap_asks_for_one_arena_and_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphseek.knowledge import heap
+
+    asked: list[tuple[int, int]] = []
+    monkeypatch.setattr(heap, "_mallopt", lambda: lambda p, v: asked.append((p, v)) or 1)
+    monkeypatch.delenv(heap.KEEP_HEAP_ENV, raising=False)
+    assert heap.bound_heap() is True
+    assert asked == [(heap.M_ARENA_MAX, 1), (heap.M_MMAP_THRESHOLD, 1 << 20)]
+
+
+def test_bound_heap_leaves_malloc_alone_when_asked_or_without_mallopt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from graphseek.knowledge import heap
+
+    asked: list[tuple[int, int]] = []
+    monkeypatch.setattr(heap, "_mallopt", lambda: lambda p, v: asked.append((p, v)) or 1)
+    monkeypatch.setenv(heap.KEEP_HEAP_ENV, "1")
+    assert heap.bound_heap() is False
+    monkeypatch.setenv(heap.KEEP_HEAP_ENV, "0")
+    monkeypatch.setattr(heap, "_mallopt", lambda: None)
+    assert heap.bound_heap() is False
+    assert asked == []

@@ -1,4 +1,4 @@
-"""Handing the C heap's free memory back to the operating system.
+"""Handing the C heap's free memory back to the operating system, and keeping less of it.
 
 glibc's `malloc` keeps memory that is freed inside its heaps (the main one and one per thread
 that allocated) for the process's later allocations; only `malloc_trim` returns it. A bulk pass
@@ -7,13 +7,58 @@ of the passage encoder leaves hundreds of MB there once ONNX Runtime's arenas ar
 stages after it never reuse, since their large arrays are mapped anew and the pass's threads
 are done. Written here because neither the standard library nor psutil exposes `malloc_trim`;
 it is called through ctypes, and is a no-op where the C library has none (macOS, musl).
+
+`bound_heap` goes further for a graph build (glibc's `mallopt`, the same as the
+``MALLOC_ARENA_MAX`` and ``MALLOC_MMAP_THRESHOLD_`` environment variables): one heap for every
+thread instead of one per thread that allocated (memory freed by the write's database thread,
+the name-candidate thread or the encoder's threads is then reused by the others), and blocks of
+`MMAP_THRESHOLD` bytes or more mapped on their own and unmapped when freed (glibc raises its
+threshold up to 32 MB as large blocks are freed, so a build's many short-lived arrays of a few MB
+came from the heaps and left holes there between objects that live on).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import os
 from collections.abc import Callable
+
+M_MMAP_THRESHOLD = -3
+"""glibc's `mallopt` parameter: blocks this large or larger are mapped on their own."""
+M_ARENA_MAX = -8
+"""glibc's `mallopt` parameter: the most heaps (arenas) `malloc` makes for a process."""
+ARENAS = 1
+"""Heaps a graph build keeps (`bound_heap`)."""
+MMAP_THRESHOLD = 1 << 20
+"""Blocks a graph build maps on their own (`bound_heap`): 1 MB."""
+KEEP_HEAP_ENV = "GRAPHSEEK_KEEP_MALLOC"
+"""Set (to anything but empty or ``0``) to leave the C library's `malloc` settings alone."""
+
+
+@functools.cache
+def _mallopt() -> Callable[[int, int], int] | None:
+    """The C library's `mallopt`; None where there is none."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return None
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return mallopt
+
+
+def bound_heap(arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD) -> bool:
+    """Make `malloc` keep at most `arenas` heaps and map blocks of `mmap_threshold` bytes or
+    more on their own, for the rest of the process (and processes forked from it). True if
+    the C library took both; False where it has no `mallopt` (not glibc), refused, or
+    `KEEP_HEAP_ENV` is set. Changes no computation, only where memory comes from: a 10,000
+    passage build's reduce stages peaked 14% lower (docs/scale.md, the fourteenth step)."""
+    if os.environ.get(KEEP_HEAP_ENV, "") not in ("", "0"):
+        return False
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
+    return bool(mallopt(M_ARENA_MAX, arenas)) and bool(mallopt(M_MMAP_THRESHOLD, mmap_threshold))
 
 
 @functools.cache

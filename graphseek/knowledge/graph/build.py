@@ -57,6 +57,7 @@ from graphseek.knowledge.graph.vectors import (
     default_embed,
     span_encoder,
 )
+from graphseek.knowledge.heap import bound_heap
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
 
@@ -340,6 +341,7 @@ def map_passages(
     options (those of the later stages are not used here). `in_process`: the offline
     extractor parses in this process (a Dask worker is a daemon process, which may not start
     its own workers; the result is the same)."""
+    bound_heap()
     items = list(passages)
     chosen = _resolve_extractor(extractor, llm, False, max_concurrency)
     if in_process:
@@ -430,8 +432,10 @@ def build_graph(
     passage pass are not run here. `memory_budget` (MB, or a size such as ``"4G"``; None:
     half the machine's memory) chooses how many extraction processes and encoder threads run
     at once and the write's page cache (`graphseek.knowledge.graph.budget`; the same store
-    whatever it is), and is recorded with the estimated peak in the manifest. Returns the
-    opened store.
+    whatever it is), and is recorded with the estimated peak in the manifest. The C library's
+    `malloc` is set to keep one heap and map large blocks on their own for the rest of the
+    process (`graphseek.knowledge.heap.bound_heap`; ``GRAPHSEEK_KEEP_MALLOC=1`` leaves it
+    alone). Returns the opened store.
     """
     started = time.perf_counter()
     peak_before = peak_rss_mb()
@@ -439,6 +443,7 @@ def build_graph(
     if not items:
         raise CorpusError("cannot build a graph from an empty corpus (no passages given)")
     check_target(out_dir)
+    bound_heap()  # before the workers fork and the pass's threads start: they inherit it
     if settings is None:
         settings = GraphSettings(
             tau=tau,
