@@ -50,13 +50,9 @@ def test_it_is_a_no_op_without_malloc_trim(monkeypatch: pytest.MonkeyPatch) -> N
 
 RETAINED = """
 import ctypes, json, sys
+sys.path.insert(0, sys.argv[2])
 from graphseek.knowledge.heap import bound_heap
-
-def rss_mb():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) / 1024
+from test_heap import rss_mb
 
 took = bound_heap() if sys.argv[1] == "bound" else None
 libc = ctypes.CDLL(None)
@@ -76,17 +72,18 @@ print(json.dumps({"took": took, "retained": rss_mb() - before + 200}))
 """
 
 
-def _retained(mode: str, env: dict[str, str] | None = None) -> dict[str, object]:
+def _retained(mode: str) -> dict[str, object]:
+    """The child's report: whether `bound_heap` took (``mode`` "bound"), and the MB of the 200
+    freed that stay resident."""
     import json
-    import os
     import subprocess
+    from pathlib import Path
 
     run = subprocess.run(
-        [sys.executable, "-c", RETAINED, mode],
+        [sys.executable, "-c", RETAINED, mode, str(Path(__file__).parent)],
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, **(env or {})},
     )
     return json.loads(run.stdout)
 

@@ -23,6 +23,7 @@ import ctypes
 import functools
 import os
 from collections.abc import Callable
+from typing import Any
 
 M_MMAP_THRESHOLD = -3
 """glibc's `mallopt` parameter: blocks this large or larger are mapped on their own."""
@@ -37,14 +38,20 @@ KEEP_HEAP_ENV = "GRAPHSEEK_KEEP_MALLOC"
 
 
 @functools.cache
-def _mallopt() -> Callable[[int, int], int] | None:
-    """The C library's `mallopt`; None where there is none."""
+def _libc_function(name: str, argtypes: tuple[Any, ...], restype: Any) -> Callable[..., int] | None:
+    """The C library's function `name`, looked up among the symbols the process has loaded
+    (no `ldconfig` run) and typed; None where there is none."""
     try:
-        mallopt = ctypes.CDLL(None).mallopt
+        function = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError, TypeError):
         return None
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return mallopt
+    function.argtypes, function.restype = list(argtypes), restype
+    return function  # type: ignore[no-any-return]
+
+
+def _mallopt() -> Callable[[int, int], int] | None:
+    """The C library's `mallopt`; None where there is none."""
+    return _libc_function("mallopt", (ctypes.c_int, ctypes.c_int), ctypes.c_int)
 
 
 def bound_heap(arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD) -> bool:
@@ -62,16 +69,9 @@ def bound_heap(arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD) -> bo
     return bool(mallopt(M_ARENA_MAX, arenas)) and bool(mallopt(M_MMAP_THRESHOLD, mmap_threshold))
 
 
-@functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    """The C library's `malloc_trim`, looked up among the symbols the process has loaded (no
-    `ldconfig` run); None where there is none."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+    """The C library's `malloc_trim`; None where there is none."""
+    return _libc_function("malloc_trim", (ctypes.c_size_t,), ctypes.c_int)
 
 
 def give_back_free_heap() -> bool:
