@@ -175,10 +175,19 @@ def mention_spans(passage: Passage, mentions: Sequence[Mention]) -> np.ndarray:
     return out
 
 
+BLOCK_BATCHES = 4
+"""The passage pass works through blocks of `batch_size` x this many passages (longest first):
+a block's extractions, spans and pooled mention vectors are held until the block is done. With
+16 (1,024 passages), a block of passages at the model's 256-token window held 300-400 MB beside
+ONNX Runtime's working memory, the passage pass's peak (2,048 such passages: 1,126-1,242 MB
+over the pass's start with 16, 846-856 MB with 2 or 4, as fast; `benchmarks/passage_pass.py`)."""
+
+
 def _blocks(passages: Sequence[Passage], batch_size: int) -> list[list[int]]:
-    """The pass's blocks of passage positions: longest first, `batch_size` x 16 at a time."""
+    """The pass's blocks of passage positions: longest first, `batch_size` x `BLOCK_BATCHES`
+    at a time."""
     order = sorted(range(len(passages)), key=lambda i: -len(passages[i].content))
-    block = max(batch_size * 16, 1)
+    block = max(batch_size * BLOCK_BATCHES, 1)
     return [order[start : start + block] for start in range(0, len(order), block)]
 
 
