@@ -138,6 +138,63 @@ def test_a_pass_run_partly_ahead_equals_one_pass(onnx: Embedder) -> None:
     assert onnx.span_pass(texts, batch_size=2).run_ahead(stopped) == 0
 
 
+def test_the_pass_runs_two_blocks_at_once_with_the_same_result(onnx: Embedder, monkeypatch) -> None:
+    """With two encoder threads the passage pass keeps two blocks under way (their batches in
+    one pool, so no more than two run at once), and gives what one block at a time gives, bit
+    for bit, the mention rows in the blocks' order; BLAS threads are given back after."""
+    from threadpoolctl import threadpool_info
+
+    from graphseek.knowledge.graph import contextual
+
+    def blas_threads() -> list[int]:
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    passages = [Passage(id=f"p{k}", title="T", text=TEXTS[k % 3] + f" {k}") for k in range(9)]
+    extractions = OfflineExtractor().extract(passages)
+    monkeypatch.setattr(contextual, "BLOCK_BATCHES", 1)  # blocks of 2 passages: 5 blocks
+    with onnx.bulk_threads(1):
+        assert not onnx.concurrent_spans
+        one_vectors, one_mentions = encode_passages(onnx, passages, extractions, batch_size=2)
+    before = blas_threads()
+    lock, calls, running, most = threading.Lock(), [0], [0], [0, 0]
+    encode_spans, states = onnx.encode_spans, onnx._states
+
+    def counted_spans(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            calls[0] += 1
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            return encode_spans(*args, **kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    batches = [0]
+
+    def counted_states(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            batches[0] += 1
+            most[1] = max(most[1], batches[0])
+        try:
+            return states(*args, **kwargs)
+        finally:
+            with lock:
+                batches[0] -= 1
+
+    monkeypatch.setattr(onnx, "encode_spans", counted_spans)
+    monkeypatch.setattr(onnx, "_states", counted_states)
+    with onnx.bulk_threads(2):
+        assert onnx.concurrent_spans
+        vectors, mentions = encode_passages(onnx, passages, extractions, batch_size=2)
+    assert calls[0] == 5 and most[0] <= 2 and most[1] <= 2
+    np.testing.assert_array_equal(vectors, one_vectors)
+    assert list(mentions._row) == list(one_mentions._row)  # rows appended in the same order
+    for mid in one_mentions._row:
+        np.testing.assert_array_equal(mentions[mid], one_mentions[mid])
+    assert blas_threads() == before
+
+
 @pytest.mark.slow
 def test_span_vectors_agree_across_backends(onnx: Embedder) -> None:
     torch_vectors, torch_spans = Embedder(backend="torch").encode_spans(TEXTS, SPANS)

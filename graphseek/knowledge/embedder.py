@@ -422,6 +422,7 @@ class Embedder:
         self._pool: ThreadPoolExecutor | None = None
         self._thread_limit: int | None = None
         self._pool_threads = 0
+        self._pool_lock = threading.Lock()
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
         self.dim = 384
@@ -485,6 +486,15 @@ class Embedder:
             yield
         finally:
             self._thread_limit = before
+
+    @property
+    def concurrent_spans(self) -> bool:
+        """Whether `encode_spans` may be called from several threads at once with gain: on ONNX
+        Runtime with more than one worker thread (`bulk_threads`), whose pool every call's
+        batches share, so no more than that many run at a time (a build's passage pass runs two
+        blocks at a time then: `graphseek.knowledge.graph.contextual.encode_passages`)."""
+        threads = min(self.workers, self._thread_limit or self.workers)
+        return self._onnx is not None and threads > 1
 
     def release_memory(self) -> None:
         """Give back the working memory of the bulk passes so far (ONNX Runtime's arenas, by
@@ -659,13 +669,17 @@ class Embedder:
         todo = [b for k, b in enumerate(batches) if k not in done]
         futures = []
         threads = min(self.workers, self._thread_limit or self.workers)
-        if self._onnx is not None and threads > 1 and len(todo) > 1:
-            if self._pool is None or self._pool_threads != threads:
-                if self._pool is not None:
-                    self._pool.shutdown(wait=True)
-                self._pool = ThreadPoolExecutor(threads, thread_name_prefix="embed")
-                self._pool_threads = threads
-            futures = [self._pool.submit(run, b) for b in todo]
+        # with threads, every batch through the pool, even one alone: with bulk calls from
+        # several threads at once (`concurrent_spans`), at most `threads` batches run at a
+        # time all the same
+        if self._onnx is not None and threads > 1 and todo:
+            with self._pool_lock:  # bulk calls may come from several threads at once
+                if self._pool is None or self._pool_threads != threads:
+                    if self._pool is not None:
+                        self._pool.shutdown(wait=True)
+                    self._pool = ThreadPoolExecutor(threads, thread_name_prefix="embed")
+                    self._pool_threads = threads
+                futures = [self._pool.submit(run, b) for b in todo]
             todo = []
         try:
             for k, (vectors, hidden) in done.items():  # meanwhile, on this thread
