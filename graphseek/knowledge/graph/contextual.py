@@ -222,10 +222,11 @@ def encode_passages(
     Blocks of passages, longest first, under one ``embedding passages`` bar: memory beyond the
     outputs is the token ids, states and pooled vectors of the blocks under way. An encoder
     whose `encode_spans` may be called from several threads at once (``concurrent_spans``:
-    `Embedder` on ONNX Runtime with two threads or more) runs `IN_FLIGHT` blocks at a time, so its worker threads go
-    from one block's batches to the next's without waiting for a block's last batch; the
-    results are taken in block order all the same. `ahead`: the first block begun by
-    `begin_passages` (the same vectors, with its batches run ahead not run again)."""
+    `Embedder` on ONNX Runtime with two threads or more) has `IN_FLIGHT` blocks under way, so
+    its worker threads go from one block's batches to the next's without waiting for a
+    block's last batch; the results are taken in block order all the same. `ahead`: the first
+    block begun by `begin_passages` (the same vectors, with its batches run ahead not run
+    again)."""
     n = len(passages)
     vectors = np.zeros((n, encoder.dim), dtype=np.float32)
     mentions = MentionVectors(encoder.dim)
