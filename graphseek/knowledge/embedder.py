@@ -488,13 +488,17 @@ class Embedder:
             self._thread_limit = before
 
     @property
+    def _threads(self) -> int:
+        """The batches a bulk pass runs at once now: `workers`, or fewer inside `bulk_threads`."""
+        return min(self.workers, self._thread_limit or self.workers)
+
+    @property
     def concurrent_spans(self) -> bool:
         """Whether `encode_spans` may be called from several threads at once with gain: on ONNX
         Runtime with more than one worker thread (`bulk_threads`), whose pool every call's
         batches share, so no more than that many run at a time (a build's passage pass runs two
         blocks at a time then: `graphseek.knowledge.graph.contextual.encode_passages`)."""
-        threads = min(self.workers, self._thread_limit or self.workers)
-        return self._onnx is not None and threads > 1
+        return self._onnx is not None and self._threads > 1
 
     def release_memory(self) -> None:
         """Give back the working memory of the bulk passes so far (ONNX Runtime's arenas, by
@@ -668,7 +672,7 @@ class Embedder:
 
         todo = [b for k, b in enumerate(batches) if k not in done]
         futures = []
-        threads = min(self.workers, self._thread_limit or self.workers)
+        threads = self._threads
         # with threads, every batch through the pool, even one alone: with bulk calls from
         # several threads at once (`concurrent_spans`), at most `threads` batches run at a
         # time all the same

@@ -270,13 +270,19 @@ def encode_passages(
             ThreadPoolExecutor(in_flight, thread_name_prefix="pass-block") as runner,
         ):
             pending: deque[tuple[list[int], Future[Any]]] = deque()
+
+            def take_first() -> None:
+                idx, done = pending.popleft()
+                take(idx, done.result())
+                bar.update(len(idx))
+
             try:
                 for k, idx in enumerate(blocks):
                     pending.append((idx, runner.submit(run, k, idx)))
-                    while len(pending) >= in_flight or (pending and k == len(blocks) - 1):
-                        idx, done = pending.popleft()
-                        take(idx, done.result())
-                        bar.update(len(idx))
+                    if len(pending) >= in_flight:
+                        take_first()
+                while pending:
+                    take_first()
             except BaseException:
                 # Ctrl-C or a failed block: the blocks not begun are dropped, those under way
                 # end (each its batches already queued)
