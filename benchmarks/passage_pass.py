@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import threading
+import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from reduce_stages import PhaseSampler  # noqa: E402
 
-def rss_mb() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) // 1024
-    return 0
+rss_mb = PhaseSampler.rss_mb
 
 
 class Stop(Exception):
@@ -59,28 +56,24 @@ def main() -> None:
     encoder = get_embedder()
     encoder.encode(["warm"])  # the model loaded, as after a build's extraction
 
-    most = [0]
-    done = threading.Event()
+    sampler = PhaseSampler()  # the RSS every 50 ms; its most in the phase "pass"
 
-    def sample() -> None:
-        while not done.is_set():
-            most[0] = max(most[0], rss_mb())
-            time.sleep(0.05)
+    def most() -> int:
+        return sampler.peaks.get("pass", [0, 0])[1]
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
     blocks: list[tuple[int, int, int]] = []  # (block, RSS after it, most so far)
     original = Embedder.encode_spans
 
     def counted(self: Embedder, *a: object, **kw: object) -> object:
         out = original(self, *a, **kw)  # type: ignore[arg-type]
-        blocks.append((len(blocks) + 1, rss_mb(), most[0]))
+        blocks.append((len(blocks) + 1, rss_mb(), most()))
         if args.blocks and len(blocks) >= args.blocks:
             raise Stop
         return out
 
     Embedder.encode_spans = counted  # type: ignore[assignment,method-assign]
     begin = rss_mb()
+    sampler.phase = "pass"
     started = time.perf_counter()
     limit = encoder.bulk_threads(args.threads)
     try:
@@ -89,12 +82,11 @@ def main() -> None:
     except Stop:
         pass
     seconds = time.perf_counter() - started
-    held = rss_mb()
+    sampler.phase = "after"
+    held, peak = rss_mb(), max(most(), rss_mb())
     encoder.release_memory()
-    done.set()
-    sampler.join()
     print(f"{len(passages):,} passages, {len(blocks)} blocks in {seconds:.0f} s")
-    print(f"RSS at the pass's start {begin:,} MB; its most {most[0]:,} MB (+{most[0] - begin:,})")
+    print(f"RSS at the pass's start {begin:,} MB; its most {peak:,} MB (+{peak - begin:,})")
     for k, after, peak in blocks:
         if k <= 12 or k % 10 == 0 or k == len(blocks):
             print(f"  block {k:>4}: RSS {after:>6,} MB, most so far {peak:>6,}")

@@ -156,34 +156,26 @@ def test_the_pass_runs_two_blocks_at_once_with_the_same_result(onnx: Embedder, m
         assert not onnx.concurrent_spans
         one_vectors, one_mentions = encode_passages(onnx, passages, extractions, batch_size=2)
     before = blas_threads()
-    lock, calls, running, most = threading.Lock(), [0], [0], [0, 0]
-    encode_spans, states = onnx.encode_spans, onnx._states
+    lock, calls, running, most = threading.Lock(), [0, 0], [0, 0], [0, 0]
 
-    def counted_spans(*args, **kwargs):  # type: ignore[no-untyped-def]
-        with lock:
-            calls[0] += 1
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        try:
-            return encode_spans(*args, **kwargs)
-        finally:
+    def counted(fn, k):  # type: ignore[no-untyped-def]
+        """`fn`, its calls counted in slot `k`: how many, and the most under way at once."""
+
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
             with lock:
-                running[0] -= 1
+                calls[k] += 1
+                running[k] += 1
+                most[k] = max(most[k], running[k])
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with lock:
+                    running[k] -= 1
 
-    batches = [0]
+        return wrapper
 
-    def counted_states(*args, **kwargs):  # type: ignore[no-untyped-def]
-        with lock:
-            batches[0] += 1
-            most[1] = max(most[1], batches[0])
-        try:
-            return states(*args, **kwargs)
-        finally:
-            with lock:
-                batches[0] -= 1
-
-    monkeypatch.setattr(onnx, "encode_spans", counted_spans)
-    monkeypatch.setattr(onnx, "_states", counted_states)
+    monkeypatch.setattr(onnx, "encode_spans", counted(onnx.encode_spans, 0))  # blocks
+    monkeypatch.setattr(onnx, "_states", counted(onnx._states, 1))  # batches
     with onnx.bulk_threads(2):
         assert onnx.concurrent_spans
         vectors, mentions = encode_passages(onnx, passages, extractions, batch_size=2)
