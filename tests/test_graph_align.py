@@ -4,6 +4,7 @@ MiniLM) and with a scripted LLM, provenance and counts."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, candidat
 from graphseek.knowledge.graph.candidates import radius_pairs
 from graphseek.knowledge.graph.exact import exact_groups, raw_entity_count
 from graphseek.knowledge.graph.mention_columns import MentionColumns
+from graphseek.knowledge.graph.mention_table import IdList, MentionIds
 from graphseek.knowledge.graph.records import types_compatible
 from graphseek.knowledge.graph.text import (
     is_acronym_of,
@@ -183,6 +185,18 @@ def test_alignment_counts_and_provenance(embed) -> None:  # type: ignore[no-unty
     assert warriors.mention_ids == ["p1#m0", "p2#m0", "p2#m1"]
     assert warriors.passage_ids == ["p1", "p2"]
     assert result.mention_entity["p2#m0"] == warriors.id
+    # the extractors' ids are held as numbers: the provenance is a view of alignment's ids,
+    # dumped as the list it stands for
+    assert isinstance(result.mention_entity.ids, MentionIds)
+    assert isinstance(warriors.mention_ids, IdList)
+    assert warriors.model_dump()["mention_ids"] == ["p1#m0", "p2#m0", "p2#m1"]
+    # ids of another form are kept as strings, with the same entities
+    renamed = [replace(m, id=m.id.replace("#m", "/")) for m in mentions]
+    again = Aligner(embed=embed).align(renamed)
+    assert [e.mention_ids for e in again.entities] == [
+        [mid.replace("#m", "/") for mid in e.mention_ids] for e in result.entities
+    ]
+    assert all(isinstance(e.mention_ids, list) for e in again.entities)
 
 
 # -- semantic merging ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from graphseek.knowledge.graph.mention_columns import MentionColumns, mention_columns
+from graphseek.knowledge.graph.mention_table import MentionIds
 from graphseek.knowledge.graph.models import Mention
 
 
@@ -31,6 +32,8 @@ def _mentions() -> list[Mention]:
 def test_columns_give_back_the_mentions_sorted_by_id() -> None:
     columns = MentionColumns.of(_mentions())
     assert columns.ids == ["p10#m0", "p10#m1", "p2#m0", "p2#m10"]
+    assert isinstance(columns.ids, MentionIds)  # the extractors' form: two int columns
+    assert columns.id_list([3, 0]) == ["p10#m0", "p2#m10"]
     # the sentence is not kept (alignment does not read it)
     expected = [replace(m, sentence=-1) for m in sorted(_mentions(), key=lambda m: m.id)]
     assert list(columns) == expected
@@ -82,3 +85,11 @@ def test_items_have_every_field_of_a_mention() -> None:
         "start": -1,
         "end": -1,
     }
+
+
+def test_ids_of_another_form_stay_strings() -> None:
+    mentions = [replace(m, id=m.id.replace("#m", "/")) for m in _mentions()]
+    columns = MentionColumns.of(mentions)
+    assert columns.ids == ["p10/0", "p10/1", "p2/0", "p2/10"] and isinstance(columns.ids, list)
+    assert columns.id_list([3, 0]) == ["p10/0", "p2/10"]
+    assert [m.id for m in columns] == columns.ids

@@ -349,7 +349,7 @@ class Aligner:
         mentions = mention_columns(mentions)  # sorted by id
         raw_count, raw_nodes = raw_entity_count(mentions)
         groups = exact_groups(mentions)
-        base = [aggregate([mentions[i] for i in g]) for g in groups]
+        base = [aggregate([mentions[i] for i in g], mentions.id_list(g)) for g in groups]
         base_ids = [stable_id("b", *r.mention_ids, length=16) for r in base]
         order = sorted(range(len(base)), key=lambda k: base_ids[k])
         base = [base[k] for k in order]
@@ -423,7 +423,8 @@ class Aligner:
             if len(group) == 1:  # `aggregate` of one base entity's mentions is its record
                 record = base[group[0]]
             else:
-                record = aggregate([mentions[i] for k in group for i in members[k]])
+                taken = [i for k in group for i in members[k]]
+                record = aggregate([mentions[i] for i in taken], mentions.id_list(taken))
             preferred, fallback = entity_id_choices(record)
             eid = fallback if preferred in used else preferred
             used.add(eid)

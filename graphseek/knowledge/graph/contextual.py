@@ -124,6 +124,13 @@ class MentionVectors(KeyedRows):
             raise ValueError(f"{len(self._row) - len(table)} mention vectors have no id in `ids`")
         self._row = table
 
+    def sorted_keys(self) -> Sequence[str]:
+        """The ids, sorted: once frozen, a view of the ids they were frozen with (a
+        `MentionIds`' are made when read: no list of 2 million strings at the store write)."""
+        if isinstance(self._row, MentionTable):
+            return self._row.keys_sorted()
+        return sorted(self._row)
+
     def __getitem__(self, mid: str) -> np.ndarray:
         row = self._row[mid]
         return np.frombuffer(self._file.read(row * self._width, self._width), dtype=MENTION_DTYPE)

@@ -11,6 +11,9 @@ directly. Written here because a dataframe library would hold the same codes and
 a dependency and a copy per conversion, and alignment's functions read mentions one group at a
 time.
 
+The ids are a `MentionIds` (two int32 columns, each id made when read) when all have the
+form the extractors write, else the strings; `id_list` gives a group's ids for its record.
+
 Not kept, because alignment reads none of them: the name's span (`Mention.start`, `end`; it
 served the passage pass, which is over when alignment starts) and the sentence number (the
 later stages read it from the extractions). Items have -1 (unknown) for the three.
@@ -24,6 +27,7 @@ from typing import Generic, TypeVar, overload
 
 import numpy as np
 
+from graphseek.knowledge.graph.mention_table import MentionIds
 from graphseek.knowledge.graph.models import Mention
 
 _T = TypeVar("_T", bound=Hashable)
@@ -53,7 +57,7 @@ class MentionColumns(Sequence[Mention]):
 
     def __init__(
         self,
-        ids: list[str],
+        ids: Sequence[str],
         codes: Mapping[str, np.ndarray],
         passages: list[str],
         names: list[str],
@@ -66,7 +70,7 @@ class MentionColumns(Sequence[Mention]):
         if set(codes) != set(FIELDS):
             raise ValueError(f"columns {sorted(codes)}: expected {list(FIELDS)}")
         self.ids = ids
-        """The mention ids, sorted and unique."""
+        """The mention ids, sorted and unique (a `MentionIds` or a list)."""
         # array indexing gives Python ints, fast; a column each, read by `_item`
         self._codes = {
             n: array("i", np.asarray(c, dtype=np.int32).tobytes()) for n, c in codes.items()
@@ -104,8 +108,9 @@ class MentionColumns(Sequence[Mention]):
             raise ValueError(
                 f"mention id {repeated!r} occurs twice: every mention needs its own id"
             )
+        compact = MentionIds.of(ids)
         return cls(
-            ids,
+            ids if compact is None else compact,
             {n: np.frombuffer(c, dtype=np.int32)[order] for n, c in codes.items()},
             passages.values,
             names.values,
@@ -143,6 +148,14 @@ class MentionColumns(Sequence[Mention]):
         m.types = self.types[self._type[k]]
         m.sentence = m.start = m.end = -1
         return m
+
+    def id_list(self, positions: Iterable[int]) -> Sequence[str]:
+        """The ids of the mentions at `positions`, sorted (a record's `mention_ids`): a view
+        (`IdList`) of a `MentionIds`, else a list of the strings."""
+        if isinstance(self.ids, MentionIds):
+            return self.ids.take(positions)
+        ids = self.ids
+        return [ids[k] for k in sorted(positions)]
 
     def codes(self, field: str) -> np.ndarray:
         """One field's column, a row per mention (a read-only int32 view): its codes into

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
 #: Generic entity type of noun-chunk mentions (concepts, unnamed things).
 CONCEPT = "CONCEPT"
@@ -138,8 +138,11 @@ class Entity(BaseModel):
     passage_ids: list[str] = Field(
         default_factory=list, description="Passages it was extracted from (mention provenance)."
     )
-    mention_ids: list[str] = Field(
-        default_factory=list, description="The source mentions merged into this entity."
+    mention_ids: Annotated[list[str], PlainSerializer(list, return_type=list[str])] = Field(
+        default_factory=list,
+        description="The source mentions merged into this entity, sorted. A build's entities "
+        "hold a read-only view of alignment's ids here (`mention_table.IdList`), dumped as a "
+        "list.",
     )
 
     @property

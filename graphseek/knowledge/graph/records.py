@@ -40,7 +40,8 @@ class EntityRecord:
     aliases: list[str]
     description: str
     types: list[str]
-    mention_ids: list[str]
+    mention_ids: Sequence[str]
+    """Sorted (a list, or a view of alignment's ids: `mention_table.IdList`)."""
     passage_ids: list[str]
 
     @property
@@ -56,12 +57,15 @@ class EntityRecord:
         return "; ".join(parts)
 
 
-def aggregate(mentions: Sequence[Mention]) -> EntityRecord:
+def aggregate(
+    mentions: Sequence[Mention], mention_ids: Sequence[str] | None = None
+) -> EntityRecord:
     """Name = the most frequent surface of the most frequent name key (ties: longer, then
     alphabetical); aliases = every other surface, one per key; types by frequency (``CONCEPT``
     and ``ENTITY`` dropped when a specific type is present); description = the most frequent.
     (Counts in plain dicts: called once per base and per final entity, tens of thousands of
-    times a build, where `Counter` objects cost more than the counting.)"""
+    times a build, where `Counter` objects cost more than the counting.) `mention_ids`: the
+    mentions' ids, sorted, when the caller has them (`MentionColumns.id_list`)."""
     key_counts: dict[str, int] = {}
     surfaces: dict[str, dict[str, int]] = {}
     for m in mentions:
@@ -95,7 +99,7 @@ def aggregate(mentions: Sequence[Mention]) -> EntityRecord:
         aliases=aliases,
         description=_most_frequent(descriptions),
         types=types,
-        mention_ids=sorted(m.id for m in mentions),
+        mention_ids=sorted(m.id for m in mentions) if mention_ids is None else mention_ids,
         passage_ids=sorted({m.passage_id for m in mentions}),
     )
 

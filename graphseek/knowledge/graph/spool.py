@@ -293,6 +293,15 @@ class KeyedRows(Mapping[str, np.ndarray]):
     def __len__(self) -> int:
         return len(self._row)
 
+    def sorted_keys(self) -> Sequence[str]:
+        """The keys, sorted (as ``sorted(self)``)."""
+        return sorted(self._row)
+
+
+def sorted_keys(rows: Mapping[str, Any]) -> Sequence[str]:
+    """``sorted(rows)``; a `KeyedRows` may give a view (`MentionVectors`: its frozen ids)."""
+    return rows.sorted_keys() if isinstance(rows, KeyedRows) else sorted(rows)
+
 
 def stack_rows(rows: Mapping[str, np.ndarray], keys: Sequence[str]) -> np.ndarray:
     """The rows of `keys` stacked: a `KeyedRows` reads them in runs, a dict is stacked."""

@@ -32,7 +32,7 @@ from graphseek.knowledge.graph.models import (
 )
 from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.relation_columns import RelationColumns
-from graphseek.knowledge.graph.spool import SpilledArray, stack_rows
+from graphseek.knowledge.graph.spool import SpilledArray, sorted_keys, stack_rows
 from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
 
@@ -530,7 +530,7 @@ def _write_arrays(tmp: Path, data: GraphData) -> None:
     _save_npy(tmp / "relation_vectors.npy", data.relation_vectors, dim)
     _save_npy(tmp / "hyperedge_vectors.npy", data.hyperedge_vectors, dim)
     _save_npy(tmp / "base_vectors.npy", data.base_vectors, dim)
-    mention_ids = sorted(data.mention_vectors)
+    mention_ids = sorted_keys(data.mention_vectors)
     _save_rows(tmp / "mention_vectors.npy", data.mention_vectors, mention_ids, dim)
     entity_ids = [e.id for e in data.entities]
     passage_ids = [p.id for p in data.passages]
