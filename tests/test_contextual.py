@@ -282,6 +282,7 @@ def test_frozen_mention_vectors_read_the_same_rows_through_sorted_ids() -> None:
     """`freeze` replaces the row dict by row numbers over alignment's sorted ids: the same
     keys, rows and runs; ids without a vector stay absent; nothing can be added after."""
     from graphseek.knowledge.graph.contextual import MentionVectors
+    from graphseek.knowledge.graph.id_columns import IdList, MentionIds
 
     rng = np.random.default_rng(5)
     vectors = MentionVectors(4)
@@ -290,11 +291,18 @@ def test_frozen_mention_vectors_read_the_same_rows_through_sorted_ids() -> None:
     before = {m: vectors[m].tobytes() for m in vectors}
     taken = vectors.take(["p1#m0", "p2#m0", "p1#m1"]).tobytes()
     ids = ["p1#m0", "p1#m1", "p1#m2", "p2#m0"]  # p1#m2: a mention without a vector
-    vectors.freeze(ids)
+    unfrozen = vectors.restrict(ids)
+    assert unfrozen.sorted_keys() == ["p1#m0", "p1#m1", "p2#m0"]
+    mention_ids = MentionIds.of(ids)
+    assert mention_ids is not None
+    vectors.freeze(mention_ids)  # alignment's ids: two int columns (`id_columns`)
     assert list(vectors) == ["p1#m0", "p1#m1", "p2#m0"] and len(vectors) == 3
     assert {m: vectors[m].tobytes() for m in vectors} == before and "p1#m2" not in vectors
     assert vectors.take(["p1#m0", "p2#m0", "p1#m1"]).tobytes() == taken
     assert vectors.restrict(["p2#m0"])["p2#m0"].tobytes() == before["p2#m0"]
+    # the store write's ids: a view of the frozen ids, not a list of strings
+    keys = vectors.sorted_keys()
+    assert isinstance(keys, IdList) and keys == ["p1#m0", "p1#m1", "p2#m0"]
     with pytest.raises(ValueError, match="frozen"):
         vectors.append(["p3#m0"], np.zeros((1, 4)))
     other = MentionVectors(4)

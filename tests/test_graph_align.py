@@ -12,8 +12,8 @@ import pytest
 from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, candidates
 from graphseek.knowledge.graph.candidates import radius_pairs
 from graphseek.knowledge.graph.exact import exact_groups, raw_entity_count
+from graphseek.knowledge.graph.id_columns import IdList, MentionIds
 from graphseek.knowledge.graph.mention_columns import MentionColumns
-from graphseek.knowledge.graph.mention_table import IdList, MentionIds
 from graphseek.knowledge.graph.records import types_compatible
 from graphseek.knowledge.graph.text import (
     is_acronym_of,

@@ -7,14 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph.mention_table import (
-    ABSENT,
-    IdList,
-    MentionIds,
-    MentionTable,
-    sorted_position,
-    split_mention_id,
-)
+from graphseek.knowledge.graph.id_columns import IdList, MentionIds
+from graphseek.knowledge.graph.mention_table import ABSENT, MentionTable
 
 
 def test_reads_as_the_dict_it_stands_for() -> None:
@@ -92,32 +86,6 @@ def test_mention_rows_keep_each_passages_ids_by_number() -> None:
         del rows["a#m0"]
 
 
-def test_mention_ids_read_as_the_sorted_strings_they_stand_for() -> None:
-    # passages whose ids are prefixes of one another, and k past 9: string order, not (p, k)
-    strings = sorted(
-        [f"p1#m{k}" for k in range(12)] + ["p10#m0", "p10#m2", "p1#x#m3", "q#m0", "p#m1#m0"]
-    )
-    ids = MentionIds.of(strings)
-    assert ids is not None and len(ids) == len(strings)
-    assert ids == strings and list(ids) == strings and ids[3:6] == strings[3:6]
-    assert [ids[k] for k in range(len(ids))] == strings and ids[-1] == strings[-1]
-    for k, mid in enumerate(strings):
-        assert ids.position(mid) == k == sorted_position(ids, mid) == sorted_position(strings, mid)
-    for absent in ["p1#m12", "p1#m01", "p10#m1", "p2#m0", "p1", "p1#m", "", 7, "p#m1"]:
-        assert ids.position(absent) == ABSENT == sorted_position(strings, absent)
-        assert absent not in ids
-    with pytest.raises(IndexError):
-        ids[len(strings)]
-
-
-def test_mention_ids_are_only_made_of_the_extractors_form() -> None:
-    assert MentionIds.of(["p#m0", "p#m07"]) is None  # "07": another id than "7"
-    assert MentionIds.of(["a", "b"]) is None and MentionIds.of(["p#f0"]) is None
-    empty = MentionIds.of([])
-    assert empty is not None and len(empty) == 0 and list(empty) == []
-    assert split_mention_id("a#m1#m20") == ("a#m1", 20) and split_mention_id("a#m-1") is None
-
-
 def test_a_table_over_mention_ids_answers_as_over_the_strings() -> None:
     strings = sorted(f"p{p}#m{k}" for p in range(12) for k in range(13))
     ids = MentionIds.of(strings)
@@ -131,16 +99,3 @@ def test_a_table_over_mention_ids_answers_as_over_the_strings() -> None:
     assert over_strings.keys_sorted() == sorted(over_strings)
     assert over_ids.where("y".__eq__) == over_strings.where("y".__eq__)
     assert pickle.loads(pickle.dumps(over_ids)) == dict(over_strings)
-
-
-def test_an_id_list_is_a_sorted_view_equal_to_its_strings() -> None:
-    strings = sorted(f"p{p}#m{k}" for p in range(3) for k in range(11))
-    ids = MentionIds.of(strings)
-    assert ids is not None
-    view = ids.take([20, 3, 11])
-    assert view == [strings[3], strings[11], strings[20]] and len(view) == 3
-    assert view[0] == strings[3] and view[-1] == strings[20] and view[1:] == view[1:3]
-    assert view == ids.take([3, 11, 20]) and view != ids.take([3, 11])
-    assert view != [strings[3], strings[11], "other"] and view != "p0#m0"
-    assert repr(view) == f"IdList({[strings[3], strings[11], strings[20]]!r})"
-    assert pickle.loads(pickle.dumps(view)) == view

@@ -8,6 +8,7 @@ import sqlite3
 import numpy as np
 import pytest
 
+from graphseek.knowledge.graph.id_columns import AsciiIds
 from graphseek.knowledge.graph.models import Relation
 from graphseek.knowledge.graph.relation_columns import KINDS, RelationBuilder, RelationColumns
 from graphseek.knowledge.graph.store_writer import build_matrices, insert_relations
@@ -51,6 +52,7 @@ def test_columns_hold_the_relations_sorted_by_id_stably() -> None:
     assert [columns[k] for k in range(len(columns))] == expected
     assert columns[-1] == expected[-1] and columns[2:7] == expected[2:7]
     assert columns.ids == [r.id for r in expected]
+    assert isinstance(columns.ids, AsciiIds)  # ASCII ids: one array of bytes
     with pytest.raises(IndexError):
         columns[len(expected)]
     assert columns.kind_counts() == {

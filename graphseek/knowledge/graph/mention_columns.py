@@ -27,7 +27,7 @@ from typing import Generic, TypeVar, overload
 
 import numpy as np
 
-from graphseek.knowledge.graph.mention_table import MentionIds
+from graphseek.knowledge.graph.id_columns import MentionIds
 from graphseek.knowledge.graph.models import Mention
 
 _T = TypeVar("_T", bound=Hashable)

@@ -9,11 +9,10 @@ table of one alignment), a 4-byte code per mention and the distinct values; a lo
 ids (about a microsecond: a few seconds per pass over every mention at 100,000 passages). Written
 here because neither the standard library nor numpy has a read-only sorted-key map of strings.
 
-The sorted ids themselves are a `MentionIds` when every one has the form the extractors write
-(``"<passage id>#m<k>"``): two int32 columns (the passage and k) instead of 2.25 million
-strings at 100,000 passages (about 70 bytes each, 160 MB with their list, held from alignment
-to the store write). An id is made when it is read; the entities' provenance holds their
-positions (`IdList`) instead of strings.
+The sorted ids themselves are a `graphseek.knowledge.graph.id_columns.MentionIds` when every
+one has the form the extractors write (``"<passage id>#m<k>"``): two int32 columns instead of
+2.25 million strings at 100,000 passages (about 72 bytes each, 180 MB with their list, held from
+alignment to the store write); a lookup goes through the id's passage instead of bisecting.
 """
 
 from __future__ import annotations
@@ -25,11 +24,12 @@ from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
+from graphseek.knowledge.graph.id_columns import ABSENT, IdList, MentionIds, split_mention_id
+
+__all__ = ["ABSENT", "MentionRows", "MentionTable", "sorted_position"]
+
 V = TypeVar("V")
 _T = TypeVar("_T")
-
-ABSENT = -1
-"""The code of a mention the table leaves out (`where`)."""
 
 
 def sorted_position(ids: Sequence[str], key: object) -> int:
@@ -41,157 +41,6 @@ def sorted_position(ids: Sequence[str], key: object) -> int:
         return ABSENT
     k = bisect_left(ids, key)
     return k if k < len(ids) and ids[k] == key else ABSENT
-
-
-def split_mention_id(key: object) -> tuple[str, int] | None:
-    """``(passage id, k)`` of an id ``"<passage id>#m<k>"``
-    (`graphseek.knowledge.graph.models.mention_id`), None for an id of another form: the id is
-    exactly ``f"{passage}#m{k}"`` again (``"…#m07"`` is another id than ``"…#m7"``)."""
-    if not isinstance(key, str):
-        return None
-    passage, sep, number = key.rpartition("#m")
-    if sep and number.isdigit() and number.isascii() and (number[0] != "0" or number == "0"):
-        return passage, int(number)
-    return None
-
-
-class MentionIds(Sequence[str]):
-    """Sorted, unique mention ids of the form ``"<passage id>#m<k>"``, held as each one's
-    passage (an int32 code into `passages`) and k (int32), about 16 bytes an id with the lookup
-    below, against about 80 as a list of strings. Item j is made as a string when it is read.
-    `position` finds an id through its passage's ids, kept by k: a dict lookup and a bisection
-    over a few numbers (faster than bisecting every id). Build with `of`."""
-
-    def __init__(self, passages: Sequence[str], passage: np.ndarray, number: np.ndarray) -> None:
-        """`passages`: the distinct passage ids; `passage`, `number`: a row per id, in the ids'
-        sorted order (`of` checks the order and the uniqueness; this does not)."""
-        passage = np.asarray(passage, dtype=np.int32)
-        number = np.asarray(number, dtype=np.int32)
-        if passage.shape != number.shape or passage.ndim != 1:
-            raise ValueError(f"{passage.shape} passage codes for {number.shape} numbers")
-        self.passages = passages
-        # array indexing gives Python ints, fast (item reads, bisection)
-        self._passage = array("i", passage.tobytes())
-        self._number = array("i", number.tobytes())
-        by_key = np.lexsort((number, passage))  # each passage's ids, by k
-        self._by_key = array("i", by_key.astype(np.int32).tobytes())
-        self._key_number = array("i", number[by_key].tobytes())
-        counts = np.bincount(passage, minlength=len(passages))
-        self._start = array(
-            "q", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64).tobytes()
-        )
-        self._code = {p: k for k, p in enumerate(passages)}
-
-    @classmethod
-    def of(cls, ids: Sequence[str]) -> MentionIds | None:
-        """`ids` (sorted and unique: not checked) as a `MentionIds`; None when one is not of
-        the form ``"<passage id>#m<k>"`` (keep the strings then)."""
-        codes: dict[str, int] = {}
-        passage, number = array("i"), array("i")
-        for mid in ids:
-            split = split_mention_id(mid)
-            if split is None:
-                return None
-            passage.append(codes.setdefault(split[0], len(codes)))
-            number.append(split[1])
-        return cls(
-            list(codes),
-            np.frombuffer(passage, dtype=np.int32),
-            np.frombuffer(number, dtype=np.int32),
-        )
-
-    def position(self, key: object) -> int:
-        """The position of `key`, `ABSENT` if it is not one of these ids."""
-        split = split_mention_id(key)
-        if split is None:
-            return ABSENT
-        code = self._code.get(split[0])
-        if code is None:
-            return ABSENT
-        lo, hi = self._start[code], self._start[code + 1]
-        j = bisect_left(self._key_number, split[1], lo, hi)
-        return self._by_key[j] if j < hi and self._key_number[j] == split[1] else ABSENT
-
-    def __len__(self) -> int:
-        return len(self._number)
-
-    @overload
-    def __getitem__(self, k: int) -> str: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[str]: ...
-
-    def __getitem__(self, k: int | slice) -> str | list[str]:
-        if isinstance(k, slice):
-            return [self._id(j) for j in range(*k.indices(len(self)))]
-        return self._id(k)
-
-    def _id(self, k: int) -> str:
-        return f"{self.passages[self._passage[k]]}#m{self._number[k]}"
-
-    def __iter__(self) -> Iterator[str]:
-        passages = self.passages
-        return (f"{passages[p]}#m{n}" for p, n in zip(self._passage, self._number, strict=True))
-
-    def __contains__(self, key: object) -> bool:
-        return self.position(key) != ABSENT
-
-    def __eq__(self, other: object) -> bool:
-        return _same_strings(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def take(self, positions: Iterable[int]) -> IdList:
-        """The ids at `positions`, in sorted order (a view: `IdList`)."""
-        return IdList(self, array("i", sorted(positions)))
-
-
-def _same_strings(ids: Sequence[str], other: object) -> bool:
-    """`ids` == `other` as a list of the same strings would be (NotImplemented: not a
-    sequence)."""
-    if isinstance(other, Sequence) and not isinstance(other, str):
-        return len(ids) == len(other) and all(a == b for a, b in zip(ids, other, strict=True))
-    return NotImplemented
-
-
-class IdList(Sequence[str]):
-    """Some of a `MentionIds`' ids, by their positions (ascending: the ids in sorted order):
-    an entity's provenance, 4 bytes an id instead of a list of strings. Equal to any sequence
-    of the same strings."""
-
-    __slots__ = ("ids", "positions")
-
-    def __init__(self, ids: MentionIds, positions: array[int]) -> None:
-        """`positions`: ascending (not checked; not copied)."""
-        self.ids = ids
-        self.positions = positions
-
-    def __len__(self) -> int:
-        return len(self.positions)
-
-    @overload
-    def __getitem__(self, k: int) -> str: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[str]: ...
-
-    def __getitem__(self, k: int | slice) -> str | list[str]:
-        if isinstance(k, slice):
-            return [self.ids[j] for j in self.positions[k]]
-        return self.ids[self.positions[k]]
-
-    def __iter__(self) -> Iterator[str]:
-        return map(self.ids.__getitem__, self.positions)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, IdList) and other.ids is self.ids:
-            return self.positions == other.positions
-        return _same_strings(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"IdList({list(self)!r})"
 
 
 class MentionTable(Mapping[str, V], Generic[V]):

@@ -5,7 +5,8 @@ passages: 253,000 similarity edges, 132,000 co-occurrences, 60,000 extracted). A
 models, made without validation (`graph_record`), they took about 490 bytes each beside their
 id string and passage list. `RelationColumns` keeps the id strings, an int32 code for each
 end, label and passage into that field's distinct values, the weights as float64 and the
-kinds as int8: 21 bytes a relation and 4 a supporting passage. Item k is made as a `Relation`
+kinds as int8: 21 bytes a relation and 4 a supporting passage; the ids, ASCII as
+`relation_id` makes them, as one array of bytes (`AsciiIds`: 14 bytes an id, 72 as strings). Item k is made as a `Relation`
 when it is read; the store write and the adjacency matrix read the columns directly
 (`rows`, `passage_rows`, `endpoints`). Written here for the reasons `mention_columns` gives.
 """
@@ -18,6 +19,7 @@ from typing import Any, get_args, overload
 
 import numpy as np
 
+from graphseek.knowledge.graph.id_columns import AsciiIds
 from graphseek.knowledge.graph.mention_columns import Distinct
 from graphseek.knowledge.graph.models import Relation, RelationKind, graph_record
 
@@ -31,7 +33,7 @@ class RelationColumns(Sequence[Relation]):
 
     def __init__(
         self,
-        ids: list[str],
+        ids: Sequence[str],
         source: np.ndarray,
         target: np.ndarray,
         nodes: list[str],
@@ -183,7 +185,7 @@ class RelationBuilder:
         starts = np.repeat(offsets[:-1][order] - new_offsets[:-1], counts)
         taken = passage[np.arange(int(new_offsets[-1]), dtype=np.int64) + starts]
         columns = RelationColumns(
-            ids=[ids[k] for k in order.tolist()],
+            ids=AsciiIds.of([ids[k] for k in order.tolist()]),
             source=np.frombuffer(self._source, dtype=np.int32)[order],
             target=np.frombuffer(self._target, dtype=np.int32)[order],
             nodes=self._nodes.values,

@@ -1,0 +1,217 @@
+"""Id columns: many ids held as numbers or bytes instead of one Python string each.
+
+A build holds ids by the million from alignment to the store write: 2.25 million mention ids
+and 444,000 relation ids at 100,000 passages. As strings in a list each took about 80 bytes
+(the string object, its characters, the list's pointer). `MentionIds` keeps alignment's sorted
+mention ids as two int32 columns (each id's passage and number), `IdList` some of them by
+position (an entity's provenance), `AsciiIds` fixed-width ids (relation ids) as one numpy bytes
+array. Each is a read-only `Sequence[str]` whose items are made when read, equal to a list of
+the same strings. Written here because neither the standard library nor numpy has a compact
+sequence of strings with a lookup by value.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
+from typing import overload
+
+import numpy as np
+
+ABSENT = -1
+"""The position of an id that is not there, and the code of a mention a table leaves out."""
+
+
+def split_mention_id(key: object) -> tuple[str, int] | None:
+    """``(passage id, k)`` of an id ``"<passage id>#m<k>"``
+    (`graphseek.knowledge.graph.models.mention_id`), None for an id of another form: the id is
+    exactly ``f"{passage}#m{k}"`` again (``"…#m07"`` is another id than ``"…#m7"``)."""
+    if not isinstance(key, str):
+        return None
+    passage, sep, number = key.rpartition("#m")
+    if sep and number.isdigit() and number.isascii() and (number[0] != "0" or number == "0"):
+        return passage, int(number)
+    return None
+
+
+class MentionIds(Sequence[str]):
+    """Sorted, unique mention ids of the form ``"<passage id>#m<k>"``, held as each one's
+    passage (an int32 code into `passages`) and k (int32), about 16 bytes an id with the lookup
+    below, against about 80 as a list of strings. Item j is made as a string when it is read.
+    `position` finds an id through its passage's ids, kept by k: a dict lookup and a bisection
+    over a few numbers (faster than bisecting every id). Build with `of`."""
+
+    def __init__(self, passages: Sequence[str], passage: np.ndarray, number: np.ndarray) -> None:
+        """`passages`: the distinct passage ids; `passage`, `number`: a row per id, in the ids'
+        sorted order (`of` checks the order and the uniqueness; this does not)."""
+        passage = np.asarray(passage, dtype=np.int32)
+        number = np.asarray(number, dtype=np.int32)
+        if passage.shape != number.shape or passage.ndim != 1:
+            raise ValueError(f"{passage.shape} passage codes for {number.shape} numbers")
+        self.passages = passages
+        # array indexing gives Python ints, fast (item reads, bisection)
+        self._passage = array("i", passage.tobytes())
+        self._number = array("i", number.tobytes())
+        by_key = np.lexsort((number, passage))  # each passage's ids, by k
+        self._by_key = array("i", by_key.astype(np.int32).tobytes())
+        self._key_number = array("i", number[by_key].tobytes())
+        counts = np.bincount(passage, minlength=len(passages))
+        self._start = array(
+            "q", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64).tobytes()
+        )
+        self._code = {p: k for k, p in enumerate(passages)}
+
+    @classmethod
+    def of(cls, ids: Sequence[str]) -> MentionIds | None:
+        """`ids` (sorted and unique: not checked) as a `MentionIds`; None when one is not of
+        the form ``"<passage id>#m<k>"`` (keep the strings then)."""
+        codes: dict[str, int] = {}
+        passage, number = array("i"), array("i")
+        for mid in ids:
+            split = split_mention_id(mid)
+            if split is None:
+                return None
+            passage.append(codes.setdefault(split[0], len(codes)))
+            number.append(split[1])
+        return cls(
+            list(codes),
+            np.frombuffer(passage, dtype=np.int32),
+            np.frombuffer(number, dtype=np.int32),
+        )
+
+    def position(self, key: object) -> int:
+        """The position of `key`, `ABSENT` if it is not one of these ids."""
+        split = split_mention_id(key)
+        if split is None:
+            return ABSENT
+        code = self._code.get(split[0])
+        if code is None:
+            return ABSENT
+        lo, hi = self._start[code], self._start[code + 1]
+        j = bisect_left(self._key_number, split[1], lo, hi)
+        return self._by_key[j] if j < hi and self._key_number[j] == split[1] else ABSENT
+
+    def __len__(self) -> int:
+        return len(self._number)
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[str]: ...
+
+    def __getitem__(self, k: int | slice) -> str | list[str]:
+        if isinstance(k, slice):
+            return [self._id(j) for j in range(*k.indices(len(self)))]
+        return self._id(k)
+
+    def _id(self, k: int) -> str:
+        return f"{self.passages[self._passage[k]]}#m{self._number[k]}"
+
+    def __iter__(self) -> Iterator[str]:
+        passages = self.passages
+        return (f"{passages[p]}#m{n}" for p, n in zip(self._passage, self._number, strict=True))
+
+    def __contains__(self, key: object) -> bool:
+        return self.position(key) != ABSENT
+
+    def __eq__(self, other: object) -> bool:
+        return _same_strings(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def take(self, positions: Iterable[int]) -> IdList:
+        """The ids at `positions`, in sorted order (a view: `IdList`)."""
+        return IdList(self, array("i", sorted(positions)))
+
+
+class AsciiIds(Sequence[str]):
+    """Ids of ASCII characters held in one numpy array of fixed-width bytes (``S<width>``):
+    a build's 444,000 relation ids at 100,000 passages (``"r-"`` and 12 hex digits) took 72
+    bytes each as strings in a list, 14 here. Item k is made as a string when it is read.
+    Build with `of`."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        if data.dtype.kind != "S" or data.ndim != 1:
+            raise ValueError(f"expected a 1-D array of bytes, got {data.dtype} {data.shape}")
+        self.data = data
+
+    @classmethod
+    def of(cls, ids: Sequence[str]) -> Sequence[str]:
+        """`ids` as `AsciiIds`, or the list itself when one is not ASCII or ends in a NUL
+        (which the bytes array would drop) or when they are empty."""
+        if not ids or not all(i.isascii() and not i.endswith("\0") for i in ids):
+            return ids
+        return cls(np.array([i.encode("ascii") for i in ids], dtype=bytes))
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[str]: ...
+
+    def __getitem__(self, k: int | slice) -> str | list[str]:
+        if isinstance(k, slice):
+            return [b.decode("ascii") for b in self.data[k].tolist()]
+        return bytes(self.data[k]).decode("ascii")
+
+    def __iter__(self) -> Iterator[str]:
+        for start in range(0, len(self.data), 4096):  # a block of bytes objects at a time
+            yield from (b.decode("ascii") for b in self.data[start : start + 4096].tolist())
+
+    def __eq__(self, other: object) -> bool:
+        return _same_strings(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _same_strings(ids: Sequence[str], other: object) -> bool:
+    """`ids` == `other` as a list of the same strings would be (NotImplemented: not a
+    sequence)."""
+    if isinstance(other, Sequence) and not isinstance(other, str):
+        return len(ids) == len(other) and all(a == b for a, b in zip(ids, other, strict=True))
+    return NotImplemented
+
+
+class IdList(Sequence[str]):
+    """Some of a `MentionIds`' ids, by their positions (ascending: the ids in sorted order):
+    an entity's provenance, 4 bytes an id instead of a list of strings. Equal to any sequence
+    of the same strings."""
+
+    __slots__ = ("ids", "positions")
+
+    def __init__(self, ids: MentionIds, positions: array[int]) -> None:
+        """`positions`: ascending (not checked; not copied)."""
+        self.ids = ids
+        self.positions = positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[str]: ...
+
+    def __getitem__(self, k: int | slice) -> str | list[str]:
+        if isinstance(k, slice):
+            return [self.ids[j] for j in self.positions[k]]
+        return self.ids[self.positions[k]]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.ids.__getitem__, self.positions)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IdList) and other.ids is self.ids:
+            return self.positions == other.positions
+        return _same_strings(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"IdList({list(self)!r})"

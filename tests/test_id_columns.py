@@ -1,0 +1,69 @@
+"""Id columns: ids held as numbers or bytes, read as the lists of strings they stand for."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from graphseek.knowledge.graph.id_columns import (
+    ABSENT,
+    AsciiIds,
+    MentionIds,
+    split_mention_id,
+)
+from graphseek.knowledge.graph.mention_table import sorted_position
+
+
+def test_mention_ids_read_as_the_sorted_strings_they_stand_for() -> None:
+    # passages whose ids are prefixes of one another, and k past 9: string order, not (p, k)
+    strings = sorted(
+        [f"p1#m{k}" for k in range(12)] + ["p10#m0", "p10#m2", "p1#x#m3", "q#m0", "p#m1#m0"]
+    )
+    ids = MentionIds.of(strings)
+    assert ids is not None and len(ids) == len(strings)
+    assert ids == strings and list(ids) == strings and ids[3:6] == strings[3:6]
+    assert [ids[k] for k in range(len(ids))] == strings and ids[-1] == strings[-1]
+    for k, mid in enumerate(strings):
+        assert ids.position(mid) == k == sorted_position(ids, mid) == sorted_position(strings, mid)
+    for absent in ["p1#m12", "p1#m01", "p10#m1", "p2#m0", "p1", "p1#m", "", 7, "p#m1"]:
+        assert ids.position(absent) == ABSENT == sorted_position(strings, absent)
+        assert absent not in ids
+    with pytest.raises(IndexError):
+        ids[len(strings)]
+
+
+def test_mention_ids_are_only_made_of_the_extractors_form() -> None:
+    assert MentionIds.of(["p#m0", "p#m07"]) is None  # "07": another id than "7"
+    assert MentionIds.of(["a", "b"]) is None and MentionIds.of(["p#f0"]) is None
+    empty = MentionIds.of([])
+    assert empty is not None and len(empty) == 0 and list(empty) == []
+    assert split_mention_id("a#m1#m20") == ("a#m1", 20) and split_mention_id("a#m-1") is None
+
+
+def test_an_id_list_is_a_sorted_view_equal_to_its_strings() -> None:
+    strings = sorted(f"p{p}#m{k}" for p in range(3) for k in range(11))
+    ids = MentionIds.of(strings)
+    assert ids is not None
+    view = ids.take([20, 3, 11])
+    assert view == [strings[3], strings[11], strings[20]] and len(view) == 3
+    assert view[0] == strings[3] and view[-1] == strings[20] and view[1:] == view[1:3]
+    assert view == ids.take([3, 11, 20]) and view != ids.take([3, 11])
+    assert view != [strings[3], strings[11], "other"] and view != "p0#m0"
+    assert repr(view) == f"IdList({[strings[3], strings[11], strings[20]]!r})"
+    assert pickle.loads(pickle.dumps(view)) == view
+
+
+def test_ascii_ids_read_as_their_strings() -> None:
+    strings = [f"r-{k:012x}" for k in range(5000)] + ["r-short", "x"]
+    ids = AsciiIds.of(strings)
+    assert isinstance(ids, AsciiIds) and ids.data.nbytes == len(strings) * 14
+    assert ids == strings and list(ids) == strings and len(ids) == len(strings)
+    assert ids[4999] == strings[4999] and ids[-1] == "x" and ids[10:13] == strings[10:13]
+    assert pickle.loads(pickle.dumps(ids)) == strings and ids != strings[:-1]
+    # what the bytes could not hold stays a list of the strings
+    for kept in (["r-1", "é"], ["r-1", "r-2\0"], []):
+        assert AsciiIds.of(kept) is kept
+    with pytest.raises(ValueError):
+        AsciiIds(np.zeros(3))
