@@ -11,6 +11,7 @@ from graphseek.knowledge.graph.id_columns import (
     ABSENT,
     AsciiIds,
     MentionIds,
+    mention_id_order,
     split_mention_id,
 )
 from graphseek.knowledge.graph.mention_table import sorted_position
@@ -67,3 +68,30 @@ def test_ascii_ids_read_as_their_strings() -> None:
         assert AsciiIds.of(kept) is kept
     with pytest.raises(ValueError):
         AsciiIds(np.zeros(3))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mention_id_order_sorts_as_the_strings_would(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    # passage ids that begin one another, sort around "#" (0x23) and hold digits
+    passages = ["a", "a!", "a$", "a#", "a#x", "ab", "a0", "p-1f", "p-1f0", "Zz", "é", "a#n"]
+    passage = rng.integers(0, len(passages), size=400).astype(np.int32)
+    number = np.concatenate(
+        [rng.integers(0, 12, size=200), rng.integers(0, 10**9, size=200)]
+    ).astype(np.int32)
+    strings = [
+        f"{passages[p]}#m{k}" for p, k in zip(passage.tolist(), number.tolist(), strict=True)
+    ]
+    order = mention_id_order(passages, passage, number)
+    assert order is not None
+    assert [strings[k] for k in order.tolist()] == sorted(strings)
+    # stable: equal ids keep the order they came in
+    assert order.tolist() == sorted(range(len(strings)), key=strings.__getitem__)
+
+
+def test_mention_id_order_leaves_interleaving_passages_to_the_strings() -> None:
+    # "a#m1#m0" (passage "a#m1") sorts between "a#m1" and "a#m10" (passage "a")
+    assert mention_id_order(["a", "a#m1"], np.array([0, 1]), np.array([10, 0])) is None
+    assert mention_id_order([], np.zeros(0, np.int32), np.zeros(0, np.int32)) is not None
+    assert split_mention_id("p#m123456789") == ("p", 123456789)
+    assert split_mention_id("p#m1234567890") is None  # past an int32's nine digits

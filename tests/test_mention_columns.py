@@ -93,3 +93,20 @@ def test_ids_of_another_form_stay_strings() -> None:
     assert columns.ids == ["p10/0", "p10/1", "p2/0", "p2/10"] and isinstance(columns.ids, list)
     assert columns.id_list([3, 0]) == ["p10/0", "p2/10"]
     assert [m.id for m in columns] == columns.ids
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        ["p2#m0", "p10#m1", "p10#m0", "p2#m10", "p1#m100", "p1#m11", "p1#m2"],
+        ["a#m1", "a#m1#m0", "a#m10", "a!#m3", "a#m2"],  # "a#m1#m0": ids that interleave
+        ["p#m0", "p#m1234567890", "q#m07", "r"],  # of other forms: strings
+    ],
+)
+def test_columns_sort_any_ids_as_their_strings(ids: list[str]) -> None:
+    mentions = [Mention(id=i, passage_id=i.partition("#")[0], name=i) for i in ids]
+    columns = MentionColumns.of(mentions)
+    assert columns.ids == sorted(ids) and [m.id for m in columns] == sorted(ids)
+    assert [m.name for m in columns] == sorted(ids)  # every column in the same order
+    with pytest.raises(ValueError, match=f"{sorted(ids)[1]!r} occurs twice"):
+        MentionColumns.of([*mentions, mentions[ids.index(sorted(ids)[1])]])

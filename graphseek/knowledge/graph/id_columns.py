@@ -26,13 +26,48 @@ ABSENT = -1
 def split_mention_id(key: object) -> tuple[str, int] | None:
     """``(passage id, k)`` of an id ``"<passage id>#m<k>"``
     (`graphseek.knowledge.graph.models.mention_id`), None for an id of another form: the id is
-    exactly ``f"{passage}#m{k}"`` again (``"…#m07"`` is another id than ``"…#m7"``)."""
+    exactly ``f"{passage}#m{k}"`` again (``"…#m07"`` is another id than ``"…#m7"``), and k
+    has at most `MAX_DIGITS` digits (an int32)."""
     if not isinstance(key, str):
         return None
     passage, sep, number = key.rpartition("#m")
-    if sep and number.isdigit() and number.isascii() and (number[0] != "0" or number == "0"):
+    if (
+        sep
+        and number.isdigit()
+        and number.isascii()
+        and len(number) <= MAX_DIGITS
+        and (number[0] != "0" or number == "0")
+    ):
         return passage, int(number)
     return None
+
+
+MAX_DIGITS = 9
+"""The most digits of a mention number k kept as an int32 (`split_mention_id`)."""
+
+
+def mention_id_order(
+    passages: Sequence[str], passage: np.ndarray, number: np.ndarray
+) -> np.ndarray | None:
+    """The stable order that sorts the ids ``f"{passages[passage[j]]}#m{number[j]}"`` as
+    strings, found without making them: by ``"<passage id>#m"``, then by k's decimal digits as
+    a string (``"1" < "10" < "100" < "11" < "2"``). None when one passage's ``"<id>#m"``
+    begins another's (``"a"`` and ``"a#m1"``: their ids can interleave, so sort the strings).
+    A passage's ids come together in string order otherwise, since no other id starts with
+    its ``"<id>#m"``."""
+    keys = [p + "#m" for p in passages]
+    by_key = sorted(range(len(keys)), key=keys.__getitem__)
+    if any(keys[b].startswith(keys[a]) for a, b in zip(by_key, by_key[1:], strict=False)):
+        return None  # (a key that begins another is followed by one it begins, in order)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.asarray(by_key, dtype=np.int64)] = np.arange(len(keys), dtype=np.int64)
+    number = np.asarray(number, dtype=np.int64)
+    digits = np.ones(len(number), dtype=np.int64)
+    for d in range(1, MAX_DIGITS):
+        digits += number >= 10**d
+    # k's digits left-aligned ("1" and "10" both 100000000), then the shorter first
+    aligned = number * 10 ** (MAX_DIGITS - digits)
+    return np.lexsort((digits, aligned, rank[np.asarray(passage, dtype=np.int64)]))
 
 
 class MentionIds(Sequence[str]):
@@ -53,6 +88,10 @@ class MentionIds(Sequence[str]):
         # array indexing gives Python ints, fast (item reads, bisection)
         self._passage = array("i", passage.tobytes())
         self._number = array("i", number.tobytes())
+        self.passage = np.frombuffer(self._passage, dtype=np.int32)
+        """Each id's passage code (a read-only view)."""
+        self.number = np.frombuffer(self._number, dtype=np.int32)
+        """Each id's k (a read-only view)."""
         by_key = np.lexsort((number, passage))  # each passage's ids, by k
         self._by_key = array("i", by_key.astype(np.int32).tobytes())
         self._key_number = array("i", number[by_key].tobytes())

@@ -27,7 +27,7 @@ from typing import Generic, TypeVar, overload
 
 import numpy as np
 
-from graphseek.knowledge.graph.id_columns import MentionIds
+from graphseek.knowledge.graph.id_columns import MentionIds, mention_id_order, split_mention_id
 from graphseek.knowledge.graph.models import Mention
 
 _T = TypeVar("_T", bound=Hashable)
@@ -89,28 +89,54 @@ class MentionColumns(Sequence[Mention]):
     @classmethod
     def of(cls, mentions: Iterable[Mention]) -> MentionColumns:
         """The columns of `mentions` (one pass), sorted by id. Lists of aliases and types are
-        kept once per distinct value: the items made from them share them (read only)."""
-        ids: list[str] = []
+        kept once per distinct value: the items made from them share them (read only). Ids of
+        the extractors' form are split as they come (`MentionIds`), so their strings are never
+        all held at once: freed after the sort, they left holes in the heap between the names
+        kept, which the later stages did not fill (the process's RSS kept them)."""
+        strings: list[str] | None = None  # the ids, once one is of another form
+        id_passages: dict[str, int] = {}
+        id_passage, id_number = array("i"), array("i")
         passages, names, descriptions = Distinct[str](), Distinct[str](), Distinct[str]()
         aliases, types = Distinct[tuple[str, ...]](), Distinct[tuple[str, ...]]()
         codes = {name: array("i") for name in FIELDS}
         for m in mentions:
-            ids.append(m.id)
+            split = split_mention_id(m.id) if strings is None else None
+            if split is not None:
+                id_passage.append(id_passages.setdefault(split[0], len(id_passages)))
+                id_number.append(split[1])
+            else:
+                if strings is None:
+                    strings = list(_formatted(list(id_passages), id_passage, id_number))
+                strings.append(m.id)
             codes["passage"].append(passages.code(m.passage_id))
             codes["name"].append(names.code(m.name))
             codes["aliases"].append(aliases.code(tuple(m.aliases)))
             codes["description"].append(descriptions.code(m.description))
             codes["types"].append(types.code(tuple(m.types)))
-        order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
-        ids = [ids[k] for k in order.tolist()]
-        repeated = next((a for a, b in zip(ids, ids[1:], strict=False) if a == b), None)
+        ids: Sequence[str]
+        if strings is None:
+            pids = list(id_passages)
+            number = np.frombuffer(id_number, dtype=np.int32)
+            passage = np.frombuffer(id_passage, dtype=np.int32)
+            order = mention_id_order(pids, passage, number)
+            if order is None:  # passages' ids that interleave: sort the strings
+                strings = list(_formatted(pids, id_passage, id_number))
+        if strings is None:
+            ids = MentionIds(pids, passage[order], number[order])
+            same = (ids.passage[1:] == ids.passage[:-1]) & (ids.number[1:] == ids.number[:-1])
+            repeated = ids[int(np.argmax(same))] if same.any() else None
+        else:
+            order = np.array(sorted(range(len(strings)), key=strings.__getitem__), dtype=np.int64)
+            strings = [strings[k] for k in order.tolist()]
+            repeated = next((a for a, b in zip(strings, strings[1:], strict=False) if a == b), None)
+            compact = MentionIds.of(strings)
+            ids = strings if compact is None else compact
         if repeated is not None:
             raise ValueError(
                 f"mention id {repeated!r} occurs twice: every mention needs its own id"
             )
-        compact = MentionIds.of(ids)
         return cls(
-            ids if compact is None else compact,
+            ids,
             {n: np.frombuffer(c, dtype=np.int32)[order] for n, c in codes.items()},
             passages.values,
             names.values,
@@ -171,3 +197,10 @@ class MentionColumns(Sequence[Mention]):
 def mention_columns(mentions: Iterable[Mention] | MentionColumns) -> MentionColumns:
     """`mentions` as columns (itself when it is)."""
     return mentions if isinstance(mentions, MentionColumns) else MentionColumns.of(mentions)
+
+
+def _formatted(
+    passages: Sequence[str], passage: Iterable[int], number: Iterable[int]
+) -> Iterator[str]:
+    """The ids ``f"{passages[p]}#m{k}"`` of the (p, k) pairs, in order."""
+    return (f"{passages[p]}#m{k}" for p, k in zip(passage, number, strict=True))
