@@ -79,7 +79,8 @@ class MentionIds(Sequence[str]):
 
     def __init__(self, passages: Sequence[str], passage: np.ndarray, number: np.ndarray) -> None:
         """`passages`: the distinct passage ids; `passage`, `number`: a row per id, in the ids'
-        sorted order (`of` checks the order and the uniqueness; this does not)."""
+        sorted order (neither this nor `of` checks the order or the uniqueness:
+        `MentionColumns.of` does)."""
         passage = np.asarray(passage, dtype=np.int32)
         number = np.asarray(number, dtype=np.int32)
         if passage.shape != number.shape or passage.ndim != 1:
@@ -92,6 +93,7 @@ class MentionIds(Sequence[str]):
         """Each id's passage code (a read-only view)."""
         self.number = np.frombuffer(self._number, dtype=np.int32)
         """Each id's k (a read-only view)."""
+        self.passage.flags.writeable = self.number.flags.writeable = False
         by_key = np.lexsort((number, passage))  # each passage's ids, by k
         self._by_key = array("i", by_key.astype(np.int32).tobytes())
         self._key_number = array("i", number[by_key].tobytes())

@@ -123,11 +123,12 @@ class MentionTable(Mapping[str, V], Generic[V]):
 class MentionRows(MutableMapping[str, int]):
     """A row number per mention id, kept by passage: an id ``"<passage id>#m<k>"``
     (`graphseek.knowledge.graph.models.mention_id`) is filed under its passage, whose numbers k
-    and rows are two arrays (int32 and int64, sorted by k), about 12 bytes a mention. A dict keyed by the id
-    strings took about 120 bytes a mention with its own strings and int objects (270 MB at the
+    and rows are two arrays (int32 and int64, sorted by k), about 12 bytes a mention. A dict
+    keyed by the id strings took about 120 bytes a mention with its own strings and int objects (270 MB at the
     2.25 million mentions of 100,000 passages), held by the passage pass's mention vectors from
     the pass to the end of alignment (`contextual.MentionVectors`, before `freeze`). Ids of
-    another form (none the extractors make) go to a plain dict. Iteration gives each passage's
+    another form (none the extractors make; `split_mention_id`: also k of ten digits or more)
+    go to a plain dict. Iteration gives each passage's
     ids by k, the passages in the order first given. Written here because a dict cannot share
     the prefix of its keys."""
 

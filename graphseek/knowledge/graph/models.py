@@ -141,7 +141,7 @@ class Entity(BaseModel):
     mention_ids: Annotated[list[str], PlainSerializer(list, return_type=list[str])] = Field(
         default_factory=list,
         description="The source mentions merged into this entity, sorted. A build's entities "
-        "hold a read-only view of alignment's ids here (`mention_table.IdList`), dumped as a "
+        "hold a read-only view of alignment's ids here (`id_columns.IdList`), dumped as a "
         "list.",
     )
 

@@ -41,7 +41,7 @@ class EntityRecord:
     description: str
     types: list[str]
     mention_ids: Sequence[str]
-    """Sorted (a list, or a view of alignment's ids: `mention_table.IdList`)."""
+    """Sorted (a list, or a view of alignment's ids: `id_columns.IdList`)."""
     passage_ids: list[str]
 
     @property
