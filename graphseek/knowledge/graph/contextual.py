@@ -129,7 +129,7 @@ class MentionVectors(KeyedRows):
         `MentionIds`' are made when read: no list of 2 million strings at the store write)."""
         if isinstance(self._row, MentionTable):
             return self._row.keys_sorted()
-        return sorted(self._row)
+        return super().sorted_keys()
 
     def __getitem__(self, mid: str) -> np.ndarray:
         row = self._row[mid]

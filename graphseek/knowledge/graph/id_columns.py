@@ -19,6 +19,8 @@ from typing import overload
 
 import numpy as np
 
+from graphseek.knowledge.graph.models import mention_id
+
 ABSENT = -1
 """The position of an id that is not there, and the code of a mention a table leaves out."""
 
@@ -70,7 +72,75 @@ def mention_id_order(
     return np.lexsort((digits, aligned, rank[np.asarray(passage, dtype=np.int64)]))
 
 
-class MentionIds(Sequence[str]):
+class _Strings(Sequence[str]):
+    """A read-only sequence of strings made when read (item k: `_item`), equal to a list of
+    the same strings."""
+
+    __slots__ = ()
+
+    def _item(self, k: int) -> str:
+        raise NotImplementedError
+
+    def _slice(self, k: slice) -> list[str]:
+        return [self._item(j) for j in range(*k.indices(len(self)))]
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[str]: ...
+
+    def __getitem__(self, k: int | slice) -> str | list[str]:
+        return self._slice(k) if isinstance(k, slice) else self._item(k)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class MentionIdParts:
+    """Mention ids split as they are added (`split_mention_id`): the distinct passages, and
+    each id's passage code and k, in the order added; no id string is kept."""
+
+    def __init__(self) -> None:
+        self._code: dict[str, int] = {}
+        self._passage, self._number = array("i"), array("i")
+
+    def add(self, mid: str) -> bool:
+        """Add `mid`; False (nothing added) when it is not of the form
+        ``"<passage id>#m<k>"``."""
+        split = split_mention_id(mid)
+        if split is None:
+            return False
+        self._passage.append(self._code.setdefault(split[0], len(self._code)))
+        self._number.append(split[1])
+        return True
+
+    def strings(self) -> list[str]:
+        """The ids added, as strings, in the order added."""
+        passages = list(self._code)
+        return [
+            mention_id(passages[p], k) for p, k in zip(self._passage, self._number, strict=True)
+        ]
+
+    def order(self) -> np.ndarray | None:
+        """The order that sorts the ids added as strings (`mention_id_order`)."""
+        passage = np.frombuffer(self._passage, dtype=np.int32)
+        return mention_id_order(list(self._code), passage, np.frombuffer(self._number, np.int32))
+
+    def ids(self, order: np.ndarray | None = None) -> MentionIds:
+        """The ids added, in `order` (default: as added; a `MentionIds` holds them sorted)."""
+        passage = np.frombuffer(self._passage, dtype=np.int32)
+        number = np.frombuffer(self._number, dtype=np.int32)
+        if order is not None:
+            passage, number = passage[order], number[order]
+        return MentionIds(list(self._code), passage, number)
+
+
+class MentionIds(_Strings):
     """Sorted, unique mention ids of the form ``"<passage id>#m<k>"``, held as each one's
     passage (an int32 code into `passages`) and k (int32), about 16 bytes an id with the lookup
     below, against about 80 as a list of strings. Item j is made as a string when it is read.
@@ -107,19 +177,10 @@ class MentionIds(Sequence[str]):
     def of(cls, ids: Sequence[str]) -> MentionIds | None:
         """`ids` (sorted and unique: not checked) as a `MentionIds`; None when one is not of
         the form ``"<passage id>#m<k>"`` (keep the strings then)."""
-        codes: dict[str, int] = {}
-        passage, number = array("i"), array("i")
-        for mid in ids:
-            split = split_mention_id(mid)
-            if split is None:
-                return None
-            passage.append(codes.setdefault(split[0], len(codes)))
-            number.append(split[1])
-        return cls(
-            list(codes),
-            np.frombuffer(passage, dtype=np.int32),
-            np.frombuffer(number, dtype=np.int32),
-        )
+        parts = MentionIdParts()
+        if not all(parts.add(mid) for mid in ids):
+            return None
+        return parts.ids()
 
     def position(self, key: object) -> int:
         """The position of `key`, `ABSENT` if it is not one of these ids."""
@@ -136,38 +197,40 @@ class MentionIds(Sequence[str]):
     def __len__(self) -> int:
         return len(self._number)
 
-    @overload
-    def __getitem__(self, k: int) -> str: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[str]: ...
-
-    def __getitem__(self, k: int | slice) -> str | list[str]:
-        if isinstance(k, slice):
-            return [self._id(j) for j in range(*k.indices(len(self)))]
-        return self._id(k)
-
-    def _id(self, k: int) -> str:
-        return f"{self.passages[self._passage[k]]}#m{self._number[k]}"
+    def _item(self, k: int) -> str:
+        return mention_id(self.passages[self._passage[k]], self._number[k])
 
     def __iter__(self) -> Iterator[str]:
         passages = self.passages
-        return (f"{passages[p]}#m{n}" for p, n in zip(self._passage, self._number, strict=True))
+        return (
+            mention_id(passages[p], k) for p, k in zip(self._passage, self._number, strict=True)
+        )
 
     def __contains__(self, key: object) -> bool:
         return self.position(key) != ABSENT
 
-    def __eq__(self, other: object) -> bool:
-        return _same_strings(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def take(self, positions: Iterable[int]) -> IdList:
+    def take(self, positions: Iterable[int] | np.ndarray) -> IdList:
         """The ids at `positions`, in sorted order (a view: `IdList`)."""
-        return IdList(self, array("i", sorted(positions)))
+        return IdList(self, _ascending(positions))
 
 
-class AsciiIds(Sequence[str]):
+def ids_at(ids: Sequence[str], positions: Iterable[int] | np.ndarray) -> Sequence[str]:
+    """The ids at `positions` of the sorted `ids`, in sorted order: a view (`IdList`) of a
+    `MentionIds`, else a list of the strings."""
+    if isinstance(ids, MentionIds):
+        return ids.take(positions)
+    return [ids[k] for k in _ascending(positions)]
+
+
+def _ascending(positions: Iterable[int] | np.ndarray) -> array[int]:
+    """`positions` sorted, as an int32 array (a numpy array's sorted by numpy, without an int
+    object per position)."""
+    if isinstance(positions, np.ndarray):
+        return array("i", np.sort(positions).astype(np.int32).tobytes())
+    return array("i", sorted(positions))
+
+
+class AsciiIds(_Strings):
     """Ids of ASCII characters held in one numpy array of fixed-width bytes (``S<width>``):
     a build's 444,000 relation ids at 100,000 passages (``"r-"`` and 12 hex digits) took 72
     bytes each as strings in a list, 14 here. Item k is made as a string when it is read.
@@ -189,36 +252,18 @@ class AsciiIds(Sequence[str]):
     def __len__(self) -> int:
         return len(self.data)
 
-    @overload
-    def __getitem__(self, k: int) -> str: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[str]: ...
-
-    def __getitem__(self, k: int | slice) -> str | list[str]:
-        if isinstance(k, slice):
-            return [b.decode("ascii") for b in self.data[k].tolist()]
+    def _item(self, k: int) -> str:
         return bytes(self.data[k]).decode("ascii")
+
+    def _slice(self, k: slice) -> list[str]:
+        return [b.decode("ascii") for b in self.data[k].tolist()]
 
     def __iter__(self) -> Iterator[str]:
         for start in range(0, len(self.data), 4096):  # a block of bytes objects at a time
             yield from (b.decode("ascii") for b in self.data[start : start + 4096].tolist())
 
-    def __eq__(self, other: object) -> bool:
-        return _same_strings(self, other)
 
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _same_strings(ids: Sequence[str], other: object) -> bool:
-    """`ids` == `other` as a list of the same strings would be (NotImplemented: not a
-    sequence)."""
-    if isinstance(other, Sequence) and not isinstance(other, str):
-        return len(ids) == len(other) and all(a == b for a, b in zip(ids, other, strict=True))
-    return NotImplemented
-
-
-class IdList(Sequence[str]):
+class IdList(_Strings):
     """Some of a `MentionIds`' ids, by their positions (ascending: the ids in sorted order):
     an entity's provenance, 4 bytes an id instead of a list of strings. Equal to any sequence
     of the same strings."""
@@ -233,15 +278,7 @@ class IdList(Sequence[str]):
     def __len__(self) -> int:
         return len(self.positions)
 
-    @overload
-    def __getitem__(self, k: int) -> str: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[str]: ...
-
-    def __getitem__(self, k: int | slice) -> str | list[str]:
-        if isinstance(k, slice):
-            return [self.ids[j] for j in self.positions[k]]
+    def _item(self, k: int) -> str:
         return self.ids[self.positions[k]]
 
     def __iter__(self) -> Iterator[str]:
@@ -250,9 +287,9 @@ class IdList(Sequence[str]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, IdList) and other.ids is self.ids:
             return self.positions == other.positions
-        return _same_strings(self, other)
+        return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # (defining __eq__ drops it all the same)
 
     def __repr__(self) -> str:
         return f"IdList({list(self)!r})"

@@ -27,7 +27,7 @@ from typing import Generic, TypeVar, overload
 
 import numpy as np
 
-from graphseek.knowledge.graph.id_columns import MentionIds, mention_id_order, split_mention_id
+from graphseek.knowledge.graph.id_columns import MentionIdParts, MentionIds, ids_at
 from graphseek.knowledge.graph.models import Mention
 
 _T = TypeVar("_T", bound=Hashable)
@@ -93,20 +93,15 @@ class MentionColumns(Sequence[Mention]):
         the extractors' form are split as they come (`MentionIds`), so their strings are never
         all held at once: freed after the sort, they left holes in the heap between the names
         kept, which the later stages did not fill (the process's RSS kept them)."""
-        strings: list[str] | None = None  # the ids, once one is of another form
-        id_passages: dict[str, int] = {}
-        id_passage, id_number = array("i"), array("i")
+        parts: MentionIdParts | None = MentionIdParts()  # None once an id is of another form
+        strings: list[str] = []  # the ids then
         passages, names, descriptions = Distinct[str](), Distinct[str](), Distinct[str]()
         aliases, types = Distinct[tuple[str, ...]](), Distinct[tuple[str, ...]]()
         codes = {name: array("i") for name in FIELDS}
         for m in mentions:
-            split = split_mention_id(m.id) if strings is None else None
-            if split is not None:
-                id_passage.append(id_passages.setdefault(split[0], len(id_passages)))
-                id_number.append(split[1])
-            else:
-                if strings is None:
-                    strings = list(_formatted(list(id_passages), id_passage, id_number))
+            if parts is not None and not parts.add(m.id):
+                strings, parts = parts.strings(), None
+            if parts is None:
                 strings.append(m.id)
             codes["passage"].append(passages.code(m.passage_id))
             codes["name"].append(names.code(m.name))
@@ -114,18 +109,14 @@ class MentionColumns(Sequence[Mention]):
             codes["description"].append(descriptions.code(m.description))
             codes["types"].append(types.code(tuple(m.types)))
         ids: Sequence[str]
-        if strings is None:
-            pids = list(id_passages)
-            number = np.frombuffer(id_number, dtype=np.int32)
-            passage = np.frombuffer(id_passage, dtype=np.int32)
-            order = mention_id_order(pids, passage, number)
-            if order is None:  # passages' ids that interleave: sort the strings
-                strings = list(_formatted(pids, id_passage, id_number))
-        if strings is None:
-            ids = MentionIds(pids, passage[order], number[order])
+        order = None if parts is None else parts.order()
+        if parts is not None and order is not None:
+            ids = parts.ids(order)
             same = (ids.passage[1:] == ids.passage[:-1]) & (ids.number[1:] == ids.number[:-1])
             repeated = ids[int(np.argmax(same))] if same.any() else None
-        else:
+        else:  # ids of another form, or passages whose ids interleave: sort the strings
+            if parts is not None:
+                strings = parts.strings()
             order = np.array(sorted(range(len(strings)), key=strings.__getitem__), dtype=np.int64)
             strings = [strings[k] for k in order.tolist()]
             repeated = next((a for a, b in zip(strings, strings[1:], strict=False) if a == b), None)
@@ -178,10 +169,7 @@ class MentionColumns(Sequence[Mention]):
     def id_list(self, positions: Iterable[int]) -> Sequence[str]:
         """The ids of the mentions at `positions`, sorted (a record's `mention_ids`): a view
         (`IdList`) of a `MentionIds`, else a list of the strings."""
-        if isinstance(self.ids, MentionIds):
-            return self.ids.take(positions)
-        ids = self.ids
-        return [ids[k] for k in sorted(positions)]
+        return ids_at(self.ids, positions)
 
     def codes(self, field: str) -> np.ndarray:
         """One field's column, a row per mention (a read-only int32 view): its codes into
@@ -197,10 +185,3 @@ class MentionColumns(Sequence[Mention]):
 def mention_columns(mentions: Iterable[Mention] | MentionColumns) -> MentionColumns:
     """`mentions` as columns (itself when it is)."""
     return mentions if isinstance(mentions, MentionColumns) else MentionColumns.of(mentions)
-
-
-def _formatted(
-    passages: Sequence[str], passage: Iterable[int], number: Iterable[int]
-) -> Iterator[str]:
-    """The ids ``f"{passages[p]}#m{k}"`` of the (p, k) pairs, in order."""
-    return (f"{passages[p]}#m{k}" for p, k in zip(passage, number, strict=True))

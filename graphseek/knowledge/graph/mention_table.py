@@ -24,7 +24,8 @@ from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
-from graphseek.knowledge.graph.id_columns import ABSENT, IdList, MentionIds, split_mention_id
+from graphseek.knowledge.graph.id_columns import ABSENT, MentionIds, ids_at, split_mention_id
+from graphseek.knowledge.graph.models import mention_id
 
 __all__ = ["ABSENT", "MentionRows", "MentionTable", "sorted_position"]
 
@@ -99,11 +100,7 @@ class MentionTable(Mapping[str, V], Generic[V]):
     def keys_sorted(self) -> Sequence[str]:
         """The ids in the table, sorted (as ``sorted(table)``; a view of a `MentionIds`, whose
         ids are made when read)."""
-        present = np.flatnonzero(self.codes != ABSENT)
-        if isinstance(self.ids, MentionIds):
-            return IdList(self.ids, array("i", present.astype(np.int32).tobytes()))
-        ids = self.ids
-        return [ids[k] for k in present.tolist()]
+        return ids_at(self.ids, np.flatnonzero(self.codes != ABSENT))
 
     def __len__(self) -> int:
         return self._len
@@ -124,13 +121,13 @@ class MentionRows(MutableMapping[str, int]):
     """A row number per mention id, kept by passage: an id ``"<passage id>#m<k>"``
     (`graphseek.knowledge.graph.models.mention_id`) is filed under its passage, whose numbers k
     and rows are two arrays (int32 and int64, sorted by k), about 12 bytes a mention. A dict
-    keyed by the id strings took about 120 bytes a mention with its own strings and int objects (270 MB at the
-    2.25 million mentions of 100,000 passages), held by the passage pass's mention vectors from
-    the pass to the end of alignment (`contextual.MentionVectors`, before `freeze`). Ids of
-    another form (none the extractors make; `split_mention_id`: also k of ten digits or more)
-    go to a plain dict. Iteration gives each passage's
-    ids by k, the passages in the order first given. Written here because a dict cannot share
-    the prefix of its keys."""
+    keyed by the id strings took about 120 bytes a mention with its own strings and int objects
+    (270 MB at the 2.25 million mentions of 100,000 passages), held by the passage pass's
+    mention vectors from the pass to the end of alignment (`contextual.MentionVectors`, before
+    `freeze`). Ids of another form (none the extractors make; `split_mention_id`: also k of ten
+    digits or more) go to a plain dict. Iteration gives each passage's ids by k, the passages
+    in the order first given. Written here because a dict cannot share the prefix of its
+    keys."""
 
     def __init__(self, items: Iterable[tuple[str, int]] = ()) -> None:
         self._passages: dict[str, tuple[array[int], array[int]]] = {}
@@ -189,7 +186,7 @@ class MentionRows(MutableMapping[str, int]):
     def __iter__(self) -> Iterator[str]:
         for passage, (numbers, _) in self._passages.items():
             for number in numbers:
-                yield f"{passage}#m{number}"
+                yield mention_id(passage, number)
         yield from self._other
 
     def __len__(self) -> int:
