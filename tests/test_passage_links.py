@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from graphseek.knowledge.graph import Entity
+from graphseek.knowledge.graph import Entity, Relation
 from graphseek.knowledge.graph.link import match_numbers
 from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.store_writer import build_matrices
@@ -79,6 +79,40 @@ def test_the_incidence_matrix_is_the_links() -> None:
     assert full.shape == (6, 6) and (full.toarray()[:3, 3:] == expected).all()
     with pytest.raises(ValueError, match="other entities or passages"):
         build_matrices(ENTITIES[:2], PASSAGES, [], links)
+
+
+@pytest.mark.parametrize(("ne", "np_"), [(40, 25), (7, 0), (0, 5), (0, 0)])
+def test_the_full_matrix_is_the_blocks_bmat_gives(ne: int, np_: int) -> None:
+    """The entity+passage matrix stacked over CSR has bmat's arrays, byte for byte (the store
+    files before the change), and its shape when a block is empty."""
+    rng = np.random.default_rng(7)
+    entity_ids = [f"e{k:03d}" for k in range(ne)]
+    passage_ids = [f"p{k:03d}" for k in range(np_)]
+    relations = (
+        [
+            Relation(id=f"r{k}", source=entity_ids[a], label="x", target=entity_ids[b], weight=w)
+            for k, (a, b, w) in enumerate(
+                zip(rng.integers(0, ne, 90), rng.integers(0, ne, 90), rng.random(90), strict=True)
+            )
+        ]
+        if ne
+        else []
+    )
+    links = None
+    if ne and np_:
+        pairs = (rng.integers(0, ne, 120), rng.integers(0, np_, 120))
+        links = PassageLinks.of(entity_ids, passage_ids, pairs, (pairs[0][:9], pairs[1][::-1][:9]))
+    adjacency, full, incidence = build_matrices(entity_ids, passage_ids, relations, links)
+    expected = sparse.bmat(
+        [[adjacency, incidence], [incidence.T, None]], format="csr", dtype=np.float32
+    )
+    assert full.shape == (ne + np_, ne + np_) and full.dtype == np.float32
+    if expected.shape == full.shape:
+        for name in ("indptr", "indices", "data"):
+            got, want = getattr(full, name), getattr(expected, name)
+            assert got.dtype == want.dtype and np.array_equal(got, want), name
+    else:  # bmat drops the shape of a block with no rows or columns
+        assert full.nnz == adjacency.nnz == expected.nnz
 
 
 def test_match_numbers_are_positions_of_each_link_once() -> None:

@@ -49,6 +49,7 @@ from pydantic import BaseModel, Field
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vector_blocks, base_vectors
+from graphseek.knowledge.graph.entity_columns import EntityColumns
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
 from graphseek.knowledge.graph.mention_columns import mention_columns
 from graphseek.knowledge.graph.mention_table import MentionTable
@@ -97,7 +98,8 @@ class AlignmentCache:
 
 @dataclass
 class AlignmentResult:
-    entities: list[Entity]
+    entities: EntityColumns
+    """Sorted by id."""
     mention_entity: MentionTable[str]
     base_ids: list[str]
     base_texts: list[str]
@@ -107,8 +109,9 @@ class AlignmentResult:
     pairs: MergePairs
     mention_base: MentionTable[str]
     counts: dict[str, int]
-    raw_nodes: MentionTable[int]
-    """Each mention's node in the graph before alignment (see `raw_entity_count`)."""
+    raw_nodes: MentionTable[int] | None
+    """Each mention's node in the graph before alignment (see `raw_entity_count`); the build
+    drops it once read."""
     llm_usage: Any = None
 
 
@@ -416,7 +419,7 @@ class Aligner:
             joined &= ~np.isin(pairs.a, out) & ~np.isin(pairs.b, out)
         for a, b in zip(pairs.a[joined].tolist(), pairs.b[joined].tolist(), strict=True):
             uf.union(a, b)
-        entities: list[Entity] = []
+        entities = EntityColumns(mentions.ids)
         base_entity = [""] * len(base)
         used: set[str] = set()
         for group in uf.groups():
@@ -430,16 +433,14 @@ class Aligner:
             used.add(eid)
             for k in group:
                 base_entity[k] = eid
-            entities.append(record_entity(record, eid))
-        entities.sort(key=lambda e: e.id)
+            entities.add(eid, record)
+        entities.finish()  # sorted by id
         ids = mentions.ids
         mention_base = members.labels(len(mentions))
         del members
-        number = {e.id: k for k, e in enumerate(entities)}
         entity_of_base = np.fromiter(
-            (number[eid] for eid in base_entity), dtype=np.int32, count=len(base_entity)
+            (entities.position(eid) for eid in base_entity), dtype=np.int32, count=len(base_entity)
         )
-        del number
         counts = {
             "mentions": len(mentions),
             "before_alignment": raw_count,
@@ -450,9 +451,7 @@ class Aligner:
         }
         return AlignmentResult(
             entities=entities,
-            mention_entity=MentionTable(
-                ids, entity_of_base[mention_base], [e.id for e in entities]
-            ),
+            mention_entity=MentionTable(ids, entity_of_base[mention_base], entities.ids),
             base_ids=base_ids,
             base_texts=texts,
             base_vectors=vectors,

@@ -18,6 +18,7 @@ from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.align import Aligner, cached_encode, spill_per_text
 from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import MentionVectors
+from graphseek.knowledge.graph.entity_columns import EntityColumns
 from graphseek.knowledge.graph.exact import components
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
 from graphseek.knowledge.graph.link import (
@@ -29,7 +30,7 @@ from graphseek.knowledge.graph.link import (
     similar_relations,
 )
 from graphseek.knowledge.graph.mention_columns import MentionColumns
-from graphseek.knowledge.graph.models import Entity, Extraction, Relation, graph_record
+from graphseek.knowledge.graph.models import Extraction, Relation, graph_record
 from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.relation_columns import RelationBuilder
@@ -94,7 +95,7 @@ def _alignment_mentions(extractions: Iterable[Extraction]) -> MentionColumns:
 
 
 def _passage_links(
-    entities: Sequence[Entity],
+    entities: EntityColumns,
     passages: Sequence[Passage],
     matched: tuple[np.ndarray, np.ndarray],
 ) -> PassageLinks:
@@ -102,13 +103,13 @@ def _passage_links(
     to those `matched` (entity and passage numbers, `match_numbers`)."""
     number = {p.id: k for k, p in enumerate(passages)}
     entity, passage = array("i"), array("i")
-    for k, e in enumerate(entities):
-        for pid in e.passage_ids:
+    for k in range(len(entities)):
+        for pid in entities.passage_ids_of(k):
             entity.append(k)
             passage.append(number[pid])
     del number
     mentioned = (np.frombuffer(entity, dtype=np.int32), np.frombuffer(passage, dtype=np.int32))
-    return PassageLinks.of([e.id for e in entities], [p.id for p in passages], mentioned, matched)
+    return PassageLinks.of(entities.ids, [p.id for p in passages], mentioned, matched)
 
 
 def _extracted_relations(
@@ -210,15 +211,16 @@ def assemble(
     with progress_bar("aligning entities", 1, show_progress and contextual, unit="step") as step:
         aligned = aligner.align(mentions, cache.alignment, cache.mentions if contextual else None)
         step.update(1)
-    entities = aligned.entities
-    by_id = {e.id: e for e in entities}
+    entities = aligned.entities  # columns: each `Entity` is made when read
+    by_id = entities.by_id()
     mention_entity = aligned.mention_entity
     # what the later stages need of the mentions, taken before they are freed (the
     # extractions stay on disk: each stage below reads what it needs)
     mention_vectors = _current(cache.mentions, mentions.ids) if contextual else {}
     if isinstance(mention_vectors, MentionVectors):  # keyed by alignment's ids from now on
         mention_vectors.freeze(aligned.mention_entity.ids)
-    node_of = aligned.raw_nodes
+    node_of, aligned.raw_nodes = aligned.raw_nodes, None  # read once, below (9 MB at 100K)
+    assert node_of is not None
     del mentions
     # only the store write reads the base vectors again (from alignment's temporary file),
     # and nothing the alignment cache
@@ -261,7 +263,9 @@ def assemble(
     # relations as columns (`RelationColumns`), each part's objects freed once added
     building = RelationBuilder()
     building.add(_extracted_relations(extractions, mention_entity))
-    named = {e.id for e in entities if not set(e.types) <= GENERIC_TYPES}
+    named = {
+        eid for k, eid in enumerate(entities.ids) if not set(entities.types_of(k)) <= GENERIC_TYPES
+    }
     building.add(
         cooccurrence_edges(
             extractions, mention_entity.where(named.__contains__), scope=settings.cooccurrence
@@ -323,7 +327,7 @@ def assemble(
     # embeddings of entities (begun above) and relations
     clock = Clock()
     set_stage(embed, "embedding graph")
-    names = {e.id: e.name for e in entities}
+    names = dict(zip(entities.ids, entities.names, strict=True))
     embedded = (
         [r for r in relations if r.kind in ("extracted", "predicted")]
         if settings.embed_relations
@@ -357,7 +361,7 @@ def assemble(
     topic_clock.record(timings, "hyperedges_topics", n_passages)
 
     # statistics for the manifest: components after alignment (before: see `_raw_components`)
-    adjacency, _, _ = build_matrices([e.id for e in entities], [], relations, None)
+    adjacency, _, _ = build_matrices(entities.ids, [], relations, None)
     counts = {
         "passages": n_passages,
         "entities": len(entities),

@@ -1,0 +1,99 @@
+"""A build's aligned entities as columns: each entity read is the model alignment made before."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphseek.knowledge.graph.align import record_entity
+from graphseek.knowledge.graph.entity_columns import EntityColumns
+from graphseek.knowledge.graph.id_columns import ABSENT, IdList, MentionIds
+from graphseek.knowledge.graph.records import EntityRecord
+
+IDS = sorted(f"p{p}#m{k}" for p in range(3) for k in range(4))
+
+
+def record(name: str, mention_ids: list[str], **extra: object) -> EntityRecord:
+    values: dict[str, object] = {
+        "aliases": [],
+        "description": "",
+        "types": ["PERSON"],
+        "passage_ids": sorted({m.split("#")[0] for m in mention_ids}),
+    }
+    values.update(extra)
+    return EntityRecord(name=name, mention_ids=mention_ids, **values)  # type: ignore[arg-type]
+
+
+def records(ids: MentionIds | list[str]) -> list[tuple[str, EntityRecord]]:
+    def view(*mids: str) -> IdList | list[str]:
+        return (
+            ids.take([ids.position(m) for m in mids])
+            if isinstance(ids, MentionIds)
+            else [*sorted(mids)]
+        )
+
+    return [  # in alignment's order, not the ids'
+        ("e-zeta", record("Zeta", view("p2#m1", "p0#m3"), aliases=["Z", "Zed"])),
+        ("e-alpha", record("Alpha", view("p1#m0"), description="a letter", types=["ORG", "GPE"])),
+        ("e-mu", record("Mu", view("p0#m0", "p0#m1", "p1#m2"), types=[])),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["numbers", "strings"])
+def test_each_entity_is_the_model_alignment_made(kind: str) -> None:
+    ids: MentionIds | list[str] = MentionIds.of(IDS) if kind == "numbers" else list(IDS)  # type: ignore[assignment]
+    assert ids is not None
+    added = records(ids)
+    columns = EntityColumns(ids)
+    for eid, rec in added:
+        columns.add(eid, rec)
+    assert columns.finish() is columns
+    expected = sorted((record_entity(rec, eid) for eid, rec in added), key=lambda e: e.id)
+    assert [e.model_dump() for e in columns] == [e.model_dump() for e in expected]
+    assert columns.ids == ["e-alpha", "e-mu", "e-zeta"]
+    assert columns.names == ["Alpha", "Mu", "Zeta"]
+    assert columns.types_of(0) == ["ORG", "GPE"] and columns.types_of(1) == []
+    assert columns.passage_ids_of(2) == ["p0", "p2"]
+    zeta = columns[-1]
+    assert zeta.mention_ids == ["p0#m3", "p2#m1"]
+    assert isinstance(zeta.mention_ids, IdList if kind == "numbers" else list)
+    assert [e.id for e in columns[1:]] == ["e-mu", "e-zeta"]
+    with pytest.raises(IndexError):
+        columns[3]
+
+
+def test_entities_are_found_by_id() -> None:
+    ids = MentionIds.of(IDS)
+    assert ids is not None
+    columns = EntityColumns(ids)
+    for eid, rec in records(ids):
+        columns.add(eid, rec)
+    with pytest.raises(ValueError, match="not sorted"):
+        columns.position("e-mu")
+    columns.finish()
+    assert columns.position("e-mu") == 1 and columns.position("e-nu") == ABSENT
+    by_id = columns.by_id()
+    assert list(by_id) == columns.ids and len(by_id) == 3
+    assert by_id["e-zeta"].aliases == ["Z", "Zed"]
+    assert "e-alpha" in by_id and "e-beta" not in by_id and 3 not in by_id
+    with pytest.raises(KeyError):
+        by_id["e-beta"]
+
+
+def test_a_record_of_mention_strings_is_held_by_position() -> None:
+    """A record whose mention ids are strings (not a view of alignment's ids) keeps them by
+    position; one naming an id alignment does not have is refused."""
+    ids = MentionIds.of(IDS)
+    assert ids is not None
+    columns = EntityColumns(ids)
+    columns.add("e-a", record("A", ["p2#m0", "p1#m3"]))
+    assert columns.finish()[0].mention_ids == ["p1#m3", "p2#m0"]
+    with pytest.raises(ValueError, match="does not have"):
+        columns.add("e-b", record("B", ["p9#m0"]))
+
+
+def test_two_entities_with_one_id_are_refused() -> None:
+    columns = EntityColumns()
+    columns.add("e-a", record("A", ["x"]))
+    columns.add("e-a", record("A", ["y"]))
+    with pytest.raises(ValueError, match="one id"):
+        columns.finish()
