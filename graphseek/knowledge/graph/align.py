@@ -49,11 +49,11 @@ from pydantic import BaseModel, Field
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vector_blocks, base_vectors
-from graphseek.knowledge.graph.entity_columns import EntityColumns
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
 from graphseek.knowledge.graph.mention_columns import mention_columns
 from graphseek.knowledge.graph.mention_table import MentionTable
 from graphseek.knowledge.graph.merge_pairs import MergePairs
+from graphseek.knowledge.graph.model_columns import EntityColumns
 from graphseek.knowledge.graph.models import Entity, Mention, graph_record
 from graphseek.knowledge.graph.records import (
     GENERIC_TYPES,

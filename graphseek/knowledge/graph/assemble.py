@@ -18,7 +18,6 @@ from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.align import Aligner, cached_encode, spill_per_text
 from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import MentionVectors
-from graphseek.knowledge.graph.entity_columns import EntityColumns
 from graphseek.knowledge.graph.exact import components
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
 from graphseek.knowledge.graph.link import (
@@ -30,7 +29,8 @@ from graphseek.knowledge.graph.link import (
     similar_relations,
 )
 from graphseek.knowledge.graph.mention_columns import MentionColumns
-from graphseek.knowledge.graph.models import Extraction, Relation, graph_record
+from graphseek.knowledge.graph.model_columns import EntityColumns
+from graphseek.knowledge.graph.models import Extraction, HyperEdge, Relation, graph_record
 from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.relation_columns import RelationBuilder
@@ -104,7 +104,7 @@ def _passage_links(
     number = {p.id: k for k, p in enumerate(passages)}
     entity, passage = array("i"), array("i")
     for k in range(len(entities)):
-        for pid in entities.passage_ids_of(k):
+        for pid in entities.items_of("passage_ids", k):
             entity.append(k)
             passage.append(number[pid])
     del number
@@ -245,7 +245,7 @@ def assemble(
     # hyperedges need only the alignment: their vectors and k-means start now, so k-means
     # overlaps linking too (the topics stage below waits for them and adds the keywords)
     topic_clock = Clock()
-    hyperedges = build_hyperedges(
+    hyperedges: Sequence[HyperEdge] = build_hyperedges(
         extractions, mention_entity, min_entities=settings.min_hyperedge_entities
     )
 
@@ -264,7 +264,9 @@ def assemble(
     building = RelationBuilder()
     building.add(_extracted_relations(extractions, mention_entity))
     named = {
-        eid for k, eid in enumerate(entities.ids) if not set(entities.types_of(k)) <= GENERIC_TYPES
+        eid
+        for k, eid in enumerate(entities.ids)
+        if not set(entities.items_of("types", k)) <= GENERIC_TYPES
     }
     building.add(
         cooccurrence_edges(

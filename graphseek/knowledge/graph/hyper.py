@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic, graph_record
+from graphseek.knowledge.graph.model_columns import HyperEdgeColumns
+from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic
 from graphseek.knowledge.graph.text import normalize_text, stable_id
 
 MINIBATCH_ABOVE = 20_000
@@ -28,8 +29,9 @@ MINIBATCH_ABOVE = 20_000
 
 def build_hyperedges(
     extractions: Iterable[Extraction], mention_entity: Mapping[str, str], *, min_entities: int = 1
-) -> list[HyperEdge]:
-    """Hyperedges from facts, merged across passages, sorted by id (topics not yet set)."""
+) -> HyperEdgeColumns:
+    """Hyperedges from facts, merged across passages, sorted by id (topics not yet set); as
+    columns, each `HyperEdge` made when read."""
     merged: dict[str, tuple[str, list[str], set[str]]] = {}
     for extraction in extractions:
         for fact in extraction.facts:
@@ -43,17 +45,12 @@ def build_hyperedges(
                 merged[hid][2].add(fact.passage_id)
             else:
                 merged[hid] = (fact.relation, members, {fact.passage_id})
-    return [
-        graph_record(
-            HyperEdge,
-            id=hid,
-            relation=relation,
-            entity_ids=members,
-            passage_ids=sorted(pids),
-            topic_id=None,
+    edges = HyperEdgeColumns()
+    for hid, (relation, members, pids) in sorted(merged.items()):
+        edges.append(
+            id=hid, relation=relation, entity_ids=members, passage_ids=sorted(pids), topic_id=None
         )
-        for hid, (relation, members, pids) in sorted(merged.items())
-    ]
+    return edges.finish()
 
 
 def topic_count(n: int) -> int:
@@ -142,16 +139,22 @@ def assign_topics(
     seed: int = 0,
     keywords: int = 5,
     labels: np.ndarray | None = None,
-) -> tuple[list[HyperEdge], list[Topic]]:
-    """The hyperedges with `topic_id` set, and the topics. `labels`: `cluster_topics(vectors,
-    seed)` when the caller has computed it already."""
+) -> tuple[Sequence[HyperEdge], list[Topic]]:
+    """The hyperedges with `topic_id` set (columns again for `HyperEdgeColumns`), and the
+    topics. `labels`: `cluster_topics(vectors, seed)` when the caller has computed it
+    already."""
     if labels is None:
         labels = cluster_topics(vectors, seed)
     members: dict[int, list[int]] = defaultdict(list)
     for i, label in enumerate(labels.tolist()):
         members[label].append(i)
     numbers = sorted(members)
-    words = topic_keywords([[edges[i].relation for i in members[t]] for t in numbers], keywords)
+    relations = (
+        edges.column("relation")
+        if isinstance(edges, HyperEdgeColumns)
+        else [e.relation for e in edges]
+    )
+    words = topic_keywords([[relations[i] for i in members[t]] for t in numbers], keywords)
     topics = [
         Topic(
             id=f"t-{t:04d}",
@@ -161,15 +164,10 @@ def assign_topics(
         )
         for t, kw in zip(numbers, words, strict=True)
     ]
+    topic_ids = [f"t-{label:04d}" for label in labels.tolist()]
+    if isinstance(edges, HyperEdgeColumns):
+        return edges.with_topics(topic_ids), topics
     out = [
-        graph_record(
-            HyperEdge,
-            id=edge.id,
-            relation=edge.relation,
-            entity_ids=edge.entity_ids,
-            passage_ids=edge.passage_ids,
-            topic_id=f"t-{int(labels[i]):04d}",
-        )
-        for i, edge in enumerate(edges)
+        edge.model_copy(update={"topic_id": t}) for edge, t in zip(edges, topic_ids, strict=True)
     ]
     return out, topics

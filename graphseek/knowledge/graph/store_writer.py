@@ -117,12 +117,13 @@ class GraphData:
     passages: list[Passage]
     extractions: Sequence[Extraction]
     entities: Sequence[Entity]
-    """Sorted by id (a build's: `entity_columns.EntityColumns`)."""
+    """Sorted by id (a build's: `model_columns.EntityColumns`)."""
     relations: Sequence[Relation]
     """Sorted by id (a build's: `RelationColumns`)."""
     entity_passages: PassageLinks
     """Each entity's passages, and the link's kind ("mention" or "match")."""
-    hyperedges: list[HyperEdge]
+    hyperedges: Sequence[HyperEdge]
+    """Sorted by id (a build's: `model_columns.HyperEdgeColumns`)."""
     topics: list[Topic]
     entity_vectors: np.ndarray | SpilledArray
     relation_vector_ids: list[str]

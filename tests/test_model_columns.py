@@ -1,12 +1,15 @@
-"""A build's aligned entities as columns: each entity read is the model alignment made before."""
+"""A build's entities and hyperedges as columns: each model read is the one made before."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from graphseek.knowledge.graph.align import record_entity
-from graphseek.knowledge.graph.entity_columns import EntityColumns
+from graphseek.knowledge.graph.hyper import assign_topics
 from graphseek.knowledge.graph.id_columns import ABSENT, IdList, MentionIds
+from graphseek.knowledge.graph.model_columns import EntityColumns, HyperEdgeColumns
+from graphseek.knowledge.graph.models import HyperEdge, graph_record
 from graphseek.knowledge.graph.records import EntityRecord
 
 IDS = sorted(f"p{p}#m{k}" for p in range(3) for k in range(4))
@@ -51,8 +54,8 @@ def test_each_entity_is_the_model_alignment_made(kind: str) -> None:
     assert [e.model_dump() for e in columns] == [e.model_dump() for e in expected]
     assert columns.ids == ["e-alpha", "e-mu", "e-zeta"]
     assert columns.names == ["Alpha", "Mu", "Zeta"]
-    assert columns.types_of(0) == ["ORG", "GPE"] and columns.types_of(1) == []
-    assert columns.passage_ids_of(2) == ["p0", "p2"]
+    assert columns.items_of("types", 0) == ["ORG", "GPE"] and columns.items_of("types", 1) == []
+    assert columns.items_of("passage_ids", 2) == ["p0", "p2"]
     zeta = columns[-1]
     assert zeta.mention_ids == ["p0#m3", "p2#m1"]
     assert isinstance(zeta.mention_ids, IdList if kind == "numbers" else list)
@@ -95,5 +98,36 @@ def test_two_entities_with_one_id_are_refused() -> None:
     columns = EntityColumns()
     columns.add("e-a", record("A", ["x"]))
     columns.add("e-a", record("A", ["y"]))
-    with pytest.raises(ValueError, match="one id"):
+    with pytest.raises(ValueError, match="Entity models have one id"):
         columns.finish()
+
+
+def hyperedge(hid: str, members: list[str], pids: list[str]) -> HyperEdge:
+    return graph_record(
+        HyperEdge,
+        id=hid,
+        relation=f"fact {hid}",
+        entity_ids=members,
+        passage_ids=pids,
+        topic_id=None,
+    )
+
+
+def test_hyperedges_as_columns_take_their_topics() -> None:
+    edges = [hyperedge("h-b", ["e-2", "e-1"], ["p1"]), hyperedge("h-a", ["e-3"], ["p0", "p2"])]
+    columns = HyperEdgeColumns()
+    for edge in edges:
+        columns.append(**edge.model_dump())
+    columns.finish()
+    assert columns.ids == ["h-a", "h-b"]
+    assert list(columns) == sorted(edges, key=lambda h: h.id)
+    assert columns.items_of("entity_ids", 1) == ["e-2", "e-1"]
+    vectors = np.eye(2, dtype=np.float32)
+    labels = np.array([1, 0])
+    out, topics = assign_topics(columns, vectors, labels=labels, keywords=2)
+    expected, same_topics = assign_topics(list(columns), vectors, labels=labels, keywords=2)
+    assert isinstance(out, HyperEdgeColumns) and list(out) == expected and topics == same_topics
+    assert [h.topic_id for h in out] == ["t-0001", "t-0000"]
+    assert all(h.topic_id is None for h in columns)  # the columns read before are unchanged
+    with pytest.raises(ValueError, match="one topic id per hyperedge"):
+        columns.with_topics(["t-0000"])

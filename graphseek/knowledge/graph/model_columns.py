@@ -1,0 +1,245 @@
+"""Graph models held as columns (`ModelColumns`), each model made when it is read.
+
+A build holds every aligned entity and hyperedge of the corpus from alignment to the store
+write. As frozen pydantic models each took its object and field dict (about 330 bytes) and a
+list object per list field (aliases, types, passages, members): several hundred bytes a model
+beyond its strings (`benchmarks/reduce_stages.py --holders` at 100,000 passages: 184,000
+models' objects 59 MB, the entities' passage-id lists 24 MB and mention-id arrays 27 MB). On a
+corpus whose names do not repeat there are 6 to 9 entities and 2 to 3 hyperedges a passage
+(57,481 entities for 2Wiki's 6,119 passages), so at a million passages those objects alone
+would take several GB.
+
+Here a model class's scalar fields are one list each, and each list field one flat list of the
+items of every model, one after another, with each model's end offset (8 bytes a model and a
+pointer an item). The subclasses: `EntityColumns` (alignment's entities, their mention ids as
+positions into alignment's sorted ids) and `HyperEdgeColumns`. Written here because the
+columns are the build's own shapes: pyarrow's list arrays would hold the same, as a dependency
+the build does not have.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Self, TypeVar, overload
+
+from pydantic import BaseModel
+
+from graphseek.knowledge.graph.id_columns import ABSENT, IdList, MentionIds
+from graphseek.knowledge.graph.models import Entity, HyperEdge, graph_record
+from graphseek.knowledge.graph.records import EntityRecord
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class Ragged:
+    """Lists held as one flat list (or int32 array) and each list's end offset."""
+
+    __slots__ = ("ends", "flat")
+
+    def __init__(self, flat: list[Any] | array[int] | None = None) -> None:
+        self.flat: list[Any] | array[int] = [] if flat is None else flat
+        self.ends = array("q")
+
+    def append(self, items: Sequence[Any]) -> None:
+        self.flat.extend(items)
+        self.ends.append(len(self.flat))
+
+    def at(self, k: int) -> Any:
+        """List k (a new list, or an int32 array for an array's)."""
+        start = self.ends[k - 1] if k else 0
+        return self.flat[start : self.ends[k]]
+
+    def taken(self, order: Sequence[int]) -> Ragged:
+        """The lists in `order` (positions of them)."""
+        out = Ragged(array("i") if isinstance(self.flat, array) else [])
+        for k in order:
+            out.append(self.at(k))
+        return out
+
+
+class ModelColumns(Sequence[_M], Generic[_M]):
+    """Models of `MODEL` as columns: the fields in `SCALARS` a list each, those in `LISTS` a
+    `Ragged` each. Item k is a model made when read (`models.graph_record`: not validated; its
+    lists are new lists), equal to the model the values were added from. `column` reads a
+    scalar field's list and `items_of` one model's list field without making the model.
+    Sorted by `id` once `finish`ed, when `position` and `by_id` find a model by id."""
+
+    MODEL: ClassVar[type[BaseModel]]
+    SCALARS: ClassVar[tuple[str, ...]]
+    LISTS: ClassVar[tuple[str, ...]]
+
+    def __init__(self) -> None:
+        self._columns: dict[str, list[Any]] = {name: [] for name in self.SCALARS}
+        self._lists: dict[str, Ragged] = {name: Ragged() for name in self.LISTS}
+        self._sorted = False
+
+    def append(self, **values: Any) -> None:
+        """Add a model of these field values (any order until `finish`)."""
+        for name, column in self._columns.items():
+            column.append(values[name])
+        for name, ragged in self._lists.items():
+            ragged.append(values[name])
+        self._sorted = False
+
+    def column(self, name: str) -> list[Any]:
+        """The values of the scalar field `name`, one per model (the list held: not to be
+        changed)."""
+        return self._columns[name]
+
+    @property
+    def ids(self) -> list[str]:
+        return self._columns["id"]
+
+    def items_of(self, name: str, k: int) -> list[Any]:
+        """Model k's list field `name`, without making the model."""
+        return self._lists[name].at(k)  # type: ignore[no-any-return]
+
+    def _permute(self, order: Sequence[int]) -> None:
+        self._columns = {name: [c[k] for k in order] for name, c in self._columns.items()}
+        self._lists = {name: r.taken(order) for name, r in self._lists.items()}
+
+    def finish(self) -> Self:
+        """Sort the models by id (ids must be unique); returns self."""
+        ids = self.ids
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        if any(k != n for n, k in enumerate(order)):
+            self._permute(order)
+            ids = self.ids
+        if any(a == b for a, b in zip(ids, ids[1:], strict=False)):
+            raise ValueError(f"two {self.MODEL.__name__} models have one id")
+        self._sorted = True
+        return self
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, k: int) -> _M: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[_M]: ...
+
+    def __getitem__(self, k: int | slice) -> _M | list[_M]:
+        if isinstance(k, slice):
+            return [self._model(n) for n in range(*k.indices(len(self)))]
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError(f"{self.MODEL.__name__} index out of range")
+        return self._model(k % n)
+
+    def __iter__(self) -> Iterator[_M]:
+        return map(self._model, range(len(self)))
+
+    def _values(self, k: int) -> dict[str, Any]:
+        values = {name: column[k] for name, column in self._columns.items()}
+        values.update((name, ragged.at(k)) for name, ragged in self._lists.items())
+        return values
+
+    def _model(self, k: int) -> _M:
+        return graph_record(self.MODEL, **self._values(k))  # type: ignore[return-value]
+
+    def position(self, eid: str) -> int:
+        """Where the model with the id `eid` is, or `ABSENT`."""
+        if not self._sorted:
+            raise ValueError("the models are not sorted yet (call finish)")
+        ids = self.ids
+        k = bisect_left(ids, eid)
+        return k if k < len(ids) and ids[k] == eid else ABSENT
+
+    def by_id(self) -> Mapping[str, _M]:
+        """The models by id, each made when looked up."""
+        return _ById(self)
+
+
+class _ById(Mapping[str, _M]):
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: ModelColumns[_M]) -> None:
+        self.columns = columns
+
+    def __getitem__(self, eid: str) -> _M:
+        k = self.columns.position(eid)
+        if k == ABSENT:
+            raise KeyError(eid)
+        return self.columns[k]
+
+    def __contains__(self, eid: object) -> bool:
+        return isinstance(eid, str) and self.columns.position(eid) != ABSENT
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.columns.ids)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+
+class EntityColumns(ModelColumns[Entity]):
+    """Alignment's entities (`add` an aligned group's record), their mention ids as int32
+    positions into alignment's sorted ids when those are a `MentionIds` (each entity's
+    `mention_ids` then an `IdList` view of them), else as strings."""
+
+    MODEL = Entity
+    SCALARS = ("id", "name", "description")
+    LISTS = ("aliases", "types", "passage_ids")
+
+    def __init__(self, mention_ids: Sequence[str] = ()) -> None:
+        super().__init__()
+        self._source = mention_ids if isinstance(mention_ids, MentionIds) else None
+        self._mentions = Ragged(array("i") if self._source is not None else [])
+
+    def add(self, eid: str, record: EntityRecord) -> None:
+        """Add the entity `eid` of an aligned group's `record`."""
+        self.append(
+            id=eid,
+            name=record.name,
+            description=record.description,
+            aliases=record.aliases,
+            types=record.types,
+            passage_ids=record.passage_ids,
+        )
+        mids = record.mention_ids
+        if self._source is None:
+            self._mentions.append(list(mids))
+        elif isinstance(mids, IdList) and mids.ids is self._source:
+            self._mentions.append(mids.positions)
+        else:  # a record of other ids: their positions, sorted as the ids are
+            positions = [self._source.position(m) for m in mids]
+            if ABSENT in positions:
+                raise ValueError("an entity record names a mention id alignment does not have")
+            self._mentions.append(sorted(positions))
+
+    @property
+    def names(self) -> list[str]:
+        return self.column("name")
+
+    def _permute(self, order: Sequence[int]) -> None:
+        super()._permute(order)
+        self._mentions = self._mentions.taken(order)
+
+    def _values(self, k: int) -> dict[str, Any]:
+        values = super()._values(k)
+        positions = self._mentions.at(k)
+        values["mention_ids"] = (
+            positions if self._source is None else IdList(self._source, positions)
+        )
+        return values
+
+
+class HyperEdgeColumns(ModelColumns[HyperEdge]):
+    """A build's hyperedges."""
+
+    MODEL = HyperEdge
+    SCALARS = ("id", "relation", "topic_id")
+    LISTS = ("entity_ids", "passage_ids")
+
+    def with_topics(self, topic_ids: Sequence[str | None]) -> HyperEdgeColumns:
+        """The same hyperedges with these topic ids (one per hyperedge, in order)."""
+        if len(topic_ids) != len(self):
+            raise ValueError("expected one topic id per hyperedge")
+        out = HyperEdgeColumns()
+        out._columns = {**self._columns, "topic_id": list(topic_ids)}
+        out._lists = self._lists
+        out._sorted = self._sorted
+        return out
