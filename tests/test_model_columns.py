@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,7 @@ from graphseek.knowledge.graph.records import EntityRecord
 IDS = sorted(f"p{p}#m{k}" for p in range(3) for k in range(4))
 
 
-def record(name: str, mention_ids: list[str], **extra: object) -> EntityRecord:
+def record(name: str, mention_ids: Sequence[str], **extra: object) -> EntityRecord:
     values: dict[str, object] = {
         "aliases": [],
         "description": "",
@@ -53,7 +55,7 @@ def test_each_entity_is_the_model_alignment_made(kind: str) -> None:
     expected = sorted((record_entity(rec, eid) for eid, rec in added), key=lambda e: e.id)
     assert [e.model_dump() for e in columns] == [e.model_dump() for e in expected]
     assert columns.ids == ["e-alpha", "e-mu", "e-zeta"]
-    assert columns.names == ["Alpha", "Mu", "Zeta"]
+    assert columns.column("name") == ["Alpha", "Mu", "Zeta"]
     assert columns.items_of("types", 0) == ["ORG", "GPE"] and columns.items_of("types", 1) == []
     assert columns.items_of("passage_ids", 2) == ["p0", "p2"]
     zeta = columns[-1]
@@ -89,9 +91,47 @@ def test_a_record_of_mention_strings_is_held_by_position() -> None:
     assert ids is not None
     columns = EntityColumns(ids)
     columns.add("e-a", record("A", ["p2#m0", "p1#m3"]))
-    assert columns.finish()[0].mention_ids == ["p1#m3", "p2#m0"]
     with pytest.raises(ValueError, match="does not have"):
         columns.add("e-b", record("B", ["p9#m0"]))
+    assert columns.finish()[0].mention_ids == ["p1#m3", "p2#m0"]
+
+
+def test_a_view_of_other_ids_is_held_by_position_in_alignments() -> None:
+    """A record whose `IdList` views another `MentionIds` (not alignment's) is read back as
+    the same ids, by their positions in alignment's."""
+    ids, other = MentionIds.of(IDS), MentionIds.of(["p1#m3", "p2#m0", "p9#m9"])
+    assert ids is not None and other is not None
+    columns = EntityColumns(ids)
+    view = other.take([other.position("p1#m3"), other.position("p2#m0")])
+    columns.add("e-a", record("A", view))
+    entity = columns.finish()[0]
+    assert entity.mention_ids == ["p1#m3", "p2#m0"]
+    assert isinstance(entity.mention_ids, IdList) and entity.mention_ids.ids is ids
+
+
+def test_empty_columns_and_their_limits() -> None:
+    columns = EntityColumns().finish()
+    assert len(columns) == 0 and list(columns) == [] and columns[:] == []
+    assert columns.position("e-a") == ABSENT and dict(columns.by_id()) == {}
+    with pytest.raises(IndexError):
+        columns.items_of("types", 0)
+    with pytest.raises(ValueError, match="finished"):
+        columns.add("e-a", record("A", ["x"]))
+    edges = HyperEdgeColumns()
+    with pytest.raises(ValueError, match="needs passage_ids"):
+        edges.append(id="h-a", relation="r", topic_id=None, entity_ids=[])
+    assert len(edges) == 0  # nothing half added
+    with pytest.raises(ValueError, match="finish the hyperedges"):
+        edges.with_topics([])
+
+
+def test_list_fields_are_read_by_negative_index_too() -> None:
+    columns = EntityColumns()
+    columns.add("e-a", record("A", ["x"], types=["ORG"]))
+    columns.add("e-b", record("B", ["y"], types=["GPE"]))
+    columns.finish()
+    assert columns.items_of("types", -1) == ["GPE"] and columns.items_of("types", -2) == ["ORG"]
+    assert columns[-2].id == "e-a" and repr(columns) == "EntityColumns(2 models)"
 
 
 def test_two_entities_with_one_id_are_refused() -> None:
@@ -128,6 +168,8 @@ def test_hyperedges_as_columns_take_their_topics() -> None:
     expected, same_topics = assign_topics(list(columns), vectors, labels=labels, keywords=2)
     assert isinstance(out, HyperEdgeColumns) and list(out) == expected and topics == same_topics
     assert [h.topic_id for h in out] == ["t-0001", "t-0000"]
+    with pytest.raises(ValueError, match="finished"):  # the two share their columns
+        columns.append(**edges[0].model_dump())
     assert all(h.topic_id is None for h in columns)  # the columns read before are unchanged
     with pytest.raises(ValueError, match="one topic id per hyperedge"):
         columns.with_topics(["t-0000"])

@@ -81,10 +81,13 @@ def test_the_incidence_matrix_is_the_links() -> None:
         build_matrices(ENTITIES[:2], PASSAGES, [], links)
 
 
-@pytest.mark.parametrize(("ne", "np_"), [(40, 25), (7, 0), (0, 5), (0, 0)])
-def test_the_full_matrix_is_the_blocks_bmat_gives(ne: int, np_: int) -> None:
+@pytest.mark.parametrize(
+    ("ne", "np_", "linked"),
+    [(40, 25, True), (40, 25, False), (7, 0, False), (0, 5, False), (0, 0, False)],
+)
+def test_the_full_matrix_is_the_blocks_bmat_gives(ne: int, np_: int, linked: bool) -> None:
     """The entity+passage matrix stacked over CSR has bmat's arrays, byte for byte (the store
-    files before the change), and its shape when a block is empty."""
+    files before the change), with links or none, and when a block is empty."""
     rng = np.random.default_rng(7)
     entity_ids = [f"e{k:03d}" for k in range(ne)]
     passage_ids = [f"p{k:03d}" for k in range(np_)]
@@ -99,20 +102,17 @@ def test_the_full_matrix_is_the_blocks_bmat_gives(ne: int, np_: int) -> None:
         else []
     )
     links = None
-    if ne and np_:
+    if linked:
         pairs = (rng.integers(0, ne, 120), rng.integers(0, np_, 120))
         links = PassageLinks.of(entity_ids, passage_ids, pairs, (pairs[0][:9], pairs[1][::-1][:9]))
     adjacency, full, incidence = build_matrices(entity_ids, passage_ids, relations, links)
     expected = sparse.bmat(
         [[adjacency, incidence], [incidence.T, None]], format="csr", dtype=np.float32
     )
-    assert full.shape == (ne + np_, ne + np_) and full.dtype == np.float32
-    if expected.shape == full.shape:
-        for name in ("indptr", "indices", "data"):
-            got, want = getattr(full, name), getattr(expected, name)
-            assert got.dtype == want.dtype and np.array_equal(got, want), name
-    else:  # bmat drops the shape of a block with no rows or columns
-        assert full.nnz == adjacency.nnz == expected.nnz
+    assert full.shape == expected.shape == (ne + np_, ne + np_) and full.dtype == np.float32
+    for name in ("indptr", "indices", "data"):
+        got, want = getattr(full, name), getattr(expected, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
 
 
 def test_match_numbers_are_positions_of_each_link_once() -> None:

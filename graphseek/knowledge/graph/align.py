@@ -50,6 +50,7 @@ from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vector_blocks, base_vectors
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
+from graphseek.knowledge.graph.id_columns import ABSENT
 from graphseek.knowledge.graph.mention_columns import mention_columns
 from graphseek.knowledge.graph.mention_table import MentionTable
 from graphseek.knowledge.graph.merge_pairs import MergePairs
@@ -441,6 +442,8 @@ class Aligner:
         entity_of_base = np.fromiter(
             (entities.position(eid) for eid in base_entity), dtype=np.int32, count=len(base_entity)
         )
+        if len(entity_of_base) and entity_of_base.min() == ABSENT:  # every group has an entity
+            raise ValueError("a base entity was left without an aligned entity")
         counts = {
             "mentions": len(mentions),
             "before_alignment": raw_count,

@@ -329,7 +329,7 @@ def assemble(
     # embeddings of entities (begun above) and relations
     clock = Clock()
     set_stage(embed, "embedding graph")
-    names = dict(zip(entities.ids, entities.names, strict=True))
+    names = dict(zip(entities.ids, entities.column("name"), strict=True))
     embedded = (
         [r for r in relations if r.kind in ("extracted", "predicted")]
         if settings.embed_relations

@@ -62,9 +62,11 @@ class Ragged:
 class ModelColumns(Sequence[_M], Generic[_M]):
     """Models of `MODEL` as columns: the fields in `SCALARS` a list each, those in `LISTS` a
     `Ragged` each. Item k is a model made when read (`models.graph_record`: not validated; its
-    lists are new lists), equal to the model the values were added from. `column` reads a
+    lists are new lists), equal to the model made from the values added. `column` reads a
     scalar field's list and `items_of` one model's list field without making the model.
-    Sorted by `id` once `finish`ed, when `position` and `by_id` find a model by id."""
+    Sorted by `id` once `finish`ed (nothing is added after), when `position` and `by_id` find
+    a model by id. A subclass adds through its own method (`EntityColumns.add`,
+    `HyperEdgeColumns.append`)."""
 
     MODEL: ClassVar[type[BaseModel]]
     SCALARS: ClassVar[tuple[str, ...]]
@@ -75,13 +77,19 @@ class ModelColumns(Sequence[_M], Generic[_M]):
         self._lists: dict[str, Ragged] = {name: Ragged() for name in self.LISTS}
         self._sorted = False
 
-    def append(self, **values: Any) -> None:
-        """Add a model of these field values (any order until `finish`)."""
+    def _add(self, values: Mapping[str, Any]) -> None:
+        """Add a model of these field values (any order until `finish`; none after)."""
+        if self._sorted:
+            raise ValueError(
+                f"the {self.MODEL.__name__} columns are finished: nothing can be added"
+            )
+        missing = [name for name in (*self.SCALARS, *self.LISTS) if name not in values]
+        if missing:
+            raise ValueError(f"a {self.MODEL.__name__} needs {', '.join(missing)}")
         for name, column in self._columns.items():
             column.append(values[name])
         for name, ragged in self._lists.items():
             ragged.append(values[name])
-        self._sorted = False
 
     def column(self, name: str) -> list[Any]:
         """The values of the scalar field `name`, one per model (the list held: not to be
@@ -94,7 +102,13 @@ class ModelColumns(Sequence[_M], Generic[_M]):
 
     def items_of(self, name: str, k: int) -> list[Any]:
         """Model k's list field `name`, without making the model."""
-        return self._lists[name].at(k)  # type: ignore[no-any-return]
+        return self._lists[name].at(self._index(k))  # type: ignore[no-any-return]
+
+    def _index(self, k: int) -> int:
+        n = len(self)
+        if not -n <= k < n:
+            raise IndexError(f"{self.MODEL.__name__} index out of range")
+        return k % n
 
     def _permute(self, order: Sequence[int]) -> None:
         self._columns = {name: [c[k] for k in order] for name, c in self._columns.items()}
@@ -107,10 +121,14 @@ class ModelColumns(Sequence[_M], Generic[_M]):
         if any(k != n for n, k in enumerate(order)):
             self._permute(order)
             ids = self.ids
+        self._check()
         if any(a == b for a, b in zip(ids, ids[1:], strict=False)):
             raise ValueError(f"two {self.MODEL.__name__} models have one id")
         self._sorted = True
         return self
+
+    def _check(self) -> None:
+        """Raise if the columns are not of one length (a subclass's own columns too)."""
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -124,13 +142,13 @@ class ModelColumns(Sequence[_M], Generic[_M]):
     def __getitem__(self, k: int | slice) -> _M | list[_M]:
         if isinstance(k, slice):
             return [self._model(n) for n in range(*k.indices(len(self)))]
-        n = len(self)
-        if not -n <= k < n:
-            raise IndexError(f"{self.MODEL.__name__} index out of range")
-        return self._model(k % n)
+        return self._model(self._index(k))
 
     def __iter__(self) -> Iterator[_M]:
         return map(self._model, range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} models)"
 
     def _values(self, k: int) -> dict[str, Any]:
         values = {name: column[k] for name, column in self._columns.items()}
@@ -190,29 +208,33 @@ class EntityColumns(ModelColumns[Entity]):
         self._mentions = Ragged(array("i") if self._source is not None else [])
 
     def add(self, eid: str, record: EntityRecord) -> None:
-        """Add the entity `eid` of an aligned group's `record`."""
-        self.append(
-            id=eid,
-            name=record.name,
-            description=record.description,
-            aliases=record.aliases,
-            types=record.types,
-            passage_ids=record.passage_ids,
-        )
+        """Add the entity `eid` of an aligned group's `record`: the entity read back is
+        `align.record_entity(record, eid)` (a record's mention ids are sorted)."""
         mids = record.mention_ids
+        held: Sequence[Any]
         if self._source is None:
-            self._mentions.append(list(mids))
+            held = list(mids)
         elif isinstance(mids, IdList) and mids.ids is self._source:
-            self._mentions.append(mids.positions)
-        else:  # a record of other ids: their positions, sorted as the ids are
-            positions = [self._source.position(m) for m in mids]
-            if ABSENT in positions:
+            held = mids.positions
+        else:  # a record of other ids: their positions (sorted ids: ascending positions)
+            held = sorted(self._source.position(m) for m in mids)
+            if held and held[0] == ABSENT:
                 raise ValueError("an entity record names a mention id alignment does not have")
-            self._mentions.append(sorted(positions))
+        self._add(
+            {
+                "id": eid,
+                "name": record.name,
+                "description": record.description,
+                "aliases": record.aliases,
+                "types": record.types,
+                "passage_ids": record.passage_ids,
+            }
+        )
+        self._mentions.append(held)
 
-    @property
-    def names(self) -> list[str]:
-        return self.column("name")
+    def _check(self) -> None:
+        if len(self._mentions.ends) != len(self):
+            raise ValueError("the entities' mention ids are not one list an entity")
 
     def _permute(self, order: Sequence[int]) -> None:
         super()._permute(order)
@@ -234,12 +256,18 @@ class HyperEdgeColumns(ModelColumns[HyperEdge]):
     SCALARS = ("id", "relation", "topic_id")
     LISTS = ("entity_ids", "passage_ids")
 
+    def append(self, **values: Any) -> None:
+        """Add a hyperedge of these field values (all of them)."""
+        self._add(values)
+
     def with_topics(self, topic_ids: Sequence[str | None]) -> HyperEdgeColumns:
         """The same hyperedges with these topic ids (one per hyperedge, in order)."""
+        if not self._sorted:
+            raise ValueError("finish the hyperedges before giving them topics")
         if len(topic_ids) != len(self):
             raise ValueError("expected one topic id per hyperedge")
-        out = HyperEdgeColumns()
+        out = HyperEdgeColumns()  # shares the other columns: neither can be added to
         out._columns = {**self._columns, "topic_id": list(topic_ids)}
         out._lists = self._lists
-        out._sorted = self._sorted
+        out._sorted = True
         return out

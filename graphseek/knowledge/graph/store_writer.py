@@ -23,6 +23,7 @@ from graphseek.errors import IndexFormatError
 from graphseek.knowledge.atomic import atomic_directory, recover
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.merge_pairs import MergePairs
+from graphseek.knowledge.graph.model_columns import ModelColumns
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -398,7 +399,7 @@ def _stacked(adjacency: sparse.csr_matrix, incidence: sparse.csr_matrix) -> spar
     row by row: the same arrays as `sparse.bmat`, which goes through coordinates (its peak 118
     MB for a 40 MB matrix at 100,000 passages, against 80)."""
     ne, np_ = incidence.shape
-    if not ne or not np_:  # a block of no rows or columns: bmat keeps no shape for it
+    if not ne or not np_:  # no passages: the entities' block; no entities: an empty one
         return sparse.csr_matrix((ne + np_, ne + np_), dtype=np.float32) if not ne else adjacency
     top = sparse.hstack([adjacency, incidence], format="csr", dtype=np.float32)
     by_passage = incidence.T.tocsr()
@@ -533,6 +534,11 @@ def write_store(
     return dest
 
 
+def _ids(models: Sequence[Entity] | Sequence[HyperEdge]) -> list[str]:
+    """The models' ids: a `ModelColumns`' own column (not made into models), else read."""
+    return list(models.ids) if isinstance(models, ModelColumns) else [m.id for m in models]
+
+
 def _write_arrays(tmp: Path, data: GraphData) -> None:
     """The vectors, the sparse matrices, ``nodes.json`` and the manifest."""
     dim = (
@@ -548,7 +554,7 @@ def _write_arrays(tmp: Path, data: GraphData) -> None:
     _save_npy(tmp / "base_vectors.npy", data.base_vectors, dim)
     mention_ids = sorted_keys(data.mention_vectors)
     _save_rows(tmp / "mention_vectors.npy", data.mention_vectors, mention_ids, dim)
-    entity_ids = [e.id for e in data.entities]
+    entity_ids = _ids(data.entities)
     passage_ids = [p.id for p in data.passages]
     adjacency, full, incidence = build_matrices(
         entity_ids, passage_ids, data.relations, data.entity_passages
@@ -560,7 +566,7 @@ def _write_arrays(tmp: Path, data: GraphData) -> None:
         "entities": entity_ids,
         "passages": passage_ids,
         "relations_embedded": data.relation_vector_ids,
-        "hyperedges": [h.id for h in data.hyperedges],
+        "hyperedges": _ids(data.hyperedges),
         "mentions_embedded": mention_ids,
     }
     write_id_lists(tmp / "nodes.json", nodes)
