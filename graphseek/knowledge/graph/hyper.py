@@ -155,16 +155,17 @@ def assign_topics(
         else [e.relation for e in edges]
     )
     words = topic_keywords([[relations[i] for i in members[t]] for t in numbers], keywords)
+    names = {t: f"t-{t:04d}" for t in numbers}  # one string a topic, not one a hyperedge
     topics = [
         Topic(
-            id=f"t-{t:04d}",
+            id=names[t],
             label=", ".join(kw[:3]) or f"topic {t}",
             keywords=kw,
             size=len(members[t]),
         )
         for t, kw in zip(numbers, words, strict=True)
     ]
-    topic_ids = [f"t-{label:04d}" for label in labels.tolist()]
+    topic_ids = [names[label] for label in labels.tolist()]
     if isinstance(edges, HyperEdgeColumns):
         return edges.with_topics(topic_ids), topics
     out = [
