@@ -15,11 +15,11 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
 
 import numpy as np
 
 from graphseek.knowledge.graph.models import mention_id
+from graphseek.knowledge.graph.read_sequence import ReadSequence
 
 ABSENT = -1
 """The position of an id that is not there, and the code of a mention a table leaves out."""
@@ -72,26 +72,12 @@ def mention_id_order(
     return np.lexsort((digits, aligned, rank[np.asarray(passage, dtype=np.int64)]))
 
 
-class _Strings(Sequence[str]):
+class _Strings(ReadSequence[str]):
     """A read-only sequence of strings made when read (item k: `_item`), equal to a list of
     the same strings."""
 
     __slots__ = ()
-
-    def _item(self, k: int) -> str:
-        raise NotImplementedError
-
-    def _slice(self, k: slice) -> list[str]:
-        return [self._item(j) for j in range(*k.indices(len(self)))]
-
-    @overload
-    def __getitem__(self, k: int) -> str: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[str]: ...
-
-    def __getitem__(self, k: int | slice) -> str | list[str]:
-        return self._slice(k) if isinstance(k, slice) else self._item(k)
+    ITEM = "id"
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str):

@@ -22,13 +22,14 @@ later stages read it from the extractions). Items have -1 (unknown) for the thre
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Generic, TypeVar, overload
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from graphseek.knowledge.graph.id_columns import MentionIdParts, MentionIds, ids_at
 from graphseek.knowledge.graph.models import Mention
+from graphseek.knowledge.graph.read_sequence import ReadSequence
 
 _T = TypeVar("_T", bound=Hashable)
 _new = object.__new__
@@ -52,8 +53,10 @@ class Distinct(Generic[_T]):
         return code
 
 
-class MentionColumns(Sequence[Mention]):
+class MentionColumns(ReadSequence[Mention]):
     """Mentions sorted by id, held as columns (see the module docstring). Build with `of`."""
+
+    ITEM = "mention"
 
     def __init__(
         self,
@@ -138,20 +141,6 @@ class MentionColumns(Sequence[Mention]):
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    @overload
-    def __getitem__(self, k: int) -> Mention: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[Mention]: ...
-
-    def __getitem__(self, k: int | slice) -> Mention | list[Mention]:
-        if isinstance(k, slice):
-            return [self._item(j) for j in range(*k.indices(len(self)))]
-        return self._item(k)  # the ids raise IndexError first; negative k as a list's
-
-    def __iter__(self) -> Iterator[Mention]:
-        return map(self._item, range(len(self)))
 
     def _item(self, k: int) -> Mention:
         # every slot set here, without `Mention.__init__` (its keyword and default handling

@@ -22,12 +22,13 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Self, TypeVar, overload
+from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel
 
 from graphseek.knowledge.graph.id_columns import ABSENT, IdList, MentionIds
 from graphseek.knowledge.graph.models import Entity, HyperEdge, graph_record
+from graphseek.knowledge.graph.read_sequence import ReadSequence
 from graphseek.knowledge.graph.records import EntityRecord
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -59,7 +60,7 @@ class Ragged:
         return out
 
 
-class ModelColumns(Sequence[_M], Generic[_M]):
+class ModelColumns(ReadSequence[_M]):
     """Models of `MODEL` as columns: the fields in `SCALARS` a list each, those in `LISTS` a
     `Ragged` each. Item k is a model made when read (`models.graph_record`: not validated; its
     lists are new lists), equal to the model made from the values added. `column` reads a
@@ -101,14 +102,8 @@ class ModelColumns(Sequence[_M], Generic[_M]):
         return self._columns["id"]
 
     def items_of(self, name: str, k: int) -> list[Any]:
-        """Model k's list field `name`, without making the model."""
+        """Model k's list field `name` (a negative k as a list's), without making the model."""
         return self._lists[name].at(self._index(k))  # type: ignore[no-any-return]
-
-    def _index(self, k: int) -> int:
-        n = len(self)
-        if not -n <= k < n:
-            raise IndexError(f"{self.MODEL.__name__} index out of range")
-        return k % n
 
     def _permute(self, order: Sequence[int]) -> None:
         self._columns = {name: [c[k] for k in order] for name, c in self._columns.items()}
@@ -133,20 +128,6 @@ class ModelColumns(Sequence[_M], Generic[_M]):
     def __len__(self) -> int:
         return len(self.ids)
 
-    @overload
-    def __getitem__(self, k: int) -> _M: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[_M]: ...
-
-    def __getitem__(self, k: int | slice) -> _M | list[_M]:
-        if isinstance(k, slice):
-            return [self._model(n) for n in range(*k.indices(len(self)))]
-        return self._model(self._index(k))
-
-    def __iter__(self) -> Iterator[_M]:
-        return map(self._model, range(len(self)))
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} models)"
 
@@ -155,7 +136,7 @@ class ModelColumns(Sequence[_M], Generic[_M]):
         values.update((name, ragged.at(k)) for name, ragged in self._lists.items())
         return values
 
-    def _model(self, k: int) -> _M:
+    def _item(self, k: int) -> _M:
         return graph_record(self.MODEL, **self._values(k))  # type: ignore[return-value]
 
     def position(self, eid: str) -> int:
@@ -199,6 +180,7 @@ class EntityColumns(ModelColumns[Entity]):
     `mention_ids` then an `IdList` view of them), else as strings."""
 
     MODEL = Entity
+    ITEM = "entity"
     SCALARS = ("id", "name", "description")
     LISTS = ("aliases", "types", "passage_ids")
 
@@ -253,6 +235,7 @@ class HyperEdgeColumns(ModelColumns[HyperEdge]):
     """A build's hyperedges."""
 
     MODEL = HyperEdge
+    ITEM = "hyperedge"
     SCALARS = ("id", "relation", "topic_id")
     LISTS = ("entity_ids", "passage_ids")
 

@@ -15,21 +15,24 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, get_args, overload
+from typing import Any, get_args
 
 import numpy as np
 
 from graphseek.knowledge.graph.id_columns import AsciiIds
 from graphseek.knowledge.graph.mention_columns import Distinct
 from graphseek.knowledge.graph.models import Relation, RelationKind, graph_record
+from graphseek.knowledge.graph.read_sequence import ReadSequence
 
 KINDS: tuple[str, ...] = get_args(RelationKind)
 """The relation kinds, by their int8 code."""
 
 
-class RelationColumns(Sequence[Relation]):
+class RelationColumns(ReadSequence[Relation]):
     """Relations sorted by id (stably: relations of one id keep the order they were added
     in), held as columns. Build with `RelationBuilder`."""
+
+    ITEM = "relation"
 
     def __init__(
         self,
@@ -62,24 +65,6 @@ class RelationColumns(Sequence[Relation]):
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    @overload
-    def __getitem__(self, k: int) -> Relation: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[Relation]: ...
-
-    def __getitem__(self, k: int | slice) -> Relation | list[Relation]:
-        if isinstance(k, slice):
-            return [self._item(i) for i in range(*k.indices(len(self)))]
-        if k < 0:
-            k += len(self)
-        if not 0 <= k < len(self):
-            raise IndexError("relation index out of range")
-        return self._item(k)
-
-    def __iter__(self) -> Iterator[Relation]:
-        return (self._item(k) for k in range(len(self)))
 
     def _item(self, k: int) -> Relation:
         lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])

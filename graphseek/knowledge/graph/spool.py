@@ -21,11 +21,12 @@ import pickle
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
 from graphseek.knowledge.graph.models import Extraction
+from graphseek.knowledge.graph.read_sequence import ReadSequence
 
 READ_BYTES = 1 << 24
 """`ExtractionSpool` iteration reads about this many bytes of records at a time."""
@@ -85,13 +86,15 @@ def pread_all(fd: int, offset: int, size: int, name: str) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-class ExtractionSpool(Sequence[Extraction]):
+class ExtractionSpool(ReadSequence[Extraction]):
     """Extractions in a temporary file, one pickle each, in the order added: a build makes them
     passage by passage and reads them back once per stage that needs them (alignment's
     mentions, the relations and facts of linking and hyperedges, the store write), so none of
     them stays in memory between stages. Indexing reads one record; iteration reads about
     `READ_BYTES` at a time. Each read makes new objects: changing one changes nothing here.
     `passage_ids`: each record's passage id, kept in memory (checks need no read)."""
+
+    ITEM = "extraction"
 
     def __init__(self) -> None:
         self._file = TempFile("graphseek-extractions-")
@@ -128,19 +131,7 @@ class ExtractionSpool(Sequence[Extraction]):
         start = self._ends[k - 1] if k else 0
         return start, self._ends[k] - start
 
-    @overload
-    def __getitem__(self, k: int) -> Extraction: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[Extraction]: ...
-
-    def __getitem__(self, k: int | slice) -> Extraction | list[Extraction]:
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self)))]
-        if k < 0:
-            k += len(self)
-        if not 0 <= k < len(self):
-            raise IndexError(f"extraction {k} of {len(self)}")
+    def _item(self, k: int) -> Extraction:
         extraction: Extraction = pickle.loads(self._file.read(*self._span(k)))
         return extraction
 

@@ -536,7 +536,7 @@ def write_store(
 
 def _ids(models: Sequence[Entity] | Sequence[HyperEdge]) -> list[str]:
     """The models' ids: a `ModelColumns`' own column (not made into models), else read."""
-    return list(models.ids) if isinstance(models, ModelColumns) else [m.id for m in models]
+    return models.ids if isinstance(models, ModelColumns) else [m.id for m in models]
 
 
 def _write_arrays(tmp: Path, data: GraphData) -> None:
