@@ -169,17 +169,18 @@ def child(
     build's peak with its workers (`TreeSampler`), the memory plan (with `budget`). With `log`,
     also a line a minute there (`log_progress`) and the stage bars on stderr."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from indexing import synthetic
+    from indexing import synthetic_stream
     from reduce_stages import PhaseSampler
 
     from graphseek.knowledge.graph import build as building
+    from graphseek.knowledge.graph.spool import PassageSpool
 
     sampler = PhaseSampler() if phases or log else None
     if sampler is not None:
         sampler.install()
         for name in ("_extract", "_contextual"):  # the map stages: extraction, passage pass
             sampler.wrap(building, name)
-    passages = synthetic(data_dir, size)
+    passages = PassageSpool.of(synthetic_stream(data_dir, size))  # as a corpus path is read
     if log is not None and sampler is not None:
         log_progress(log, sampler)
     tree = TreeSampler()

@@ -49,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +63,19 @@ CORPUS = "2wikimultihopqa/2wikimultihopqa_corpus.json"
 
 def synthetic(data_dir: Path, n: int) -> list[Any]:
     """N passages: the 2Wiki corpus in order, copy c > 0 retitled ``"<title> [c]"``."""
+    return list(synthetic_stream(data_dir, n))
+
+
+def synthetic_stream(data_dir: Path, n: int) -> Iterator[Any]:
+    """`synthetic`'s passages one at a time (for a `PassageSpool`, which holds none of them)."""
     from graphseek.knowledge.passages import Passage
 
     corpus = json.loads((data_dir / CORPUS).read_text())
-    out = []
     for i in range(n):
         record = corpus[i % len(corpus)]
         copy = i // len(corpus)
         title = record["title"] if copy == 0 else f"{record['title']} [{copy}]"
-        out.append(Passage.from_title_text(title, record["text"], source="synthetic"))
-    return out
+        yield Passage.from_title_text(title, record["text"], source="synthetic")
 
 
 def text_file(data_dir: Path, megabytes: float, path: Path) -> Path:
@@ -154,6 +158,7 @@ def child(args: argparse.Namespace) -> None:
     """One measurement in this process; prints one JSON line."""
     from graphseek.knowledge.dense import encode_texts
     from graphseek.knowledge.embedder import get_embedder
+    from graphseek.knowledge.graph.spool import PassageSpool
     from graphseek.knowledge.index import Index
     from graphseek.knowledge.loaders import load_corpus
 
@@ -179,6 +184,9 @@ def child(args: argparse.Namespace) -> None:
             t, c = time.perf_counter(), cpu_seconds()
             encode_texts(embedder, [p.content for p in passages], batch_size=args.batch_size)
             raw, raw_cpu = time.perf_counter() - t, cpu_seconds() - c
+        # the corpus in a temporary file, as `Index.build` reads a corpus path: the build holds
+        # none of its passages (made before the timing: reading is not the build's)
+        passages = PassageSpool.of(passages)
         t, c = time.perf_counter(), cpu_seconds()
         index = Index.build(
             passages,

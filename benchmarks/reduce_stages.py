@@ -34,6 +34,7 @@ import resource
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,21 @@ def trace_holders(top: int) -> None:
     building.write_store = traced  # type: ignore[assignment]
 
 
+def stored_passages(database: Path) -> Iterator[Any]:
+    """The passages of a stored graph (``graph.sqlite``), in corpus order, one at a time."""
+    import sqlite3
+
+    from graphseek.knowledge.passages import Passage
+
+    con = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT id, title, text, source FROM passages ORDER BY ord")
+        for pid, title, text, source in rows:
+            yield Passage(id=pid, title=title, text=text, source=source)
+    finally:
+        con.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", type=Path, help="a graph store directory")
@@ -207,11 +223,12 @@ def main() -> None:
     from graphseek.knowledge.graph.build import MappedPassages, build_graph
     from graphseek.knowledge.graph.contextual import MentionVectors, encode_passages
     from graphseek.knowledge.graph.offline import OfflineExtractor
-    from graphseek.knowledge.graph.spool import ExtractionSpool
+    from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool
     from graphseek.knowledge.graph.store import SQLiteGraphStore
 
     stored = SQLiteGraphStore.open(args.store)
-    passages = stored.passages()
+    # the corpus in a temporary file, as a build reads a corpus path (`Index.build`)
+    passages = PassageSpool.of(stored_passages(args.store / "graph.sqlite"))
     # what a single-process build holds when alignment starts
     warm = passages[:300]
     extracted = OfflineExtractor(show_progress=False).extract(warm)

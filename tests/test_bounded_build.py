@@ -23,6 +23,7 @@ from demo_builds import demo_copies, store_files, store_manifest
 from graphseek.knowledge.graph import build_graph
 from graphseek.knowledge.graph.contextual import MENTION_DTYPE, mention_spans
 from graphseek.knowledge.graph.exact import components
+from graphseek.knowledge.graph.spool import PassageSpool
 from graphseek.knowledge.passages import Passage
 
 align = importlib.import_module("graphseek.knowledge.graph.align")
@@ -106,13 +107,13 @@ def reference_raw_components(extractions, node_of, n, scope):  # type: ignore[no
 
 
 def live_extraction_objects() -> int:
-    """Mentions, raw relations, facts and extractions reachable now (they are gc-tracked;
-    cyclic garbage, which a build with automatic collection off leaves until the next
-    collection, e.g. the reference build's, is collected first)."""
+    """Passages, mentions, raw relations, facts and extractions reachable now (they are
+    gc-tracked; cyclic garbage, which a build with automatic collection off leaves until the
+    next collection, e.g. the reference build's, is collected first)."""
     from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
 
     gc.collect()
-    kinds = (Extraction, Mention, RawRelation, RawFact)
+    kinds = (Passage, Extraction, Mention, RawRelation, RawFact)
     return sum(1 for o in gc.get_objects() if isinstance(o, kinds))
 
 
@@ -149,8 +150,9 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
     assert calls["reference_spill_per_text"] == 2  # entities, relations (static vectors)
     assert calls["reference_cached_encode"] >= 1  # hyperedges (the two above call it uncounted)
     assert calls["reference_extract"] == 1 and calls["reference_raw_components"] == 1
-    # the bounded build: no extraction object of its own alive from linking on (they stay on
-    # disk); those alive before it (other tests' fixtures) are not its own
+    # the bounded build: no passage or extraction object of its own alive from linking on
+    # (they stay on disk); those alive before it (this corpus, other tests' fixtures) are
+    # not its own
     alive: dict[str, int] = {}
     before = live_extraction_objects()
 
@@ -185,7 +187,9 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
         patch.setattr(assemble, "match_numbers", counting("link", assemble.match_numbers))
         patch.setattr(assemble, "assign_topics", counting("topics", assemble.assign_topics))
         patch.setattr(building, "write_store", counting("write", building.write_store))
-        build_graph(passages, root / "bounded", show_progress=False)
+        # the corpus in a temporary file (as `Index.build` spools a corpus folder), so the
+        # build holds none of its passages between the stages that read them
+        build_graph(PassageSpool.of(passages), root / "bounded", show_progress=False)
     finally:
         patch.undo()
     # ... and the graph's vectors (base, entities, relations, hyperedges) in files at the write

@@ -233,6 +233,44 @@ def test_failure_on_a_fresh_path_leaves_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_corpus_path_or_a_stream_is_spooled_and_gives_the_index_of_its_list(
+    tmp_path: Path, fake_encoder: HashEncoder
+) -> None:
+    """A corpus path or an iterator goes to a `PassageSpool` (the build holds none of its
+    passages); the index is the one the list of the same passages gives, file for file, and
+    reads its passages back from its passage file when first used."""
+    from graphseek.knowledge.graph.spool import PassageSpool
+    from graphseek.knowledge.index import read_passages
+    from graphseek.knowledge.loaders import load_corpus
+
+    source = tmp_path / "corpus.json"
+    records = [{"title": f"T{k}", "text": f"text number {k} about apples"} for k in range(40)]
+    source.write_text(json.dumps(records))
+    listed = load_corpus(source)
+    assert isinstance(read_passages(source, False)[0], PassageSpool)
+    assert isinstance(read_passages(iter(listed), False)[0], PassageSpool)
+    assert type(read_passages(listed, False)[0]) is list  # a list: kept as a list
+    from_path = Index.build(source, tmp_path / "a", show_progress=False)
+    assert "_passages" not in from_path.__dict__  # not read back yet
+    from_stream = Index.build(iter(listed), tmp_path / "b", show_progress=False)
+    from_list = Index.build(listed, tmp_path / "c", show_progress=False)
+    for built in (from_path, from_stream):
+        assert built.passages == listed and built.get(listed[7].id) == listed[7]
+        assert len(built) == 40 and listed[39].id in built
+        assert built.search("apples", k=3, method="bm25") == from_list.search(
+            "apples", k=3, method="bm25"
+        )
+    for name in ("passages.jsonl", "bm25", "dense"):
+        a, b, c = (tmp_path / d / name for d in "abc")
+        if a.is_file():
+            assert a.read_bytes() == b.read_bytes() == c.read_bytes()
+        else:
+            files = sorted(f.name for f in a.iterdir())
+            assert files == sorted(f.name for f in c.iterdir())
+            for f in files:
+                assert (a / f).read_bytes() == (b / f).read_bytes() == (c / f).read_bytes()
+
+
 # -------------------------------------------------------------------------------- errors
 
 
@@ -245,6 +283,13 @@ def test_build_rejects_bad_input(tmp_path: Path, fake_encoder: HashEncoder) -> N
         Index.build([CORPUS_A[0], CORPUS_A[0]], tmp_path / "idx")
     with pytest.raises(TypeError, match="Passage"):
         Index.build(["just a string"], tmp_path / "idx")  # type: ignore[list-item]
+    # the same checks on a stream (spooled as it is read)
+    with pytest.raises(CorpusError, match="Empty corpus"):
+        Index.build(iter([]), tmp_path / "idx")
+    with pytest.raises(CorpusError, match=r"Duplicate passage id .*\(item 2\)"):
+        Index.build(iter([CORPUS_A[0], CORPUS_A[1], CORPUS_A[0]]), tmp_path / "idx")
+    with pytest.raises(TypeError, match="item 1 is str"):
+        Index.build(iter([CORPUS_A[0], "just a string"]), tmp_path / "idx")  # type: ignore[list-item]
     assert fake_encoder.calls == []
     assert list(tmp_path.iterdir()) == []
 

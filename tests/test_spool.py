@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 from demo_builds import demo_copies
 
+from graphseek.errors import CorpusError
 from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
-from graphseek.knowledge.graph.spool import ExtractionSpool, TempFile
+from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, TempFile
+from graphseek.knowledge.passages import Passage
 
 spool_module = importlib.import_module("graphseek.knowledge.graph.spool")
 assemble = importlib.import_module("graphseek.knowledge.graph.assemble")
@@ -68,6 +70,39 @@ def test_spool_reads_give_new_objects_and_extend_appends() -> None:
     first = spool[0]
     first.mentions.clear()  # a stage that changes what it read changes nothing stored
     assert spool[0] == extraction(1) and [x.passage_id for x in spool] == ["p1", "p2", "p3"]
+
+
+def test_a_passage_spool_gives_back_the_passages_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [
+        Passage(id=f"p{k}", title=f"T {k % 7}", text="word " * (k % 50) + "é", source=f"s{k % 3}")
+        for k in range(2500)
+    ]
+    spool = PassageSpool.of(iter(items))
+    assert len(spool) == 2500 and list(spool) == items
+    assert spool[0] == items[0] and spool[-1] == items[-1] and spool[1234] == items[1234]
+    assert spool[10:1500] == items[10:1500] and spool[::700] == items[::700]
+    assert spool[5:5] == [] and spool[-3:] == items[-3:]
+    assert isinstance(spool[3], Passage) and spool[3].content == items[3].content
+    with pytest.raises(IndexError, match="passage 2500 of 2500"):
+        spool[2500]
+    monkeypatch.setattr(spool_module, "READ_BYTES", 100)  # blocks of a record or two
+    assert list(spool) == items and spool[100:300] == items[100:300]
+
+
+def test_a_passage_spool_checks_what_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, c = (Passage(id=f"p{k}", text=f"text {k}") for k in range(3))
+    with pytest.raises(CorpusError, match="Empty corpus"):
+        PassageSpool.of([])
+    with pytest.raises(TypeError, match="item 1 is dict"):
+        PassageSpool.of([a, {"id": "p9"}])  # type: ignore[list-item]
+    with pytest.raises(CorpusError, match=r"Duplicate passage id 'p0' \(item 3\)"):
+        PassageSpool.of([a, b, c, a])
+    # ids are told apart by an 8-byte digest, and equal digests by the ids themselves: every
+    # id with one digest is still a corpus of distinct ids, and a repeated one still found
+    monkeypatch.setattr(spool_module, "_id_digest", lambda pid: 7)
+    assert list(PassageSpool.of([a, b, c])) == [a, b, c]
+    with pytest.raises(CorpusError, match=r"Duplicate passage id 'p1' \(item 3\)"):
+        PassageSpool.of([a, b, c, b])
 
 
 def test_raw_components_equal_the_pairwise_reference() -> None:

@@ -452,7 +452,7 @@ class SentenceTransformerEmbedder:
 
 def passage_vectors(
     encoder: TextEncoder,
-    passages: list[Passage],
+    passages: Sequence[Passage],
     computed: np.ndarray | None,
     batch_size: int,
     show_progress: bool,

@@ -89,21 +89,31 @@ class Index:
         self,
         path: Path,
         manifest: dict[str, Any],
-        passages: list[Passage],
+        passages: list[Passage] | None,
         *,
         bm25: BM25Index | None = None,
         dense: DenseIndex | None = None,
         graph_reads: str | None = None,
     ) -> None:
+        """`passages`: the index's, in corpus order; None: read from its passage file when
+        first needed (a build from a spooled corpus holds none of them)."""
         self._graph_reads = check_graph_reads(graph_reads or self.default_graph_reads)
         self._path = path
         self._manifest = manifest
-        self._passages = passages
-        self._by_id = {p.id: i for i, p in enumerate(passages)}
+        if passages is not None:
+            self._passages = passages
         if bm25 is not None:
             self.__dict__["_bm25"] = bm25
         if dense is not None:
             self.__dict__["_dense"] = dense
+
+    @cached_property
+    def _passages(self) -> list[Passage]:
+        return _read_passages(self._path / PASSAGES_FILE)
+
+    @cached_property
+    def _by_id(self) -> dict[str, int]:
+        return {p.id: i for i, p in enumerate(self._passages)}
 
     # ----------------------------------------------------------------------------- building
 
@@ -189,7 +199,9 @@ class Index:
             target,
             time.perf_counter() - started,
         )
-        index = cls(target, manifest, items, bm25=bm25, dense=dense)
+        # a spooled corpus is read back from the passage file when the index is first used
+        index = cls(target, manifest, items if isinstance(items, list) else None, bm25=bm25,
+                    dense=dense)  # fmt: skip
         index.__dict__["_encoder"] = encoder
         return index
 
@@ -521,7 +533,7 @@ class Index:
         self._close_graph()
         self._manifest = manifest
         self._passages = passages
-        self._by_id = {p.id: i for i, p in enumerate(passages)}
+        self.__dict__.pop("_by_id", None)  # made again from these passages when first needed
 
     def _close_graph(self) -> None:
         store = self.__dict__.pop("graph", None)
@@ -645,20 +657,28 @@ class Index:
 
 def read_passages(
     passages: Iterable[Passage] | str | Path, show_progress: bool = True
-) -> tuple[list[Passage], str]:
-    """The passages to index (a corpus file or folder is loaded behind a `reading` bar), checked,
-    and the corpus path they came from ("" for passages given in memory). Every backend's build
-    starts here."""
+) -> tuple[Sequence[Passage], str]:
+    """The passages to index, checked, and the corpus path they came from ("" for passages given
+    in memory). Every backend's build starts here. A list (or tuple) is kept as it is; a
+    corpus file or folder (loaded behind a `reading` bar) or any other iterable goes to a
+    `PassageSpool` (a temporary file, read back by each stage: the build holds 8 bytes a
+    passage of it, not 1 KB), which a spool already is."""
+    from graphseek.knowledge.graph.spool import PassageSpool
+
     source = ""
+    if isinstance(passages, PassageSpool):
+        return passages, source
     if isinstance(passages, str | Path):
         from graphseek.knowledge.progress import bar as progress_bar
 
         source = str(passages)
         with progress_bar("reading", None, show_progress) as bar:
-            items = load_corpus(passages)
-            bar.update(len(items))
-    else:
-        items = list(passages)
+            loaded = load_corpus(passages)
+            bar.update(len(loaded))
+        return PassageSpool.of(loaded), source
+    if not isinstance(passages, list | tuple):
+        return PassageSpool.of(passages), source
+    items = list(passages)
     _check_passages(items)
     return items, source
 
@@ -670,7 +690,7 @@ def prepare_build(
     graph: bool,
     graph_options: Mapping[str, Any] | None,
     show_progress: bool,
-) -> tuple[TextEncoder, list[Passage], str]:
+) -> tuple[TextEncoder, Sequence[Passage], str]:
     """What every backend's build starts with: the encoder (`resolve_embedder`), the graph
     options checked against it, and the passages (`read_passages`) with their source."""
     encoder = resolve_embedder(embedder)
@@ -682,7 +702,7 @@ def prepare_build(
 
 def corpus_vectors(
     encoder: TextEncoder,
-    items: list[Passage],
+    items: Sequence[Passage],
     graph_dir: Path | None,
     graph_options: Mapping[str, Any] | None,
     *,
@@ -791,7 +811,7 @@ def _check_target(target: Path) -> None:
 
 
 def _write_stores(
-    items: list[Passage],
+    items: Sequence[Passage],
     directory: Path,
     show_progress: bool,
     batch_size: int,
@@ -811,7 +831,7 @@ def _write_stores(
     if base is not None:
         shutil.copyfile(base / PASSAGES_FILE, directory / PASSAGES_FILE)
     with open(directory / PASSAGES_FILE, "a" if kept else "w", encoding="utf-8") as f:
-        for p in items[kept:]:
+        for p in items[kept:] if kept else items:  # (a spooled corpus: read in blocks)
             f.write(json.dumps(p.model_dump(), ensure_ascii=False) + "\n")
     texts = [p.content for p in items]
     bm25 = BM25Index.build(
@@ -868,7 +888,7 @@ def check_graph_options(encoder: TextEncoder, options: Mapping[str, Any] | None)
 
 
 def _build_graph(
-    items: list[Passage],
+    items: Sequence[Passage],
     directory: Path,
     show_progress: bool,
     options: Mapping[str, Any] | None,
@@ -925,7 +945,7 @@ def manifest_record(
 
 
 def _manifest(
-    items: list[Passage],
+    items: Sequence[Passage],
     bm25: BM25Index,
     encoder: TextEncoder,
     source: str,

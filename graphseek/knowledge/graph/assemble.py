@@ -393,7 +393,7 @@ def assemble(
         "llm_usage": llm_usage,
     }
     return GraphData(
-        passages=list(passages),
+        passages=passages,
         extractions=extractions,
         entities=entities,
         relations=relations,

@@ -47,7 +47,7 @@ from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.run_ahead import RunAhead
 from graphseek.knowledge.graph.settings import GraphSettings, settings_of
-from graphseek.knowledge.graph.spool import ExtractionSpool
+from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, check_target, write_store
 from graphseek.knowledge.graph.store_writer import CACHE_KIB
 from graphseek.knowledge.graph.vectors import (
@@ -64,7 +64,12 @@ from graphseek.knowledge.progress import bar as progress_bar
 log = logging.getLogger(__name__)
 
 
-def _check_passages(passages: Iterable[Passage]) -> list[Passage]:
+def _check_passages(passages: Iterable[Passage]) -> Sequence[Passage]:
+    """The passages of a build: a `PassageSpool` as it is (checked when made: ids unique),
+    else a list of them, a passage given twice (the same id, title and text) kept once;
+    `CorpusError` for two different passages with one id."""
+    if isinstance(passages, PassageSpool):
+        return passages
     out: list[Passage] = []
     seen: dict[str, Passage] = {}
     for p in passages:
@@ -150,7 +155,7 @@ def _extract(
     clock = Clock()
     if ahead is not None:
         ahead.load_model()
-    inputs = list(passages) if coreferencer is None else coreferencer.resolve(passages)
+    inputs = passages if coreferencer is None else coreferencer.resolve(passages)
     if coreferencer is not None:
         clock.record(timings, "coreference", len(passages))
         clock = Clock()

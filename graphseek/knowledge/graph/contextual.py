@@ -195,7 +195,8 @@ over the pass's start with 16, 846-856 MB with 2 or 4, as fast; `benchmarks/pass
 def _blocks(passages: Sequence[Passage], batch_size: int) -> list[list[int]]:
     """The pass's blocks of passage positions: longest first, `batch_size` x `BLOCK_BATCHES`
     at a time."""
-    order = sorted(range(len(passages)), key=lambda i: -len(passages[i].content))
+    lengths = [len(p.content) for p in passages]  # one pass (a spooled corpus: in blocks)
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     block = max(batch_size * BLOCK_BATCHES, 1)
     return [order[start : start + block] for start in range(0, len(order), block)]
 
@@ -240,12 +241,13 @@ def encode_passages(
 
     def run(k: int, idx: list[int]) -> tuple[dict[int, list[Mention]], np.ndarray, list]:
         found_in = {i: extractions[i].mentions for i in idx}  # one read each from a spool
-        spans = [mention_spans(passages[i], found_in[i]) for i in idx]
+        chosen = [passages[i] for i in idx]  # one read each from a spooled corpus
+        spans = [mention_spans(p, found_in[i]) for p, i in zip(chosen, idx, strict=True)]
         if k == 0 and ahead is not None:
             rows, pooled = ahead.finish(spans)
         else:
             rows, pooled = encoder.encode_spans(
-                [passages[i].content for i in idx], spans, batch_size=batch_size
+                [p.content for p in chosen], spans, batch_size=batch_size
             )
         return found_in, rows, pooled
 

@@ -165,7 +165,9 @@ class OfflineExtractor:
 
         global _FORKED
         _ = self.tables  # loaded before the fork, so the workers inherit the pipeline
-        chunks = [list(passages[i : i + CHUNK]) for i in range(0, len(passages), CHUNK)]
+        # made as the pool's task thread takes them (a spooled corpus is read a chunk at a time)
+        chunks = (passages[i : i + CHUNK] for i in range(0, len(passages), CHUNK))
+        n_chunks = -(-len(passages) // CHUNK)
         _FORKED = self
         # Ctrl-C is held back while the workers are forked (they are born with it blocked, and
         # ignore it once started: `_worker_start`); then, in the main thread, it only sets a
@@ -192,7 +194,7 @@ class OfflineExtractor:
             ):
                 results = pool.imap(_extract_chunk, chunks)
                 done = 0
-                while done < len(chunks) and not interrupted:
+                while done < n_chunks and not interrupted:
                     try:
                         part = results.next(timeout=INTERRUPT_POLL)
                     except multiprocessing.TimeoutError:
@@ -246,7 +248,7 @@ _FORKED: OfflineExtractor | None = None
 """The extractor a forked worker process uses (set in the parent just before the fork)."""
 
 
-def _extract_chunk(passages: list[Passage]) -> list[Extraction]:
+def _extract_chunk(passages: Sequence[Passage]) -> list[Extraction]:
     extractor = _FORKED
     assert extractor is not None, "extraction worker started without an extractor"
     docs = extractor.nlp.pipe((p.text for p in passages), batch_size=extractor.batch_size)

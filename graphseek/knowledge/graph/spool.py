@@ -16,20 +16,25 @@ own layers; this is two system calls)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import pickle
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from graphseek.errors import CorpusError
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.read_sequence import ReadSequence
+from graphseek.knowledge.passages import Passage
+
+_R = TypeVar("_R")
 
 READ_BYTES = 1 << 24
-"""`ExtractionSpool` iteration reads about this many bytes of records at a time."""
+"""`RecordSpool` iteration reads about this many bytes of records at a time."""
 
 
 class TempFile:
@@ -86,44 +91,37 @@ def pread_all(fd: int, offset: int, size: int, name: str) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-class ExtractionSpool(ReadSequence[Extraction]):
-    """Extractions in a temporary file, one pickle each, in the order added: a build makes them
-    passage by passage and reads them back once per stage that needs them (alignment's
-    mentions, the relations and facts of linking and hyperedges, the store write), so none of
-    them stays in memory between stages. Indexing reads one record; iteration reads about
-    `READ_BYTES` at a time. Each read makes new objects: changing one changes nothing here.
-    `passage_ids`: each record's passage id, kept in memory (checks need no read)."""
+class RecordSpool(ReadSequence[_R]):
+    """Records in a temporary file, one pickle each, in the order added, read back when asked:
+    indexing reads one record, a slice its span at once, iteration about `READ_BYTES` at a
+    time. Each read makes new objects: changing one changes nothing here. A subclass says how a
+    record is pickled (`_encode`, `_decode`: a plain tuple unpickles faster than a model)."""
 
-    ITEM = "extraction"
+    ITEM = "record"
 
     def __init__(self) -> None:
-        self._file = TempFile("graphseek-extractions-")
+        self._file = TempFile(f"graphseek-{self.ITEM}s-")
         self._ends = array("q")
-        self.passage_ids: list[str] = []
 
-    @classmethod
-    def of(cls, extractions: Iterable[Extraction]) -> ExtractionSpool:
-        """A spool of `extractions` (an iterable: they are written as they come)."""
-        out = cls()
-        block: list[Extraction] = []
-        for x in extractions:
-            block.append(x)
-            if len(block) == 1024:
-                out.extend(block)
-                block.clear()
-        out.extend(block)
-        return out
+    def _encode(self, record: _R) -> Any:
+        return record
 
-    def extend(self, extractions: Iterable[Extraction]) -> None:
-        """Add `extractions` at the end."""
+    def _decode(self, value: Any) -> _R:
+        return cast(_R, value)
+
+    def _added(self, record: _R) -> None:
+        """A hook: `record` was just written (at position ``len(self) - 1``)."""
+
+    def extend(self, records: Iterable[_R]) -> None:
+        """Add `records` at the end."""
         blobs: list[bytes] = []
         end = self._file.size
-        for x in extractions:
-            blob = pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)
+        for x in records:
+            blob = pickle.dumps(self._encode(x), protocol=pickle.HIGHEST_PROTOCOL)
             blobs.append(blob)
             end += len(blob)
             self._ends.append(end)
-            self.passage_ids.append(x.passage_id)
+            self._added(x)
         if blobs:
             self._file.append(b"".join(blobs))
 
@@ -131,12 +129,17 @@ class ExtractionSpool(ReadSequence[Extraction]):
         start = self._ends[k - 1] if k else 0
         return start, self._ends[k] - start
 
-    def _item(self, k: int) -> Extraction:
-        extraction: Extraction = pickle.loads(self._file.read(*self._span(k)))
-        return extraction
+    def _item(self, k: int) -> _R:
+        return self._decode(pickle.loads(self._file.read(*self._span(k))))
 
-    def __iter__(self) -> Iterator[Extraction]:
-        k, n = 0, len(self)
+    def _slice(self, k: slice) -> list[_R]:
+        first, stop, step = k.indices(len(self))
+        if step != 1 or first >= stop:
+            return super()._slice(k)
+        return list(self._read(first, stop))
+
+    def _read(self, k: int, n: int) -> Iterator[_R]:
+        """Records k..n-1, read about `READ_BYTES` at a time."""
         while k < n:
             start = self._span(k)[0]
             last = k
@@ -145,11 +148,108 @@ class ExtractionSpool(ReadSequence[Extraction]):
             data = memoryview(self._file.read(start, self._ends[last] - start))
             for i in range(k, last + 1):
                 begin, size = self._span(i)
-                yield pickle.loads(data[begin - start : begin - start + size])
+                yield self._decode(pickle.loads(data[begin - start : begin - start + size]))
             k = last + 1
+
+    def __iter__(self) -> Iterator[_R]:
+        return self._read(0, len(self))
 
     def __len__(self) -> int:
         return len(self._ends)
+
+
+class ExtractionSpool(RecordSpool[Extraction]):
+    """Extractions in a temporary file: a build makes them passage by passage and reads them
+    back once per stage that needs them (alignment's mentions, the relations and facts of
+    linking and hyperedges, the store write), so none of them stays in memory between stages.
+    `passage_ids`: each record's passage id, kept in memory (checks need no read)."""
+
+    ITEM = "extraction"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passage_ids: list[str] = []
+
+    @classmethod
+    def of(cls, extractions: Iterable[Extraction]) -> ExtractionSpool:
+        """A spool of `extractions` (an iterable: they are written as they come)."""
+        out = cls()
+        for block in _blocks_of(extractions):
+            out.extend(block)
+        return out
+
+    def _added(self, record: Extraction) -> None:
+        self.passage_ids.append(record.passage_id)
+
+
+class PassageSpool(RecordSpool[Passage]):
+    """A corpus's passages in a temporary file (about 1 KB a passage as objects: 1 GB held
+    through a whole build of a million), read back by each stage that needs them (extraction,
+    the passage pass, linking, the store write). Made by `of`, which checks them as
+    `Index.build` does (passages, ids unique); a build takes it as checked."""
+
+    ITEM = "passage"
+
+    def _encode(self, record: Passage) -> Any:
+        return (record.id, record.title, record.text, record.source)
+
+    def _decode(self, value: Any) -> Passage:
+        pid, title, text, source = value
+        return Passage.model_construct(id=pid, title=title, text=text, source=source)
+
+    @classmethod
+    def of(cls, passages: Iterable[Passage]) -> PassageSpool:
+        """The passages of `passages` (an iterable: written as they come), in order. `TypeError`
+        for an item that is not a `Passage`, `CorpusError` for an empty corpus or an id given
+        twice (item positions count from 0). Held meanwhile: 8 bytes a passage (a digest of
+        its id; equal digests are compared by reading the records back)."""
+        out = cls()
+        digests = array("q")
+        count = 0
+        for block in _blocks_of(passages):
+            for p in block:
+                if not isinstance(p, Passage):
+                    raise TypeError(
+                        f"Index.build expects Passage objects; item {count} is {type(p).__name__}"
+                    )
+                count += 1
+                digests.append(_id_digest(p.id))
+            out.extend(block)
+        if not count:
+            raise CorpusError("Empty corpus: there are no passages to index.")
+        out._check_unique(np.frombuffer(digests, dtype=np.int64))
+        return out
+
+    def _check_unique(self, digests: np.ndarray) -> None:
+        order = np.argsort(digests, kind="stable")
+        ranked = digests[order]
+        equal = np.flatnonzero(ranked[1:] == ranked[:-1])
+        seen: dict[str, int] = {}
+        for k in sorted({int(order[i + j]) for i in equal.tolist() for j in (0, 1)}):
+            pid = self[k].id
+            if pid in seen:
+                raise CorpusError(
+                    f"Duplicate passage id {pid!r} (item {k}); passage ids must be unique."
+                )
+            seen[pid] = k
+
+
+def _id_digest(pid: str) -> int:
+    return int.from_bytes(
+        hashlib.blake2b(pid.encode(), digest_size=8).digest(), "little", signed=True
+    )
+
+
+def _blocks_of(items: Iterable[_R], size: int = 1024) -> Iterator[list[_R]]:
+    """`items` in lists of `size` (the last may be shorter, none empty)."""
+    block: list[_R] = []
+    for x in items:
+        block.append(x)
+        if len(block) == size:
+            yield block
+            block = []
+    if block:
+        yield block
 
 
 class SpilledArray:

@@ -115,7 +115,8 @@ class GraphData:
     but for the extractions and vectors a build keeps in temporary files until the write
     (`graphseek.knowledge.graph.spool`)."""
 
-    passages: list[Passage]
+    passages: Sequence[Passage]
+    """In corpus order (a build's may be a `PassageSpool`: read when written)."""
     extractions: Sequence[Extraction]
     entities: Sequence[Entity]
     """Sorted by id (a build's: `model_columns.EntityColumns`)."""
