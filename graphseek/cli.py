@@ -187,7 +187,7 @@ def _report_skipped(skipped: list[Any]) -> None:
 
 def cmd_index(args: argparse.Namespace) -> int:
     from graphseek.knowledge.index import Index
-    from graphseek.knowledge.loaders import read_corpus
+    from graphseek.knowledge.loaders import Skipped, iter_corpus
 
     if args.chunk_size < 0:
         raise ValueError(f"--chunk-size must be 0 (no chunking) or more, got {args.chunk_size}.")
@@ -209,13 +209,22 @@ def cmd_index(args: argparse.Namespace) -> int:
         from graphseek.knowledge.graph.budget import parse_size
 
         parse_size(args.memory_budget)
+    from graphseek.knowledge.graph.spool import PassageSpool
     from graphseek.knowledge.progress import bar as progress_bar
 
+    skipped: list[Skipped] = []
     with progress_bar("reading", None, not args.quiet) as bar:
-        loaded = read_corpus(args.corpus, chunk_size=args.chunk_size, on_bad_file=args.on_bad_file)
-        bar.update(len(loaded.passages))
-    _report_skipped(loaded.skipped)
-    passages = loaded.passages
+        # into a temporary file as it is read: the build holds none of the passages
+        passages = PassageSpool.of(
+            iter_corpus(
+                args.corpus,
+                chunk_size=args.chunk_size,
+                on_bad_file=args.on_bad_file,
+                skipped=skipped,
+            )
+        )
+        bar.update(len(passages))
+    _report_skipped(skipped)
     options: dict[str, Any] = {"vectors": args.graph_vectors, "alignment": args.alignment}
     if args.graph_llm:
         options["llm"] = args.graph_llm

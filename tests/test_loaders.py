@@ -127,6 +127,43 @@ def test_duplicates_are_dropped_and_given_ids_made_unique(tmp_path: Path) -> Non
     assert len({p.id for p in passages}) == len(passages)
 
 
+def test_iter_corpus_gives_read_corpus_passages_a_file_at_a_time(tmp_path: Path) -> None:
+    """The stream a build spools: the passages `read_corpus` gives, in order, deduplicated the
+    same way; its arguments and path are checked at the call, a bad file is reported in
+    `skipped` when the stream meets it, and a folder's files are read as the stream goes."""
+    from graphseek.knowledge import loaders
+
+    folder = tmp_path / "docs"
+    write(folder / "a.txt", "Alpha.")
+    write(folder / "b.json", [{"title": "T", "text": "Same."}, {"title": "T", "text": "Same."},
+                              {"id": "x", "title": "U", "text": "One."},
+                              {"id": "x", "title": "U", "text": "Two."}])  # fmt: skip
+    write(folder / "c.md", "# C\n\nCharlie.")
+    (folder / "d.txt").write_bytes(b"\xff\xfe not utf-8")
+    write(folder / "e.txt", "Alpha.")  # another title: kept
+    (folder / "docs2").mkdir()
+    write(folder / "docs2" / "f.txt", "Foxtrot.")
+    # .json is not read from a folder: only text and markup files are
+    expected = loaders.read_corpus(folder, on_bad_file="skip")
+    skipped: list[loaders.Skipped] = []
+    stream = loaders.iter_corpus(folder, on_bad_file="skip", skipped=skipped)
+    first = next(stream)
+    assert first == expected.passages[0] and skipped == []  # d.txt not read yet
+    assert [first, *stream] == expected.passages and skipped == expected.skipped
+    assert [s.where for s in skipped] == [str(folder / "d.txt")]
+    dups = folder / "b.json"
+    assert list(loaders.iter_corpus(dups)) == load_corpus(dups)
+    assert [p.id for p in load_corpus(dups)][1:] == ["x", "x~2"]
+    with pytest.raises(ValueError, match="chunk_size"):
+        loaders.iter_corpus(folder, chunk_size=-1)  # at the call, before any read
+    with pytest.raises(CorpusError, match="not found"):
+        loaders.iter_corpus(tmp_path / "missing")
+    empty = write(tmp_path / "empty.jsonl", "\n")
+    stream = loaders.iter_corpus(empty)
+    with pytest.raises(CorpusError, match="Empty corpus"):
+        list(stream)
+
+
 # ------------------------------------------------------------------------------ chunking
 
 LONG = "\n\n".join(

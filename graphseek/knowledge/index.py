@@ -48,7 +48,7 @@ from graphseek.knowledge.dense import (
 )
 from graphseek.knowledge.embedders import graph_pass_vectors, passage_vectors
 from graphseek.knowledge.fusion import rrf
-from graphseek.knowledge.loaders import load_corpus
+from graphseek.knowledge.loaders import iter_corpus
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.sharded import Sharding, sharding_for
 from graphseek.knowledge.sparse import BM25Index
@@ -131,8 +131,9 @@ class Index:
         workers: int | None = None,
         scheduler: str | None = None,
     ) -> Index:
-        """Index `passages` (or the corpus file/folder at that path, via `load_corpus`) into the
-        directory `path`, replacing an index already there only once the new one is complete.
+        """Index `passages` (or the corpus file/folder at that path, read as `load_corpus`
+        reads it, into a `PassageSpool`) into the directory `path`, replacing an index already
+        there only once the new one is complete.
 
         `graph=True` also builds the HiGra knowledge graph into `path/graph` (offline extractor
         unless `graph_options` names an `llm` or `extractor`; other options go to
@@ -673,9 +674,9 @@ def read_passages(
 
         source = str(passages)
         with progress_bar("reading", None, show_progress) as bar:
-            loaded = load_corpus(passages)
-            bar.update(len(loaded))
-        return PassageSpool.of(loaded), source
+            spool = PassageSpool.of(iter_corpus(passages))  # read a file at a time
+            bar.update(len(spool))
+        return spool, source
     if not isinstance(passages, list | tuple):
         return PassageSpool.of(passages), source
     items = list(passages)

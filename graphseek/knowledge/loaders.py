@@ -34,6 +34,7 @@ type, or not valid JSON as a whole always raises.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -157,6 +158,26 @@ def read_corpus(
 ) -> LoadedCorpus:
     """`load_corpus` that returns what `on_bad_file="skip"` left out, and why, for the caller to
     report (nothing is logged for them here)."""
+    skipped: list[Skipped] = []
+    stream = iter_corpus(
+        path, chunk_size=chunk_size, overlap=overlap, on_bad_file=on_bad_file, skipped=skipped
+    )
+    return LoadedCorpus(list(stream), skipped)
+
+
+def iter_corpus(
+    path: str | Path,
+    *,
+    chunk_size: int = 1200,
+    overlap: int = 150,
+    on_bad_file: OnBadFile = "fail",
+    skipped: list[Skipped] | None = None,
+) -> Iterator[Passage]:
+    """`read_corpus`'s passages one at a time, read a file at a time (a corpus spooled as it is
+    read, `graphseek.knowledge.graph.spool.PassageSpool`, is never in memory whole): what
+    `on_bad_file="skip"` leaves out goes to `skipped` as it is met. The arguments and the path
+    are checked at once; an empty corpus raises `CorpusError` once it is read. Held while
+    reading: a 16-byte digest of every (title, text) kept and every passage id."""
     if chunk_size < 0 or (chunk_size > 0 and not 0 <= overlap < chunk_size):
         raise ValueError(
             f"need chunk_size >= 0 and 0 <= overlap < chunk_size, got {chunk_size=}, {overlap=}"
@@ -168,17 +189,24 @@ def read_corpus(
     path = Path(path).expanduser()
     if not path.exists():
         raise CorpusError(f"Corpus not found: {path} does not exist.")
-    bad = _BadInputs(on_bad_file)
+    bad = _BadInputs(on_bad_file, [] if skipped is None else skipped)
     records = _read_folder(path, bad) if path.is_dir() else _read_file(path, bad)
-    passages = _to_passages(records, chunk_size=chunk_size, overlap=overlap)
-    if not passages:
+    return _counted(_to_passages(records, chunk_size=chunk_size, overlap=overlap), path, bad)
+
+
+def _counted(passages: Iterator[Passage], path: Path, bad: _BadInputs) -> Iterator[Passage]:
+    """`passages`, then a log line with their number, or `CorpusError` if there were none."""
+    count = 0
+    for p in passages:
+        count += 1
+        yield p
+    if not count:
         skipped = f" (skipped {len(bad.skipped)} bad: {bad.skipped[0]}, …)" if bad.skipped else ""
         raise CorpusError(f"Empty corpus: no passages with text were found in {path}{skipped}.")
-    logger.info("Loaded %d passages from %s", len(passages), path)
-    return LoadedCorpus(passages, bad.skipped)
+    logger.info("Loaded %d passages from %s", count, path)
 
 
-def _read_folder(folder: Path, bad: _BadInputs) -> list[_Record]:
+def _read_folder(folder: Path, bad: _BadInputs) -> Iterator[_Record]:
     files = sorted(
         p
         for p in folder.rglob("*")
@@ -191,23 +219,29 @@ def _read_folder(folder: Path, bad: _BadInputs) -> list[_Record]:
             f"Empty corpus: the folder {folder} holds no "
             f"{' / '.join(TEXT_SUFFIXES)} files (searched recursively)."
         )
-    records: list[_Record] = []
+    return _folder_records(files, bad)
+
+
+def _folder_records(files: list[Path], bad: _BadInputs) -> Iterator[_Record]:
+    """The records of each file in turn (a bad file's: none, all of it read before any is
+    given)."""
     for file in files:
         try:
-            records.extend(_read_text_file(file))
+            records = list(_read_text_file(file))
         except CorpusError as exc:
             bad.handle(str(file), exc)
-    return records
+            continue
+        yield from records
 
 
-def _read_file(path: Path, bad: _BadInputs) -> list[_Record]:
+def _read_file(path: Path, bad: _BadInputs) -> Iterator[_Record]:
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        return list(_read_text_file(path))
+        return _read_text_file(path)
     if suffix in JSON_SUFFIXES:
-        return list(_read_json(path, bad))
+        return _read_json(path, bad)
     if suffix in JSONL_SUFFIXES:
-        return list(_read_jsonl(path, bad))
+        return _read_jsonl(path, bad)
     raise CorpusError(
         f"Unsupported corpus file type {suffix or '(no extension)'!r}: {path}. "
         f"Use one of {', '.join(SUPPORTED_SUFFIXES)} or a folder of text files."
@@ -347,9 +381,8 @@ def _record(item: Any, *, where: str, source: str) -> _Record:
     return str(title), text, (None if given in (None, "") else str(given)), source
 
 
-def _to_passages(records: Iterable[_Record], *, chunk_size: int, overlap: int) -> list[Passage]:
-    passages: list[Passage] = []
-    seen_content: set[tuple[str, str]] = set()
+def _to_passages(records: Iterable[_Record], *, chunk_size: int, overlap: int) -> Iterator[Passage]:
+    seen_content: set[bytes] = set()  # digests of the (title, text) pairs kept
     seen_ids: set[str] = set()
     skipped_empty = 0
     for title, text, given_id, source in records:
@@ -359,9 +392,10 @@ def _to_passages(records: Iterable[_Record], *, chunk_size: int, overlap: int) -
             continue
         pieces = chunk_text(text, chunk_size, overlap) if chunk_size > 0 else [text.strip()]
         for n, piece in enumerate(pieces):
-            if (title, piece) in seen_content:
+            digest = _content_digest(title, piece)
+            if digest in seen_content:
                 continue
-            seen_content.add((title, piece))
+            seen_content.add(digest)
             if given_id is None:
                 pid = passage_id(title, piece)
             else:
@@ -373,7 +407,14 @@ def _to_passages(records: Iterable[_Record], *, chunk_size: int, overlap: int) -
                 pid = f"{base}~{suffix}"
                 logger.warning("Duplicate passage id %r in %s; renamed to %r", base, source, pid)
             seen_ids.add(pid)
-            passages.append(Passage(id=pid, title=title, text=piece, source=source))
+            yield Passage(id=pid, title=title, text=piece, source=source)
     if skipped_empty:
         logger.warning("Skipped %d records with empty text", skipped_empty)
-    return passages
+
+
+def _content_digest(title: str, text: str) -> bytes:
+    """A 16-byte digest of a (title, text) pair: equal pairs are kept once (two different
+    pairs share one with a chance of about n^2 / 2^129 among n passages)."""
+    return hashlib.blake2b(
+        f"{len(title)}:{title}{text}".encode("utf-8", "surrogatepass"), digest_size=16
+    ).digest()
