@@ -48,7 +48,8 @@ def test_temp_file_appends_and_reads_by_offset() -> None:
 def test_spool_keeps_the_extractions_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     items = [extraction(k) for k in range(2500)]  # more than one block of `of`
     spool = ExtractionSpool.of(iter(items))
-    assert len(spool) == 2500 and spool.passage_ids == [x.passage_id for x in items]
+    digests = [spool_module.id_digest(x.passage_id) for x in items]
+    assert len(spool) == 2500 and list(spool.passage_digests) == digests
     assert list(spool) == items
     assert spool[0] == items[0] and spool[-1] == items[-1] and spool[1234] == items[1234]
     assert spool[10:13] == items[10:13] and spool[::1000] == items[::1000]
@@ -99,7 +100,7 @@ def test_a_passage_spool_checks_what_it_is_given(monkeypatch: pytest.MonkeyPatch
         PassageSpool.of([a, b, c, a])
     # ids are told apart by an 8-byte digest, and equal digests by the ids themselves: every
     # id with one digest is still a corpus of distinct ids, and a repeated one still found
-    monkeypatch.setattr(spool_module, "_id_digest", lambda pid: 7)
+    monkeypatch.setattr(spool_module, "id_digest", lambda pid: 7)
     assert list(PassageSpool.of([a, b, c])) == [a, b, c]
     with pytest.raises(CorpusError, match=r"Duplicate passage id 'p1' \(item 3\)"):
         PassageSpool.of([a, b, c, b])
@@ -248,3 +249,21 @@ def test_npy_rows_read_a_stored_array_by_key(tmp_path: Path) -> None:
     assert stored.take([]).shape == (0, 5)
     with pytest.raises(ValueError, match="rows for 8 keys"):
         NpyRows(tmp_path / "v.npy", keys[:8])
+
+
+def test_extractions_are_checked_against_their_passages_by_digest() -> None:
+    """A build's check that extraction k is passage k's reads no spooled extraction, and
+    names both ids when one is not."""
+    building = importlib.import_module("graphseek.knowledge.graph.build")
+    passages = [Passage(id=f"p{k}", text=f"text {k}") for k in range(4)]
+    spool = ExtractionSpool.of(extraction(k) for k in range(4))
+    building._check_extractions(passages, spool, "the test")
+    building._check_extractions(passages, list(spool), "the test")
+    swapped = ExtractionSpool.of(extraction(k) for k in (0, 2, 1, 3))
+    for made in (swapped, list(swapped)):
+        with pytest.raises(
+            RuntimeError, match="the test returned the extraction of p2 for passage p1"
+        ):
+            building._check_extractions(passages, made, "the test")
+    with pytest.raises(RuntimeError, match="3 extractions for 4 passages"):
+        building._check_extractions(passages, spool[:3], "the test")

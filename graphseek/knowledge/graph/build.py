@@ -47,7 +47,7 @@ from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.run_ahead import RunAhead
 from graphseek.knowledge.graph.settings import GraphSettings, settings_of
-from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool
+from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, id_digest
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, check_target, write_store
 from graphseek.knowledge.graph.store_writer import CACHE_KIB
 from graphseek.knowledge.graph.vectors import (
@@ -188,13 +188,20 @@ def _check_extractions(
         raise RuntimeError(
             f"{who} returned {len(extractions)} extractions for {len(passages)} passages"
         )
-    if isinstance(extractions, ExtractionSpool):
-        ids: Iterable[str] = extractions.passage_ids  # no read of the spool
-    else:
-        ids = (x.passage_id for x in extractions)
-    for passage, pid in zip(passages, ids, strict=True):
-        if pid != passage.id:
-            raise RuntimeError(f"{who} returned the extraction of {pid} for passage {passage.id}")
+    if isinstance(extractions, ExtractionSpool):  # digests: no read of the spool
+        digests = extractions.passage_digests
+        for k, passage in enumerate(passages):
+            if digests[k] != id_digest(passage.id):
+                pid = extractions[k].passage_id
+                raise RuntimeError(
+                    f"{who} returned the extraction of {pid} for passage {passage.id}"
+                )
+        return
+    for passage, x in zip(passages, extractions, strict=True):
+        if x.passage_id != passage.id:
+            raise RuntimeError(
+                f"{who} returned the extraction of {x.passage_id} for passage {passage.id}"
+            )
 
 
 def _contextual(

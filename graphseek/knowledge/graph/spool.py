@@ -162,13 +162,14 @@ class ExtractionSpool(RecordSpool[Extraction]):
     """Extractions in a temporary file: a build makes them passage by passage and reads them
     back once per stage that needs them (alignment's mentions, the relations and facts of
     linking and hyperedges, the store write), so none of them stays in memory between stages.
-    `passage_ids`: each record's passage id, kept in memory (checks need no read)."""
+    `passage_digests`: an 8-byte digest of each record's passage id (`id_digest`), kept in
+    memory (the check of a build's extractions against its passages reads none of them)."""
 
     ITEM = "extraction"
 
     def __init__(self) -> None:
         super().__init__()
-        self.passage_ids: list[str] = []
+        self.passage_digests = array("q")
 
     @classmethod
     def of(cls, extractions: Iterable[Extraction]) -> ExtractionSpool:
@@ -179,7 +180,7 @@ class ExtractionSpool(RecordSpool[Extraction]):
         return out
 
     def _added(self, record: Extraction) -> None:
-        self.passage_ids.append(record.passage_id)
+        self.passage_digests.append(id_digest(record.passage_id))
 
 
 class PassageSpool(RecordSpool[Passage]):
@@ -202,7 +203,7 @@ class PassageSpool(RecordSpool[Passage]):
         """The passages of `passages` (an iterable: written as they come), in order. `TypeError`
         for an item that is not a `Passage`, `CorpusError` for an empty corpus or an id given
         twice (item positions count from 0). Held meanwhile: 8 bytes a passage (a digest of
-        its id; equal digests are compared by reading the records back)."""
+        its id, `id_digest`; equal digests are compared by reading the records back)."""
         out = cls()
         digests = array("q")
         count = 0
@@ -213,7 +214,7 @@ class PassageSpool(RecordSpool[Passage]):
                         f"Index.build expects Passage objects; item {count} is {type(p).__name__}"
                     )
                 count += 1
-                digests.append(_id_digest(p.id))
+                digests.append(id_digest(p.id))
             out.extend(block)
         if not count:
             raise CorpusError("Empty corpus: there are no passages to index.")
@@ -234,10 +235,10 @@ class PassageSpool(RecordSpool[Passage]):
             seen[pid] = k
 
 
-def _id_digest(pid: str) -> int:
-    return int.from_bytes(
-        hashlib.blake2b(pid.encode(), digest_size=8).digest(), "little", signed=True
-    )
+def id_digest(pid: str) -> int:
+    """An 8-byte digest of an id, as a signed int64 (ids told apart without holding them)."""
+    digest = hashlib.blake2b(pid.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
 
 
 def _blocks_of(items: Iterable[_R], size: int = 1024) -> Iterator[list[_R]]:
