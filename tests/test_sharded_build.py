@@ -136,8 +136,9 @@ def test_sharded_directory_build_is_the_single_process_build(
     tmp_path: Path, passages: list[Passage], single: Index, scheduler: str
 ) -> None:
     assert len(passages) == 238
+    # a stream: spooled as read (`PassageSpool`), then read back a shard at a time
     sharded = Index.build(
-        passages, tmp_path / "index", show_progress=False, graph=True, scheduler=scheduler
+        iter(passages), tmp_path / "index", show_progress=False, graph=True, scheduler=scheduler
     )
     assert sharded.passages == single.passages
     np.testing.assert_allclose(sharded.embeddings, single.embeddings, atol=1e-5)
@@ -152,6 +153,39 @@ def test_sharded_directory_build_is_the_single_process_build(
     timings = json.loads((sharded.path / "graph" / "manifest.json").read_text())["timings"]
     assert timings["map"]["workers"] == 2 and timings["map"]["shards"] == 7
     same_retrieval(reopened, single)
+
+
+def _slow_shard(k: int, seconds: float) -> int:
+    import time
+
+    time.sleep(seconds)
+    return k
+
+
+def test_shards_are_taken_in_order_with_a_bounded_window(scheduler: str) -> None:
+    """`_run_shards` takes each result in shard order however the tasks finish, and never has
+    more than its window of shards submitted and not yet taken."""
+    from distributed import Client
+
+    from graphseek.knowledge.sharded import _run_shards
+
+    bounds = [(10 * k, 10 * k + 10) for k in range(9)]
+    submitted: list[int] = []
+    taken: list[int] = []
+    most = 0
+    with Client(scheduler) as client:
+
+        def submit(k: int) -> Any:
+            nonlocal most
+            submitted.append(k)
+            most = max(most, len(submitted) - len(taken))
+            # earlier shards finish last within each window
+            return client.submit(_slow_shard, k, 0.05 * (3 - k % 3), pure=False)
+
+        progress: list[int] = []
+        _run_shards(client, submit, taken.append, bounds, 3, progress.append)
+    assert taken == submitted == list(range(9))
+    assert most == 3 and sum(progress) == 90
 
 
 def test_sharded_build_into_postgres_is_the_single_process_build(

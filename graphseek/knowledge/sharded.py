@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +43,10 @@ SHARD_PASSAGES = 256
 passages (a slow shard then holds up less of the build), and none under `MIN_SHARD`."""
 MIN_SHARD = 32
 SHARDS_PER_WORKER = 4
+IN_FLIGHT_PER_WORKER = 2
+"""Shards a worker has submitted ahead (or finished, waiting for an earlier one to be joined):
+one running and one queued keeps it busy; the driver holds these shards' passages and results,
+not the whole corpus's."""
 CONNECT_TIMEOUT = 30.0
 """Seconds to reach a Dask scheduler, and for its workers to be there."""
 
@@ -171,20 +175,34 @@ def map_corpus(
     show_progress: bool = False,
 ) -> MappedCorpus:
     """Run the map stages of `items` as Dask tasks (`map_shard`, one per shard) and join their
-    results in corpus order. A failed task raises `ShardError` (one line) once the others are
-    cancelled."""
+    results in corpus order as they come (`MappedJoin`: the extractions and mention vectors to
+    temporary files). At most `IN_FLIGHT_PER_WORKER` shards a worker are submitted or
+    finished and not yet joined, so the driver holds those shards' passages and results, not
+    the corpus's (a spooled corpus is read a shard at a time). A failed task raises
+    `ShardError` (one line) once the others are cancelled."""
     from graphseek.knowledge import embedders
-    from graphseek.knowledge.graph.build import join_mapped
+    from graphseek.knowledge.graph.build import MappedJoin
     from graphseek.knowledge.progress import bar as progress_bar
 
     started = time.perf_counter()
     spec, dim = embedders.embedder_spec(encoder), int(encoder.dim)
     options = checked_graph_options(graph_options) if graph else None
+    joined = MappedJoin() if graph else None
+    vectors: list[np.ndarray] = []
+
+    def take(result: tuple[Any, np.ndarray]) -> None:
+        mapped, rows = result
+        vectors.append(rows)
+        if joined is not None:
+            joined.add(mapped)
+
     with dask_client(sharding) as client:
         workers = max(len(client.nthreads()), 1)
         bounds = shard_bounds(len(items), workers, sharding.shard_size)
-        futures = [
-            client.submit(
+
+        def submit(k: int) -> Any:
+            a, b = bounds[k]
+            return client.submit(
                 map_shard,
                 list(items[a:b]),
                 spec,
@@ -194,52 +212,71 @@ def map_corpus(
                 key=f"graphseek-shard-{k}-{os.getpid()}-{time.monotonic_ns()}",
                 pure=False,
             )
-            for k, (a, b) in enumerate(bounds)
-        ]
-        results = _gather(client, futures, bounds, show_progress, progress_bar)
-    parts = [r for r, _ in results]
-    vectors = np.vstack([v for _, v in results]).astype(np.float32, copy=False)
-    joined = join_mapped(parts) if graph else None
+
+        with progress_bar("mapping shards", len(items), show_progress, unit="passage") as bar:
+            _run_shards(client, submit, take, bounds, workers * IN_FLIGHT_PER_WORKER, bar.update)
+    rows = np.vstack(vectors).astype(np.float32, copy=False)
+    result = joined.result() if joined is not None else None
     seconds = time.perf_counter() - started
-    if joined is not None:
-        joined.timings["map"] = {
+    if result is not None:
+        result.timings["map"] = {
             "seconds": round(seconds, 3),
             "shards": len(bounds),
             "workers": workers,
             "passages_per_s": round(len(items) / seconds, 1) if seconds > 0 else None,
         }
     logger.info("Mapped %d passages in %d shards on %d workers", len(items), len(bounds), workers)
-    return MappedCorpus(joined, vectors, seconds, len(bounds))
+    return MappedCorpus(result, rows, seconds, len(bounds))
 
 
-def _gather(
+def _run_shards(
     client: Any,
-    futures: list[Any],
+    submit: Callable[[int], Any],
+    take: Callable[[Any], None],
     bounds: list[tuple[int, int]],
-    show_progress: bool,
-    progress_bar: Any,
-) -> list[Any]:
-    """The results of `futures` in their order; the first failure ends it (`ShardError`)."""
+    window: int,
+    progress: Callable[[int], Any],
+) -> None:
+    """Run shard k's task (`submit(k)`, a future) for every shard, and `take` their results in
+    shard order, each as soon as those before it are taken. At most `window` shards are
+    submitted or finished and not yet taken at any time. The first failure cancels the others
+    and raises `ShardError`."""
     from distributed import as_completed
 
-    position = {f.key: k for k, f in enumerate(futures)}
-    results: list[Any] = [None] * len(futures)
-    total = bounds[-1][1] if bounds else 0
-    with progress_bar("mapping shards", total, show_progress, unit="passage") as bar:
-        for future in as_completed(futures):
-            k = position[future.key]
-            if future.status != "finished":
-                error = future.exception()
-                client.cancel(futures)
-                a, b = bounds[k]
-                raise ShardError(
-                    f"the sharded build failed: shard {k + 1} of {len(futures)} "
-                    f"(passages {a + 1}-{b}) raised {_one_line(error)} on a Dask worker; "
-                    "nothing was written"
-                )
-            results[k] = future.result()
-            bar.update(bounds[k][1] - bounds[k][0])
-    return results
+    running = as_completed()
+    shard_of: dict[str, int] = {}
+    futures: dict[int, Any] = {}
+    done: dict[int, Any] = {}
+    submitted = taken = 0
+
+    def fill() -> None:
+        nonlocal submitted
+        while submitted < len(bounds) and submitted < taken + max(window, 1):
+            future = submit(submitted)
+            shard_of[future.key] = submitted
+            futures[submitted] = future
+            running.add(future)
+            submitted += 1
+
+    fill()
+    for future in running:
+        k = shard_of.pop(future.key)
+        if future.status != "finished":
+            error = future.exception()
+            client.cancel(list(futures.values()))
+            a, b = bounds[k]
+            raise ShardError(
+                f"the sharded build failed: shard {k + 1} of {len(bounds)} "
+                f"(passages {a + 1}-{b}) raised {_one_line(error)} on a Dask worker; "
+                "nothing was written"
+            )
+        done[k] = future.result()
+        del futures[k]  # its result is released on the worker once taken here
+        progress(bounds[k][1] - bounds[k][0])
+        while taken in done:
+            take(done.pop(taken))
+            taken += 1
+        fill()
 
 
 @contextmanager

@@ -375,21 +375,40 @@ def map_passages(
     return MappedPassages(list(extractions), vectors, dict(spooled), timings)
 
 
+class MappedJoin:
+    """Shards' map results joined as they come, in corpus order (`add` them in that order):
+    the extractions and mention vectors go to temporary files as each shard is added, as a
+    single build's do, so the driver holds none of them, and only the passage vectors (rows,
+    kept for the index) in memory. `result` is what `join_mapped` gives for the same shards."""
+
+    def __init__(self) -> None:
+        self.extractions = ExtractionSpool()
+        self._vectors: list[np.ndarray] | None = []
+        self._mentions: MentionVectors | None = None
+
+    def add(self, part: MappedPassages) -> None:
+        self.extractions.extend(part.extractions)
+        if part.passage_vectors is None or self._vectors is None:
+            self._vectors = self._mentions = None  # a shard without the pass: none kept
+            return
+        self._vectors.append(part.passage_vectors)
+        if self._mentions is None:
+            self._mentions = MentionVectors(part.passage_vectors.shape[1])
+        self._mentions.update(part.mentions or {})
+
+    def result(self) -> MappedPassages:
+        if not self._vectors or self._mentions is None:
+            return MappedPassages(self.extractions)
+        return MappedPassages(self.extractions, np.vstack(self._vectors), self._mentions)
+
+
 def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
-    """The shards' results as one, in the order given (the corpus order of the shards); the
-    extractions and mention vectors go to temporary files, as a single build's do."""
-    extractions = ExtractionSpool.of(x for part in parts for x in part.extractions)
-    with_vectors = [part.passage_vectors is not None for part in parts]
-    if not parts or not all(with_vectors):
-        return MappedPassages(extractions)
-    vectors = np.vstack(
-        [part.passage_vectors for part in parts if part.passage_vectors is not None]
-    )
-    # the driver keeps the shards' mention vectors in a file, as a single build does
-    mentions = MentionVectors(vectors.shape[1])
+    """The shards' results as one, in the order given (the corpus order of the shards)
+    (`MappedJoin`)."""
+    joined = MappedJoin()
     for part in parts:
-        mentions.update(part.mentions or {})
-    return MappedPassages(extractions, vectors, mentions)
+        joined.add(part)
+    return joined.result()
 
 
 def _take_mapped(
