@@ -40,3 +40,22 @@ def test_join_keeps_its_own_row_for_a_pair_in_both() -> None:
     ours = MergePairs.of(IDS, np.array([0]), np.array([1]), [0.0], [True])
     theirs = MergePairs.of(IDS, np.array([0, 2]), np.array([1, 3]), [0.7, 0.6], [False, True])
     assert ours.join(theirs) == {("b1", "b2"): (0.0, True), ("b3", "b4"): (0.6, True)}
+
+
+def test_every_lookup_is_the_dicts() -> None:
+    """Each (x, y) of the ids is found exactly when the dict of the same rows has it (rows
+    looked up by a, then b, with no per-row codes held)."""
+    rng = np.random.default_rng(3)
+    ids = [f"b{k:02d}" for k in range(30)]
+    a, b = rng.integers(0, 30, 200), rng.integers(0, 30, 200)
+    keep = a != b
+    pairs = MergePairs.of(ids, a[keep], b[keep], rng.random(int(keep.sum())), keep[keep])
+    reference = dict(pairs.items())
+    assert len(reference) == len(pairs) < 200
+    for x in [*ids, "a", "b99"]:
+        for y in [*ids, "zz"]:
+            assert ((x, y) in pairs) == ((x, y) in reference)
+            if (x, y) in reference:
+                assert pairs[(x, y)] == reference[(x, y)]
+    codes = pairs.codes
+    assert list(codes) == sorted(codes) and len(set(codes.tolist())) == len(pairs)

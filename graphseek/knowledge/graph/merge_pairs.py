@@ -39,8 +39,12 @@ class MergePairs(Mapping[Pair, Decision]):
         self.b = np.asarray(b, dtype=np.int32)
         self.sim = np.asarray(sim, dtype=np.float64)
         self.merged = np.asarray(merged, dtype=bool)
-        self.codes = self.a.astype(np.int64) * max(len(ids), 1) + self.b
-        """a * len(ids) + b per row, ascending."""
+
+    @property
+    def codes(self) -> np.ndarray:
+        """a * len(ids) + b per row, ascending (made when asked: 8 bytes a pair that the pairs
+        would otherwise hold from alignment to the store write)."""
+        return self.a.astype(np.int64) * max(len(self.ids), 1) + self.b
 
     @classmethod
     def of(
@@ -106,9 +110,10 @@ class MergePairs(Mapping[Pair, Decision]):
         i, j = sorted_position(self.ids, x), sorted_position(self.ids, y)
         if i < 0 or j < 0:
             return -1
-        code = i * max(len(self.ids), 1) + j
-        k = int(np.searchsorted(self.codes, code))
-        return k if k < len(self.codes) and self.codes[k] == code else -1
+        # rows in (a, b) order: those of a == i, then b == j among them
+        lo, hi = np.searchsorted(self.a, i, "left"), np.searchsorted(self.a, i, "right")
+        k = int(lo + np.searchsorted(self.b[lo:hi], j))
+        return k if k < hi and self.b[k] == j else -1
 
     def __getitem__(self, key: Pair) -> Decision:
         k = self._row(key)
