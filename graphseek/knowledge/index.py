@@ -49,7 +49,7 @@ from graphseek.knowledge.dense import (
 from graphseek.knowledge.embedders import graph_pass_vectors, passage_vectors
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.loaders import iter_corpus
-from graphseek.knowledge.passages import Hit, Passage
+from graphseek.knowledge.passages import EMPTY_CORPUS, Hit, Passage, check_passage, duplicate_id
 from graphseek.knowledge.sharded import Sharding, sharding_for
 from graphseek.knowledge.sparse import BM25Index
 from graphseek.knowledge.storage import DIRECTORY, backend_for, check_graph_reads, local_path
@@ -785,16 +785,14 @@ def delete_from_graph(
 
 
 def _check_passages(items: list[Any]) -> None:
+    """What `PassageSpool.of` checks, for a list: passages, at least one, ids unique."""
     if not items:
-        raise CorpusError("Empty corpus: there are no passages to index.")
+        raise CorpusError(EMPTY_CORPUS)
     seen: set[str] = set()
-    for i, p in enumerate(items):
-        if not isinstance(p, Passage):
-            raise TypeError(f"Index.build expects Passage objects; item {i} is {type(p).__name__}")
+    for i, item in enumerate(items):
+        p = check_passage(item, i)
         if p.id in seen:
-            raise CorpusError(
-                f"Duplicate passage id {p.id!r} (item {i}); passage ids must be unique."
-            )
+            raise duplicate_id(p.id, i)
         seen.add(p.id)
 
 

@@ -6,6 +6,8 @@ import hashlib
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graphseek.errors import CorpusError
+
 
 def passage_id(title: str, text: str) -> str:
     """A stable id from a passage's title and text (same content, same id, across runs)."""
@@ -31,6 +33,23 @@ class Passage(BaseModel):
     def content(self) -> str:
         """Title and text together, the string that indexes embed and search."""
         return content_of(self.title, self.text)
+
+
+EMPTY_CORPUS = "Empty corpus: there are no passages to index."
+"""The `CorpusError` message of a build given no passages."""
+
+
+def check_passage(item: object, k: int) -> Passage:
+    """`item` (item `k` of a corpus to index, from 0) if it is a `Passage`; `TypeError`
+    naming it otherwise."""
+    if not isinstance(item, Passage):
+        raise TypeError(f"Index.build expects Passage objects; item {k} is {type(item).__name__}")
+    return item
+
+
+def duplicate_id(pid: str, k: int) -> CorpusError:
+    """The error of a corpus whose item `k` repeats the passage id `pid`."""
+    return CorpusError(f"Duplicate passage id {pid!r} (item {k}); passage ids must be unique.")
 
 
 def content_of(title: str, text: str) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 from graphseek.errors import CorpusError
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.read_sequence import ReadSequence
-from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.passages import EMPTY_CORPUS, Passage, check_passage, duplicate_id
 
 _R = TypeVar("_R")
 
@@ -209,15 +209,11 @@ class PassageSpool(RecordSpool[Passage]):
         count = 0
         for block in _blocks_of(passages):
             for p in block:
-                if not isinstance(p, Passage):
-                    raise TypeError(
-                        f"Index.build expects Passage objects; item {count} is {type(p).__name__}"
-                    )
+                digests.append(id_digest(check_passage(p, count).id))
                 count += 1
-                digests.append(id_digest(p.id))
             out.extend(block)
         if not count:
-            raise CorpusError("Empty corpus: there are no passages to index.")
+            raise CorpusError(EMPTY_CORPUS)
         out._check_unique(np.frombuffer(digests, dtype=np.int64))
         return out
 
@@ -225,14 +221,12 @@ class PassageSpool(RecordSpool[Passage]):
         order = np.argsort(digests, kind="stable")
         ranked = digests[order]
         equal = np.flatnonzero(ranked[1:] == ranked[:-1])
-        seen: dict[str, int] = {}
+        seen: set[str] = set()
         for k in sorted({int(order[i + j]) for i in equal.tolist() for j in (0, 1)}):
             pid = self[k].id
             if pid in seen:
-                raise CorpusError(
-                    f"Duplicate passage id {pid!r} (item {k}); passage ids must be unique."
-                )
-            seen[pid] = k
+                raise duplicate_id(pid, k)
+            seen.add(pid)
 
 
 def id_digest(pid: str) -> int:
