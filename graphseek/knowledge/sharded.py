@@ -244,8 +244,7 @@ def _run_shards(
     from distributed import as_completed
 
     running = as_completed()
-    shard_of: dict[str, int] = {}
-    futures: dict[int, Any] = {}
+    pending: dict[str, tuple[int, Any]] = {}  # by key: the shard and future of each task out
     done: dict[int, Any] = {}
     submitted = taken = 0
 
@@ -253,17 +252,16 @@ def _run_shards(
         nonlocal submitted
         while submitted < len(bounds) and submitted < taken + max(window, 1):
             future = submit(submitted)
-            shard_of[future.key] = submitted
-            futures[submitted] = future
+            pending[future.key] = (submitted, future)
             running.add(future)
             submitted += 1
 
     fill()
     for future in running:
-        k = shard_of.pop(future.key)
+        k = pending[future.key][0]
         if future.status != "finished":
             error = future.exception()
-            client.cancel(list(futures.values()))
+            client.cancel([f for _, f in pending.values()])
             a, b = bounds[k]
             raise ShardError(
                 f"the sharded build failed: shard {k + 1} of {len(bounds)} "
@@ -271,7 +269,7 @@ def _run_shards(
                 "nothing was written"
             )
         done[k] = future.result()
-        del futures[k]  # its result is released on the worker once taken here
+        del pending[future.key]  # its result is released on the worker once taken here
         progress(bounds[k][1] - bounds[k][0])
         while taken in done:
             take(done.pop(taken))
