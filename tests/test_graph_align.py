@@ -9,13 +9,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, candidates
+from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, candidates, text
 from graphseek.knowledge.graph.candidates import radius_pairs
 from graphseek.knowledge.graph.exact import exact_groups, raw_entity_count
 from graphseek.knowledge.graph.id_columns import IdList, MentionIds
 from graphseek.knowledge.graph.mention_columns import MentionColumns
 from graphseek.knowledge.graph.records import types_compatible
 from graphseek.knowledge.graph.text import (
+    clear_name_caches,
     is_acronym_of,
     names_match,
     normalize_name,
@@ -63,6 +64,17 @@ def test_normalize_name_and_qualifiers() -> None:
 def test_names_match(a: str, b: str, same: bool) -> None:
     assert names_match(a, b) is same
     assert names_match(b, a) is same
+
+
+def test_name_caches_are_emptied_and_refill_to_the_same_answers() -> None:
+    pairs = [("NBA", "National Basketball Association"), ("Steph Curry", "Stephen Curry")]
+    before = [names_match(a, b) for a, b in pairs] + [normalize_name("The U.S.")]
+    cached = (text.normalize_name, text._name_parts, text._acronym_letters, text._initials_forms)
+    assert all(f.cache_info().currsize for f in cached)
+    clear_name_caches()
+    assert [f.cache_info().currsize for f in cached] == [0, 0, 0, 0]
+    assert [names_match(a, b) for a, b in pairs] + [normalize_name("The U.S.")] == before
+    assert before == [True, True, "us"]
 
 
 def test_acronyms_and_common_words() -> None:

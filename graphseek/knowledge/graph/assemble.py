@@ -37,6 +37,7 @@ from graphseek.knowledge.graph.relation_columns import RelationBuilder
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.store import GraphData, build_matrices
+from graphseek.knowledge.graph.text import clear_name_caches
 from graphseek.knowledge.graph.vectors import (
     Embed,
     StageEmbed,
@@ -232,6 +233,7 @@ def assemble(
         extractions, node_of, aligned.counts["before_alignment"], settings.cooccurrence
     )
     del node_of
+    clear_name_caches()  # names are compared no more: linking's objects take that memory
     clock.record(timings, "align", n_passages)
 
     # The static encoder (tokenizer, sums) and k-means mostly run with the GIL released, so

@@ -18,7 +18,7 @@ and 100,000 passages (the last two of `benchmarks/indexing.py`'s synthetic corpu
 `benchmarks/bounded_build.py --phases`), straight between them and past 100,000 (its names
 repeat past 6,119 passages, so a corpus of as many distinct passages has more entities and
 grows faster: the figures are a floor). What still grows with the corpus after the passage
-pass, alignment's records and the graph's entities and links kept until the write (7-9 MB per
+pass, alignment's records and the graph's entities and links kept until the write (5-6 MB per
 1,000 passages between 10,000 and 100,000), no setting here bounds; a budget under the
 estimate of the smallest settings is reported (`MemoryPlan.fits`), and the build runs with
 those settings anyway.
@@ -49,28 +49,34 @@ the pass peaked 474 MB above its start with one thread, 845 with two;
 SMALL = (34, 637)
 """The smallest whole build measured: the 34 demo passages, one encoder thread, peak 637 MB
 (`graphseek index` of the packaged demo corpus). Every stage's curve below starts there."""
-EXTRACT_MB = ((10_000, 460), (100_000, 583))
-"""The build process during extraction, (passages, MB): spaCy and the passages (its workers
-apart, `WORKER_MB`)."""
+EXTRACT_MB = ((10_000, 665), (100_000, 665))
+"""The build process during extraction, (passages, MB), its workers apart (`WORKER_MB`): spaCy
+and the start of the passage pass that runs ahead (665 MB at 10,000 passages, f2bab06; 449 at
+100,000, e4fc28f). The passages wait in a temporary file since the eighteenth step, so nothing
+here grows with the corpus: flat at the larger figure."""
 PASS_MB = (
     (SMALL[0], SMALL[1] - THREAD_MB),
     (2_000, 1_074 - THREAD_MB),
-    (10_000, 1_626 - 2 * THREAD_MB),
-    (100_000, 2_233 - 2 * THREAD_MB),
+    (10_000, 1_396 - 2 * THREAD_MB),
+    (100_000, 1_698 - 2 * THREAD_MB),
 )
-"""The passage pass less its threads' working memory, (passages, MB): its peak was 1,074 MB
-at 2,000 passages with one thread (55cd1b2), 1,626 at 10,000 and 2,233 at 100,000 with two
-(8a084f8)."""
-ALIGN_MB = (SMALL, (10_000, 934), (100_000, 1_618))
+"""The passage pass less its threads' working memory, (passages, MB): its peak was 1,074 MB at
+2,000 passages with one thread (55cd1b2, kept: no later build of that size was measured, and
+a lower figure would be a guess), and the build's, 1,396 at 10,000 (f2bab06) and 1,698 at
+100,000 (e4fc28f), with two."""
+ALIGN_MB = (SMALL, (10_000, 906), (100_000, 1_389))
 """Alignment's top (the base vectors summed at 10,000 passages, the radius search at
-100,000), (passages, MB): 8a084f8's whole builds (`benchmarks/bounded_build.py --phases`)."""
-LINK_MB = (SMALL, (10_000, 1_294), (100_000, 1_915))
+100,000), (passages, MB): the whole builds of `PASS_MB` (`benchmarks/bounded_build.py
+--phases`)."""
+LINK_MB = (SMALL, (10_000, 1_043), (100_000, 1_580))
 """Linking's top (after the passage matcher, while the graph vectors are made), (passages,
-MB)."""
-WRITE_MB = (SMALL, (10_000, 1_067), (100_000, 1_852))
-"""The store write less SQLite's page cache, (passages, MB): its top was 1,272 MB at 10,000
-passages and 2,108 at 100,000, less the cache it filled (the database's size, up to the
-cache: 205 and 256 MB)."""
+MB), the same builds."""
+WRITE_MB = (SMALL, (10_000, 903), (100_000, 1_438))
+"""The store write less SQLite's page cache, (passages, MB): its top was 1,108 MB at 10,000
+passages and 1,694 at 100,000 (the same builds), less the cache it filled (the database's
+size, up to the cache: 205 and 256 MB). Since they ran, the name caches are emptied after
+alignment (about 90 MB off linking and the write at 100,000 passages, `reduce_stages.py`),
+which the figures here do not count: an estimate on the safe side."""
 DATABASE_KB = 21
 """``graph.sqlite`` per passage (210 MB at 10,000 passages, 1.5 GB at 100,000): the page
 cache fills up to it."""
