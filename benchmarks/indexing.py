@@ -33,10 +33,12 @@ record strings with MiniLM instead.
 (encoding is linear in tokens), and the row says so (``raw enc s`` marked ``~``).
 ``--raw-twice`` runs the raw encoder again after the index and takes the mean of the two as the
 baseline (on a shared host whose speed drifts, one run before the index moved the ratio by
-several percent).
+several percent). ``--in-memory`` hands `Index.build` the passages as a list instead of a
+`PassageSpool` (the spool is imported only without it, so this script also runs on commits that
+predate the spool).
 
     .venv/bin/python benchmarks/indexing.py [--sizes 1000,10000] [--text-mb 5] [--no-graph]
-        [--raw-max 10000] [--raw-twice] [--graph-vectors static|minilm]
+        [--raw-max 10000] [--raw-twice] [--in-memory] [--graph-vectors static|minilm]
         [--alignment contextual|records] [--outside-window names|records]
 """
 
@@ -161,7 +163,6 @@ def child(args: argparse.Namespace) -> None:
     """One measurement in this process; prints one JSON line."""
     from graphseek.knowledge.dense import encode_texts
     from graphseek.knowledge.embedder import get_embedder
-    from graphseek.knowledge.graph.spool import PassageSpool
     from graphseek.knowledge.index import Index
     from graphseek.knowledge.loaders import load_corpus
 
@@ -187,9 +188,12 @@ def child(args: argparse.Namespace) -> None:
             t, c = time.perf_counter(), cpu_seconds()
             encode_texts(embedder, [p.content for p in passages], batch_size=args.batch_size)
             raw, raw_cpu = time.perf_counter() - t, cpu_seconds() - c
-        # the corpus in a temporary file, as `Index.build` reads a corpus path: the build holds
-        # none of its passages (made before the timing: reading is not the build's)
-        passages = PassageSpool.of(passages)
+        if not args.in_memory:
+            # the corpus in a temporary file, as `Index.build` reads a corpus path: the build
+            # holds none of its passages (made before the timing: reading is not the build's)
+            from graphseek.knowledge.graph.spool import PassageSpool
+
+            passages = PassageSpool.of(passages)
         t, c = time.perf_counter(), cpu_seconds()
         index = Index.build(
             passages,
@@ -284,6 +288,8 @@ def run_child(extra: list[str], base: argparse.Namespace, skip_raw: bool = False
         command.append("--progress")
     if base.raw_twice:
         command.append("--raw-twice")
+    if base.in_memory:
+        command.append("--in-memory")
     # run from the repository root, so the child imports this checkout's graphseek
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     if result.returncode != 0:
@@ -377,6 +383,12 @@ def main() -> None:
         "--raw-twice",
         action="store_true",
         help="run the raw encoder before and after the index; the ratio uses their mean",
+    )
+    parser.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="hand Index.build the passages as a list (as a caller holding its corpus does), "
+        "not spooled to a temporary file as a corpus path is",
     )
     parser.add_argument("--skip-raw", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
