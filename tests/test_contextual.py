@@ -26,6 +26,7 @@ from graphseek.knowledge.graph.models import Mention
 from graphseek.knowledge.graph.offline import OfflineExtractor
 from graphseek.knowledge.graph.records import EntityRecord
 from graphseek.knowledge.graph.settings import GraphSettings, settings_of
+from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 from graphseek.knowledge.graph.text import stable_id
 from graphseek.knowledge.index import Index
@@ -180,6 +181,8 @@ def test_the_pass_runs_two_blocks_at_once_with_the_same_result(onnx: Embedder, m
         assert onnx.concurrent_spans
         vectors, mentions = encode_passages(onnx, passages, extractions, batch_size=2)
     assert calls[0] == 5 and most[0] <= 2 and most[1] <= 2
+    # the passage vectors are written to a file a block at a time, not held in an array
+    assert isinstance(vectors, SpilledArray) and vectors.shape == (len(passages), onnx.dim)
     np.testing.assert_array_equal(vectors, one_vectors)
     assert list(mentions._row) == list(one_mentions._row)  # rows appended in the same order
     for mid in one_mentions._row:
@@ -649,3 +652,26 @@ def test_base_vector_blocks_give_base_vectors_rows_a_block_at_a_time(
     assert not whole[4].any() and not whole[-1].any()
     np.testing.assert_allclose(np.linalg.norm(whole[[0, 7]], axis=1), 1, rtol=1e-6)
     assert list(contextual.base_vector_blocks([], vectors, 6, [])) == []
+
+
+def test_shards_passage_vectors_are_joined_in_order_in_a_file() -> None:
+    from graphseek.knowledge.graph.build import MappedJoin, MappedPassages, join_mapped
+
+    first = np.arange(8, dtype=np.float32).reshape(2, 4)
+    second = -np.arange(4, dtype=np.float32).reshape(1, 4)
+    mention = np.ones(4, dtype=np.float16)
+    parts = [
+        MappedPassages([], first, {"a#m0": mention}),
+        MappedPassages([], second, {"b#m0": mention * 2}),
+    ]
+    joined = join_mapped(parts)
+    assert isinstance(joined.passage_vectors, SpilledArray)
+    np.testing.assert_array_equal(joined.passage_vectors, np.vstack([first, second]))
+    assert joined.mentions is not None and sorted(joined.mentions) == ["a#m0", "b#m0"]
+    np.testing.assert_array_equal(joined.mentions["b#m0"], mention * 2)
+    # a shard without the pass: the join has none (the reduce runs the pass itself)
+    without = MappedJoin()
+    for part in [parts[0], MappedPassages([]), parts[1]]:
+        without.add(part)
+    assert without.result().passage_vectors is None and without.result().mentions is None
+    assert join_mapped([]).passage_vectors is None

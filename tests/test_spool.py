@@ -183,6 +183,44 @@ def test_a_spilled_array_gives_and_takes_rows_by_number() -> None:
         spilled.put([8], np.zeros((1, 5), dtype=np.float32))
 
 
+def test_a_spilled_array_of_zeros_is_filled_by_rows_and_grows_by_blocks() -> None:
+    from graphseek.knowledge.graph.spool import SpilledArray
+
+    spilled = SpilledArray.zeros(6, 4)  # the passage pass: rows filled in the blocks' order
+    assert spilled.shape == (6, 4) and spilled.dtype == np.float32
+    np.testing.assert_array_equal(spilled.load(), np.zeros((6, 4), dtype=np.float32))
+    block = np.arange(8, dtype=np.float32).reshape(2, 4)
+    spilled.put([5, 1], block)
+    expected = np.zeros((6, 4), dtype=np.float32)
+    expected[[5, 1]] = block
+    np.testing.assert_array_equal(spilled.load(), expected)
+    spilled.append(block)  # a shard's rows after the others' (`MappedJoin`)
+    assert spilled.shape == (8, 4)
+    np.testing.assert_array_equal(spilled.load(), np.vstack([expected, block]))
+    loaded = spilled.load()
+    loaded[0, 0] = 7  # a new array of its own: the file is not changed
+    assert loaded.flags.writeable and spilled.load()[0, 0] == 0
+    with pytest.raises(ValueError, match="for 4"):
+        spilled.append(np.zeros((1, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="for 4"):
+        spilled.append(np.zeros((1, 4), dtype=np.float64))
+    assert SpilledArray.zeros(0, 4).load().shape == (0, 4)
+
+
+def test_a_temp_file_grows_with_zeros_and_reads_into_a_buffer() -> None:
+    f = TempFile("graphseek-test-")
+    f.append(b"ab")
+    f.grow(5)
+    assert f.size == 5 and f.read(0, 5) == b"ab\0\0\0"
+    buffer = bytearray(3)
+    f.read_into(1, memoryview(buffer))
+    assert bytes(buffer) == b"b\0\0"
+    with pytest.raises(ValueError, match="cannot grow to 4"):
+        f.grow(4)
+    with pytest.raises(ValueError, match="of a file of 5"):
+        f.read_into(4, memoryview(bytearray(2)))
+
+
 def test_temp_file_writes_over_what_it_holds() -> None:
     f = TempFile("graphseek-test-")
     f.append(b"abcdefg")

@@ -471,8 +471,9 @@ def passage_vectors(
     )
 
 
-def graph_pass_vectors(encoder: TextEncoder, vectors: np.ndarray | None) -> np.ndarray | None:
+def graph_pass_vectors(encoder: TextEncoder, vectors: Any) -> np.ndarray | None:
     """The passage vectors a graph build or update computed (its passage pass runs the packaged
     MiniLM, `on_passage_vectors`) when `encoder` is that embedder; None for any other, whose
-    passages are embedded by `passage_vectors`."""
-    return vectors if is_default(encoder) else None
+    passages are embedded by `passage_vectors`. Vectors in a temporary file (the passage
+    pass's `SpilledArray`) are read into an array."""
+    return None if vectors is None or not is_default(encoder) else np.asarray(vectors)

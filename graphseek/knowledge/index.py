@@ -753,7 +753,7 @@ class GraphAddition:
         self.new = new
         self.options = dict(graph_options or {})
         self.show_progress = show_progress
-        self.from_graph: list[np.ndarray] = []
+        self.from_graph: list[Any] = []  # the pass's vectors (`PassageRows`)
 
     def __call__(self, graph_dir: Path, out_dir: Path | None = None) -> None:
         """Add the passages to the graph in `graph_dir`, written to `out_dir` (a new
@@ -899,18 +899,20 @@ def _build_graph(
     from graphseek.knowledge.graph import build_graph
     from graphseek.knowledge.graph.spool import SpilledArray
 
-    # on disk while the graph's later stages run (154 MB at 100,000 passages, at their peak)
+    # on disk from the passage pass on (154 MB at 100,000 passages, at the stages' peak)
     vectors: list[SpilledArray] = []
     more = {} if mapped is None else {"mapped": mapped}
     build_graph(
         items,
         directory,
         show_progress=show_progress,
-        on_passage_vectors=lambda rows: vectors.append(SpilledArray(rows)),
+        on_passage_vectors=lambda rows: vectors.append(
+            rows if isinstance(rows, SpilledArray) else SpilledArray(rows)
+        ),
         **dict(options or {}),
         **more,
     )
-    return vectors[0].load().copy() if vectors else None
+    return vectors[0].load() if vectors else None
 
 
 def manifest_record(

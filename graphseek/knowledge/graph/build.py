@@ -47,7 +47,7 @@ from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.run_ahead import RunAhead
 from graphseek.knowledge.graph.settings import GraphSettings, settings_of
-from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, id_digest
+from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, SpilledArray, id_digest
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, check_target, write_store
 from graphseek.knowledge.graph.store_writer import CACHE_KIB
 from graphseek.knowledge.graph.vectors import (
@@ -62,6 +62,10 @@ from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
 
 log = logging.getLogger(__name__)
+
+PassageRows = np.ndarray | SpilledArray
+"""The passage pass's vectors as handed to ``on_passage_vectors``: the pass writes them to a
+temporary file (`SpilledArray`; ``np.asarray`` reads them); a shard's come back as an array."""
 
 
 def _check_passages(passages: Iterable[Passage]) -> Sequence[Passage]:
@@ -213,7 +217,7 @@ def _contextual(
     show_progress: bool,
     ahead: AheadPass | None = None,
     threads: int | None = None,
-) -> tuple[GraphSettings, np.ndarray | None, Mapping[str, np.ndarray]]:
+) -> tuple[GraphSettings, SpilledArray | None, Mapping[str, np.ndarray]]:
     """With contextual alignment, one pass of the passage encoder: the passage vectors and the
     mention vectors (at most `threads` encoder threads at once: `Embedder.bulk_threads`).
     Without a span encoder (a custom `embed`) the settings fall back to record strings, so
@@ -243,7 +247,7 @@ def _new_passage_pass(
     extracted: Sequence[Extraction],
     timings: dict[str, Any],
     show_progress: bool,
-    on_passage_vectors: Callable[[np.ndarray], None] | None,
+    on_passage_vectors: Callable[[PassageRows], None] | None,
 ) -> Mapping[str, np.ndarray]:
     """An update's passage pass over the `new` passages of a store that aligns with contextual
     vectors: their mention vectors (their passage vectors go to `on_passage_vectors`).
@@ -330,7 +334,7 @@ class MappedPassages:
     it (`graphseek.knowledge.sharded` runs the shards on Dask workers)."""
 
     extractions: Sequence[Extraction]
-    passage_vectors: np.ndarray | None = None
+    passage_vectors: np.ndarray | SpilledArray | None = None
     mentions: Mapping[str, np.ndarray] | None = None
     timings: dict[str, Any] = field(default_factory=dict)
 
@@ -372,34 +376,38 @@ def map_passages(
     clock = Clock()
     vectors, spooled = encode_passages(get_embedder(), items, extractions)
     clock.record(timings, "embed_passages", len(items), mentions=len(spooled))
-    return MappedPassages(list(extractions), vectors, dict(spooled), timings)
+    return MappedPassages(list(extractions), vectors.load(), dict(spooled), timings)
 
 
 class MappedJoin:
     """Shards' map results joined as they come, in corpus order (`add` them in that order):
-    the extractions and mention vectors go to temporary files as each shard is added, as a
-    single build's do, so the driver holds none of them, and only the passage vectors (rows,
-    kept for the index) in memory. `result` is what `join_mapped` gives for the same shards."""
+    the extractions, passage vectors and mention vectors go to temporary files as each shard
+    is added, as a single build's do, so the driver holds none of them. `result` is what
+    `join_mapped` gives for the same shards."""
 
     def __init__(self) -> None:
         self.extractions = ExtractionSpool()
-        self._vectors: list[np.ndarray] | None = []
+        self._vectors: SpilledArray | None = None
         self._mentions: MentionVectors | None = None
+        self._without_pass = False
 
     def add(self, part: MappedPassages) -> None:
         self.extractions.extend(part.extractions)
-        if part.passage_vectors is None or self._vectors is None:
-            self._vectors = self._mentions = None  # a shard without the pass: none kept
+        if part.passage_vectors is None or self._without_pass:
+            self._without_pass = True  # a shard without the pass: none kept
+            self._vectors = self._mentions = None
             return
-        self._vectors.append(part.passage_vectors)
-        if self._mentions is None:
-            self._mentions = MentionVectors(part.passage_vectors.shape[1])
+        rows = np.asarray(part.passage_vectors, dtype=np.float32)
+        if self._vectors is None or self._mentions is None:
+            self._vectors = SpilledArray.zeros(0, rows.shape[1])
+            self._mentions = MentionVectors(rows.shape[1])
+        self._vectors.append(rows)
         self._mentions.update(part.mentions or {})
 
     def result(self) -> MappedPassages:
-        if not self._vectors or self._mentions is None:
+        if self._vectors is None or self._mentions is None:
             return MappedPassages(self.extractions)
-        return MappedPassages(self.extractions, np.vstack(self._vectors), self._mentions)
+        return MappedPassages(self.extractions, self._vectors, self._mentions)
 
 
 def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
@@ -445,7 +453,7 @@ def build_graph(
     embed: Embed | None = None,
     max_concurrency: int = 8,
     show_progress: bool = True,
-    on_passage_vectors: Callable[[np.ndarray], None] | None = None,
+    on_passage_vectors: Callable[[PassageRows], None] | None = None,
     mapped: MappedPassages | None = None,
     memory_budget: int | str | None = None,
 ) -> SQLiteGraphStore:
@@ -457,8 +465,8 @@ def build_graph(
     without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`, `vectors`,
     `alignment`, `outside_window`: see `GraphSettings` (a full `settings` object overrides
     them). With contextual alignment the build encodes the passages (after extraction) and
-    hands their vectors, rows in the order of `passages`, to `on_passage_vectors`: an index
-    stores them instead of encoding twice. `mapped`: the map stages' results computed
+    hands their vectors, rows in the order of `passages`, to `on_passage_vectors` (`PassageRows`:
+    in a temporary file): an index stores them instead of encoding twice. `mapped`: the map stages' results computed
     elsewhere (`map_passages` with the same options, e.g. on Dask workers): extraction and the
     passage pass are not run here. `memory_budget` (MB, or a size such as ``"4G"``; None:
     half the machine's memory) chooses how many extraction processes and encoder threads run
@@ -564,7 +572,7 @@ def _update(
     started: float,
     new: Sequence[Passage] = (),
     extracted: Sequence[Extraction] = (),
-    on_passage_vectors: Callable[[np.ndarray], None] | None = None,
+    on_passage_vectors: Callable[[PassageRows], None] | None = None,
     out_dir: str | os.PathLike[str] | None = None,
 ) -> SQLiteGraphStore:
     """Re-assemble a store after `change`, into `out_dir` (default: in place); `new`
@@ -623,7 +631,7 @@ def add_passages(
     embed: Embed | None = None,
     max_concurrency: int = 8,
     show_progress: bool = True,
-    on_passage_vectors: Callable[[np.ndarray], None] | None = None,
+    on_passage_vectors: Callable[[PassageRows], None] | None = None,
     out_dir: str | os.PathLike[str] | None = None,
     delta: bool = False,
 ) -> SQLiteGraphStore:
@@ -703,7 +711,7 @@ def _delta(
     show_progress: bool,
     timings: dict[str, Any],
     started: float,
-    on_passage_vectors: Callable[[np.ndarray], None] | None,
+    on_passage_vectors: Callable[[PassageRows], None] | None,
     out_dir: str | os.PathLike[str] | None,
 ) -> SQLiteGraphStore:
     """`add_passages` with `delta`: the new passages' contextual pass, then

@@ -31,7 +31,7 @@ import numpy as np
 
 from graphseek.knowledge.graph.mention_table import ABSENT, MentionRows, MentionTable
 from graphseek.knowledge.graph.models import Extraction, Mention
-from graphseek.knowledge.graph.spool import KeyedRows, TempFile, stack_rows
+from graphseek.knowledge.graph.spool import KeyedRows, SpilledArray, TempFile, stack_rows
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
 
@@ -222,10 +222,12 @@ def encode_passages(
     batch_size: int = 64,
     show_progress: bool = False,
     ahead: AheadPass | None = None,
-) -> tuple[np.ndarray, MentionVectors]:
+) -> tuple[SpilledArray, MentionVectors]:
     """Passage vectors (rows in the order of `passages`, as `encode_texts` gives) and the
-    contextual vector of every mention that has one, by mention id (`MENTION_DTYPE`, in a
-    temporary file: `MentionVectors`).
+    contextual vector of every mention that has one, by mention id (`MENTION_DTYPE`). Both are
+    in temporary files (`SpilledArray`, `MentionVectors`): the passage vectors, written a
+    block at a time, were an array in memory (150 MB at 100,000 passages) during the pass, a
+    build's peak.
 
     Blocks of passages, longest first, under one ``embedding passages`` bar: memory beyond the
     outputs is the token ids, states and pooled vectors of the blocks under way. An encoder
@@ -236,7 +238,7 @@ def encode_passages(
     block begun by `begin_passages` (the same vectors, with its batches run ahead not run
     again)."""
     n = len(passages)
-    vectors = np.zeros((n, encoder.dim), dtype=np.float32)
+    vectors = SpilledArray.zeros(n, encoder.dim)
     mentions = MentionVectors(encoder.dim)
 
     def run(k: int, idx: list[int]) -> tuple[dict[int, list[Mention]], np.ndarray, list]:
@@ -253,7 +255,7 @@ def encode_passages(
 
     def take(idx: list[int], done: tuple[dict[int, list[Mention]], np.ndarray, list]) -> None:
         found_in, rows, pooled = done
-        vectors[idx] = rows
+        vectors.put(idx, rows)
         for i, span_vectors in zip(idx, pooled, strict=True):
             found = np.flatnonzero(np.abs(span_vectors).sum(1) > 0)
             passage_mentions = found_in[i]

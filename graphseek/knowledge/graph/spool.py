@@ -70,11 +70,31 @@ class TempFile:
             view = view[written:]
             offset += written
 
+    def grow(self, size: int) -> None:
+        """Make the file `size` bytes long (at least its size now), the new bytes zeros that
+        take no disk until written over (a sparse file, where the file system allows it)."""
+        if size < self.size:
+            raise ValueError(f"a file of {self.size} bytes cannot grow to {size}")
+        os.ftruncate(self._file.fileno(), size)
+        self.size = size
+
     def read(self, offset: int, size: int) -> bytes:
         """`size` bytes from `offset` (which were written)."""
         if offset < 0 or offset + size > self.size:
             raise ValueError(f"bytes {offset}..{offset + size} of a file of {self.size}")
         return pread_all(self._file.fileno(), offset, size, "a temporary file")
+
+    def read_into(self, offset: int, buffer: memoryview) -> None:
+        """Fill `buffer` (a writable byte view) with the bytes from `offset`."""
+        size = buffer.nbytes
+        if offset < 0 or offset + size > self.size:
+            raise ValueError(f"bytes {offset}..{offset + size} of a file of {self.size}")
+        done = 0
+        while done < size:  # a read may be short (one is capped at about 2 GB on Linux)
+            got = os.preadv(self._file.fileno(), [buffer[done:]], offset + done)
+            if not got:
+                raise OSError(f"unexpected end of a temporary file at byte {offset + done}")
+            done += got
 
 
 def pread_all(fd: int, offset: int, size: int, name: str) -> bytes:
@@ -250,8 +270,10 @@ def _blocks_of(items: Iterable[_R], size: int = 1024) -> Iterator[list[_R]]:
 class SpilledArray:
     """A 2-D array moved to a temporary file (the graph's entity, relation, hyperedge and base
     vectors, 620 MB at 100,000 passages, which only alignment's radius search and the store
-    write read after the stage that makes them). `blocks` reads its rows back a block at a
-    time, `take` the rows asked, `load` them all; `put` writes over rows."""
+    write read after the stage that makes them; the passage vectors, 1.5 KB a passage, from
+    the passage pass to the index's write). `blocks` reads its rows back a block at a time,
+    `take` the rows asked, `load` them all; `put` writes over rows (`zeros`: a file of zeros
+    to fill)."""
 
     def __init__(self, array: np.ndarray) -> None:
         if not isinstance(array, np.ndarray):
@@ -264,18 +286,30 @@ class SpilledArray:
         self._file.append(np.ascontiguousarray(array).data)
 
     @classmethod
+    def zeros(cls, rows: int, width: int, dtype: Any = np.float32) -> SpilledArray:
+        """A (`rows`, `width`) array of zeros in a file, without the zeros in memory: rows are
+        then written with `put` (the passage pass's vectors, in the order of its blocks)."""
+        spilled = cls(np.zeros((0, width), dtype=dtype))
+        spilled._file.grow(rows * width * spilled.dtype.itemsize)
+        spilled.shape = (rows, width)
+        return spilled
+
+    @classmethod
     def of_blocks(cls, blocks: Iterable[np.ndarray], width: int) -> SpilledArray:
         """The rows of `blocks` (float32 arrays of `width` columns) written one block at a
         time: the file a `SpilledArray` of their stack would have, without the stack."""
         spilled = cls(np.zeros((0, width), dtype=np.float32))
-        rows = 0
         for block in blocks:
-            if block.ndim != 2 or block.shape[1] != width or block.dtype != np.float32:
-                raise ValueError(f"a block of shape {block.shape} ({block.dtype}) for {width}")
-            spilled._file.append(np.ascontiguousarray(block).data)
-            rows += len(block)
-        spilled.shape = (rows, width)
+            spilled.append(block)
         return spilled
+
+    def append(self, block: np.ndarray) -> None:
+        """Add the rows of `block` (an array of this dtype and width) after the last."""
+        width = self.shape[1]
+        if block.ndim != 2 or block.shape[1] != width or block.dtype != self.dtype:
+            raise ValueError(f"a block of shape {block.shape} ({block.dtype}) for {width}")
+        self._file.append(np.ascontiguousarray(block).data)
+        self.shape = (self.shape[0] + len(block), width)
 
     @property
     def ndim(self) -> int:
@@ -297,10 +331,10 @@ class SpilledArray:
             yield np.frombuffer(data, dtype=self.dtype).reshape(n, self.shape[1])
 
     def load(self) -> np.ndarray:
-        """Every row, in one array."""
-        return np.frombuffer(self._file.read(0, self._file.size), dtype=self.dtype).reshape(
-            self.shape
-        )
+        """Every row, in one new (writable) array, read into it without a copy of the bytes."""
+        out = np.empty(self.shape, dtype=self.dtype)
+        self._file.read_into(0, out.data.cast("B") if out.size else memoryview(b""))
+        return out
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """Every row (`load`), for ``np.asarray``."""
