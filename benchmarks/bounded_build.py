@@ -29,6 +29,9 @@ peaks side by side.
 ``--one N --out DIR --log FILE`` builds N passages in this process, for a run too long to wait
 for (1M passages: hours): the log gets a line a minute (the step, the RSS, the workers' memory,
 ``TMPDIR``'s free space) and the stage bars go to stderr; the JSON line at the end as above.
+With ``--index`` it runs the whole ``Index.build(..., graph=True)`` into DIR (what ``graphseek
+index`` runs): the graph, then the passage index (BM25, the dense index), whose steps
+(``_write_stores``, ``build`` of each) are among the phases.
 
     nohup nice -n 19 .venv/bin/python benchmarks/bounded_build.py --one 1000000 \
         --out /big/store-1M --log build-1M.log 2> build-1M.bars &
@@ -163,15 +166,20 @@ def child(
     phases: bool = False,
     budget: str | None = None,
     log: Path | None = None,
+    index: bool = False,
 ) -> None:
     """Build in this process and print one JSON line: seconds, peak RSS, stage timings (with
     `phases`, the RSS by step: `reduce_stages.PhaseSampler`, the map stages included), the
     build's peak with its workers (`TreeSampler`), the memory plan (with `budget`). With `log`,
-    also a line a minute there (`log_progress`) and the stage bars on stderr."""
+    also a line a minute there (`log_progress`) and the stage bars on stderr. `index`: the
+    whole `Index.build(..., graph=True)` into `out` (the graph in ``out/graph``, then the
+    passage index: BM25, the dense index, the passage file), its steps among the phases."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from indexing import synthetic_stream
     from reduce_stages import PhaseSampler
 
+    from graphseek.knowledge import dense, sparse
+    from graphseek.knowledge import index as indexing
     from graphseek.knowledge.graph import build as building
     from graphseek.knowledge.graph.spool import PassageSpool
 
@@ -180,16 +188,26 @@ def child(
         sampler.install()
         for name in ("_extract", "_contextual"):  # the map stages: extraction, passage pass
             sampler.wrap(building, name)
+        if index:  # the passage index, after the graph
+            sampler.wrap(indexing, "_write_stores")
+            sampler.wrap(sparse.BM25Index, "build", "BM25Index.build")
+            sampler.wrap(dense.DenseIndex, "build", "DenseIndex.build")
     passages = PassageSpool.of(synthetic_stream(data_dir, size))  # as a corpus path is read
     if log is not None and sampler is not None:
         log_progress(log, sampler)
     tree = TreeSampler()
     started = time.perf_counter()
-    building.build_graph(passages, out, show_progress=log is not None, memory_budget=budget)
+    if index:
+        options = {"memory_budget": budget} if budget else None
+        indexing.Index.build(
+            passages, out, graph=True, graph_options=options, show_progress=log is not None
+        )
+    else:
+        building.build_graph(passages, out, show_progress=log is not None, memory_budget=budget)
     seconds = time.perf_counter() - started
     tree_peak = tree.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / ("graph" if index else "") / "manifest.json").read_text())
     timings = manifest["timings"]
     result = {"n": size, "seconds": seconds, "peak_rss_mb": peak, "timings": timings}
     result["tree_peak_mb"] = max(tree_peak, peak)
@@ -283,6 +301,11 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, help="the store's directory, with --one")
     parser.add_argument("--log", type=Path, help="with --one: a line a minute of how far it got")
+    parser.add_argument(
+        "--index",
+        action="store_true",
+        help="with --one: the whole Index.build (the graph, then BM25 and the dense index)",
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -291,7 +314,7 @@ def main() -> None:
     if args.one:
         if args.out is None or args.log is None:
             raise SystemExit("--one N needs --out DIR and --log FILE")
-        child(args.one, args.out, args.data_dir, True, args.memory_budget, args.log)
+        child(args.one, args.out, args.data_dir, True, args.memory_budget, args.log, args.index)
         return
 
     from reduce_stages import print_phases  # beside this script

@@ -103,18 +103,20 @@ class PhaseSampler:
             seen[1] = max(seen[1], now)
             time.sleep(self.interval)
 
-    def wrap(self, owner: object, name: str) -> None:
+    def wrap(self, owner: object, name: str, label: str | None = None) -> None:
+        """Make `owner.name` a phase, called `label` (default: `name`)."""
         import functools
 
         fn = getattr(owner, name)
+        called = label or name
 
         @functools.wraps(fn)
         def phase(*args: object, **kwargs: object) -> object:
-            self.phase = name
+            self.phase = called
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.phase = f"after {name}"
+                self.phase = f"after {called}"
 
         setattr(owner, name, phase)
 
