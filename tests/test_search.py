@@ -168,6 +168,54 @@ def test_a_grown_bm25_index_is_the_one_built_anew(tmp_path: Path) -> None:
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "anew" / name).read_bytes()
 
 
+def test_a_bm25_index_of_a_corpus_view_is_the_one_of_its_list(tmp_path: Path) -> None:
+    """`Contents` (the texts of passages, read as iterated: a spooled corpus's in blocks) gives
+    the index files a list of the same texts gives."""
+    from graphseek.knowledge.graph.spool import PassageSpool
+    from graphseek.knowledge.index import Contents
+
+    passages = [Passage.from_title_text(f"T{k}", t) for k, t in enumerate(["red apples", "", "pears ripen late", "an élan of red poppies"])]  # fmt: skip
+    spooled = Contents(PassageSpool.of(passages))
+    assert len(spooled) == 4 and spooled[2] == passages[2].content
+    assert (
+        spooled[1:3] == [p.content for p in passages[1:3]]
+        and list(spooled)[3] == passages[3].content
+    )
+    BM25Index.build(spooled).save(tmp_path / "view")
+    BM25Index.build([p.content for p in passages]).save(tmp_path / "list")
+    for name in sorted(p.name for p in (tmp_path / "list").iterdir()):
+        assert (tmp_path / "view" / name).read_bytes() == (tmp_path / "list" / name).read_bytes()
+
+
+def test_an_exact_index_of_rows_in_a_file_is_the_one_of_their_array(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors in a file (the passage pass's `SpilledArray`) go into an exact index a block at
+    a time and are saved from the file: the same files and results as from an array; the
+    index keeps no second copy of them. Past the threshold they are read whole."""
+    from graphseek.knowledge import dense
+    from graphseek.knowledge.dense import DenseIndex
+    from graphseek.knowledge.graph.spool import SpilledArray
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(50, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    monkeypatch.setattr(dense, "BLOCK_ROWS", 16)  # 4 blocks
+    from_file = DenseIndex.build(SpilledArray(vectors))
+    assert from_file.kind == "IndexFlatIP" and len(from_file) == 50
+    from_file.save(tmp_path / "file")
+    assert from_file._embeddings is None  # the index's own copy serves them from now on
+    DenseIndex.build(vectors).save(tmp_path / "array")
+    for name in ("embeddings.npy", "faiss.index"):
+        assert (tmp_path / "file" / name).read_bytes() == (tmp_path / "array" / name).read_bytes()
+    assert np.array_equal(from_file.embeddings, vectors)
+    assert from_file.search(vectors[:3], 2) == DenseIndex.build(vectors).search(vectors[:3], 2)
+    unsaved = DenseIndex.build(SpilledArray(vectors))
+    assert np.array_equal(unsaved.embeddings, vectors)  # read from the file when asked
+    graph = DenseIndex.build(SpilledArray(vectors), hnsw_threshold=10)
+    assert graph.kind == "IndexHNSWFlat" and graph.search(vectors[7], 1)[0][0][0] == 7
+
+
 def test_a_grown_hnsw_index_inserts_only_the_new_vectors(tmp_path: Path) -> None:
     from graphseek.knowledge.dense import DenseIndex
 

@@ -221,6 +221,23 @@ def test_a_temp_file_grows_with_zeros_and_reads_into_a_buffer() -> None:
         f.read_into(4, memoryview(bytearray(2)))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_save_blocks_writes_what_np_save_writes(tmp_path: Path, dtype: type) -> None:
+    from graphseek.knowledge.npy import save_blocks
+
+    array = np.arange(21, dtype=np.float32).reshape(7, 3)
+    np.save(tmp_path / "whole.npy", array.astype(dtype))
+    save_blocks(tmp_path / "blocks.npy", [array[:4], array[4:]], (7, 3), dtype)
+    assert (tmp_path / "blocks.npy").read_bytes() == (tmp_path / "whole.npy").read_bytes()
+    save_blocks(tmp_path / "none.npy", [], (0, 3), dtype)
+    np.save(tmp_path / "empty.npy", np.zeros((0, 3), dtype=dtype))
+    assert (tmp_path / "none.npy").read_bytes() == (tmp_path / "empty.npy").read_bytes()
+    with pytest.raises(ValueError, match="6 rows written for an array of 7"):
+        save_blocks(tmp_path / "short.npy", [array[:6]], (7, 3), dtype)
+    with pytest.raises(ValueError, match="for rows of 3"):
+        save_blocks(tmp_path / "wide.npy", [np.zeros((1, 4))], (1, 3), dtype)
+
+
 def test_temp_file_writes_over_what_it_holds() -> None:
     f = TempFile("graphseek-test-")
     f.append(b"abcdefg")

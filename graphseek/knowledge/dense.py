@@ -12,13 +12,15 @@ Vectors are L2-normalised, so inner product = cosine similarity. Both the raw em
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from graphseek.knowledge.npy import save_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -82,18 +84,38 @@ def encode_texts(
     return out
 
 
+class RowFile(Protocol):
+    """Rows kept in a file, read a block at a time (a build's passage vectors:
+    `graphseek.knowledge.graph.spool.SpilledArray`)."""
+
+    shape: tuple[int, int]
+
+    def __len__(self) -> int: ...
+
+    def blocks(self, rows: int) -> Iterator[np.ndarray]: ...
+
+    def load(self) -> np.ndarray: ...
+
+
+Rows = np.ndarray | RowFile
+"""Passage vectors: an array, or rows in a file."""
+
+BLOCK_ROWS = 16_384
+"""Rows of a `RowFile` added to an exact index, or saved, at a time (24 MB of MiniLM's)."""
+
+
 class DenseIndex:
     """An exact inner-product FAISS index over passage embeddings; results are row positions."""
 
     def __init__(self, faiss_index: Any, embeddings_path: Path | None = None) -> None:
         self._faiss = faiss_index
         self._embeddings_path = embeddings_path
-        self._embeddings: np.ndarray | None = None
+        self._embeddings: np.ndarray | RowFile | None = None
 
     @classmethod
     def build(
         cls,
-        vectors: np.ndarray,
+        vectors: np.ndarray | RowFile,
         *,
         hnsw_threshold: int | None = None,
         grown_from: str | Path | None = None,
@@ -107,11 +129,20 @@ class DenseIndex:
         inserted (building the graph of 100,000 vectors anew takes tens of seconds here);
         an exact index is built anew, in a fraction of a second, to the same index. `early`:
         that graph of `grown_from`, begun on a thread while the new rows were being computed
-        (`early_graph`; one of another directory is not used). `hnsw_threshold` None: `HNSW_THRESHOLD`."""
+        (`early_graph`; one of another directory is not used). `hnsw_threshold` None: `HNSW_THRESHOLD`.
+
+        `vectors` in a file (`RowFile`, float32) go into an exact index `BLOCK_ROWS` at a time
+        and are saved from the file: the index holds the only copy in memory (an array beside
+        it was a second, 150 MB at 100,000 passages). An HNSW graph is built from them whole
+        (added in blocks it would link other neighbours)."""
         import faiss
 
         if hnsw_threshold is None:
             hnsw_threshold = HNSW_THRESHOLD
+        if not isinstance(vectors, np.ndarray):
+            if len(vectors) <= hnsw_threshold:
+                return cls._exact_from_file(vectors)
+            vectors = vectors.load()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2:
             raise ValueError(f"expected a 2-D array of vectors, got shape {vectors.shape}")
@@ -127,6 +158,22 @@ class DenseIndex:
             index.add(vectors)
         dense = cls(index)
         dense._embeddings = vectors
+        return dense
+
+    @classmethod
+    def _exact_from_file(cls, rows: RowFile) -> DenseIndex:
+        """An `IndexFlatIP` of the float32 `rows`, added a block at a time (the same index)."""
+        import faiss
+
+        index = faiss.IndexFlatIP(rows.shape[1])
+        # room for every row at once, then none used: the adds below fill it without the
+        # reallocations (the old rows and the new, larger copy at once) of a growing vector
+        index.codes.resize(len(rows) * index.code_size)
+        index.codes.resize(0)
+        for block in rows.blocks(BLOCK_ROWS):
+            index.add(np.ascontiguousarray(block, dtype=np.float32))
+        dense = cls(index)
+        dense._embeddings = rows
         return dense
 
     @classmethod
@@ -151,7 +198,15 @@ class DenseIndex:
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        np.save(directory / EMBEDDINGS_FILE, self.embeddings, allow_pickle=False)
+        rows = self._embeddings
+        if rows is not None and not isinstance(rows, np.ndarray):
+            # the same bytes as np.save; then the index's own copy serves `embeddings`
+            save_blocks(
+                directory / EMBEDDINGS_FILE, rows.blocks(BLOCK_ROWS), rows.shape, np.float32
+            )
+            self._embeddings = None
+        else:
+            np.save(directory / EMBEDDINGS_FILE, self.embeddings, allow_pickle=False)
         faiss.write_index(self._faiss, str(directory / FAISS_FILE))
 
     @classmethod
@@ -179,13 +234,16 @@ class DenseIndex:
     @property
     def embeddings(self) -> np.ndarray:
         """The passage vectors, shape (passages, dim); read (memory-mapped) on first use."""
-        if self._embeddings is None:
+        rows = self._embeddings
+        if rows is not None and not isinstance(rows, np.ndarray):
+            rows = rows.load()  # rows in a file: read when asked
+        if rows is None:
             if self._embeddings_path is None:
-                self._embeddings = self._faiss.reconstruct_n(0, len(self))
+                rows = self._faiss.reconstruct_n(0, len(self))
             else:
-                self._embeddings = np.load(self._embeddings_path, mmap_mode="r")
-        assert self._embeddings is not None
-        return self._embeddings
+                rows = np.load(self._embeddings_path, mmap_mode="r")
+        self._embeddings = rows
+        return rows
 
     def search(self, query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """For each query vector, the (position, cosine) pairs of the `k` nearest passages."""

@@ -45,7 +45,7 @@ import numpy as np
 
 from graphseek.errors import IndexFormatError, ModelSpecError
 from graphseek.knowledge import embedder as embedder_module
-from graphseek.knowledge.dense import TextEncoder, encode_texts
+from graphseek.knowledge.dense import Rows, TextEncoder, encode_texts
 from graphseek.knowledge.passages import Passage
 
 DEFAULT_SPEC = "minilm"
@@ -453,13 +453,13 @@ class SentenceTransformerEmbedder:
 def passage_vectors(
     encoder: TextEncoder,
     passages: Sequence[Passage],
-    computed: np.ndarray | None,
+    computed: Rows | None,
     batch_size: int,
     show_progress: bool,
-) -> np.ndarray:
+) -> Rows:
     """Vectors of `passages`: `computed` when it has one row per passage (vectors already at
     hand: the rows kept by an update, or the passage pass of a graph build or update,
-    `graph_pass_vectors`), else encoded here with `encoder`."""
+    `graph_pass_vectors`, which may be in a file), else encoded here with `encoder`."""
     if computed is not None and len(computed) == len(passages):
         return computed
     return encode_texts(
@@ -471,9 +471,10 @@ def passage_vectors(
     )
 
 
-def graph_pass_vectors(encoder: TextEncoder, vectors: Any) -> np.ndarray | None:
+def graph_pass_vectors(encoder: TextEncoder, vectors: Rows | None) -> Rows | None:
     """The passage vectors a graph build or update computed (its passage pass runs the packaged
     MiniLM, `on_passage_vectors`) when `encoder` is that embedder; None for any other, whose
-    passages are embedded by `passage_vectors`. Vectors in a temporary file (the passage
-    pass's `SpilledArray`) are read into an array."""
-    return None if vectors is None or not is_default(encoder) else np.asarray(vectors)
+    passages are embedded by `passage_vectors`. They may be in a temporary file (the passage
+    pass's `SpilledArray`: `np.asarray` reads them; `DenseIndex.build` adds them a block at a
+    time)."""
+    return vectors if is_default(encoder) else None

@@ -27,11 +27,11 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, overload
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from graphseek.knowledge.dense import (
     HNSW_THRESHOLD,
     DenseIndex,
     EarlyGraph,
+    Rows,
     TextEncoder,
     early_graph,
     top_positions,
@@ -710,8 +711,9 @@ def corpus_vectors(
     batch_size: int,
     show_progress: bool,
     sharding: Sharding | None = None,
-) -> np.ndarray:
-    """The vectors of a corpus being built, after building its graph into `graph_dir` (None:
+) -> Rows:
+    """The vectors of a corpus being built (in a temporary file when the graph's passage pass
+    gave them: `DenseIndex.build` reads them a block at a time), after building its graph into `graph_dir` (None:
     no graph) first: the graph's passage pass (contextual alignment) gives the vectors when the
     encoder is the packaged MiniLM, else they are encoded here. With a `sharding` the map
     stages (extraction, the passage pass, the embeddings) run first as Dask tasks
@@ -771,7 +773,8 @@ class GraphAddition:
 
     def vectors(self, encoder: TextEncoder, batch_size: int) -> np.ndarray:
         computed = graph_pass_vectors(encoder, self.from_graph[0] if self.from_graph else None)
-        return passage_vectors(encoder, self.new, computed, batch_size, self.show_progress)
+        rows = passage_vectors(encoder, self.new, computed, batch_size, self.show_progress)
+        return np.asarray(rows, dtype=np.float32)  # the new passages' only: read whole
 
 
 def delete_from_graph(
@@ -815,7 +818,7 @@ def _write_stores(
     show_progress: bool,
     batch_size: int,
     *,
-    vectors: np.ndarray | None = None,
+    vectors: Rows | None = None,
     encoder: TextEncoder | None = None,
     grown_from: Path | None = None,
     early: EarlyGraph | None = None,
@@ -832,9 +835,8 @@ def _write_stores(
     with open(directory / PASSAGES_FILE, "a" if kept else "w", encoding="utf-8") as f:
         for p in items[kept:] if kept else items:  # (a spooled corpus: read in blocks)
             f.write(json.dumps(p.model_dump(), ensure_ascii=False) + "\n")
-    texts = [p.content for p in items]
     bm25 = BM25Index.build(
-        texts,
+        Contents(items),  # read as tokenized (a spooled corpus: in blocks), not held
         show_progress=show_progress,
         grown_from=None if base is None else base / BM25_DIR,
         **BM25_PARAMS,
@@ -849,6 +851,32 @@ def _write_stores(
     )
     dense.save(directory / DENSE_DIR)
     return bm25, dense, encoder
+
+
+class Contents(Sequence[str]):
+    """The texts of `passages` as a sequence, read from them when asked: iterating a spooled
+    corpus's reads it in blocks, so no list of every text is made (1 GB at a million passages,
+    held while BM25 tokenized them)."""
+
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        self._passages = passages
+
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    @overload
+    def __getitem__(self, k: int) -> str: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[str]: ...
+
+    def __getitem__(self, k: int | slice) -> str | list[str]:
+        if isinstance(k, slice):
+            return [p.content for p in self._passages[k]]
+        return self._passages[k].content
+
+    def __iter__(self) -> Iterator[str]:
+        return (p.content for p in self._passages)
 
 
 def _reusable(directory: Path, count: int) -> int:
@@ -892,9 +920,10 @@ def _build_graph(
     show_progress: bool,
     options: Mapping[str, Any] | None,
     mapped: Any = None,
-) -> np.ndarray | None:
+) -> Rows | None:
     """Build the graph of `items` into `directory`; returns the passage vectors its build
-    computed (rows in the order of `items`), or None when it computed none. `mapped`: the
+    computed (rows in the order of `items`, in a temporary file), or None when it computed
+    none. `mapped`: the
     results of its map stages computed elsewhere (`build_graph(..., mapped=...)`)."""
     from graphseek.knowledge.graph import build_graph
     from graphseek.knowledge.graph.spool import SpilledArray
@@ -912,7 +941,7 @@ def _build_graph(
         **dict(options or {}),
         **more,
     )
-    return vectors[0].load() if vectors else None
+    return vectors[0] if vectors else None
 
 
 def manifest_record(

@@ -163,9 +163,12 @@ class BM25Index:
             )
             if known is not None:
                 vocab, ids = known
+        # a fresh index reads `texts` in order (a view of a spooled corpus: in blocks), not
+        # a slice, which would be a list of them all
+        rest = texts[len(ids) :] if ids else texts
         with progress_bar("BM25 index", len(texts), show_progress) as bar:
             bar.update(len(ids))
-            for t in texts[len(ids) :]:
+            for t in rest:
                 ids.append([vocab.setdefault(term, len(vocab)) for term in tokenize(t)])
                 bar.update(1)
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)

@@ -35,6 +35,7 @@ from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.relation_columns import RelationColumns
 from graphseek.knowledge.graph.spool import SpilledArray, sorted_keys, stack_rows
 from graphseek.knowledge.graph.text import normalize_name
+from graphseek.knowledge.npy import save_blocks
 from graphseek.knowledge.passages import Passage
 
 FORMAT = "graphseek-graph"
@@ -455,15 +456,7 @@ def _save_npy(path: Path, array: np.ndarray | SpilledArray, dim: int) -> None:
     if not isinstance(array, SpilledArray):
         np.save(path, np.ascontiguousarray(array, dtype=np.float32))
         return
-    header = {
-        "descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
-        "fortran_order": False,
-        "shape": array.shape,
-    }
-    with open(path, "wb") as handle:
-        np.lib.format.write_array_header_1_0(handle, header)
-        for block in array.blocks(WRITE_ROWS):
-            handle.write(np.ascontiguousarray(block, dtype=np.float32).data)  # no bytes copy
+    save_blocks(path, array.blocks(WRITE_ROWS), array.shape, np.float32)
 
 
 WRITE_ROWS = 65_536
@@ -479,16 +472,11 @@ def _save_rows(path: Path, rows: Mapping[str, np.ndarray], ids: Sequence[str], d
         np.save(path, np.zeros((0, dim), dtype=np.float16))
         return
     width = len(rows[ids[0]])
-    header = {
-        "descr": np.lib.format.dtype_to_descr(np.dtype(np.float16)),
-        "fortran_order": False,
-        "shape": (len(ids), width),
-    }
-    with open(path, "wb") as handle:
-        np.lib.format.write_array_header_1_0(handle, header)
-        for start in range(0, len(ids), WRITE_ROWS):
-            block = stack_rows(rows, ids[start : start + WRITE_ROWS])  # in runs from a file
-            handle.write(np.ascontiguousarray(block, dtype=np.float16).data)
+    blocks = (  # in runs from a file
+        stack_rows(rows, ids[start : start + WRITE_ROWS])
+        for start in range(0, len(ids), WRITE_ROWS)
+    )
+    save_blocks(path, blocks, (len(ids), width), np.float16)
 
 
 def check_target(out_dir: str | os.PathLike[str]) -> Path:

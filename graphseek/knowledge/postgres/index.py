@@ -231,7 +231,7 @@ class PostgresIndex(Index):
         started = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="graphseek-pg-") as tmp:
             graph_dir = Path(tmp) / GRAPH_DIR if graph else None
-            vectors = corpus_vectors(
+            rows = corpus_vectors(
                 encoder,
                 items,
                 graph_dir,
@@ -240,6 +240,8 @@ class PostgresIndex(Index):
                 show_progress=show_progress,
                 sharding=sharding,
             )
+            vectors = np.asarray(rows, dtype=np.float32)  # (the graph's: read from their file)
+            del rows
             manifest = postgres_manifest(
                 items, encoder, source, time.perf_counter() - started, graph, location
             )
