@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.errors import GraphseekError, InvalidRequestError
+from graphseek.knowledge.dense import Rows
 from graphseek.knowledge.passages import Passage
 
 logger = logging.getLogger(__name__)
@@ -71,7 +72,8 @@ class MappedCorpus:
     build without a graph) and the index's dense passage vectors."""
 
     graph: Any
-    vectors: np.ndarray
+    vectors: Rows
+    """In a temporary file (`SpilledArray`), joined a shard at a time."""
     seconds: float
     shards: int
 
@@ -175,24 +177,25 @@ def map_corpus(
     show_progress: bool = False,
 ) -> MappedCorpus:
     """Run the map stages of `items` as Dask tasks (`map_shard`, one per shard) and join their
-    results in corpus order as they come (`MappedJoin`: the extractions and mention vectors to
-    temporary files). At most `IN_FLIGHT_PER_WORKER` shards a worker are submitted or
+    results in corpus order as they come (`MappedJoin`: the extractions, passage vectors and
+    mention vectors to temporary files; the index's passage vectors to one more). At most `IN_FLIGHT_PER_WORKER` shards a worker are submitted or
     finished and not yet joined, so the driver holds those shards' passages and results, not
     the corpus's (a spooled corpus is read a shard at a time). A failed task raises
     `ShardError` (one line) once the others are cancelled."""
     from graphseek.knowledge import embedders
     from graphseek.knowledge.graph.build import MappedJoin
+    from graphseek.knowledge.graph.spool import SpilledArray
     from graphseek.knowledge.progress import bar as progress_bar
 
     started = time.perf_counter()
     spec, dim = embedders.embedder_spec(encoder), int(encoder.dim)
     options = checked_graph_options(graph_options) if graph else None
     joined = MappedJoin() if graph else None
-    vectors: list[np.ndarray] = []
+    vectors = SpilledArray.zeros(0, dim)  # the index's, on disk until it reads them
 
     def take(result: tuple[Any, np.ndarray]) -> None:
         mapped, rows = result
-        vectors.append(rows)
+        vectors.append(np.ascontiguousarray(rows, dtype=np.float32))
         if joined is not None:
             joined.add(mapped)
 
@@ -215,7 +218,6 @@ def map_corpus(
 
         with progress_bar("mapping shards", len(items), show_progress, unit="passage") as bar:
             _run_shards(client, submit, take, bounds, workers * IN_FLIGHT_PER_WORKER, bar.update)
-    rows = np.vstack(vectors).astype(np.float32, copy=False)
     result = joined.result() if joined is not None else None
     seconds = time.perf_counter() - started
     if result is not None:
@@ -226,7 +228,7 @@ def map_corpus(
             "passages_per_s": round(len(items) / seconds, 1) if seconds > 0 else None,
         }
     logger.info("Mapped %d passages in %d shards on %d workers", len(items), len(bounds), workers)
-    return MappedCorpus(result, rows, seconds, len(bounds))
+    return MappedCorpus(result, vectors, seconds, len(bounds))
 
 
 def _run_shards(
