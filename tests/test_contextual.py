@@ -582,11 +582,13 @@ def test_a_build_runs_the_first_batches_ahead_with_the_same_result(
         return ran[-1]
 
     def build(name: str) -> tuple[np.ndarray, SQLiteGraphStore]:
-        vectors: list[np.ndarray] = []
+        vectors: list[SpilledArray] = []
         store = build_graph(
             tiny_passages, tmp_path / name, show_progress=False, on_passage_vectors=vectors.append
         )
-        return vectors[0], store
+        # the pass's vectors come in their temporary file; np.asarray reads them
+        assert isinstance(vectors[0], SpilledArray) and len(vectors[0]) == len(tiny_passages)
+        return np.asarray(vectors[0]), store
 
     monkeypatch.setattr(SpanPass, "run_ahead", one_batch_ahead)
     monkeypatch.setattr(run_ahead_module, "AHEAD_MIN", 1)

@@ -214,6 +214,16 @@ def test_an_exact_index_of_rows_in_a_file_is_the_one_of_their_array(
     assert np.array_equal(unsaved.embeddings, vectors)  # read from the file when asked
     graph = DenseIndex.build(SpilledArray(vectors), hnsw_threshold=10)
     assert graph.kind == "IndexHNSWFlat" and graph.search(vectors[7], 1)[0][0][0] == 7
+    graph.save(tmp_path / "graph")  # saved from the array it was read into
+    assert np.array_equal(np.load(tmp_path / "graph" / "embeddings.npy"), vectors)
+    from_file.save(tmp_path / "again")  # a second save: from the index's rows
+    assert (tmp_path / "again" / "embeddings.npy").read_bytes() == (
+        tmp_path / "array" / "embeddings.npy"
+    ).read_bytes()
+    assert not from_file.embeddings.flags.writeable
+    # array-likes other than a file of rows are read as arrays, as before
+    listed = DenseIndex.build(vectors.tolist())
+    assert listed.kind == "IndexFlatIP" and np.array_equal(listed.embeddings, vectors)
 
 
 def test_a_grown_hnsw_index_inserts_only_the_new_vectors(tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ class DenseIndex:
 
         if hnsw_threshold is None:
             hnsw_threshold = HNSW_THRESHOLD
-        if not isinstance(vectors, np.ndarray):
+        if not isinstance(vectors, np.ndarray) and hasattr(vectors, "blocks"):  # a `RowFile`
             if len(vectors) <= hnsw_threshold:
                 return cls._exact_from_file(vectors)
             vectors = vectors.load()
@@ -200,7 +200,7 @@ class DenseIndex:
         directory.mkdir(parents=True, exist_ok=True)
         rows = self._embeddings
         if rows is not None and not isinstance(rows, np.ndarray):
-            # the same bytes as np.save; then the index's own copy serves `embeddings`
+            # the same bytes as np.save; then `embeddings` are read back from the index
             save_blocks(
                 directory / EMBEDDINGS_FILE, rows.blocks(BLOCK_ROWS), rows.shape, np.float32
             )
@@ -233,13 +233,18 @@ class DenseIndex:
 
     @property
     def embeddings(self) -> np.ndarray:
-        """The passage vectors, shape (passages, dim); read (memory-mapped) on first use."""
+        """The passage vectors, shape (passages, dim), read-only: those built from when they were
+        an array; else read on first use (memory-mapped from an opened index's file, copied
+        out of the FAISS index of one built from a file and saved, read from that file before
+        it is saved)."""
         rows = self._embeddings
         if rows is not None and not isinstance(rows, np.ndarray):
             rows = rows.load()  # rows in a file: read when asked
+            rows.setflags(write=False)
         if rows is None:
             if self._embeddings_path is None:
                 rows = self._faiss.reconstruct_n(0, len(self))
+                rows.setflags(write=False)
             else:
                 rows = np.load(self._embeddings_path, mmap_mode="r")
         self._embeddings = rows

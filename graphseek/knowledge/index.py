@@ -755,7 +755,7 @@ class GraphAddition:
         self.new = new
         self.options = dict(graph_options or {})
         self.show_progress = show_progress
-        self.from_graph: list[Any] = []  # the pass's vectors (`PassageRows`)
+        self.from_graph: list[Rows] = []  # the pass's vectors (in a temporary file)
 
     def __call__(self, graph_dir: Path, out_dir: Path | None = None) -> None:
         """Add the passages to the graph in `graph_dir`, written to `out_dir` (a new

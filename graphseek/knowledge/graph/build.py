@@ -465,8 +465,9 @@ def build_graph(
     without it those run offline. `tau`, `theta`, `top_k_common`, `cooccurrence`, `vectors`,
     `alignment`, `outside_window`: see `GraphSettings` (a full `settings` object overrides
     them). With contextual alignment the build encodes the passages (after extraction) and
-    hands their vectors, rows in the order of `passages`, to `on_passage_vectors` (`PassageRows`:
-    in a temporary file): an index stores them instead of encoding twice. `mapped`: the map stages' results computed
+    hands their vectors, rows in the order of `passages`, to `on_passage_vectors` (a
+    `PassageRows`: in a temporary file, `SpilledArray`; ``np.asarray(rows)`` reads them into
+    an array): an index stores them instead of encoding twice. `mapped`: the map stages' results computed
     elsewhere (`map_passages` with the same options, e.g. on Dask workers): extraction and the
     passage pass are not run here. `memory_budget` (MB, or a size such as ``"4G"``; None:
     half the machine's memory) chooses how many extraction processes and encoder threads run

@@ -5,7 +5,8 @@ and contextual mention vectors (768 bytes per mention) were held in memory from 
 makes them to the store write. Here they go to files in ``TMPDIR`` and are read back when a
 stage needs them: `TempFile` (append, then ``pread`` by offset: plain reads, since the pages of
 a memory map would count in the process's RSS), `ExtractionSpool` (extractions, one pickle
-each), `SpilledArray` (the graph's vectors, from the stage that makes them to the write)
+each), `SpilledArray` (the graph's vectors, from the stage that makes them to the write;
+the passage vectors, from the passage pass to the index's write)
 and `graphseek.knowledge.graph.contextual.MentionVectors` (rows by mention id); an update
 reads a stored ``.npy`` a row at a time the same way (`NpyRows`).
 
