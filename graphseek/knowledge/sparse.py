@@ -29,9 +29,10 @@ import json
 import logging
 import re
 import unicodedata
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -84,12 +85,45 @@ TOKENS_FILE = "tokens.npz"
 files: an index grown by new texts tokenizes only those (`BM25Index.build`, `grown_from`)."""
 
 
+class TokenRows(Sequence[list[int]]):
+    """Every text's token ids as bm25s reads them (a list per text), made from one int32 array
+    (`flat`, cut at `offsets`) when read: bm25s goes over them three times, and a list of lists
+    of every text's ids took 8 bytes a token and a list a text (about 200 MB at 100,000
+    passages while it built its matrix; 4 bytes a token here). Written here because bm25s
+    takes ids only as a sequence of lists."""
+
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray) -> None:
+        self.flat, self.offsets = flat, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @overload
+    def __getitem__(self, k: int) -> list[int]: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[list[int]]: ...
+
+    def __getitem__(self, k: int | slice) -> list[int] | list[list[int]]:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        if not -len(self) <= k < len(self):
+            raise IndexError(f"text {k} of {len(self)}")
+        k %= len(self)
+        return self.flat[self.offsets[k] : self.offsets[k + 1]].tolist()  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        bounds = self.offsets.tolist()
+        for k in range(len(bounds) - 1):
+            yield self.flat[bounds[k] : bounds[k + 1]].tolist()
+
+
 def _saved_tokens(
     directory: Path, limit: int, params: dict[str, Any]
-) -> tuple[dict[str, int], list[list[int]]] | None:
-    """The vocabulary (as `BM25Index.build` numbers it) and every text's token ids of the index
-    saved in `directory`; None when it has no tokens file, more texts than `limit`, or other
-    parameters."""
+) -> tuple[dict[str, int], np.ndarray, np.ndarray] | None:
+    """The vocabulary (as `BM25Index.build` numbers it) and every text's token ids (one int32
+    array, and the offsets that cut it) of the index saved in `directory`; None when it has no
+    tokens file, more texts than `limit`, or other parameters."""
     path = directory / TOKENS_FILE
     try:
         saved = json.loads((directory / "params.index.json").read_text(encoding="utf-8"))
@@ -106,9 +140,7 @@ def _saved_tokens(
     if count > limit or count != saved.get("num_docs"):
         return None
     terms.pop("", None)  # bm25s's token for empty texts, appended after the texts' terms
-    bounds = offsets.tolist()
-    rows = flat.tolist()
-    return terms, [rows[bounds[k] : bounds[k + 1]] for k in range(count)]
+    return terms, flat.astype(np.int32, copy=False), offsets.astype(np.int64, copy=False)
 
 
 def _import_bm25s() -> Any:
@@ -155,28 +187,32 @@ class BM25Index:
         bm25s = _import_bm25s()
         if method not in cls.METHODS:
             raise ValueError(f"Unknown BM25 method {method!r}; choose one of {cls.METHODS}")
+        from bm25s.tokenization import Tokenized
+
         vocab: dict[str, int] = {}
-        ids: list[list[int]] = []
+        ids, ends = array("i"), array("q", [0])  # every text's token ids, and where each ends
         if grown_from is not None:
             known = _saved_tokens(
                 Path(grown_from), len(texts), {"k1": k1, "b": b, "method": method}
             )
             if known is not None:
-                vocab, ids = known
+                vocab = known[0]
+                ids.frombytes(known[1].tobytes())
+                ends = array("q", known[2].tobytes())
+        kept = len(ends) - 1
         # a fresh index reads `texts` in order (a view of a spooled corpus: in blocks), not
         # a slice, which would be a list of them all
-        rest = texts[len(ids) :] if ids else texts
+        rest = texts[kept:] if kept else texts
         with progress_bar("BM25 index", len(texts), show_progress) as bar:
-            bar.update(len(ids))
+            bar.update(kept)
             for t in rest:
-                ids.append([vocab.setdefault(term, len(vocab)) for term in tokenize(t)])
+                ids.extend([vocab.setdefault(term, len(vocab)) for term in tokenize(t)])
+                ends.append(len(ids))
                 bar.update(1)
-        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum([len(x) for x in ids], out=offsets[1:])
-        flat = np.fromiter((i for x in ids for i in x), dtype=np.int32, count=int(offsets[-1]))
+        flat = np.frombuffer(ids, dtype=np.int32) if ids else np.zeros(0, dtype=np.int32)
+        offsets = np.frombuffer(ends, dtype=np.int64)
         retriever = bm25s.BM25(k1=k1, b=b, method=method)
-        retriever.index((ids, vocab), show_progress=False)
-        del ids
+        retriever.index(Tokenized(ids=TokenRows(flat, offsets), vocab=vocab), show_progress=False)
         index = cls(retriever)
         index._tokens = (flat, offsets)
         return index
