@@ -168,20 +168,20 @@ def test_a_grown_bm25_index_is_the_one_built_anew(tmp_path: Path) -> None:
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "anew" / name).read_bytes()
 
 
-def test_token_rows_read_as_a_list_of_lists() -> None:
-    """bm25s reads every text's ids as a sequence of lists; `TokenRows` makes each from one
-    array when read."""
-    from graphseek.knowledge.sparse import TokenRows
+def test_token_ids_read_as_a_list_of_lists() -> None:
+    """bm25s reads every text's ids as a sequence of lists; BM25 hands it `Groups`, which
+    makes each from one array when read."""
+    from graphseek.knowledge.ragged import Groups
 
     lists = [[3, 1], [], [4, 1, 5], [9]]
     flat = np.array([i for x in lists for i in x], dtype=np.int32)
-    rows = TokenRows(flat, np.array([0, 2, 2, 5, 6], dtype=np.int64))
+    rows = Groups(flat, np.array([0, 2, 2, 5, 6], dtype=np.int64))
     assert len(rows) == 4 and list(rows) == lists and list(rows) == lists  # read again
     assert rows[2] == [4, 1, 5] and rows[-1] == [9] and rows[1:3] == lists[1:3]
     assert all(type(i) is int for i in rows[0])
-    with pytest.raises(IndexError, match="text 4 of 4"):
+    with pytest.raises(IndexError, match="4 of 4"):
         rows[4]
-    assert list(TokenRows(np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64))) == []
+    assert list(Groups(np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64))) == []
 
 
 def test_a_bm25_index_of_a_corpus_view_is_the_one_of_its_list(tmp_path: Path) -> None:

@@ -30,11 +30,13 @@ import logging
 import re
 import unicodedata
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
+
+from graphseek.knowledge.ragged import Groups
 
 logger = logging.getLogger(__name__)
 
@@ -83,39 +85,6 @@ def top_k(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
 TOKENS_FILE = "tokens.npz"
 """Each indexed text's token ids (``ids``, one array, cut at ``offsets``), saved beside bm25s's
 files: an index grown by new texts tokenizes only those (`BM25Index.build`, `grown_from`)."""
-
-
-class TokenRows(Sequence[list[int]]):
-    """Every text's token ids as bm25s reads them (a list per text), made from one int32 array
-    (`flat`, cut at `offsets`) when read: bm25s goes over them three times, and a list of lists
-    of every text's ids took 8 bytes a token and a list a text (about 200 MB at 100,000
-    passages while it built its matrix; 4 bytes a token here). Written here because bm25s
-    takes ids only as a sequence of lists."""
-
-    def __init__(self, flat: np.ndarray, offsets: np.ndarray) -> None:
-        self.flat, self.offsets = flat, offsets
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    @overload
-    def __getitem__(self, k: int) -> list[int]: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> list[list[int]]: ...
-
-    def __getitem__(self, k: int | slice) -> list[int] | list[list[int]]:
-        if isinstance(k, slice):
-            return [self[j] for j in range(*k.indices(len(self)))]
-        if not -len(self) <= k < len(self):
-            raise IndexError(f"text {k} of {len(self)}")
-        k %= len(self)
-        return self.flat[self.offsets[k] : self.offsets[k + 1]].tolist()  # type: ignore[no-any-return]
-
-    def __iter__(self) -> Iterator[list[int]]:
-        bounds = self.offsets.tolist()
-        for k in range(len(bounds) - 1):
-            yield self.flat[bounds[k] : bounds[k + 1]].tolist()
 
 
 def _saved_tokens(
@@ -212,7 +181,9 @@ class BM25Index:
         flat = np.frombuffer(ids, dtype=np.int32) if ids else np.zeros(0, dtype=np.int32)
         offsets = np.frombuffer(ends, dtype=np.int64)
         retriever = bm25s.BM25(k1=k1, b=b, method=method)
-        retriever.index(Tokenized(ids=TokenRows(flat, offsets), vocab=vocab), show_progress=False)
+        # bm25s reads the ids as a list per text, three times: made from the array when read,
+        # not a list of lists of every text's ids (8 bytes a token and a list a text)
+        retriever.index(Tokenized(ids=Groups(flat, offsets), vocab=vocab), show_progress=False)
         index = cls(retriever)
         index._tokens = (flat, offsets)
         return index
