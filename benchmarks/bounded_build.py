@@ -44,6 +44,7 @@ resident memory, which is what a budget counts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -53,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,15 +228,42 @@ def run_build(
     budget: str | None = None,
 ) -> dict[str, Any]:
     """`child` in a fresh process with `source` (a checkout) first on the import path."""
+    args = ["--child", str(size), "--out", str(out), "--data-dir", str(data_dir)]
+    args += (["--phases"] if phases else []) + (["--memory-budget", budget] if budget else [])
+    return run_child(Path(__file__), args, source, f"the build of {size} passages")
+
+
+def run_child(script: Path, args: list[str], source: Path, what: str) -> dict[str, Any]:
+    """`script` with `args` in a fresh process with `source` (a checkout) first on the import
+    path; the JSON line it prints last. `SystemExit` naming `what` if it fails."""
     env = dict(os.environ, PYTHONPATH=str(source))
-    cmd = [sys.executable, __file__, "--child", str(size), "--out", str(out)]
-    cmd += ["--data-dir", str(data_dir)] + (["--phases"] if phases else [])
-    cmd += ["--memory-budget", budget] if budget else []
+    cmd = [sys.executable, str(script), *args]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"the build of {size} passages from {source} failed:\n{done.stderr}")
+        raise SystemExit(f"{what} from {source} failed:\n{done.stderr}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+@contextlib.contextmanager
+def checkout(rev: str | None, work: Path) -> Iterator[Path | None]:
+    """A git worktree of `rev` at ``work/baseline-src`` (removed afterwards), or None without
+    a `rev`: the baseline a benchmark runs in the same run as this checkout."""
+    if not rev:
+        yield None
+        return
+    baseline = work / "baseline-src"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(baseline), rev],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    try:
+        yield baseline
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)],
+            check=False, capture_output=True,
+        )  # fmt: skip
 
 
 def digests(store: Path) -> dict[str, str]:
@@ -317,83 +346,74 @@ def main() -> None:
         child(args.one, args.out, args.data_dir, True, args.memory_budget, args.log, args.index)
         return
 
-    from reduce_stages import print_phases  # beside this script
-
     head = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     print(f"load average (1/5/15 min): {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     work = Path(tempfile.mkdtemp(prefix="bounded-bench-"))
-    baseline: Path | None = None
     try:
-        if args.against:
-            baseline = work / "baseline-src"
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(baseline),
-                 args.against],
-                check=True, capture_output=True,
-            )  # fmt: skip
-        results: list[dict[str, Any]] = []
-        for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
-            store = (args.keep or work) / f"store-{size}"
-            shutil.rmtree(store, ignore_errors=True)
-            mine = run_build(size, store, args.data_dir, ROOT, args.phases)
-            results.append(mine)
-            row = [mine]
-            labels = [f"{size:,} @ {head}"]
-            if args.memory_budget:
-                tight = (args.keep or work) / f"budget-{size}"
-                within = run_build(
-                    size, tight, args.data_dir, ROOT, args.phases, args.memory_budget
-                )
-                plan = within["memory"]
-                print(
-                    f"\n{size:,} passages, --memory-budget {args.memory_budget}: extraction "
-                    f"processes {plan['processes']}, encoder threads {plan['threads']}, write "
-                    f"cache {plan['cache_kib'] // 1024} MB; estimated "
-                    f"{plan['estimate_mb']:,} MB (fits: {plan['fits']}); the same store as "
-                    f"the default build's: {same_store(store, tight)}"
-                )
-                row.append(within)
-                labels.append(f"budget {args.memory_budget}")
-                if args.keep is None:
-                    shutil.rmtree(tight, ignore_errors=True)
-            if baseline is not None:
-                other = (args.keep or work) / f"baseline-{size}"
-                theirs = run_build(size, other, args.data_dir, baseline, args.phases)
-                same = same_store(store, other)
-                row = [theirs, *row]
-                labels = [f"{size:,} @ {args.against}", *labels]
-                print(f"\n{size:,} passages: the store is the same as {args.against}'s: {same}")
-                if args.keep is None:
-                    shutil.rmtree(other, ignore_errors=True)
-            stage_table(row, labels)
-            for result, label in zip(row, labels, strict=True):
-                if "phases" in result:
-                    print()
-                    print_phases(result["phases"], f"RSS by step, {label} passages")
-            if args.keep is None:
-                shutil.rmtree(store, ignore_errors=True)
-        for a, b in zip(results, results[1:], strict=False):
-            if b["n"] > a["n"]:
-                slope = (b["peak_rss_mb"] - a["peak_rss_mb"]) * 1000 / (b["n"] - a["n"])
-                print(f"\npeak RSS growth {a['n']:,} -> {b['n']:,} passages: {slope:.0f} MB/1,000")
-        last = results[-1] if results else None
-        if last is not None:
-            met = last["peak_rss_mb"] <= 4096
-            print(
-                f"target (issue 27): peak RSS <= 4 GB at 100,000 passages; "
-                f"{last['n']:,} passages: {last['peak_rss_mb']:,.0f} MB"
-                + (" (met)" if met and last["n"] >= 100_000 else "")
-            )
-        print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        with checkout(args.against, work) as baseline:
+            compare(args, work, baseline, head)
     finally:
-        if baseline is not None:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)],
-                check=False, capture_output=True,
-            )  # fmt: skip
         shutil.rmtree(work, ignore_errors=True)
+
+
+def compare(args: argparse.Namespace, work: Path, baseline: Path | None, head: str) -> None:
+    """The builds `main` asked for, in `work`, against `baseline` (a checkout) if any."""
+    from reduce_stages import print_phases  # beside this script
+
+    results: list[dict[str, Any]] = []
+    for size in [int(s) for s in args.sizes.split(",") if s.strip()]:
+        store = (args.keep or work) / f"store-{size}"
+        shutil.rmtree(store, ignore_errors=True)
+        mine = run_build(size, store, args.data_dir, ROOT, args.phases)
+        results.append(mine)
+        row = [mine]
+        labels = [f"{size:,} @ {head}"]
+        if args.memory_budget:
+            tight = (args.keep or work) / f"budget-{size}"
+            within = run_build(size, tight, args.data_dir, ROOT, args.phases, args.memory_budget)
+            plan = within["memory"]
+            print(
+                f"\n{size:,} passages, --memory-budget {args.memory_budget}: extraction "
+                f"processes {plan['processes']}, encoder threads {plan['threads']}, write "
+                f"cache {plan['cache_kib'] // 1024} MB; estimated "
+                f"{plan['estimate_mb']:,} MB (fits: {plan['fits']}); the same store as "
+                f"the default build's: {same_store(store, tight)}"
+            )
+            row.append(within)
+            labels.append(f"budget {args.memory_budget}")
+            if args.keep is None:
+                shutil.rmtree(tight, ignore_errors=True)
+        if baseline is not None:
+            other = (args.keep or work) / f"baseline-{size}"
+            theirs = run_build(size, other, args.data_dir, baseline, args.phases)
+            same = same_store(store, other)
+            row = [theirs, *row]
+            labels = [f"{size:,} @ {args.against}", *labels]
+            print(f"\n{size:,} passages: the store is the same as {args.against}'s: {same}")
+            if args.keep is None:
+                shutil.rmtree(other, ignore_errors=True)
+        stage_table(row, labels)
+        for result, label in zip(row, labels, strict=True):
+            if "phases" in result:
+                print()
+                print_phases(result["phases"], f"RSS by step, {label} passages")
+        if args.keep is None:
+            shutil.rmtree(store, ignore_errors=True)
+    for a, b in zip(results, results[1:], strict=False):
+        if b["n"] > a["n"]:
+            slope = (b["peak_rss_mb"] - a["peak_rss_mb"]) * 1000 / (b["n"] - a["n"])
+            print(f"\npeak RSS growth {a['n']:,} -> {b['n']:,} passages: {slope:.0f} MB/1,000")
+    last = results[-1] if results else None
+    if last is not None:
+        met = last["peak_rss_mb"] <= 4096
+        print(
+            f"target (issue 27): peak RSS <= 4 GB at 100,000 passages; "
+            f"{last['n']:,} passages: {last['peak_rss_mb']:,.0f} MB"
+            + (" (met)" if met and last["n"] >= 100_000 else "")
+        )
+    print(f"load average now: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -16,11 +16,9 @@ step's peak above its start, and whether the two checkouts wrote the same files.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,14 +27,15 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bounded_build import checkout, digests, run_child  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
 
 
 def child(size: int, out: Path, data_dir: Path) -> None:
     """Write the passage index of `size` passages into `out`; print one JSON line."""
-    sys.path.insert(0, str(HERE))
     import numpy as np
     from indexing import synthetic_stream
     from reduce_stages import PhaseSampler
@@ -75,23 +74,9 @@ def child(size: int, out: Path, data_dir: Path) -> None:
     print(json.dumps({"begin": begin, "peak": peak, "seconds": seconds, "phases": sampler.peaks}))
 
 
-def digests(directory: Path) -> dict[str, str]:
-    return {
-        p.relative_to(directory).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file()
-    }
-
-
 def run(size: int, out: Path, data_dir: Path, source: Path) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(source))
-    cmd = [sys.executable, __file__, "--child", str(size), "--out", str(out)]
-    cmd += ["--data-dir", str(data_dir)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"the index write from {source} failed:\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    args = ["--child", str(size), "--out", str(out), "--data-dir", str(data_dir)]
+    return run_child(Path(__file__), args, source, "the index write")
 
 
 def main() -> None:
@@ -106,42 +91,37 @@ def main() -> None:
         child(args.child, args.out, args.data_dir)
         return
     work = Path(tempfile.mkdtemp(prefix="index-write-"))
-    runs: list[tuple[str, dict[str, Any], Path]] = []
     try:
-        if args.against:
-            baseline = work / "baseline-src"
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(baseline),
-                 args.against],
-                check=True, capture_output=True,
-            )  # fmt: skip
-            out = work / "baseline"
-            runs.append((args.against, run(args.size, out, args.data_dir, baseline), out))
-        out = work / "this"
-        runs.append(("this checkout", run(args.size, out, args.data_dir, ROOT), out))
-        steps = ["_write_stores", "BM25Index.build", "DenseIndex.build", "DenseIndex.save"]
-        print(f"passage index write of {args.size:,} passages, RSS MB (its start / the most):")
-        print(f"{'step':<22}" + "".join(f"{label:>24}" for label, _, _ in runs))
-        for step in steps:
-            cells = []
-            for _, result, _ in runs:
-                seen = result["phases"].get(step)
-                cells.append(f"{seen[0]:,} / {seen[1]:,}" if seen else "-")
-            print(f"{step:<22}" + "".join(f"{c:>24}" for c in cells))
-        row = [f"+{r['peak'] - r['begin']:,} ({r['seconds']:.1f} s)" for _, r, _ in runs]
-        print(f"{'peak above its start':<22}" + "".join(f"{c:>24}" for c in row))
-        if len(runs) == 2:
-            (_, before, a), (_, after, b) = runs
-            same = digests(a) == digests(b)
-            drop = (before["peak"] - before["begin"]) - (after["peak"] - after["begin"])
-            print(f"the same files: {same}; the step's peak {drop:+,} MB lower than the baseline's")
+        with checkout(args.against, work) as baseline:
+            runs: list[tuple[str, dict[str, Any], Path]] = []
+            if baseline is not None:
+                out = work / "baseline"
+                runs.append((args.against, run(args.size, out, args.data_dir, baseline), out))
+            out = work / "this"
+            runs.append(("this checkout", run(args.size, out, args.data_dir, ROOT), out))
+        report(args.size, runs)
     finally:
-        if args.against:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(work / "baseline-src")],
-                check=False, capture_output=True,
-            )  # fmt: skip
         shutil.rmtree(work, ignore_errors=True)
+
+
+def report(size: int, runs: list[tuple[str, dict[str, Any], Path]]) -> None:
+    """The RSS by step of each run, and, for two, whether they wrote the same files."""
+    steps = ["_write_stores", "BM25Index.build", "DenseIndex.build", "DenseIndex.save"]
+    print(f"passage index write of {size:,} passages, RSS MB (its start / the most):")
+    print(f"{'step':<22}" + "".join(f"{label:>24}" for label, _, _ in runs))
+    for step in steps:
+        cells = []
+        for _, result, _ in runs:
+            seen = result["phases"].get(step)
+            cells.append(f"{seen[0]:,} / {seen[1]:,}" if seen else "-")
+        print(f"{step:<22}" + "".join(f"{c:>24}" for c in cells))
+    row = [f"+{r['peak'] - r['begin']:,} ({r['seconds']:.1f} s)" for _, r, _ in runs]
+    print(f"{'peak above its start':<22}" + "".join(f"{c:>24}" for c in row))
+    if len(runs) == 2:
+        (_, before, a), (_, after, b) = runs
+        same = digests(a) == digests(b)
+        drop = (before["peak"] - before["begin"]) - (after["peak"] - after["begin"])
+        print(f"the same files: {same}; the step's peak {drop:+,} MB lower than the baseline's")
 
 
 if __name__ == "__main__":
