@@ -712,10 +712,10 @@ def corpus_vectors(
     show_progress: bool,
     sharding: Sharding | None = None,
 ) -> Rows:
-    """The vectors of a corpus being built (in a temporary file when the graph's passage pass
-    gave them: `DenseIndex.build` reads them a block at a time), after building its graph into `graph_dir` (None:
-    no graph) first: the graph's passage pass (contextual alignment) gives the vectors when the
-    encoder is the packaged MiniLM, else they are encoded here. With a `sharding` the map
+    """The vectors of a corpus being built, after building its graph into `graph_dir` (None:
+    no graph) first: the graph's passage pass (contextual alignment) gives the vectors, in a
+    temporary file that `DenseIndex.build` reads a block at a time, when the encoder is the
+    packaged MiniLM; else they are encoded here. With a `sharding` the map
     stages (extraction, the passage pass, the embeddings) run first as Dask tasks
     (`graphseek.knowledge.sharded.map_corpus`), and the graph is built on their results."""
     if sharding is not None:
@@ -923,8 +923,8 @@ def _build_graph(
 ) -> Rows | None:
     """Build the graph of `items` into `directory`; returns the passage vectors its build
     computed (rows in the order of `items`, in a temporary file), or None when it computed
-    none. `mapped`: the
-    results of its map stages computed elsewhere (`build_graph(..., mapped=...)`)."""
+    none. `mapped`: the results of its map stages computed elsewhere (`build_graph(...,
+    mapped=...)`)."""
     from graphseek.knowledge.graph import build_graph
     from graphseek.knowledge.graph.spool import SpilledArray
 

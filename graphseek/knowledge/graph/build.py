@@ -467,9 +467,9 @@ def build_graph(
     them). With contextual alignment the build encodes the passages (after extraction) and
     hands their vectors, rows in the order of `passages`, to `on_passage_vectors` (a
     `PassageRows`: in a temporary file, `SpilledArray`; ``np.asarray(rows)`` reads them into
-    an array): an index stores them instead of encoding twice. `mapped`: the map stages' results computed
-    elsewhere (`map_passages` with the same options, e.g. on Dask workers): extraction and the
-    passage pass are not run here. `memory_budget` (MB, or a size such as ``"4G"``; None:
+    an array): an index stores them instead of encoding twice. `mapped`: the map stages'
+    results computed elsewhere (`map_passages` with the same options, e.g. on Dask workers):
+    extraction and the passage pass are not run here. `memory_budget` (MB, or a size such as ``"4G"``; None:
     half the machine's memory) chooses how many extraction processes and encoder threads run
     at once and the write's page cache (`graphseek.knowledge.graph.budget`; the same store
     whatever it is), and is recorded with the estimated peak in the manifest. The C library's
