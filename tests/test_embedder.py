@@ -6,6 +6,9 @@ reused, bad backend names refused."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -109,9 +112,67 @@ def test_onnx_export_is_cached_and_reused(
         raise AssertionError("the cached export must be reused")
 
     monkeypatch.setattr(embedder_module, "export_onnx", no_export)
+    monkeypatch.setattr(embedder_module, "make_apart", no_export)
     again = Embedder(backend="onnx")
     assert again.backend == "onnx"
     assert path.stat().st_mtime_ns == before
+
+
+_FRESH_EMBEDDER = """
+import sys
+from graphseek.knowledge.embedder import Embedder, onnx_path, query_model_path
+embedder = Embedder(backend="onnx")
+vector = embedder.encode(["Lord Byron"])[0]
+print(embedder.backend, "torch" in sys.modules, onnx_path().is_file(),
+      query_model_path().is_file(), " ".join(f"{x:.6f}" for x in vector[:4]))
+"""
+
+
+@pytest.mark.slow
+def test_a_first_export_runs_apart_and_leaves_torch_out_of_the_process(
+    onnx_embedder: Embedder, tmp_path: Path
+) -> None:
+    """On a fresh cache the export and the query model are made in a child interpreter: the
+    embedding process never imports torch (560 MB it kept to its end), and the files are those
+    the session's cache holds, byte for byte."""
+    env = {**os.environ, "GRAPHSEEK_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH_EMBEDDER],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    backend, torch_loaded, exported, quantised, *head = done.stdout.split()
+    assert (backend, torch_loaded, exported, quantised) == ("onnx", "False", "True", "True")
+    expected = onnx_embedder.encode(["Lord Byron"])[0][:4]
+    assert np.allclose([float(x) for x in head], expected, atol=1e-5)
+    made = sorted((tmp_path / "onnx").iterdir())
+    cached = embedder_module.onnx_path().parent
+    assert [p.name for p in made] == sorted(
+        p.name for p in (embedder_module.onnx_path(), embedder_module.query_model_path())
+    )
+    for path in made:
+        assert path.read_bytes() == (cached / path.name).read_bytes()
+
+
+def test_a_step_that_fails_apart_says_why(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match=r"quantize step failed .*: .*missing\.onnx"):
+        embedder_module.make_apart("quantize", tmp_path / "missing.onnx", tmp_path / "q.onnx")
+    assert not (tmp_path / "q.onnx").exists()
+    with pytest.raises(ValueError, match="unknown step 'train'"):
+        embedder_module.make_apart("train", tmp_path)
+
+
+def test_without_a_child_interpreter_the_step_runs_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Path] = []
+    monkeypatch.setattr(embedder_module, "export_onnx", made.append)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    embedder_module._made("export", tmp_path / "model.onnx")
+    assert made == [tmp_path / "model.onnx"]
 
 
 def test_unknown_backend_is_refused() -> None:

@@ -11,8 +11,10 @@ Two backends give the same vectors (cosine >= 0.9999 on passages and questions, 
   ``~/.cache/graphseek/onnx``), then run by ONNX Runtime with the `tokenizers` tokenizer. The
   session uses one thread per call, so a single query never waits on a thread pool (a query
   encodes in a few ms; torch's default thread pool on a busy 2-core machine takes 10-100x
-  longer); bulk encoding runs batches on `workers` threads at once. After the first export,
-  neither torch nor sentence-transformers is imported.
+  longer); bulk encoding runs batches on `workers` threads at once. The export (and the
+  query model below) is made in a child interpreter (`make_apart`), so neither torch nor
+  sentence-transformers is ever imported into the process that embeds: the export took 560
+  MB of torch and the traced model, which a first build on a fresh cache held to its end.
 - ``torch``: sentence-transformers, as before (also the fallback when the export fails).
 
 Queries (calls of at most `SMALL_BATCH` texts) run a second, partly int8 copy of the ONNX graph
@@ -34,6 +36,8 @@ import hashlib
 import json
 import logging
 import os
+import subprocess
+import sys
 import threading
 import warnings
 from collections import OrderedDict
@@ -260,6 +264,54 @@ def export_onnx(target: Path, model: Any = None) -> Path:
     return target
 
 
+_STEPS: dict[str, Callable[..., Path]] = {
+    "export": lambda target: export_onnx(target),
+    "quantize": lambda source, target: quantize_query_model(source, target),
+}
+"""What `make_apart` runs in a child interpreter, by name (late-bound: a test may replace the
+functions)."""
+
+
+def make_apart(step: str, *paths: Path) -> None:
+    """Run `step` of `_STEPS` (``export`` or ``quantize``) on `paths` in a fresh interpreter
+    and wait for it. The ONNX export imports torch and sentence-transformers and traces the
+    model: 560 MB of resident memory that the process kept (a whole build held it from its
+    first passage to its write; measured at 100,000 passages). The child sees this process's
+    `sys.path`, so it runs this same graphseek. `RuntimeError` with the child's last error
+    line if it fails; `OSError` if no interpreter can be started."""
+    if step not in _STEPS:
+        raise ValueError(f"unknown step {step!r}; expected one of {', '.join(_STEPS)}")
+    code = "import sys; from graphseek.knowledge.embedder import _child; _child(sys.argv[1:])"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, step, *map(str, paths)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        reason = lines[-1] if lines else f"exit status {done.returncode}"
+        raise RuntimeError(f"the {step} step failed in its child process: {reason}")
+
+
+def _child(argv: Sequence[str]) -> None:
+    """`make_apart`'s child: the step named first on `paths` after it."""
+    step, *paths = argv
+    _STEPS[step](*(Path(p) for p in paths))
+
+
+def _made(step: str, *paths: Path) -> None:
+    """`make_apart`, or the step in this process where no child can be started."""
+    try:
+        make_apart(step, *paths)
+    except OSError as exc:
+        log.info("no child interpreter (%s): the %s step runs in this process", exc, step)
+        _STEPS[step](*paths)
+
+
 class _OnnxBackend:
     """ONNX Runtime session + `tokenizers` tokenizer; outputs are already normalised."""
 
@@ -448,7 +500,7 @@ class Embedder:
         try:
             if not path.is_file():
                 log.info("Exporting %s to ONNX at %s (once)", MODEL_NAME, path)
-                export_onnx(path)
+                _made("export", path)
             backend = _OnnxBackend(path, directory, self._query_model(path, directory))
             self.dim = int(backend.session.get_outputs()[0].shape[-1] or 384)
             return backend
@@ -466,7 +518,7 @@ class Embedder:
         try:
             if not path.is_file():
                 log.info("Quantising the query model to %s (once)", path)
-                quantize_query_model(full, path)
+                _made("quantize", full, path)
             return path
         except Exception as exc:  # the fp32 model still serves queries
             log.warning("int8 query model unavailable (%s); queries use the fp32 model", exc)
