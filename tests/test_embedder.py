@@ -170,9 +170,11 @@ def test_without_a_child_interpreter_the_step_runs_here(
 ) -> None:
     made: list[Path] = []
     monkeypatch.setattr(embedder_module, "export_onnx", made.append)
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))  # OSError
     embedder_module._made("export", tmp_path / "model.onnx")
-    assert made == [tmp_path / "model.onnx"]
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # starts, and fails
+    embedder_module._made("export", tmp_path / "again.onnx")
+    assert made == [tmp_path / "model.onnx", tmp_path / "again.onnx"]
 
 
 def test_unknown_backend_is_refused() -> None:

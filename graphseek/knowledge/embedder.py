@@ -304,11 +304,14 @@ def _child(argv: Sequence[str]) -> None:
 
 
 def _made(step: str, *paths: Path) -> None:
-    """`make_apart`, or the step in this process where no child can be started."""
+    """`make_apart`, or the step in this process where the child could not make it (no
+    interpreter to start, or `sys.executable` not a Python that imports this graphseek, as in a
+    frozen application): the memory kept is then the cost, not a failed embedder. A step that
+    fails here too raises."""
     try:
         make_apart(step, *paths)
-    except OSError as exc:
-        log.info("no child interpreter (%s): the %s step runs in this process", exc, step)
+    except (OSError, RuntimeError) as exc:
+        log.info("the %s step runs in this process (%s)", step, exc)
         _STEPS[step](*paths)
 
 
