@@ -166,8 +166,10 @@ class BM25Index:
             )
             if known is not None:
                 vocab = known[0]
-                ids.frombytes(known[1].tobytes())
-                ends = array("q", known[2].tobytes())
+                # the saved arrays' bytes, read once (not through a `tobytes` copy)
+                ids.frombytes(known[1].data.cast("B"))
+                ends = array("q")
+                ends.frombytes(known[2].data.cast("B"))
         kept = len(ends) - 1
         # a fresh index reads `texts` in order (a view of a spooled corpus: in blocks), not
         # a slice, which would be a list of them all
