@@ -298,7 +298,7 @@ def make_apart(step: str, *paths: Path) -> None:
 
 
 def _child(argv: Sequence[str]) -> None:
-    """`make_apart`'s child: the step named first on `paths` after it."""
+    """`make_apart`'s child: `argv` is the step's name, then its paths."""
     step, *paths = argv
     _STEPS[step](*(Path(p) for p in paths))
 

@@ -179,9 +179,10 @@ def map_corpus(
     """Run the map stages of `items` as Dask tasks (`map_shard`, one per shard) and join their
     results in corpus order as they come (`MappedJoin`: the extractions, passage vectors and
     mention vectors to temporary files; the index's passage vectors to one more). At most
-    `IN_FLIGHT_PER_WORKER` shards a worker are submitted or finished and not yet joined, so the driver holds those shards' passages and results, not
-    the corpus's (a spooled corpus is read a shard at a time). A failed task raises
-    `ShardError` (one line) once the others are cancelled."""
+    `IN_FLIGHT_PER_WORKER` shards a worker are submitted or finished and not yet joined, so
+    the driver holds those shards' passages and results, not the corpus's (a spooled corpus is
+    read a shard at a time). A failed task raises `ShardError` (one line) once the others are
+    cancelled."""
     from graphseek.knowledge import embedders
     from graphseek.knowledge.graph.build import MappedJoin
     from graphseek.knowledge.graph.spool import SpilledArray

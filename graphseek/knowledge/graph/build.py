@@ -469,9 +469,9 @@ def build_graph(
     `PassageRows`: in a temporary file, `SpilledArray`; ``np.asarray(rows)`` reads them into
     an array): an index stores them instead of encoding twice. `mapped`: the map stages'
     results computed elsewhere (`map_passages` with the same options, e.g. on Dask workers):
-    extraction and the passage pass are not run here. `memory_budget` (MB, or a size such as ``"4G"``; None:
-    half the machine's memory) chooses how many extraction processes and encoder threads run
-    at once and the write's page cache (`graphseek.knowledge.graph.budget`; the same store
+    extraction and the passage pass are not run here. `memory_budget` (MB, or a size such as
+    ``"4G"``; None: half the machine's memory) chooses how many extraction processes and
+    encoder threads run at once and the write's page cache (`graphseek.knowledge.graph.budget`; the same store
     whatever it is), and is recorded with the estimated peak in the manifest. The C library's
     `malloc` is set to keep one heap and map large blocks on their own for the rest of the
     process (`graphseek.knowledge.heap.bound_heap`; ``GRAPHSEEK_KEEP_MALLOC=1`` leaves it
