@@ -14,9 +14,11 @@ it wrote is the stored one, file by file (the manifest less its timings and writ
 stages since changed must give the same index. ``--phases`` also samples the process's RSS
 every 50 ms and prints, for each step of the stages (the functions in `PHASES`, and the code
 between them, named ``after <function>``), the RSS when it began and the most it reached:
-where inside a stage the peak is.
+where inside a stage the peak is. ``--held`` prints, when the write starts, what the
+`GraphData` it is handed holds, field by field (deep sizes, each object counted once), and the
+C heap (glibc's `mallinfo2`: in use, free, and blocks mapped on their own).
 
-    .venv/bin/python benchmarks/reduce_stages.py STORE_DIR [--out DIR] [--phases]
+    .venv/bin/python benchmarks/reduce_stages.py STORE_DIR [--out DIR] [--phases] [--held]
         [--memory-budget SIZE]
 
 STORE_DIR: a graph store directory (e.g. ``$GRAPHSEEK_CACHE_DIR/bench-add/synthetic-100000/graph``
@@ -182,6 +184,101 @@ def trace_holders(top: int) -> None:
     building.write_store = traced  # type: ignore[assignment]
 
 
+def deep_sizer() -> Any:
+    """A function giving an object's deep size in bytes, counting each object once across
+    calls (a shared object goes to the first field that reaches it): numpy arrays and typed
+    arrays by their buffers, containers and objects (``__dict__``, ``__slots__``) by their
+    items. Files, locks and classes count as nothing."""
+    import sys
+    import types
+    from array import array
+
+    import numpy as np
+
+    seen: set[int] = set()
+    code = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+    def size(obj: Any) -> int:
+        if id(obj) in seen or isinstance(obj, code):
+            return 0
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):  # a view counts its base's buffer once
+            return 112 + (obj.nbytes if obj.base is None else size(obj.base))
+        if isinstance(obj, array):
+            return 64 + obj.buffer_info()[1] * obj.itemsize
+        total = sys.getsizeof(obj)
+        if isinstance(obj, (str, bytes, bytearray, int, float)) or obj is None:
+            return total
+        if isinstance(obj, dict):
+            items: list[Any] = [*obj.keys(), *obj.values()]
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            items = list(obj)
+        elif type(obj).__module__.split(".")[0] in ("graphseek", "builtins"):
+            items = [obj.__dict__] if hasattr(obj, "__dict__") else []
+            slots = (n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ()))
+            items += [getattr(obj, n) for n in slots if hasattr(obj, n)]
+        else:  # open files, locks, memory maps: their Python objects only
+            items = []
+        return total + sum(size(item) for item in items)
+
+    return size
+
+
+def c_heap_mb() -> dict[str, int] | None:
+    """glibc's `mallinfo2`, MB: the heap in use and free, and the blocks `malloc` mapped on
+    their own; None where the C library has none."""
+    import ctypes
+
+    from graphseek.knowledge.heap import _libc_function
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                         "uordblks", "fordblks", "keepcost")
+        ]  # fmt: skip
+
+    mallinfo2 = _libc_function("mallinfo2", (), MallInfo2)
+    if mallinfo2 is None:
+        return None
+    info: Any = mallinfo2()
+    return {
+        "in use": info.uordblks >> 20,
+        "free": info.fordblks >> 20,
+        "mapped on their own": info.hblkhd >> 20,
+        "mapped blocks": info.hblks,
+    }
+
+
+def print_held() -> None:
+    """Print, when `write_store` is called, the deep size of each field of the `GraphData` it
+    is handed (largest first), their total, the RSS and the C heap (`c_heap_mb`)."""
+    import dataclasses
+    import functools
+
+    from graphseek.knowledge.graph import build as building
+
+    write = building.write_store
+
+    @functools.wraps(write)
+    def sized(data: Any, *args: Any, **kwargs: Any) -> Any:
+        size = deep_sizer()
+        rows = sorted(
+            ((size(getattr(data, f.name)), f.name) for f in dataclasses.fields(data)),
+            reverse=True,
+        )
+        print(f"held at the write's start (RSS {PhaseSampler.rss_mb():,} MB), GraphData by field:")
+        for nbytes, name in rows:
+            print(f"  {nbytes / 2**20:8,.1f} MB  {name}")
+        print(f"  {sum(n for n, _ in rows) / 2**20:8,.1f} MB  in all")
+        heap = c_heap_mb()
+        if heap is not None:
+            print("  the C heap, MB: " + ", ".join(f"{k} {v:,}" for k, v in heap.items()))
+        return write(data, *args, **kwargs)
+
+    building.write_store = sized  # type: ignore[assignment]
+
+
 def stored_passages(database: Path) -> Iterator[Any]:
     """The passages of a stored graph (``graph.sqlite``), in corpus order, one at a time."""
     import sqlite3
@@ -213,6 +310,11 @@ def main() -> None:
         metavar="N",
         help="trace allocations from alignment on and list the N lines holding the most "
         "memory when the write starts (tracemalloc; slow)",
+    )
+    parser.add_argument(
+        "--held",
+        action="store_true",
+        help="print what the write is handed, field by field, and the C heap, when it starts",
     )
     args = parser.parse_args()
     sampler = PhaseSampler() if args.phases else None
@@ -255,6 +357,8 @@ def main() -> None:
     out = args.out or work / "graph"
     if args.holders:
         trace_holders(args.holders)
+    if args.held:
+        print_held()
     try:
         started = time.perf_counter()
         build_graph(
