@@ -55,8 +55,9 @@ class Result(BaseModel):
         """The CLI's `--json` object (`abstain_reason` is "" when the run answered). `evidence` is
         never empty when the run retrieved anything: an answer's grounding (`supports_answer`
         true where the passage holds the answer), or for an abstention the passages most likely
-        to hold the answer, best first, each with its best sentence and the candidate `span`
-        marked where there is one."""
+        to hold the answer, best first, each with its sentence most likely to hold the answer,
+        that sentence's `context` (its neighbours) and the candidate `span` marked where there
+        is one."""
         return {
             "answer": self.answer,
             "abstained": self.abstained,
@@ -66,6 +67,7 @@ class Result(BaseModel):
                     "passage_id": e.passage_id,
                     "title": e.title,
                     "sentence": e.sentence,
+                    "context": e.context,
                     "span": e.span,
                     "supports_answer": e.supports_answer,
                     "text": e.text,

@@ -67,17 +67,35 @@ def demo_index(rebuild: bool = False, quiet: bool = False) -> Any:
 SHOWN_ON_ABSTENTION = 3
 
 
-def _snippet(e: Any) -> str:
-    """An evidence item's best sentence (else the start of its passage) as rich markup, with the
-    candidate answer span in bold."""
+def _marked(text: str, span: str) -> str:
+    """`text` as rich markup with `span` (where it occurs) in bold."""
     from rich.markup import escape
 
-    text = e.sentence or (e.text[:200] + ("…" if len(e.text) > 200 else ""))
-    at = text.find(e.span) if e.span else -1
+    at = text.find(span) if span else -1
     if at < 0:
         return escape(text)
-    end = at + len(e.span)
+    end = at + len(span)
     return f"{escape(text[:at])}[bold]{escape(text[at:end])}[/bold]{escape(text[end:])}"
+
+
+def _snippet(e: Any) -> str:
+    """An evidence item's sentence with its context (the neighbouring sentences dimmed), else
+    the start of its passage, as rich markup with the candidate answer span in bold."""
+    from rich.markup import escape
+
+    if not e.sentence:
+        return escape(e.text[:200] + ("…" if len(e.text) > 200 else ""))
+    context = e.context or e.sentence
+    at = context.find(e.sentence)
+    if at < 0:
+        return _marked(e.sentence, e.span)
+    before, after = context[:at].strip(), context[at + len(e.sentence) :].strip()
+    span = "" if e.span and e.span in e.sentence else e.span  # bold once, where it is
+    return (
+        (f"[dim]{_marked(before, span)}[/dim] " if before else "")
+        + _marked(e.sentence, e.span)
+        + (f" [dim]{_marked(after, span)}[/dim]" if after else "")
+    )
 
 
 def _print_result(result: Any, as_json: bool) -> None:

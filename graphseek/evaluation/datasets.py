@@ -182,9 +182,14 @@ DATASETS: dict[str, DatasetSpec] = {
 
 DEVSETS: dict[str, str] = {
     "pkgdocs": "benchmarks/devsets/pkgdocs/questions.json",
+    "manpages": "benchmarks/devsets/manpages/questions.json",
+    "configref": "benchmarks/devsets/configref/questions.json",
+    "changelogs": "benchmarks/devsets/changelogs/questions.json",
 }
 """Dev sets kept in this repository (question file relative to the repository root, its corpus
-in the `docs/` folder beside it): 40 installed package documents with their markup, 39 questions."""
+in the `docs/` folder beside it), one documentation genre each: package READMEs with their
+markup (`pkgdocs`), rendered man pages of tools (`manpages`), configuration-file references
+(`configref`) and release notes (`changelogs`). Each folder's README says how it was made."""
 
 
 HELDOUT_FILES: dict[str, tuple[str, str]] = {

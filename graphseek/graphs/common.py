@@ -165,7 +165,12 @@ def model_answer_fit(
     # the passage a sentence was copied from, else the first cited: its title reads with it
     first = evidence[0] if evidence else None
     source = next((e for e in evidence if contains(e.text, answer)), first)
-    fit = fit_answer(question, answer, thresholds(ctx)[0], source.title if source else "")
+    read = [f"{e.title} {e.text}" for e in evidence] + [
+        f"{h.passage.title} {h.passage.text}" for h in observed()
+    ]
+    fit = fit_answer(
+        question, answer, thresholds(ctx)[0], source.title if source else "", evidence=read
+    )
     marked = mark_support(evidence, fit.answer)
     if not fit.fits or fit.answer in ("yes", "no") or any(e.supports_answer for e in marked):
         return fit, marked
@@ -210,7 +215,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str
     most likely to hold the answer (`graphseek.agents.reading.evidence`). A chat model's answer
     is read first (`model_answer_fit`): a sentence gives way to the span that answers, and an
     answer that does not answer, or that its evidence does not state, is an abstention."""
-    from graphseek.agents.reading.evidence import mark_support, shown_evidence
+    from graphseek.agents.reading.evidence import mark_support, shown_evidence, with_sentences
 
     question = state.get("question", "")
     reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
@@ -235,7 +240,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str
                 "answer": answer,
                 "abstained": False,
                 "abstain_reason": "",
-                "evidence": Overwrite(evidence),
+                "evidence": Overwrite(with_sentences(question, evidence, answer)),
                 "trace": ["finalize_answer"],
                 **extra,
             }

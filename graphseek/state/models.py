@@ -25,7 +25,14 @@ class EvidenceItem(BaseModel):
     passage_id: str
     title: str = ""
     text: str = ""
-    sentence: str = ""
+    sentence: str = Field(
+        default="", description="The sentence of the passage most likely to hold the answer."
+    )
+    context: str = Field(
+        default="",
+        description="`sentence` with its neighbouring sentences, when they help to read it "
+        "(else the sentence alone; empty when `sentence` is).",
+    )
     score: float = 0.0
     span: str = Field(
         default="",

@@ -6,9 +6,14 @@ another question ("The version number format of XZ Utils is X.Y.ZS.") or only re
 the question holds. Both occur in the passages, so an occurrence test passes them. Here:
 
 - a **sentence** (a finite verb, at least `SENTENCE_MIN_WORDS` words, not a title) is read as a
-  one-sentence passage, under the title of the passage it comes from, by the extractive reader (`graphseek.agents.reading.reader`): the span
-  of the kind the question asks for, tied to the question's words, becomes the answer when the
-  reader's confidence reaches its operating point; else the sentence does not answer;
+  one-sentence passage, under the title of the passage it comes from, by the extractive reader
+  (`graphseek.agents.reading.reader`). Given the `evidence` the model read, only spans that
+  occur both in the sentence and in that evidence are kept (a made-up example value, a mangled
+  name never is): the best of them becomes the answer when the reader's confidence reaches its
+  operating point, or when it is the only one; else, when the sentence holds exactly one
+  specific token that the evidence holds and the question does not (an option, a suffix, a
+  number: `sentences.specific_tokens`), that token; else the sentence does not answer. A
+  sentence that says it does not know ("not stated", "unknown") answers nothing;
 - a **short answer** that is only a name the question already holds does not answer, except in
   a question that offers a choice ("A or B?");
 - a yes/no question's answer that starts with "yes" or "no" is that word.
@@ -21,10 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from graphseek.agents.reading.question import analyse_question, in_question
+from graphseek.agents.text import contains, normalize
 from graphseek.knowledge.passages import Hit, Passage
 
 #: fewer words than this is a span, never read as a sentence
@@ -32,6 +39,9 @@ SENTENCE_MIN_WORDS = 4
 _FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _CHOICE = re.compile(r"\bor\b", re.IGNORECASE)
+_DOUBT = re.compile(
+    r"\b(?:not|no|unknown|cannot|can't|unclear|unable|neither|nor|none)\b", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -60,12 +70,18 @@ def is_sentence(text: str, nlp: Any = None) -> bool:
 
 
 def fit_answer(
-    question: str, answer: str, threshold: float, title: str = "", reader: Any = None
+    question: str,
+    answer: str,
+    threshold: float,
+    title: str = "",
+    reader: Any = None,
+    evidence: Sequence[str] = (),
 ) -> Fit:
     """Read `answer` against `question` (see the module docstring); `threshold` is the reader's
     operating point, the confidence at which its own drafts are answers. `title`: the title of
     the passage the sentence comes from, read with it as a passage's title is ("He died at
-    Missolonghi" under "Lord Byron")."""
+    Missolonghi" under "Lord Byron"). `evidence`: the texts the model read; when given, a
+    span read from a sentence must occur in one of them."""
     question = " ".join(question.split())
     answer = answer.strip()
     if not answer:
@@ -89,9 +105,16 @@ def fit_answer(
     passage = Passage(id=f"model-answer:{key}", title=title, text=answer)
     hit = Hit(passage=passage, score=1.0, rank=1)
     ranked = reader.rank(question, [hit], spec)
+    if evidence:
+        ranked = [c for c in ranked if any(contains(t, c.text) for t in evidence)]
     confidence = reader.confidence(ranked) if ranked else 0.0
-    if ranked and confidence >= threshold:
+    doubtful = bool(_DOUBT.search(answer))
+    distinct = {normalize(c.text) for c in ranked}
+    if ranked and (confidence >= threshold or (len(distinct) == 1 and not doubtful)):
         return Fit(ranked[0].text, True, read_from=answer)
+    token = _lone_specific(question, answer, evidence) if evidence and not doubtful else ""
+    if token:
+        return Fit(token, True, read_from=answer)
     return Fit(
         answer,
         False,
@@ -99,6 +122,16 @@ def fit_answer(
         f"reader ties nothing in it to the question: confidence {confidence:.2f}, below "
         f"{threshold:.2f})",
     )
+
+
+def _lone_specific(question: str, answer: str, evidence: Sequence[str]) -> str:
+    """The one specific token of `answer` (`specific_tokens`) that some text of `evidence` holds
+    and `question` does not; "" when there is none or more than one."""
+    from graphseek.agents.reading.sentences import known_tokens, specific_token_list
+
+    tokens = specific_token_list(answer, known_tokens(question))
+    found = {t for t in tokens if any(contains(e, t) for e in evidence)}
+    return found.pop() if len(found) == 1 else ""
 
 
 def _short(text: str, n: int = 120) -> str:

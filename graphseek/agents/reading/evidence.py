@@ -1,18 +1,22 @@
-"""What a reply shows: the passages and sentences most likely to hold the answer, best first.
+"""What a reply shows: the sentences most likely to hold the answer, best first.
 
-Every reply carries evidence, an abstention too. For an answer, the evidence items are its
-grounding, each flagged `supports_answer` when its passage holds the answer (and `span` set when
-its sentence does). For an abstention, `shown_evidence` ranks what the run read:
+Every reply carries evidence, an abstention too, and every item shows a sentence with its
+context (`graphseek.agents.reading.sentences`: ranked by relevance to the question, not by the
+reader's guess of the answer's type, so a wrong guess never hides the right sentence).
 
-1. the evidence of the run's own drafts, the most confident first, with the draft's answer marked
-   as the `span` where its sentence holds it (what the run judged but did not trust enough);
-2. then the retrieved passages in the order the extractive reader ranks them: a passage's best
-   candidate answer (its sentence, the span marked), else its sentence that best covers the
-   question. The first `READ_PASSAGES` passages the run retrieved (first seen first) are read:
-   parsing is what reading costs, and those are the ones its drafts read, parsed already. What
-   is shown depends on the run only, not on what else the process read before.
+- For an answer, the evidence items are its grounding, each flagged `supports_answer` when its
+  passage holds the answer; `with_sentences` gives each its sentence (the one holding the answer
+  when there is one, else its most relevant) and that sentence's context, so a model's
+  evidence shows sentences as the offline reader's does, and `span` where the sentence holds
+  the answer.
+- For an abstention, `shown_evidence` ranks the sentences of what the run read (the first
+  `READ_PASSAGES` passages it retrieved, then those its drafts cited) and shows the best
+  `SHOWN_ITEMS`, a sentence that is already another's context skipped. A sentence that holds one
+  of the drafts' answers or of the reader's best `GUESSES` candidates (else whose context holds
+  one) has that `span` marked: what the run judged but did not trust enough.
 
-Nothing here decides whether to answer; an item of an abstention never `supports_answer`.
+What is shown depends on the run only, not on what else the process read before. Nothing here
+decides whether to answer; an item of an abstention never `supports_answer`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphseek.agents.text import answer_occurs, contains
-from graphseek.knowledge.passages import Hit
+from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.models import Draft, EvidenceItem
 
 #: how many items an abstention shows at most (the CLI prints the first three)
@@ -29,6 +33,8 @@ SHOWN_ITEMS = 5
 #: how many of the run's passages (first retrieved first) an abstention reads: parsing is the
 #: cost (spaCy and the sentence embedder), and the first ones are those the drafts parsed
 READ_PASSAGES = 5
+#: how many of the reader's candidates an abstention marks where its sentences hold them
+GUESSES = 3
 
 
 def to_evidence(hit: Hit, sentence: str = "") -> EvidenceItem:
@@ -57,13 +63,26 @@ def mark_support(items: Sequence[EvidenceItem], answer: str) -> list[EvidenceIte
     return out
 
 
-def _draft_items(drafts: Sequence[Draft]) -> list[EvidenceItem]:
-    items: list[EvidenceItem] = []
+def _read_hits(drafts: Sequence[Draft], hits: Sequence[Hit]) -> list[Hit]:
+    """The first `READ_PASSAGES` hits, then the passages the drafts cite that are not among them."""
+    read = list(hits[:READ_PASSAGES])
+    seen = {h.passage.id for h in read}
     for d in sorted(drafts, key=lambda d: -d.confidence):
         for e in d.evidence:
-            span = d.answer if d.answer and contains(e.sentence or e.text, d.answer) else ""
-            items.append(e.model_copy(update={"span": span, "supports_answer": False}))
-    return items
+            if e.passage_id not in seen and e.text:
+                seen.add(e.passage_id)
+                passage = Passage(id=e.passage_id, title=e.title, text=e.text)
+                read.append(Hit(passage=passage, score=e.score, rank=len(read) + 1))
+    return read
+
+
+def _guesses(drafts: Sequence[Draft]) -> list[str]:
+    out: list[str] = []
+    for d in sorted(drafts, key=lambda d: -d.confidence):
+        for a in (d.answer, *d.candidates):
+            if a and a not in out:
+                out.append(a)
+    return out
 
 
 def shown_evidence(
@@ -73,41 +92,80 @@ def shown_evidence(
     reader: Any = None,
     limit: int = SHOWN_ITEMS,
 ) -> list[EvidenceItem]:
-    """The evidence an abstention shows: the drafts' evidence, then the hits as the reader
-    ranks them (see the module docstring), one item per passage, at most `limit`."""
-    out: dict[str, EvidenceItem] = {}
-    for e in _draft_items(drafts):
-        if len(out) >= limit:
-            break
-        out.setdefault(e.passage_id, e)
+    """The evidence an abstention shows: the most relevant sentences of what the run read (see
+    the module docstring), each with its context and a candidate `span` where it holds one."""
+    from graphseek.agents.reading.sentences import rank_sentences, top_sentences
+
     if reader is None:
         from graphseek.agents.reading.reader import get_reader
 
         reader = get_reader()
-    hits = [h for h in hits if h.passage.id not in out][:READ_PASSAGES]
-    if len(out) >= limit or not hits:
-        return list(out.values())
-    # each passage's best candidate, in the reader's order across passages ...
-    best: dict[str, tuple[tuple[int, float], str, str, float]] = {}
-    for position, cand in enumerate(reader.rank(question, hits)):
-        if cand.passage.id not in best:
-            best[cand.passage.id] = ((0, position), cand.sentence, cand.text, cand.score)
-    # ... then the passages with no candidate, by their sentence that covers the question best
-    for hit, (sentence, score) in zip(hits, reader.best_sentences(question, hits), strict=True):
-        if hit.passage.id not in best and sentence:
-            best[hit.passage.id] = ((1, -score), sentence, "", score)
-    by_id = {h.passage.id: h for h in hits}
-    ranked = sorted(best.items(), key=lambda kv: (kv[1][0], kv[0]))
-    for pid, (_, sentence, span, score) in ranked:
-        if len(out) >= limit:
-            break
-        p = by_id[pid].passage
-        out[pid] = EvidenceItem(
-            passage_id=pid,
-            title=p.title,
-            text=p.text,
-            sentence=sentence,
-            score=round(score, 4),
-            span=span,
+    read = _read_hits(drafts, hits)
+    if not read:
+        return []
+    shown = top_sentences(rank_sentences(question, read, reader), limit)
+    # what the run guessed, best first: its drafts' answers, then the reader's candidates
+    guesses = _guesses(drafts)
+    for cand in reader.rank(question, read)[:GUESSES]:
+        if cand.text not in guesses:
+            guesses.append(cand.text)
+    out = []
+    for s in shown:
+        span = next((g for g in guesses if contains(s.text, g)), "")
+        span = span or next((g for g in guesses if contains(s.context, g)), "")
+        out.append(
+            EvidenceItem(
+                passage_id=s.passage.id,
+                title=s.passage.title,
+                text=s.passage.text,
+                sentence=s.text,
+                context=s.context,
+                score=round(s.score, 4),
+                span=span,
+            )
         )
-    return list(out.values())
+    return out
+
+
+def with_sentences(
+    question: str, items: Sequence[EvidenceItem], answer: str = "", reader: Any = None
+) -> list[EvidenceItem]:
+    """`items` each with a sentence and its context: an item without a sentence (a model's
+    citation of a whole passage) gets its passage's sentence that holds `answer`, else its most
+    relevant one; an item with a sentence gets that sentence's context. `span` is set where the
+    sentence holds `answer`."""
+    from graphseek.agents.reading.sentences import best_in_passage, rank_sentences
+
+    todo = [e for e in items if e.text and not e.context]
+    if not todo:
+        return list(items)
+    if reader is None:
+        from graphseek.agents.reading.reader import get_reader
+
+        reader = get_reader()
+    hits = [
+        Hit(passage=Passage(id=e.passage_id, title=e.title, text=e.text), score=e.score, rank=k + 1)
+        for k, e in enumerate(todo)
+    ]
+    ranked = rank_sentences(question, hits, reader)
+    out = []
+    for e in items:
+        if not e.text or e.context:
+            out.append(e)
+            continue
+        if e.sentence:
+            mine = [s for s in ranked if s.passage.id == e.passage_id]
+            same = next((s for s in mine if s.text == e.sentence), None)
+            same = same or next((s for s in mine if e.sentence in s.text), None)
+            update = {"context": same.context if same else e.sentence}
+        else:
+            best = best_in_passage(ranked, e.passage_id, answer)
+            if best is None:
+                out.append(e)
+                continue
+            update = {"sentence": best.text, "context": best.context}
+        sentence = update.get("sentence", e.sentence)
+        if answer and not e.span and contains(sentence, answer):
+            update["span"] = answer
+        out.append(e.model_copy(update=update))
+    return out

@@ -182,17 +182,18 @@ class Candidate:
 
 def _stem(word: str) -> str:
     stems = content_words(word)
-    return _key(next(iter(stems)) if len(stems) == 1 else word.lower())
+    return match_key(next(iter(stems)) if len(stems) == 1 else word.lower())
 
 
-def _key(stem: str) -> str:
+def match_key(stem: str) -> str:
     """A word's matching key: its first six letters ("directed" / "director", "compressed" /
     "compression"), a truncation stemmer, as IR systems use for English."""
     return stem[:6]
 
 
-def _keys(words: frozenset[str] | set[str]) -> frozenset[str]:
-    return frozenset(_key(w) for w in words)
+def match_keys(words: frozenset[str] | set[str]) -> frozenset[str]:
+    """The `match_key` of each word."""
+    return frozenset(match_key(w) for w in words)
 
 
 def _parse_sentence(sent: Any, index: int) -> _Sentence:
@@ -364,7 +365,7 @@ class ExtractiveReader:
                 i = 0
                 for p, sents in parsed:
                     n = len(sents)
-                    words = _keys(content_words(f"{p.title} {p.text}"))
+                    words = match_keys(content_words(f"{p.title} {p.text}"))
                     self._store(_Parsed(p, sents, vectors[i : i + n], words))
                     i += n
             out = []
@@ -378,7 +379,8 @@ class ExtractiveReader:
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
-    def _question_vector(self, question: str) -> np.ndarray:
+    def question_vector(self, question: str) -> np.ndarray:
+        """The question's MiniLM vector (cached)."""
         with self._lock:
             vec = self._questions.get(question)
             if vec is None:
@@ -398,8 +400,8 @@ class ExtractiveReader:
         spec = spec or analyse_question(" ".join(question.split()))
         if not hits or spec.yesno:
             return []
-        rel = _keys(spec.relation_words or spec.words)
-        head = _keys(spec.head_words)
+        rel = match_keys(spec.relation_words or spec.words)
+        head = match_keys(spec.head_words)
         model = self.model
         pool: dict[str, Candidate] = {}
         for doc, sent, sentence_features, s_score in self._scored_sentences(spec, hits, rel):
@@ -456,17 +458,17 @@ class ExtractiveReader:
         """Every sentence of the hits that is not an instruction, with its five sentence features
         (`FEATURES[:SENTENCE_FEATURES]`) and their hand-set `sentence_score`."""
         docs = self.parse([h.passage for h in hits])
-        q_vec = self._question_vector(spec.question)
+        q_vec = self.question_vector(spec.question)
         weights: dict[str, float] = {}
         for w in spec.words:
-            weights[_key(w)] = max(weights.get(_key(w), 0.0), term_weight(w))
+            weights[match_key(w)] = max(weights.get(match_key(w), 0.0), term_weight(w))
         total = sum(weights.values()) or 1.0
         for position, (hit, doc) in enumerate(zip(hits, docs, strict=True)):
             rank = hit.rank or position + 1
             rank_score = 1.0 / (1.0 + 0.3 * (rank - 1))
             # rarity-weighted share of the question's words the passage (title included) holds
             in_passage = sum(w for t, w in weights.items() if t in doc.words) / total
-            title_words = _keys(content_words(doc.passage.title))
+            title_words = match_keys(content_words(doc.passage.title))
             sims = doc.vectors @ q_vec if len(doc.sentences) else np.zeros(0)
             for sent, sim in zip(doc.sentences, sims, strict=True):
                 if sent.meta:
@@ -482,7 +484,7 @@ class ExtractiveReader:
         """For each hit, in order, its sentence that best covers the question and that
         sentence's `sentence_score` (("", 0.0) for a passage with no readable sentence)."""
         spec = analyse_question(" ".join(question.split()))
-        rel = _keys(spec.relation_words or spec.words)
+        rel = match_keys(spec.relation_words or spec.words)
         best: dict[str, tuple[str, float]] = {}
         for doc, sent, _, score in self._scored_sentences(spec, hits, rel):
             if doc.passage.id not in best or score > best[doc.passage.id][1]:
