@@ -12,6 +12,15 @@ cross-validated figures, and the operating point; `--write` stores it (with the 
         --dataset docqa --dataset benchmarks/devsets/pkgdocs/questions.json [--write]
     .venv/bin/python benchmarks/calibrate.py --profile wikipedia --dataset 2wiki \\
         --questions 0:200 [--write]
+    .venv/bin/python benchmarks/calibrate.py --profile general --by-genre \\
+        --dataset docqa --dataset pkgdocs --dataset manpages --dataset configref \\
+        --dataset changelogs --thresholds 0.3,0.4,0.5,0.6,0.7
+
+`--by-genre` judges the rule leave-one-genre-out: for each dataset (a genre of documents) the
+threshold is chosen on the other datasets' questions, and the held one is scored at it: right,
+wrong, abstained, unanswerable questions abstained, and **visible** (the share of answerable
+questions whose gold answer is in what the user was shown: the answer, or the first three
+evidence sentences with their context, `scoring.answer_in_evidence`).
 
 Tune on dev slices only (2Wiki 0-199, MuSiQue train, HotpotQA train, docqa dev, the pkgdocs
 dev set). Records go to `--out` (JSONL, one line per threshold and question) and are reused
@@ -48,6 +57,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--target", type=float, default=0.10)
     p.add_argument("--out", default="eval-out/calibrate")
     p.add_argument("--write", action="store_true", help="store the operating point")
+    p.add_argument("--by-genre", action="store_true", help="leave-one-dataset-out figures")
     return p.parse_args()
 
 
@@ -65,10 +75,15 @@ def main() -> int:
     args = _args()
     from graphseek import ask
     from graphseek.evaluation import cached_index
-    from graphseek.evaluation.calibration import Rates, choose_threshold, cross_validate
+    from graphseek.evaluation.calibration import (
+        Rates,
+        choose_threshold,
+        cross_validate,
+        leave_groups_out,
+    )
     from graphseek.evaluation.datasets import load_dataset
     from graphseek.evaluation.judge import Judge
-    from graphseek.evaluation.scoring import score_answer
+    from graphseek.evaluation.scoring import answer_in_evidence, score_answer
 
     thresholds = sorted(float(t) for t in args.thresholds.split(","))
     questions = None if args.questions == "all" else args.questions
@@ -76,12 +91,17 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = out / f"{args.profile}-{args.topology}.jsonl"
     done: dict[tuple[str, str, float], str] = {}
+    seen: dict[tuple[str, str, float], bool | None] = {}
     if log.exists():
         for line in log.read_text().splitlines():
             r = json.loads(line)
             done[(r["dataset"], r["id"], r["threshold"])] = r["outcome"]
+            seen[(r["dataset"], r["id"], r["threshold"])] = r.get("visible")
     judge = Judge()
     sweep: dict[float, list[str]] = {t: [] for t in thresholds}
+    shown: dict[float, list[bool | None]] = {t: [] for t in thresholds}
+    groups: list[str] = []
+    unanswerable: list[bool] = []
     names: list[str] = []
     cpu_start, wall_start, asked = time.process_time(), time.perf_counter(), 0
     with log.open("a") as sink:
@@ -102,11 +122,18 @@ def main() -> int:
                         )
                         _, _, outcome = score_answer(q, result.answer, result.abstained, judge)
                         done[key] = outcome
+                        seen[key] = answer_in_evidence(
+                            q.answers, result.answer, result.evidence, result.abstained
+                        )
                         asked += 1
                         row = {"dataset": dataset.name, "id": q.id, "threshold": t}
-                        sink.write(json.dumps({**row, "outcome": outcome}) + "\n")
+                        line = {**row, "outcome": outcome, "visible": seen[key]}
+                        sink.write(json.dumps(line) + "\n")
                         sink.flush()
                     sweep[t].append(done[key])
+                    shown[t].append(seen.get(key))
+                groups.append(dataset.name)
+                unanswerable.append(not q.answerable)
             print(f"{dataset.name}: {len(dataset.questions)} questions", flush=True)
     if asked:
         cpu = (time.process_time() - cpu_start) / asked
@@ -132,6 +159,25 @@ def main() -> int:
         f"operating point: {point} (lowest threshold with a wrong-answer rate <= "
         f"{args.target:.0%}): right {at.right}/{at.n}, wrong {at.wrong}, abstained {at.abstained}"
     )
+    if args.by_genre:
+        print(f"\nleave one genre out (threshold chosen on the others, target {args.target:.0%})")
+        print(
+            f"{'held genre':<12}{'n':>4}{'threshold':>10}{'right':>8}{'wrong':>8}{'abst.':>8}"
+            f"{'unans. abst.':>13}{'visible':>9}"
+        )
+        for name, (t, r) in leave_groups_out(sweep, groups, args.target).items():
+            rows = [i for i, g in enumerate(groups) if g == name]
+            answerable = [i for i in rows if not unanswerable[i]]
+            held_out = [i for i in rows if unanswerable[i]]
+            abst = sum(sweep[t][i] == "right" for i in held_out) / max(1, len(held_out))
+            vis = [shown[t][i] for i in answerable if shown[t][i] is not None]
+            right = sum(sweep[t][i] == "right" for i in answerable) / max(1, len(answerable))
+            print(
+                f"{name:<12}{r.n:>4}{t:>10.2f}{right:>8.0%}"
+                f"{r.wrong_rate:>8.0%}{r.abstained / r.n:>8.0%}{abst:>13.0%}"
+                f"{(sum(vis) / len(vis) if vis else float('nan')):>9.0%}"
+            )
+        print("(right and visible: of answerable questions; wrong and abstained: of all)")
     if args.write:
         stored: dict[str, Any] = json.loads(POINTS.read_text()) if POINTS.exists() else {}
         stored[args.profile] = {

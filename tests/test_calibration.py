@@ -14,6 +14,7 @@ from graphseek.evaluation.calibration import (
     choose_threshold,
     cross_validate,
     folds_of,
+    leave_groups_out,
 )
 
 R, W, A = "right", "wrong", "abstained"
@@ -42,6 +43,18 @@ def test_lowest_threshold_within_the_target() -> None:
 
 def test_no_threshold_within_the_target_takes_the_highest() -> None:
     assert choose_threshold({0.2: [W, R], 0.4: [W, A]}, 0.1) == 0.4
+
+
+def test_leave_one_genre_out_chooses_on_the_other_genres() -> None:
+    genres = ["a"] * 5 + ["b"] * 5
+    out = leave_groups_out(SWEEP, genres, target=0.10)
+    # on b's questions alone (5..9) 0.1 is 60% wrong and 0.3 20%: 0.5 is chosen for a
+    assert out["a"][0] == 0.5 and out["a"][1] == Rates.of(SWEEP[0.5][:5])
+    # on a's questions (0..4) 0.1 is already 0% wrong
+    assert out["b"][0] == 0.1 and out["b"][1] == Rates.of(SWEEP[0.1][5:])
+    assert leave_groups_out(SWEEP, ["a"] * 10)["a"][0] == choose_threshold(SWEEP, 0.10)
+    with pytest.raises(ValueError, match="group names"):
+        leave_groups_out(SWEEP, ["a"])
 
 
 def test_folds_partition_the_questions() -> None:

@@ -94,3 +94,21 @@ def cross_validate(
         chosen.append(t)
         pooled += [sweep[t][q] for q in held]
     return Rates.of(pooled), chosen
+
+
+def leave_groups_out(
+    sweep: Sweep, groups: Sequence[str], target: float = TARGET_WRONG_RATE
+) -> dict[str, tuple[float, Rates]]:
+    """For each group (a genre: `groups[i]` names question i's), the threshold the rule chooses
+    on the other groups' questions and the held group's outcomes at it: how the operating point
+    does on a kind of document it was not chosen on. With one group, it is chosen on itself."""
+    n = _check(sweep)
+    if len(groups) != n:
+        raise ValueError(f"{len(groups)} group names for {n} questions")
+    out: dict[str, tuple[float, Rates]] = {}
+    for name in dict.fromkeys(groups):
+        held = [i for i, g in enumerate(groups) if g == name]
+        train = [i for i, g in enumerate(groups) if g != name] or held
+        t = choose_threshold(sweep, target, train)
+        out[name] = (t, Rates.of([sweep[t][i] for i in held]))
+    return out
