@@ -516,6 +516,35 @@ def test_docs_format_errors_name_the_problem(tmp_path: Path) -> None:
         load_dataset(f"pkgdocs={lone}")
 
 
+@pytest.mark.parametrize("name", ["manpages", "configref", "changelogs"])
+def test_each_genre_dev_set_is_named_and_grounded_in_its_documents(name: str) -> None:
+    """The documentation genres of `benchmarks/devsets/`: at least 25 questions of the three
+    types; every quote in its document, and every answerable question's answer (or an alias)
+    in one of its supporting documents, compared on letters and digits."""
+    import re
+
+    from graphseek.evaluation.datasets import DEVSETS
+
+    assert name in DEVSETS
+    ds = load_dataset(name, questions=None)
+    assert ds.name == name and len(ds.questions) >= 25
+    types = {q.type for q in ds.questions}
+    assert types == {"single", "two_hop", "unanswerable"}
+    docs = Path(ds.source).parent / "docs"
+
+    def squash(text: str) -> str:
+        return re.sub(r"[^0-9a-z]", "", text.lower())
+
+    for q in ds.questions:
+        supporting = q.metadata.get("supporting", [])
+        texts = [squash((docs / s["doc"]).read_text(encoding="utf-8")) for s in supporting]
+        for s, text in zip(supporting, texts, strict=True):
+            assert squash(s["quote"]) in text, q.id
+        assert q.answerable == (q.type != "unanswerable") == bool(supporting), q.id
+        if q.answerable:
+            assert any(squash(a) in t for a in q.answers for t in texts), q.id
+
+
 def test_pkgdocs_dev_set_is_named_and_its_quotes_are_in_its_documents() -> None:
     import re
 
