@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from floats import HALF_STEPS, assert_close
 
 from graphseek.knowledge.embedder import Embedder, get_embedder, pool_spans
 from graphseek.knowledge.graph import add_passages, build_graph, delete_passages
@@ -547,23 +548,34 @@ def test_base_vectors_come_from_the_mentions(built: Index, tiny_passages) -> Non
 
 
 def test_contextual_update_and_delete_equal_a_rebuild(tiny_passages, tmp_path: Path) -> None:
+    """The same entities, relations and vectors. The vectors come from other code paths (the
+    update's passage pass runs over the new passages alone, in other batches; the delete keeps
+    the stored rows): compared within a tolerance, the base vectors within two float16 steps
+    (`HALF_STEPS`: they are sums of float16 mention vectors, whose rounding can turn a
+    last-bit difference into one float16 step). Merges are decided on cosines the fixture
+    holds nowhere near the candidate threshold (the nearest: 0.033 from it)."""
+
     def snapshot(store: SQLiteGraphStore) -> tuple[object, ...]:
         vectors, ids = store.entity_embeddings()
         return (
             sorted(e.model_dump_json() for e in store.entities()),
             sorted(r.id for r in store.relations()),
             list(ids),
-            vectors.round(5).tolist(),
-            store.alignment_state()[2].round(5).tolist(),
+            np.asarray(vectors),
         )
+
+    def assert_same(got: SQLiteGraphStore, want: SQLiteGraphStore) -> None:
+        assert_close(snapshot(got), snapshot(want))
+        base = np.asarray(got.alignment_state()[2])
+        assert_close(base, np.asarray(want.alignment_state()[2]), rtol=HALF_STEPS)
 
     full = build_graph(tiny_passages, tmp_path / "full", show_progress=False)
     build_graph(tiny_passages[:5], tmp_path / "grown", show_progress=False).close()
     grown = add_passages(tmp_path / "grown", tiny_passages[5:], show_progress=False)
-    assert snapshot(grown) == snapshot(full)
+    assert_same(grown, full)
     part = build_graph(tiny_passages[:5], tmp_path / "part", show_progress=False)
     shrunk = delete_passages(tmp_path / "full", [p.id for p in tiny_passages[5:]])
-    assert snapshot(shrunk) == snapshot(part)
+    assert_same(shrunk, part)
     assert len(shrunk.mention_embeddings()[1]) == len(part.mention_embeddings()[1])
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from floats import assert_close
 from test_postgres_store import (  # noqa: F401 - the indexes of the tiny corpus
     QUERIES,
     _no_whole_graph,
@@ -95,7 +96,9 @@ def test_each_read_equals_the_postgres_read(sources: Any, dir_reads: Any) -> Non
         assert _same(directory.hyperedges(ids), postgres.hyperedges(ids))
     assert _same(directory.topics(), postgres.topics()) and directory.topics()
     assert _same(directory.hyperedge_labels(), postgres.hyperedge_labels())
-    assert _same(directory.topic_centroids(), postgres.topic_centroids())
+    # the centroids are computed on each side (numpy here, pgvector's `avg` in the server),
+    # the rest read as stored: these within a tolerance
+    assert_close(directory.topic_centroids(), postgres.topic_centroids())
     assert _same(directory.relation_list(), postgres.relation_list())
     embed = dir_reads.embed
     for query in QUERIES:
@@ -103,7 +106,9 @@ def test_each_read_equals_the_postgres_read(sources: Any, dir_reads: Any) -> Non
         for n in (len(entities), 5):
             got_pos, got_vec = directory.nearest_entities(qv, n)
             want_pos, want_vec = postgres.nearest_entities(qv, n)
-            # the same entities and vectors (the database returns them in no set order)
+            # the same entities and vectors (the database returns them in no set order); the
+            # nearest are ranked by numpy here and by pgvector there, but the fixture's 6
+            # nearest cosines are at least 5e-5 apart: no tie a last bit could turn
             order, want = np.argsort(got_pos), np.argsort(want_pos)
             assert sorted(got_pos) == sorted(want_pos), (query, n)
             assert np.array_equal(got_vec[order], want_vec[want]), (query, n)
@@ -146,7 +151,9 @@ def test_graph_retrievers_equal_the_postgres_backend(
         expected = retrieve(pg_index, query, 5, name)
         got = retrieve(dir_reads, query, 5, name)
         assert [h.passage.id for h in got] == [h.passage.id for h in expected], (name, query)
-        assert [h.score for h in got] == [h.score for h in expected], (name, query)
+        # the scores within a tolerance: each backend finds the nearest entities and makes the
+        # topic centroids its own way (numpy here, pgvector there)
+        assert_close([h.score for h in got], [h.score for h in expected], where=f"{name} {query}")
         assert got, query
 
 
@@ -159,7 +166,8 @@ def test_higra_context_equals_the_postgres_backend(dir_reads: Any, pg_index: Any
     for query in QUERIES:
         got = higra_retriever(dir_reads).retrieve(query)
         expected = higra_retriever(pg_index).retrieve(query)
-        assert replace(got, timings={}) == replace(expected, timings={}), query
+        # every id, rank and name exactly; the scores within a tolerance (two backends' reads)
+        assert_close(replace(got, timings={}), replace(expected, timings={}), where=query)
         with_context += bool(got.relations and got.passages)
     assert with_context >= 3
 

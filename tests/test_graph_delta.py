@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from floats import assert_close
 from test_graph_store import CORPUS, build, snapshot
 
 from graphseek.knowledge.graph import SQLiteGraphStore, add_passages
@@ -49,7 +50,11 @@ def test_a_delta_add_gives_the_rebuilds_graph_on_a_small_corpus(
     out = copy_of(stores["half"], tmp_path)
     updated = add_passages(out, CORPUS[3:] + CORPUS[:1], show_progress=False, delta=True)
     with SQLiteGraphStore.open(stores["full"]) as full:
-        assert snapshot(updated) == snapshot(full)
+        # the delta's new cosines come from its own search of the stored vectors, the
+        # rebuild's from a search of every pair (two float kernels): "similar" relation
+        # weights within a tolerance; no cosine of the fixture is within 0.0037 of the
+        # candidate threshold
+        assert_close(snapshot(updated), snapshot(full))
         assert sorted(updated.passage_ids()) == sorted(full.passage_ids())
     with SQLiteGraphStore.open(stores["half"]) as half:
         stored_topics = {t.id for t in half.topics()}
@@ -121,7 +126,7 @@ def test_an_exact_add_after_a_delta_gives_the_rebuild_again(
     add_passages(out, CORPUS[3:5], show_progress=False, delta=True).close()
     exact = add_passages(out, CORPUS[5:], show_progress=False)
     with SQLiteGraphStore.open(stores["full"]) as full:
-        assert snapshot(exact) == snapshot(full)
+        assert_close(snapshot(exact), snapshot(full))  # cosines from other searches
         assert [t.model_dump() for t in exact.topics()] == [t.model_dump() for t in full.topics()]
     assert "delta" not in exact.manifest  # a rebuild's store: nothing deferred
     exact.close()
@@ -260,7 +265,9 @@ def test_a_delete_after_a_delta_gives_the_rebuild_of_what_is_left(
     add_passages(out, CORPUS[3:], show_progress=False, delta=True).close()
     after = delete_passages(out, [CORPUS[0].id])
     rebuilt = build(CORPUS[1:], tmp_path / "rebuilt")
-    assert snapshot(after) == snapshot(rebuilt)
+    # cosines from other searches: within a tolerance (the fixture's nearest to the candidate
+    # threshold is 0.00095 from it)
+    assert_close(snapshot(after), snapshot(rebuilt))
     after.close()
     rebuilt.close()
 
@@ -273,7 +280,9 @@ def test_an_exact_add_after_a_delta_keeps_the_stored_merge_decisions(tmp_path: P
     add_passages(out, CORPUS[:3], show_progress=False, delta=True).close()
     exact = add_passages(out, [FORD_AGAIN], show_progress=False)
     rebuilt = build([*CORPUS[3:], *CORPUS[:3], FORD_AGAIN], tmp_path / "rebuilt")
-    assert snapshot(exact) == snapshot(rebuilt)
+    # cosines from other searches: within a tolerance (the fixture's nearest to the candidate
+    # threshold is 0.0018 from it)
+    assert_close(snapshot(exact), snapshot(rebuilt))
     assert len(exact.find_entities("Stephen Curry")) == 1
     exact.close()
     rebuilt.close()

@@ -1,9 +1,18 @@
 """The sharded build (issue 27, item 2): the map stages (extraction, the passage pass, the
 passage embeddings) as Dask tasks over contiguous shards, the reduce stages in the calling
 process. A sharded build with 2 workers writes what the single-process build writes: the same
-passages, embeddings (to 1e-5), BM25 files, graph store (byte for byte in a directory, table
-for table in PostgreSQL) and the same top-k of every retriever. A failing task ends the build
-with one line and leaves nothing at the target.
+passages, embeddings (to 1e-5), BM25 files (byte for byte), graph store (file for file in a
+directory, table for table in PostgreSQL: every id, name and row exactly, the floats that come
+from the workers' passage pass within `floats.assert_close`) and the same top-k of every
+retriever. A failing task ends the build with one line and leaves nothing at the target.
+
+Why the floats get a tolerance: a worker runs the passage pass over its shard alone, so the
+batches (which passages, padded to which length) are not the single build's, and the
+mention vectors, base vectors, merge similarities and "similar" relation weights made from
+them can differ in the last bit between CPUs whose kernels are not batch-invariant. The merge
+candidates and decisions are compared exactly: on this corpus the cosine nearest the candidate
+threshold (1 - tau) is 1.4e-5 from it, and a last-bit change (one float16 step of a mention
+vector's component) moves a cosine by about 1e-6.
 
 One local cluster of 2 worker processes (the build's own, `dask_client`) serves the module (its
 workers keep their models loaded between builds) through the scheduler address, the path a real
@@ -21,7 +30,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from demo_builds import demo_copies, store_files, store_manifest
+from demo_builds import assert_same_store, demo_copies, store_files, store_manifest
+from floats import assert_close
 
 from graphseek.cli import main
 from graphseek.errors import IndexNotFoundError
@@ -49,6 +59,10 @@ QUERIES = [
 
 
 def same_retrieval(got: Any, expected: Any) -> None:
+    """Every retriever's top 5 for each query: the same passages in the same order, the scores
+    within 1e-5. The rankings are compared exactly: the nearest tie they decide (two dense
+    scores within the hybrid depth of 20) is 3.3e-6 apart, and a last-bit difference of the
+    passage vectors moves a score by about 1e-7."""
     names = retriever_names()
     assert {"bm25", "dense", "hybrid", "higra", "progressive"} <= set(names)
     for name in names:
@@ -144,11 +158,12 @@ def test_sharded_directory_build_is_the_single_process_build(
     np.testing.assert_allclose(sharded.embeddings, single.embeddings, atol=1e-5)
     reopened = Index.open(tmp_path / "index")
     np.testing.assert_allclose(reopened.embeddings, single.embeddings, atol=1e-5)
-    # BM25 and the graph store: the same files, byte for byte
+    # BM25 (made in this process from the same texts): the same files, byte for byte
     assert store_files(sharded.path / "bm25") == store_files(single.path / "bm25")
-    mine, theirs = store_files(sharded.path / "graph"), store_files(single.path / "graph")
-    assert sorted(mine) == sorted(theirs) and "graph.sqlite" in mine
-    assert [name for name in theirs if mine[name] != theirs[name]] == []
+    # the graph store: the same files, each with the same rows, ids and names; its floats (from
+    # the workers' passage pass: other batches, two float kernels) within a tolerance
+    assert "graph.sqlite" in store_files(sharded.path / "graph")
+    assert_same_store(sharded.path / "graph", single.path / "graph")
     assert store_manifest(sharded.path / "graph") == store_manifest(single.path / "graph")
     timings = json.loads((sharded.path / "graph" / "manifest.json").read_text())["timings"]
     assert timings["map"]["workers"] == 2 and timings["map"]["shards"] == 7
@@ -200,11 +215,13 @@ def test_sharded_build_into_postgres_is_the_single_process_build(
     pg, ref = index.graph, single.graph
     assert pg.passage_ids() == ref.passage_ids()
     assert pg.entities() == ref.entities()
-    assert pg.relations() == ref.relations()
+    # "similar" relations weigh their merge similarity, from the workers' passage pass (other
+    # batches): within a tolerance, as the adjacency they sum into; ids and ends exactly
+    assert_close(pg.relations(), ref.relations())
     assert pg.hyperedges() == ref.hyperedges() and pg.topics() == ref.topics()
     for a, b in zip(pg.adjacency(True), ref.adjacency(True), strict=True):
         if hasattr(a, "toarray"):
-            np.testing.assert_array_equal(a.toarray(), b.toarray())
+            assert_close(a.toarray(), b.toarray())
         else:
             assert a == b
     for get in ("entity_embeddings", "relation_embeddings", "hyperedge_embeddings"):
