@@ -9,7 +9,11 @@
   sentences are joined with no separator, as HotpotQA's sentences carry their own spaces) or
   `{"title": "text"}`;
 - JSONL (`.jsonl` / `.ndjson`): one record per line, same keys as the JSON list;
-- a single `.txt` file (title = file stem), read as it is;
+- a single `.txt` file, read by its layout (`plaintext`): hard-wrapped lines joined, sections at
+  its headings (underlined, flush left of an indented text, or standing alone in capitals or
+  title case), blocks at blank lines and indents (an option or term with the description
+  indented under it is one block), titled as Markdown's are below (the file stem unless the
+  text has its own title); a text without layout is its paragraphs, one section;
 - a single Markdown (`.md` / `.markdown`), reStructuredText (`.rst`) or HTML (`.html` / `.htm`)
   file, converted to clean text by `markup` (links keep their text; link targets, badges,
   images and comments are dropped; code is kept between backticks) and split at its headings:
@@ -19,8 +23,10 @@
 - a folder of such files, searched recursively in sorted order (hidden files and folders
   skipped).
 
-Texts longer than `chunk_size` characters are split by `chunking.chunk_text` (every chunk keeps
-the document title; a given id becomes `<id>#<n>` for chunk n; otherwise ids come from
+Texts longer than `chunk_size` characters are split by `chunking.chunk_text` (a plain text's
+sections with `whole_paragraphs=True`: its blocks are packed whole, a block over the budget is
+cut at sentence ends, and no passage starts inside a sentence; every chunk keeps the title; a
+given id becomes `<id>#<n>` for chunk n; otherwise ids come from
 `passage_id(title, text)`). Identical (title, text) pairs are kept once; a given id that repeats
 with different content gets a `~2`, `~3`, ... suffix and a warning, so ids are unique.
 
@@ -41,7 +47,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from graphseek.errors import CorpusError
 from graphseek.knowledge.chunking import chunk_text
@@ -69,8 +75,13 @@ MAX_CONTROL_SHARE = 0.1
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ud800-\udfff\ue000-\uf8ff]")
 _SPACE = re.compile(r"\s")
 
-# (title, text, given id or None, source)
-_Record = tuple[str, str, str | None, str]
+
+class _Record(NamedTuple):
+    title: str
+    text: str
+    given_id: str | None
+    source: str
+    whole_paragraphs: bool = False  # chunked a block at a time (a plain text's sections)
 
 
 @dataclass(frozen=True)
@@ -269,7 +280,12 @@ def _read_text_file(path: Path) -> Iterator[_Record]:
         return
     suffix = path.suffix.lower()
     if suffix not in MARKUP_SUFFIXES:
-        yield path.stem, text, None, str(path)
+        from graphseek.knowledge.plaintext import plain_document
+
+        plain = plain_document(text)
+        if not plain.sections:
+            logger.warning("Skipping %s: no text once its layout is read", path)
+        yield from _sections(path, plain.title, plain.sections, whole_paragraphs=True)
         return
     from graphseek.knowledge import markup
 
@@ -279,10 +295,17 @@ def _read_text_file(path: Path) -> Iterator[_Record]:
         raise CorpusError(f"Cannot read {path}: {exc}.") from exc
     if not document.sections:
         logger.warning("Skipping %s: no text once its markup is removed", path)
-    title = document.title or path.stem
-    for section in document.sections:
-        section_title = f"{title}: {section.title}" if section.title else title
-        yield section_title, section.text, None, str(path)
+    yield from _sections(path, document.title, document.sections, whole_paragraphs=False)
+
+
+def _sections(
+    path: Path, title: str, sections: Iterable[tuple[str, str]], *, whole_paragraphs: bool
+) -> Iterator[_Record]:
+    """A document's sections as records titled "<document title>: <heading path>"."""
+    title = title or path.stem
+    for heading, text in sections:
+        section_title = f"{title}: {heading}" if heading else title
+        yield _Record(section_title, text, None, str(path), whole_paragraphs)
 
 
 def _checked(item: Any, where: str, source: str, bad: _BadInputs) -> Iterator[_Record]:
@@ -358,7 +381,7 @@ def _read_jsonl(path: Path, bad: _BadInputs) -> Iterator[_Record]:
 
 def _record(item: Any, *, where: str, source: str) -> _Record:
     if isinstance(item, str):
-        return "", item, None, source
+        return _Record("", item, None, source)
     if not isinstance(item, dict):
         raise CorpusError(
             f"Unsupported record in {where}: expected an object with a text, "
@@ -378,19 +401,22 @@ def _record(item: Any, *, where: str, source: str) -> _Record:
         )
     title = item.get("title") or ""
     given = item.get("id")
-    return str(title), text, (None if given in (None, "") else str(given)), source
+    return _Record(str(title), text, None if given in (None, "") else str(given), source)
 
 
 def _to_passages(records: Iterable[_Record], *, chunk_size: int, overlap: int) -> Iterator[Passage]:
     seen_content: set[bytes] = set()  # digests of the (title, text) pairs kept
     seen_ids: set[str] = set()
     skipped_empty = 0
-    for title, text, given_id, source in records:
+    for title, text, given_id, source, whole_paragraphs in records:
         title = title.strip()
         if not text.strip():
             skipped_empty += 1
             continue
-        pieces = chunk_text(text, chunk_size, overlap) if chunk_size > 0 else [text.strip()]
+        if chunk_size > 0:
+            pieces = chunk_text(text, chunk_size, overlap, whole_paragraphs=whole_paragraphs)
+        else:
+            pieces = [text.strip()]
         for n, piece in enumerate(pieces):
             digest = _content_digest(title, piece)
             if digest in seen_content:
