@@ -15,8 +15,13 @@ Only dev slices are read (the rule of this project):
 - docqa dev (`docqa_dev.json`): the single-hop and unanswerable questions, and both steps of each
   two-hop question the general decomposer splits in two (step 2 with the gold bridge filled in),
   with the hits of the docqa index (hybrid retrieval, top `--k`);
+- the documentation genres of `benchmarks/devsets/` (`--genres`, default pkgdocs, manpages,
+  configref, changelogs), read as docqa is, over each genre's own index;
 - with `--hotpotqa`, HotpotQA train (`hotpotqa_train.json`): every question not answered yes/no,
   whole, over its own paragraphs ranked by MiniLM similarity, top `--k`.
+
+It first prints the fit judged **leave one genre out**: for each documentation source, weights
+and threshold fitted on every other source (MuSiQue always among them), scored on the held one.
 
 It prints, by 5-fold cross-validation over questions, top-1 accuracy and the wrong-answer rate at
 the chosen abstention threshold for the hand-set weights and the fitted ones, then fits on all and
@@ -181,22 +186,40 @@ def docqa_examples(reader: ExtractiveReader, k: int, index_dir: Path | None) -> 
             )
             return []
         index_dir = found[0]
-    index = Index.open(index_dir)
+    return document_examples(reader, "docqa-dev", items, Index.open(index_dir), k)
+
+
+def genre_examples(reader: ExtractiveReader, k: int, name: str) -> list[Example]:
+    """A documentation genre of `benchmarks/devsets/` (its index built once, then cached)."""
+    from graphseek.evaluation.datasets import DEVSETS, load_dataset
+    from graphseek.evaluation.index_cache import cached_index
+
+    items = json.loads((REPO / DEVSETS[name]).read_text())
+    index = cached_index(load_dataset(name, questions=None), show_progress=False)
+    return document_examples(reader, name, items, index, k)
+
+
+def document_examples(
+    reader: ExtractiveReader, source: str, items: list[dict], index: object, k: int
+) -> list[Example]:
+    """The single-hop and unanswerable questions whole, and both steps of each two-hop question
+    the general decomposer splits in two (step 2 with the gold bridge filled in), each over its
+    hybrid top `k`."""
+    search = index.search  # type: ignore[attr-defined]
     out = []
     for item in items:
         golds = [a for a in [item.get("answer", ""), *item.get("answer_aliases", [])] if a]
         if item.get("type") == "two_hop":
-            # the general decomposer's two steps, read with the gold bridge filled in
             bridge = item.get("bridge") or ""
             plan = decompose_question(item["question"], "general")
             if not bridge or len(plan) != 2 or plan[1].depends_on != [plan[0].id]:
                 continue
             second = fill(plan[1].question, {str(plan[0].id): bridge})
             for q, g in ((plan[0].question, [bridge]), (second, golds)):
-                out.append(example(reader, "docqa-dev", q, g, index.search(q, k=k)))
+                out.append(example(reader, source, q, g, search(q, k=k)))
             continue
-        hits = index.search(item["question"], k=k)
-        out.append(example(reader, "docqa-dev", item["question"], golds, hits))
+        hits = search(item["question"], k=k)
+        out.append(example(reader, source, item["question"], golds, hits))
     return out
 
 
@@ -276,6 +299,42 @@ def report(
     return {"top1": top1 / n, "right": right / n, "wrong": wrong / n, "abstained": abstained / n}
 
 
+def threshold_for(theta: np.ndarray, data: list[Example], max_wrong: float) -> float:
+    """The lowest probability threshold whose wrong-answer rate is at most `max_wrong` in every
+    source of `data` (the rule of the operating point)."""
+    for t in [round(0.05 * i, 2) for i in range(20)]:
+        sources = {ex.source for ex in data}
+        if all(
+            report(theta, [ex for ex in data if ex.source == s], True, t)["wrong"] <= max_wrong
+            for s in sources
+        ):
+            return t
+    return 0.95
+
+
+def leave_one_genre_out(data: list[Example], l2: float, max_wrong: float) -> None:
+    """For each documentation source (docqa and the genres; MuSiQue is always fitted on): the
+    weights and the threshold fitted on every other source, scored on the held one."""
+    held_sources = [s for s in dict.fromkeys(ex.source for ex in data) if s != "musique-train"]
+    if len(held_sources) < 2:
+        return
+    print("\nleave one genre out (weights and threshold fitted on the other sources):")
+    print(
+        f"{'held':<12} {'n':>4} {'thresh':>6} {'top-1':>7} {'right':>7} {'wrong':>7} {'abstain':>8}"
+    )
+    for held in held_sources:
+        train = [ex for ex in data if ex.source != held]
+        test = [ex for ex in data if ex.source == held]
+        theta = fit(train, l2)
+        t = threshold_for(theta, train, max_wrong)
+        r = report(theta, test, True, t)
+        print(
+            f"{held:<12} {len(test):>4} {t:>6.2f} {r['top1']:>7.1%} {r['right']:>7.1%} "
+            f"{r['wrong']:>7.1%} {r['abstained']:>8.1%}"
+        )
+    print("(per question or step read over its top passages; right counts abstained unanswerables)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--k", type=int, default=5, help="passages read per question (Context.top_k)")
@@ -293,6 +352,11 @@ def main() -> int:
     )
     ap.add_argument("--sources", default="", help="comma-separated sources to fit on (default all)")
     ap.add_argument("--dry-run", action="store_true", help="report only; write nothing")
+    ap.add_argument(
+        "--genres",
+        default="pkgdocs,manpages,configref,changelogs",
+        help="documentation genres of benchmarks/devsets/ to fit on ('' for none)",
+    )
     args = ap.parse_args()
 
     import pickle
@@ -303,6 +367,8 @@ def main() -> int:
     else:
         reader = ExtractiveReader(model=HAND_MODEL)
         data = musique_examples(reader, args.k) + docqa_examples(reader, args.k, args.index_dir)
+        for genre in [g for g in args.genres.split(",") if g]:
+            data += genre_examples(reader, args.k, genre)
         if args.hotpotqa:
             data += hotpotqa_examples(reader, args.k)
         if cache is not None:
@@ -314,6 +380,8 @@ def main() -> int:
         f"questions with a right candidate among the top {args.k} passages: "
         f"{sum(not ex.positive[-1] for ex in data) / len(data):.1%}"
     )
+
+    leave_one_genre_out(data, args.l2, args.max_wrong)
 
     rng = np.random.default_rng(0)
     folds = rng.permutation(len(data)) % 5

@@ -96,13 +96,14 @@ SHOWN_ON_ABSTENTION = 3
 
 def shown_text(prediction: str, evidence: Sequence[Any], abstained: bool) -> str:
     """What a user sees of a reply in the CLI text: the answer, then each shown evidence item's
-    sentence with its context (its passage's opening when it has none); an abstention shows its
-    first three."""
+    title (document and section) and its sentence with its context (its passage's opening when
+    it has none); an abstention shows its first three."""
     items = list(evidence)[:SHOWN_ON_ABSTENTION] if abstained else list(evidence)
     parts = [] if abstained else [prediction]
     for e in items:
         get = e.get if isinstance(e, Mapping) else lambda k, _e=e: getattr(_e, k, "")
-        parts.append(get("context") or get("sentence") or str(get("text") or "")[:200])
+        shown = get("context") or get("sentence") or str(get("text") or "")[:200]
+        parts.append(f"{get('title') or ''}: {shown}")
     return "\n".join(parts)
 
 

@@ -10,8 +10,9 @@ passage by the extractive reader's cache, `ExtractiveReader.parse`) is scored on
   and after: "-S, --source" is followed by the line that says what it does);
 - the rarity-weighted share of the question's words (`term_weight`, English word frequencies)
   that the sentence holds, and that the sentence with its neighbours and its passage's title
-  (document and section) hold; the share of its words other than the names it mentions (what
-  it asks about them: "die", "default", "option") that the sentence holds;
+  (document and section) hold, and that the sentence with the title alone holds; and the share
+  of the words the title lacks that the sentence holds (the title says what the passage is
+  about, "zstd"; the sentence must hold the rest, "default", "level");
 - the share its passage holds, and the passage's retrieval rank;
 - whether it is a fragment of fewer than `SHORT_WORDS` words (a heading, a lone flag);
 - whether it holds a specific token the question does not: a number, an option, a path or an
@@ -46,7 +47,8 @@ FEATURES = (
     "similarity",  # cosine of the sentence to the question (MiniLM)
     "neighbour_similarity",  # mean cosine of the sentences before and after it
     "coverage",  # rarity-weighted share of the question's words in the sentence
-    "relation_coverage",  # share of the question's words other than its names in the sentence
+    "title_coverage",  # ... in the sentence and its passage's title
+    "rest_coverage",  # ... of the question's words its passage's title lacks, in the sentence
     "near_coverage",  # ... in the sentence, its neighbours and its passage's title
     "passage_coverage",  # ... in its passage (title included)
     "retrieval_rank",  # 1 / (1 + 0.3 (rank - 1))
@@ -54,7 +56,7 @@ FEATURES = (
     "specific",  # holds a specific token the question lacks: a number, a flag, a path, a name
 )
 #: the weights the ranker was written with, used when no fitted model file is found
-HAND_WEIGHTS = (0.35, 0.10, 0.35, 0.15, 0.15, 0.05, 0.10, -0.20, 0.05)
+HAND_WEIGHTS = (0.35, 0.10, 0.35, 0.10, 0.10, 0.10, 0.05, 0.10, -0.20, 0.05)
 MODEL_FILE = "sentence_model.json"
 #: a sentence of fewer words is a fragment
 SHORT_WORDS = 4
@@ -154,8 +156,6 @@ def sentence_features(
     def share(stems: set[str] | frozenset[str]) -> float:
         return sum(w for t, w in weights_of.items() if t in stems) / total
 
-    relation = match_keys(spec.relation_words)
-
     known = known_tokens(question)
     q_vec = reader.question_vector(question)
     out: list[RankedSentence] = []
@@ -169,6 +169,8 @@ def sentence_features(
         rank_score = 1.0 / (1.0 + 0.3 * (rank - 1))
         in_passage = share(doc.words)
         title_words = match_keys(content_words(doc.passage.title))
+        rest = {t: w for t, w in weights_of.items() if t not in title_words}
+        rest_total = sum(rest.values()) or 1.0
         sims = doc.vectors @ q_vec
         stems = [set(s.stems) | set(s.alts) for s in sents]
         texts = [s.text for s in sents]
@@ -183,7 +185,8 @@ def sentence_features(
                 float(sims[i]),
                 float(np.mean([sims[j] for j in around])) if around else 0.0,
                 share(stems[i]),
-                len(relation & stems[i]) / len(relation) if relation else 0.0,
+                share(stems[i] | title_words),
+                sum(w for t, w in rest.items() if t in stems[i]) / rest_total,
                 share(near),
                 in_passage,
                 rank_score,
