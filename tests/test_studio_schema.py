@@ -112,7 +112,8 @@ def test_a_run_with_a_bad_index_path_fails_with_the_message_the_server_shows(
 ) -> None:
     monkeypatch.setenv(INDEX_DIR_ENV, str(tmp_path))
     with pytest.raises(ContextError) as err:
-        # a JSON context, as the server passes it
+        # a JSON context on a topology's own graph, as a Python caller may pass it (the served
+        # graphs confine the path and say less: tests/test_served_index.py)
         get_workflow("naive").invoke({"question": "q"}, context={"index_path": "nope"})
     payload = _server_error(err.value)
     assert payload["error"] == "ContextError"

@@ -202,9 +202,19 @@ def test_a_bad_index_path_ends_the_run_with_a_readable_error(server: Server) -> 
     assert len(errors) == 1, [e.event for e in events]
     assert errors[0]["error"] == "ContextError"
     message = errors[0]["message"]
-    assert message.startswith("index_path 'no-such-index' (resolved to ")
-    assert "no such directory" in message and "GRAPHSEEK_INDEX_DIR" in message
+    assert message.startswith("index_path 'no-such-index': no index directory of that name")
     assert server.client.threads.get(thread_id)["status"] == "error"
+
+
+def test_a_served_index_path_out_of_the_root_is_refused(server: Server) -> None:
+    """The server serves `graphseek.graphs.served`: an index outside $GRAPHSEEK_INDEX_DIR, named
+    by its absolute path or by '..', is refused in one line that names no path of the server."""
+    from graphseek.state.validation import PATH_REFUSED
+
+    for index_path in ["/etc", str(ROOT), f"../{Path(server.log).parent.name}/no-such"]:
+        _, events = _run(server, "naive", {"index_path": index_path})
+        errors = [e.data for e in events if e.event == "error"]
+        assert errors == [{"error": "ContextError", "message": PATH_REFUSED}], index_path
 
 
 def test_a_thread_steps_through_the_seeker_with_interrupts(server: Server) -> None:

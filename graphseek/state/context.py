@@ -16,6 +16,11 @@ JSON type (str, int, float, bool, a Literal, or a mapping such as `dict[str, int
 `default_factory`); `tests/test_studio_schema.py` checks that every visible field is described,
 defaulted and typed. Check its range in `__post_init__` when a bad value would only fail later.
 A Python-only object goes in a field annotated `SkipJsonSchema[...]` with `repr=False`.
+
+Served and local runs differ in one place: the graphs the LangGraph server serves
+(`graphseek.graphs.served`, named by `langgraph.json`) take `ServedContext`, which confines the
+index a client names (`ServedContext.index_location`). A `Context`, made by Python callers, the
+CLI and `ask`, opens any path or URI its user gives.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
+from pydantic import ConfigDict
 from pydantic.json_schema import SkipJsonSchema
 
 from graphseek.errors import ContextError
-from graphseek.state.validation import check_context
+from graphseek.state.validation import allowed_index_uri, check_context, confine_index_path
 
 RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive"]
 Mode = Literal["single", "competitive", "collaborative"]
@@ -41,8 +47,14 @@ PROFILE_NAMES: tuple[str, ...] = get_args(Profile)
 #: the forms of a `Context.reranker` spec (`graphseek.knowledge.rerank` parses it)
 RERANKER_PREFIXES = ("http:", "https:", "ce:")
 
-#: environment variable naming the directory that relative `index_path`s resolve against
+#: environment variable naming the directory that relative `index_path`s resolve against (for a
+#: served run, the only directory whose indexes it opens)
 INDEX_DIR_ENV = "GRAPHSEEK_INDEX_DIR"
+#: environment variable listing, separated by whitespace, the index URIs (postgresql://…) that a
+#: served run opens; a client names one without its password
+INDEX_URIS_ENV = "GRAPHSEEK_INDEX_URIS"
+#: the longest `index_path` a served refusal repeats
+SHOWN_PATH_CHARS = 200
 
 
 def _describe(text: str) -> dict[str, str]:
@@ -57,10 +69,11 @@ class Context:
     index_path: str = field(
         default="",
         metadata=_describe(
-            "Directory of an index built by `graphseek index CORPUS --out DIR`. A relative path "
-            f"resolves against ${INDEX_DIR_ENV} when set, else the server's working directory "
-            "(the directory `langgraph dev` was started from). Or a PostgreSQL index: "
-            "postgresql://user@host:5432/db?schema=NAME."
+            "Directory of an index built by `graphseek index CORPUS --out DIR`, relative to the "
+            f"server's index root: ${INDEX_DIR_ENV} when set, else the server's working "
+            "directory (the directory `langgraph dev` was started from). Absolute paths, '..' "
+            "and links out of the root are refused. Or a PostgreSQL index that the server lists "
+            f"in ${INDEX_URIS_ENV}: postgresql://user@host:5432/db?schema=NAME."
         ),
     )
     retriever: RetrieverName = field(
@@ -241,15 +254,68 @@ class Context:
         if problems:
             raise ContextError("Invalid run context: " + "; ".join(problems) + ".")
         # fail at the start of a run, not at its first retrieval, when the index path is wrong
-        # (a postgresql:// URI names a database, checked when the index opens)
-        if self.index is None and self.index_path and not _is_uri(self.index_path):
-            path = resolve_index_path(self.index_path)
-            if not path.is_dir():
-                raise ContextError(index_path_problem(self.index_path, "no such directory"))
+        if self.index is None and self.index_path:
+            self.index_location()
 
     def resolved_index_path(self) -> Path | None:
         """`index_path` as an absolute path (None when not set); see `resolve_index_path`."""
         return resolve_index_path(self.index_path) if self.index_path else None
+
+    def index_location(self) -> str:
+        """What a run opens for `index_path`: a directory as an absolute path
+        (`resolve_index_path`), `ContextError` when there is none; a URI as given (a
+        postgresql:// URI names a database, checked when the index opens)."""
+        if _is_uri(self.index_path):
+            return self.index_path
+        path = resolve_index_path(self.index_path)
+        if not _is_dir(path):
+            raise ContextError(index_path_problem(self.index_path, "no such directory"))
+        return str(path)
+
+    def index_problem(self, problem: str) -> str:
+        """The message of an index at `index_location()` that does not open (`problem`)."""
+        return index_path_problem(self.index_path, problem)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedContext(Context):
+    """Settings of one run of any topology (unused settings are ignored by a topology); the
+    index is one under the server's index root or listed in its $GRAPHSEEK_INDEX_URIS."""
+
+    # The context schema of the served graphs (`graphseek.graphs.served`): the server makes one
+    # of each client's JSON context. `index_location` opens a directory under the index root
+    # (`index_base_dir()`) named by a relative path (`validation.confine_index_path`) or a URI
+    # that $GRAPHSEEK_INDEX_URIS lists (`validation.allowed_index_uri`; the listed URI is the one
+    # connected to). The docstring is the description Studio shows; the title stays `Context`.
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(title="Context")
+
+    def __post_init__(self) -> None:
+        if self.index is not None:  # a client's JSON is not an opened index
+            raise ContextError("A served run names its index by index_path.")
+        super().__post_init__()
+
+    def index_location(self) -> str:
+        if _is_uri(self.index_path):
+            return allowed_index_uri(self.index_path, os.environ.get(INDEX_URIS_ENV, "").split())
+        path = confine_index_path(self.index_path, index_base_dir())
+        if not _is_dir(path):
+            raise ContextError(
+                f"index_path {self._shown()}: no index directory of that name under the "
+                "server's index root; build one there with `graphseek index CORPUS --out DIR`."
+            )
+        return str(path)
+
+    def index_problem(self, problem: str) -> str:
+        # the index's own message, its paths shown relative to the root
+        text = problem.rstrip(".")
+        roots = {str(index_base_dir().resolve()), str(index_base_dir())} - {os.sep}
+        for root in sorted(roots, key=len, reverse=True):
+            text = text.replace(root + os.sep, "").replace(root, ".")
+        return f"index_path {self._shown()}: {text}."
+
+    def _shown(self) -> str:
+        raw = self.index_path
+        return repr(raw if len(raw) <= SHOWN_PATH_CHARS else raw[:SHOWN_PATH_CHARS] + "…")
 
 
 def _is_uri(path: str) -> bool:
@@ -257,6 +323,14 @@ def _is_uri(path: str) -> bool:
     `graphseek.knowledge.storage.backend_for`); ``file://`` and plain paths are directories."""
     scheme, sep, _ = path.partition("://")
     return bool(sep) and scheme.isidentifier() and scheme.lower() != "file"
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether `path` is a directory; False when it cannot be looked at (a name too long)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def index_base_dir() -> Path:

@@ -8,6 +8,10 @@ workflow's `invoke` / `stream`, and the LangGraph server (Studio, the SDK).
   client sends as JSON (LangGraph makes a `Context` of it) is checked as a Python caller's is.
 - `check_name(kind, name, known)`: an unknown name (topology, retriever, profile, mode, data
   set, setting) is refused with the closest known ones (`difflib`), else the list of known ones.
+- `confine_index_path(raw, root)` and `allowed_index_uri(raw, allowed)`: the index a served run
+  (the LangGraph server, Studio) may open, a directory under the server's index root or a URI
+  its configuration lists (`graphseek.state.context.ServedContext` applies them). A refusal is
+  the same line whatever the path is and whether it exists, and names no path of the server.
 
 Every check raises a `ValueError` subclass (`InvalidRequestError`, or the caller's `error`) with
 one line that names the field: the CLI prints it, `ask` raises it, and the LangGraph server
@@ -21,6 +25,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePath
 from typing import Any
 
 from graphseek.errors import ContextError, InvalidRequestError
@@ -79,8 +84,9 @@ def max_question_chars(limit: int | None = None) -> int:
         try:
             limit = int(raw)
         except ValueError:
+            # the variable's text is not repeated: a server client reads this message
             raise InvalidRequestError(
-                f"{MAX_QUESTION_ENV}={raw!r} is not a whole number of characters."
+                f"${MAX_QUESTION_ENV} is not a whole number of characters."
             ) from None
     if limit < 1:
         raise InvalidRequestError(f"The question length limit must be at least 1, got {limit}.")
@@ -138,3 +144,65 @@ def check_context(context: Any, *, profiles: Iterable[str], modes: Iterable[str]
     timeout = context.llm_timeout
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
         raise ContextError(f"llm_timeout must be a number of seconds >= 0, got {timeout!r}.")
+
+
+# -- the index of a served run --------------------------------------------------------------------
+
+#: the refusal of a served `index_path` that is not under the index root (one line whatever the
+#: path, so that it tells nothing of what exists on the server or where)
+PATH_REFUSED = (
+    "index_path must name an index directory by its path relative to the server's index root "
+    "(no absolute path, no '..', no link out of the root); the server's $GRAPHSEEK_INDEX_DIR "
+    "sets the root, else the directory it was started in."
+)
+#: the refusal of a served `index_path` URI that the server's configuration does not list
+URI_REFUSED = (
+    "index_path names a URI this server does not open: a served run opens only the "
+    "postgresql:// indexes listed in the server's $GRAPHSEEK_INDEX_URIS."
+)
+
+
+def confine_index_path(raw: str, root: Path) -> Path:
+    """The directory a served `index_path` names under `root` (an absolute path, symlinks
+    resolved); `ContextError` (`PATH_REFUSED`) when `raw` is absolute (``~`` included), has a
+    ``..`` part or resolves, through a link, outside `root`. Whether the path exists is not
+    looked at here."""
+    text = raw[len("file://") :] if raw.lower().startswith("file://") else raw
+    if "\x00" in text or text.startswith("~"):
+        raise ContextError(PATH_REFUSED)
+    parts = PurePath(text)
+    if parts.is_absolute() or ".." in parts.parts:
+        raise ContextError(PATH_REFUSED)
+    real_root = root.resolve()
+    try:
+        path = (real_root / parts).resolve()
+    except (OSError, RuntimeError):  # a link loop, a name too long
+        raise ContextError(PATH_REFUSED) from None
+    if not path.is_relative_to(real_root):
+        raise ContextError(PATH_REFUSED)
+    return path
+
+
+def _uri_key(uri: str) -> str | None:
+    """What identifies an index URI: for ``postgresql://`` its form without a password (the
+    scheme, user, host, port, database, libpq parameters and schema); None for anything else."""
+    from graphseek.knowledge.postgres.uri import is_postgres_uri, parse_postgres_uri
+
+    if not is_postgres_uri(uri):
+        return None
+    try:
+        return parse_postgres_uri(uri).display
+    except ValueError:
+        return None
+
+
+def allowed_index_uri(raw: str, allowed: Iterable[str]) -> str:
+    """The URI of `allowed` (the server's own list) that `raw` names, matched without passwords,
+    so a client names a configured index without its credentials and the server connects with
+    its own; `ContextError` (`URI_REFUSED`) when `raw` names none of them."""
+    key = _uri_key(raw)
+    if key is not None:
+        for uri in allowed:
+            if _uri_key(uri) == key:
+                return uri
+    raise ContextError(URI_REFUSED)

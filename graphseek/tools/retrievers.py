@@ -22,7 +22,7 @@ from typing import Any
 
 from graphseek.errors import ContextError, GraphseekError
 from graphseek.knowledge.passages import Hit
-from graphseek.state.context import index_path_problem, resolve_index_path
+from graphseek.state.context import Context, index_path_problem, resolve_index_path
 from graphseek.tools.run_settings import run_setting
 
 logger = logging.getLogger(__name__)
@@ -126,8 +126,9 @@ def _manifest_stamp(path: str) -> tuple[int, int]:
 
 def resolve_index(context: Any) -> Any:
     """The index of a run: `context.index` if given, else the one at `context.index_path`
-    (relative paths resolve against `$GRAPHSEEK_INDEX_DIR`, else the working directory), opened
-    once per path and on-disk version.
+    (relative paths resolve against `$GRAPHSEEK_INDEX_DIR`, else the working directory; a
+    served context opens only what `ServedContext.index_location` allows), opened once per path
+    and on-disk version.
 
     Raises `ContextError` (a `ValueError`, so the LangGraph server shows its message to the
     client) when no index is named or the path holds no readable index."""
@@ -136,21 +137,24 @@ def resolve_index(context: Any) -> Any:
     from graphseek.knowledge.storage import backend_for
 
     raw = getattr(context, "index_path", "")
-    try:
-        local = backend_for(raw).local if raw else True
-    except GraphseekError as exc:  # an unknown URI scheme
-        raise ContextError(f"index_path: {exc}") from exc
-    if not local:
-        try:  # one open index per URI, brought up to the stored revision for each run
-            return _open_remote(str(raw)).sync()
-        except (GraphseekError, OSError, ValueError) as exc:  # the message names no password
-            raise ContextError(f"index_path: {str(exc).rstrip('.')}.") from exc
     if raw:
-        path = str(resolve_index_path(raw))
+        own = isinstance(context, Context)
+        target = context.index_location() if own else str(raw)
+        try:
+            local = backend_for(target).local
+        except GraphseekError as exc:  # an unknown URI scheme
+            raise ContextError(f"index_path: {exc}") from exc
+        if not local:
+            try:  # one open index per URI, brought up to the stored revision for each run
+                return _open_remote(target).sync()
+            except (GraphseekError, OSError, ValueError) as exc:  # the message names no password
+                raise ContextError(f"index_path: {str(exc).rstrip('.')}.") from exc
+        path = str(resolve_index_path(target))
         try:
             return _open_index(path, _manifest_stamp(path))
         except (GraphseekError, OSError) as exc:  # missing, malformed or unreadable
-            raise ContextError(index_path_problem(raw, str(exc))) from exc
+            problem = context.index_problem(str(exc)) if own else index_path_problem(raw, str(exc))
+            raise ContextError(problem) from exc
     raise ContextError(
         "No index for this run: set index_path in the context (Python: "
         "Context(index=...) or ask(index, ...)); build one with `graphseek index CORPUS --out DIR`."
