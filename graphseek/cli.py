@@ -344,17 +344,60 @@ def _print_documents(passages: list[Any], sign: str) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from graphseek.knowledge.graph import format_stats, graph_stats
+    """Graph statistics; with --verify, first every file's checksum against the manifest's."""
     from graphseek.knowledge.index import Index
 
-    index = Index.open(args.index_dir)
+    index = Index.open(args.index_dir)  # sizes, headers and counts checked here
+    verified = _verify(index, args.index_dir) if args.verify else None
+    if verified is not None and not index.has_graph:  # the files are what was asked about
+        if args.json:
+            print(json.dumps({"verified": verified}))
+        else:
+            print(f"Index {index.path}: {len(index)} passages, no knowledge graph")
+            print(_verified_line(verified))
+        return 0
+    from graphseek.knowledge.graph import format_stats, graph_stats
+
     stats = graph_stats(index.graph)
     if args.json:
-        print(json.dumps(stats, default=str))
+        print(json.dumps(stats if verified is None else {**stats, "verified": verified},
+                         default=str))  # fmt: skip
     else:
         print(f"Index {index.path}: {len(index)} passages")
+        if verified is not None:
+            print(_verified_line(verified))
         print(format_stats(stats))
     return 0
+
+
+def _verify(index: Any, location: str) -> dict[str, int]:
+    """`stats --verify`: every recorded file's SHA-256 against the manifest's record; the
+    damaged files named in one line (`IndexFormatError`)."""
+    from graphseek.errors import IndexFormatError
+    from graphseek.knowledge.integrity import rebuild_hint, verify_index
+    from graphseek.knowledge.storage import DIRECTORY, backend_for
+
+    if backend_for(location) is not DIRECTORY:
+        raise ValueError(
+            "--verify checks the files of a directory index; a PostgreSQL index has none "
+            "(PostgreSQL checks its own pages: data checksums)."
+        )
+    result = verify_index(index.path, index.manifest)
+    if result.damaged:
+        named = ", ".join(f"{rel} ({why})" for rel, why in result.damaged)
+        noun = "file is" if len(result.damaged) == 1 else "files are"
+        raise IndexFormatError(
+            f"{len(result.damaged)} {noun} damaged in the index at {index.path}: {named}; "
+            f"{rebuild_hint(index.path, index.manifest)}."
+        )
+    return {"files": result.files, "bytes": result.bytes}
+
+
+def _verified_line(verified: dict[str, int]) -> str:
+    return (
+        f"Verified {verified['files']} files ({verified['bytes'] / 1e6:,.1f} MB): every "
+        "checksum matches the one recorded when the index was written"
+    )
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -608,6 +651,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="knowledge-graph statistics of an index")
     p.add_argument("index_dir", help="index directory")
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="also read every file of the index and compare its SHA-256 with the one recorded "
+        "when it was written (opening checks only sizes and headers); a damaged file is named",
+    )
     p.set_defaults(func=cmd_stats)
 
     from graphseek.evaluation.cli import add_eval_arguments

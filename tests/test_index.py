@@ -354,11 +354,14 @@ def test_open_inconsistent_files(index_copy: Path) -> None:
     with pytest.raises(IndexFormatError, match="counts 9 passages"):
         Index.open(index_copy)
     _edit_manifest(index_copy, counts={"passages": 8})
-    shutil.rmtree(index_copy / "dense")
     index = Index.open(index_copy)  # dense files are read on first dense search
+    shutil.rmtree(index_copy / "dense")
     assert index.search("Byron", method="bm25")
     with pytest.raises(IndexFormatError, match="dense index"):
         index.search("Byron", method="dense")
+    # missing when the index opens: named then (tests/test_damaged_files.py has every file)
+    with pytest.raises(IndexFormatError, match="dense/embeddings.npy is missing"):
+        Index.open(index_copy)
 
 
 def test_dense_search_with_a_different_embedder_is_refused(

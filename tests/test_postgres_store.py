@@ -882,6 +882,8 @@ def test_cli_index_and_ask_with_a_uri(
     assert obj["answer"] == "Missolonghi"
     assert main(["stats", uri]) == 2
     assert "has no knowledge graph" in capsys.readouterr().err
+    assert main(["stats", uri, "--verify"]) == 2  # checksums are of a directory's files
+    assert "--verify checks the files of a directory index" in capsys.readouterr().err
     assert main(["ask", uri_for(pg_server, "absent"), QUESTION]) != 0
     assert "No index at" in capsys.readouterr().err
 

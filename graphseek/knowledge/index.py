@@ -9,6 +9,11 @@ Layout of an index directory::
     graph/            the HiGra knowledge graph (optional: `Index.build(..., graph=True)`,
                       `graphseek index` builds it unless `--no-graph`), see graphseek.knowledge.graph
 
+The manifest records every other file's size and SHA-256 (and a ``.npy``'s shape):
+`Index.open` checks each file's size and format against it and against the manifest's counts,
+in milliseconds, so a truncated, damaged or missing file is one line naming it
+(`graphseek.knowledge.integrity`); `graphseek stats --verify` compares the checksums.
+
 `Index.build` (and `add_documents` / `delete_documents`) write through
 `graphseek.knowledge.atomic.atomic_directory`: into a ``.<name>.building-*`` sibling swapped into
 place only when everything, the manifest last, is on disk, under a lock so two builders of one
@@ -38,6 +43,7 @@ import numpy as np
 from graphseek.errors import CorpusError, IndexBusyError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge import embedders
 from graphseek.knowledge.atomic import atomic_directory, hold, recover
+from graphseek.knowledge.background import Background
 from graphseek.knowledge.dense import (
     HNSW_THRESHOLD,
     DenseIndex,
@@ -49,6 +55,14 @@ from graphseek.knowledge.dense import (
 )
 from graphseek.knowledge.embedders import graph_pass_vectors, passage_vectors
 from graphseek.knowledge.fusion import rrf
+from graphseek.knowledge.integrity import (
+    INTEGRITY,
+    check_index,
+    integrity_record,
+    rebuild_hint,
+    record_files,
+    recorded_files,
+)
 from graphseek.knowledge.loaders import iter_corpus
 from graphseek.knowledge.passages import EMPTY_CORPUS, Hit, Passage, check_passage, duplicate_id
 from graphseek.knowledge.sharded import Sharding, sharding_for
@@ -110,7 +124,7 @@ class Index:
 
     @cached_property
     def _passages(self) -> list[Passage]:
-        return _read_passages(self._path / PASSAGES_FILE)
+        return _read_passages(self._path / PASSAGES_FILE, rebuild_hint(self._path, self._manifest))
 
     @cached_property
     def _by_id(self) -> dict[str, int]:
@@ -190,10 +204,15 @@ class Index:
                 show_progress=show_progress,
                 sharding=sharding,
             )
-            bm25, dense, encoder = _write_stores(
-                items, tmp, show_progress, batch_size, vectors=vectors, encoder=encoder
-            )
-            manifest = _manifest(items, bm25, encoder, source, time.perf_counter() - started, tmp)
+            graph_files = _record_graph(tmp)
+            try:
+                bm25, dense, encoder = _write_stores(
+                    items, tmp, show_progress, batch_size, vectors=vectors, encoder=encoder
+                )
+            finally:
+                graph_files.wait()
+            manifest = _manifest(items, bm25, encoder, source, time.perf_counter() - started, tmp,
+                                 graph_files.result())  # fmt: skip
             _write_json(tmp / MANIFEST_FILE, manifest)
         logger.info(
             "Indexed %d passages into %s in %.1f s",
@@ -242,16 +261,23 @@ class Index:
             raise IndexNotFoundError(f"No index at {target}: the directory does not exist; {hint}.")
         manifest_path = target / MANIFEST_FILE
         if not manifest_path.is_file():
+            if any((target / name).exists() for name in RESERVED_NAMES - {MANIFEST_FILE}):
+                raise IndexNotFoundError(  # an index's other files: one damaged, not none
+                    f"No complete index at {target}: {manifest_path} is missing, though the "
+                    f"index's other files are there; {rebuild_hint(target)}."
+                )
             raise IndexNotFoundError(
                 f"No complete index at {target}: {MANIFEST_FILE} is missing; {hint}."
             )
         manifest = _read_manifest(manifest_path)
-        passages = _read_passages(target / PASSAGES_FILE)
+        check_index(target, manifest)  # sizes, headers, counts: milliseconds
+        hint = rebuild_hint(target, manifest)
+        passages = _read_passages(target / PASSAGES_FILE, hint)
         expected = manifest["counts"]["passages"]
         if len(passages) != expected:
             raise IndexFormatError(
-                f"Index at {target} is inconsistent: the manifest counts {expected} passages, "
-                f"{PASSAGES_FILE} holds {len(passages)}; rebuild it with `graphseek index`."
+                f"Index file {target / PASSAGES_FILE} is damaged: it holds {len(passages)} "
+                f"passages, where the manifest counts {expected}; {hint}."
             )
         index = cls(target, manifest, passages, graph_reads=graph_reads)
         return index.use_embedder(embedder) if embedder is not None else index
@@ -403,7 +429,13 @@ class Index:
         manifest; returns it."""
         with hold(self._path):
             build(self._path / GRAPH_DIR)
-            manifest = {**self._manifest, "graph": True, "revision": uuid.uuid4().hex}
+            files = recorded_files(self._manifest)
+            if files is None:  # an index written before its files were recorded: all of them
+                files = record_files(self._path, skip=(MANIFEST_FILE, GRAPH_DIR))
+            files = {k: v for k, v in files.items() if not k.startswith(f"{GRAPH_DIR}/")}
+            files.update(record_files(self._path, GRAPH_DIR))
+            manifest = {**self._manifest, "graph": True, "revision": uuid.uuid4().hex,
+                        INTEGRITY: integrity_record(files)}  # fmt: skip
             tmp = self._path / f".{MANIFEST_FILE}.{uuid.uuid4().hex[:8]}"
             _write_json(tmp, manifest)
             os.replace(tmp, self._path / MANIFEST_FILE)
@@ -496,16 +528,20 @@ class Index:
             try:
                 if self.has_graph:  # read from the index, written into the new directory
                     update_graph(target / GRAPH_DIR, tmp / GRAPH_DIR)
-                bm25, dense, encoder = _write_stores(
-                    items,
-                    tmp,
-                    show_progress,
-                    64,
-                    vectors=vectors(),
-                    encoder=self._encoder,
-                    grown_from=target if grows else None,
-                    early=early,
-                )
+                graph_files = _record_graph(tmp)
+                try:
+                    bm25, dense, encoder = _write_stores(
+                        items,
+                        tmp,
+                        show_progress,
+                        64,
+                        vectors=vectors(),
+                        encoder=self._encoder,
+                        grown_from=target if grows else None,
+                        early=early,
+                    )
+                finally:
+                    graph_files.wait()
             finally:
                 if early is not None:  # a failed add waits for it under the lock
                     early.settle()
@@ -516,6 +552,7 @@ class Index:
                 str(self._manifest.get("source", "")),
                 time.perf_counter() - started,
                 tmp,
+                graph_files.result(),
             )
             _write_json(tmp / MANIFEST_FILE, manifest)
         # this object is the updated index from now on: a caller who keeps using it (as in
@@ -561,7 +598,8 @@ class Index:
             bm25 = BM25Index.load(self._path / BM25_DIR)
         except Exception as exc:
             raise IndexFormatError(
-                f"Cannot load the BM25 index under {self._path / BM25_DIR}: {exc}; rebuild it."
+                f"Cannot load the BM25 index under {self._path / BM25_DIR}: {exc}; "
+                f"{rebuild_hint(self._path, self._manifest)}."
             ) from exc
         if len(bm25) != len(self):
             raise IndexFormatError(
@@ -576,7 +614,8 @@ class Index:
             dense = DenseIndex.load(self._path / DENSE_DIR)
         except Exception as exc:
             raise IndexFormatError(
-                f"Cannot load the dense index under {self._path / DENSE_DIR}: {exc}; rebuild it."
+                f"Cannot load the dense index under {self._path / DENSE_DIR}: {exc}; "
+                f"{rebuild_hint(self._path, self._manifest)}."
             ) from exc
         if len(dense) != len(self) or dense.dim != self._manifest["embedder"]["dim"]:
             raise IndexFormatError(
@@ -974,6 +1013,13 @@ def manifest_record(
     }
 
 
+def _record_graph(directory: Path) -> Background[dict[str, dict[str, Any]]]:
+    """The records (`record_files`) of the graph just written into `directory` (none without
+    one), made on a thread while the passage stores are written: hashing the graph's 3.7 GB at
+    100,000 passages takes seconds, mostly outside the GIL."""
+    return Background(lambda: record_files(directory, GRAPH_DIR))
+
+
 def _manifest(
     items: Sequence[Passage],
     bm25: BM25Index,
@@ -981,9 +1027,13 @@ def _manifest(
     source: str,
     seconds: float,
     directory: Path,
+    graph_files: Mapping[str, dict[str, Any]],
 ) -> dict[str, Any]:
+    """The manifest of the index written into `directory`, with the records of its files
+    (`graph_files`: its graph's, made already)."""
     import faiss
 
+    files = record_files(directory, skip=(MANIFEST_FILE, GRAPH_DIR))
     return manifest_record(
         items,
         encoder,
@@ -998,7 +1048,7 @@ def _manifest(
         },
         files={"passages": PASSAGES_FILE, "bm25": BM25_DIR, "dense": DENSE_DIR},
         graph=(directory / GRAPH_DIR / "manifest.json").is_file(),
-    )
+    ) | {INTEGRITY: integrity_record({**files, **graph_files})}
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -1014,10 +1064,12 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise IndexFormatError(
-            f"Malformed index manifest {path}: {exc}; rebuild the index."
+            f"Malformed index manifest {path}: {exc}; {rebuild_hint(path.parent)}."
         ) from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-        raise IndexFormatError(f"{path} is not a graphseek index manifest; rebuild the index.")
+        raise IndexFormatError(
+            f"{path} is not a graphseek index manifest; {rebuild_hint(path.parent)}."
+        )
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         raise IndexFormatError(
@@ -1028,9 +1080,14 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         count = manifest["counts"]["passages"]
         name, dim = manifest["embedder"]["name"], manifest["embedder"]["dim"]
     except (KeyError, TypeError) as exc:
-        raise IndexFormatError(f"Malformed index manifest {path}: missing {exc}.") from exc
+        raise IndexFormatError(
+            f"Malformed index manifest {path}: missing {exc}; {rebuild_hint(path.parent)}."
+        ) from exc
     if not isinstance(count, int) or not isinstance(name, str) or not isinstance(dim, int):
-        raise IndexFormatError(f"Malformed index manifest {path}: bad counts or embedder fields.")
+        raise IndexFormatError(
+            f"Malformed index manifest {path}: bad counts or embedder fields; "
+            f"{rebuild_hint(path.parent)}."
+        )
     return manifest
 
 
@@ -1090,16 +1147,23 @@ def _source_matches(source: str, wanted: str) -> bool:
     return have == want or want in have.parents
 
 
-def _read_passages(path: Path) -> list[Passage]:
+def _read_passages(path: Path, hint: str = "rebuild the index") -> list[Passage]:
+    """The passages of an index's passage file; `IndexFormatError` (one line, ending with
+    `hint`) if it is missing or a line is not a passage."""
     if not path.is_file():
-        raise IndexFormatError(f"Index file {path} is missing; rebuild the index.")
+        raise IndexFormatError(f"Index file {path} is missing; {hint}.")
     passages = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            try:
-                passages.append(Passage.model_validate_json(line))
-            except ValueError as exc:
-                raise IndexFormatError(
-                    f"Malformed passage at {path}, line {lineno}: {exc}; rebuild the index."
-                ) from exc
+    try:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                try:
+                    passages.append(Passage.model_validate_json(line))
+                except ValueError as exc:
+                    problem = " ".join(str(exc).split())
+                    raise IndexFormatError(
+                        f"Index file {path} is damaged: line {lineno} is not a passage "
+                        f"({problem[:200]}); {hint}."
+                    ) from exc
+    except UnicodeDecodeError as exc:
+        raise IndexFormatError(f"Index file {path} is damaged: not UTF-8 ({exc}); {hint}.") from exc
     return passages

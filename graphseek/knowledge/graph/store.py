@@ -20,8 +20,10 @@ Layout of a store directory (e.g. ``<index_dir>/graph/``)::
 Writes are atomic, through `graphseek.knowledge.atomic.atomic_directory` (the index's writer): a
 store is written into a ``.<name>.building-*`` sibling and renamed into place, under a lock. An
 interrupted build leaves the previous store untouched; if a crash falls between the two renames,
-`SQLiteGraphStore.open` puts the previous store back. A build refuses to replace a non-empty
-directory that is not a graph store. Another graph database can implement `GraphStore` later.
+`SQLiteGraphStore.open` puts the previous store back, and checks each file's size and format
+and the vectors' rows against the manifest's counts (`graphseek.knowledge.integrity`: a damaged
+file is one line naming it). A build refuses to replace a non-empty directory that is not a
+graph store. Another graph database can implement `GraphStore` later.
 
 This module reads a store (`SQLiteGraphStore`) and defines the `GraphStore` protocol; writing
 (`GraphData`, `write_store`, the schema) lives in `graphseek.knowledge.graph.store_writer` and
@@ -70,6 +72,7 @@ from graphseek.knowledge.graph.store_writer import (
     write_store,
 )
 from graphseek.knowledge.graph.text import normalize_name
+from graphseek.knowledge.integrity import check_graph_store, graph_hint
 from graphseek.knowledge.passages import Passage
 
 __all__ = [
@@ -181,6 +184,8 @@ class SQLiteGraphStore:
                 f"graph store {path} has version {manifest.get('version')}, this graphseek "
                 f"reads version {VERSION}; rebuild it"
             )
+        # its files' sizes, headers and counts (milliseconds; `graphseek.knowledge.integrity`)
+        check_graph_store(path, manifest, graph_hint(path))
         return cls(path, manifest)
 
     def close(self) -> None:
