@@ -60,9 +60,7 @@ def render(name: str, section: int) -> str:
     page = MAN / f"man{section}" / f"{name}.{section}.gz"
     env = dict(os.environ, MANWIDTH="80", LANG="C.UTF-8")
     env.pop("LC_ALL", None)
-    man = subprocess.run(
-        ["man", "-l", str(page)], env=env, capture_output=True, check=True
-    ).stdout
+    man = subprocess.run(["man", "-l", str(page)], env=env, capture_output=True, check=True).stdout
     col = subprocess.run(["col", "-bx"], input=man, env=env, capture_output=True, check=True)
     return col.stdout.decode("utf-8")
 
