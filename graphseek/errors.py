@@ -1,10 +1,73 @@
-"""Errors raised by graphseek. Every message names what is wrong and, where it helps, what to do."""
+"""Errors raised by graphseek. Every message names what is wrong and, where it helps, what to do.
+
+No message carries a secret (issue 56): `GraphseekError` passes its message through `redact`,
+which takes out API keys in OpenAI's shape (``sk-…``), bearer credentials, masked keys (a
+server's ``sk-proj-****abcd``, whose visible tail is part of the key), URL passwords, credentials
+in query strings, and the literal values of this process's secret-looking environment variables
+(names with KEY, TOKEN, SECRET or PASSWORD). Code that cuts a provider's text to a length calls
+`redact` before cutting, so that a cut cannot leave part of a secret unrecognised.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+
+#: what stands in for a secret in a message
+REDACTED = "[redacted]"
+#: parts of the names of environment variables whose values are secrets; names ending in TOKENS
+#: are counts (GRAPHSEEK_LLM_MAX_TOKENS), not secrets
+SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+#: values shorter than this are not looked for (flags such as 'false', 'EMPTY', '1')
+MIN_SECRET_CHARS = 8
+
+_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # a bearer credential: "Authorization: Bearer abc…"
+    (re.compile(r"(?i)\b(bearer\s+)[\w\-.~+/]+=*"), r"\1" + REDACTED),
+    # a key in OpenAI's shape (sk-…, sk-proj-…), a masked one included
+    (re.compile(r"\bsk-[\w*\-]{8,}"), REDACTED),
+    # a masked key (gsk_ab****wxyz, ****wxyz): its visible ends are part of the key
+    (re.compile(r"[\w\-]*\*{3,}[\w\-]*"), REDACTED),
+    # a URL's password: scheme://user:password@host
+    (re.compile(r"(://[^\s/:@]*:)[^\s/@]+@"), r"\1" + REDACTED + "@"),
+    # a credential in a query string: ?api_key=…, &token=…
+    (
+        re.compile(
+            r"(?i)([?&](?:api[_-]?key|key|access[_-]?token|token|secret|password|sig)=)[^&\s'\"]+"
+        ),
+        r"\1" + REDACTED,
+    ),
+)
+
+
+def secret_values() -> list[str]:
+    """The values of this process's secret-looking environment variables (see
+    `SECRET_NAME_PARTS`), longest first."""
+    found = set()
+    for name, value in os.environ.items():
+        upper, value = name.upper(), value.strip()
+        if len(value) < MIN_SECRET_CHARS or upper.endswith("TOKENS"):
+            continue
+        if any(part in upper for part in SECRET_NAME_PARTS):
+            found.add(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` without secrets (see the module docstring); each becomes `REDACTED`."""
+    for value in secret_values():
+        text = text.replace(value, REDACTED)
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
 
 class GraphseekError(Exception):
-    """Base class for every error graphseek raises on purpose."""
+    """Base class for every error graphseek raises on purpose. Its message (each string
+    argument) is redacted (`redact`)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class CorpusError(GraphseekError):

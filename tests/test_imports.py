@@ -206,6 +206,10 @@ LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {
     ("graphseek.state.validation", "graphseek.knowledge.loaders"): (
         "one check of text input (`text_problem`) for questions and documents alike (lazy)"
     ),
+    ("graphseek.state.context", "graphseek.knowledge.postgres.uri"): (
+        "a served run's index URI is matched, without its password, to the server's list by "
+        "the one PostgreSQL URI parser (lazy, `allowed_index_uri`)"
+    ),
 }
 
 

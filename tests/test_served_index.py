@@ -24,10 +24,17 @@ from graphseek.graphs import get_workflow, served, topology_names
 from graphseek.state.context import (
     INDEX_DIR_ENV,
     INDEX_URIS_ENV,
+    RERANKERS_ENV,
     Context,
     ServedContext,
 )
-from graphseek.state.validation import MAX_QUESTION_ENV, PATH_REFUSED, URI_REFUSED, check_question
+from graphseek.state.validation import (
+    MAX_QUESTION_ENV,
+    PATH_REFUSED,
+    RERANKER_REFUSED,
+    URI_REFUSED,
+    check_question,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_KEY = "sk-fake-0123456789abcdefSECRET"
@@ -35,12 +42,12 @@ PASSWORD = "pg-pass-SECRET-42"
 LISTED = f"postgresql://me:{PASSWORD}@db.internal:5432/rag?schema=my_index"
 
 
-def _served_error(index_path: str, graph: str = "naive") -> str:
-    """The message the server sends when a run of the served `graph` names `index_path`."""
+def _served_error(index_path: str, graph: str = "naive", **settings: Any) -> str:
+    """The message the server sends when a run of the served `graph` names `index_path` (and
+    `settings`)."""
+    context = {"index_path": index_path, "llm": "offline", **settings}
     with pytest.raises(ContextError) as err:
-        getattr(served, graph).invoke(
-            {"question": "Who?"}, context={"index_path": index_path, "llm": "offline"}
-        )
+        getattr(served, graph).invoke({"question": "Who?"}, context=context)
     payload = server_error_payload(err.value)
     assert payload["error"] == "ContextError" and "\n" not in payload["message"]
     return str(payload["message"])
@@ -246,3 +253,65 @@ def test_a_listed_postgres_index_is_served(
     )
     assert out["trace"] and out["retrieved_ids"]
     assert _served_error(uri.replace("served_tiny", "other_tiny")) == URI_REFUSED
+
+
+# -- the reranker: only a spec the server lists -----------------------------------------------
+
+
+@pytest.mark.enable_socket
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_a_served_reranker_must_be_listed_and_an_unlisted_one_sends_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An `http:` spec names the host that would get the server's key; a `ce:` spec a folder of
+    the server. Unlisted, either is refused at the start of the run with one line, before any
+    request; listed (written as listed), it reranks. Only the fake server on 127.0.0.1 is sent
+    anything."""
+    from test_remote_embedder import FakeModelServer
+
+    from graphseek.knowledge import rerank
+
+    question = "Where did Ada Lovelace's father die?"
+    rerank.clear_rerankers()
+    try:
+        with FakeModelServer(lambda query, text: float("Missolonghi" in text)) as server:
+            spec = f"http:tiny-reranker@{server.base_url}"
+            unlisted = [
+                spec,  # the server runs it, but its configuration does not list it
+                f"http:{server.base_url}",
+                "http:https://attacker.example/",
+                "https://attacker.example/v1/rerank",
+                "ce:/etc",
+                "ce:../models/ms-marco",
+                "bge-reranker",  # malformed: the same line, not an echo
+            ]
+            for candidate in unlisted:
+                assert _served_error("my-index", reranker=candidate) == RERANKER_REFUSED
+            monkeypatch.setenv(RERANKERS_ENV, f"ce:/models/ms-marco  {spec}")
+            for candidate in [
+                f"http:{server.base_url}",  # the same endpoint, written otherwise
+                spec + "/",
+                spec.upper(),
+                "ce:/models/ms-marco/",
+                "https://attacker.example/v1/rerank",
+            ]:
+                assert _served_error("my-index", reranker=candidate) == RERANKER_REFUSED
+            assert server.requests == []  # nothing was sent for a refused spec
+            # listed: validation passes, and the run reranks through it
+            assert ServedContext(index_path="my-index", reranker=f" {spec} ").reranker
+            assert ServedContext(index_path="my-index", reranker="").reranker == ""
+            out = served.naive.invoke(
+                {"question": question},
+                context={"index_path": "my-index", "llm": "offline", "reranker": spec},
+            )
+            assert out["retrieved_ids"]
+            assert server.requests and server.requests[0][1]["query"] == question
+    finally:
+        rerank.clear_rerankers()
+    # the refusal repeats neither the list nor a key; none listed: no reranker is served
+    for shown in (FAKE_KEY, "127.0.0.1", "tiny-reranker", "ms-marco", "attacker", "/etc"):
+        assert shown not in RERANKER_REFUSED
+    monkeypatch.delenv(RERANKERS_ENV)
+    assert _served_error("my-index", reranker=spec) == RERANKER_REFUSED
+    # Python callers and the CLI are not served: any spec is theirs to use
+    assert Context(reranker="ce:/models/ms-marco").reranker == "ce:/models/ms-marco"

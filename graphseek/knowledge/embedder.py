@@ -465,9 +465,12 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        backend = backend or os.environ.get("GRAPHSEEK_EMBEDDER") or "onnx"
-        if backend not in ("onnx", "torch"):
-            raise ValueError(f"unknown embedder backend {backend!r}; choose onnx or torch")
+        chosen = backend or os.environ.get("GRAPHSEEK_EMBEDDER") or "onnx"
+        if chosen not in ("onnx", "torch"):
+            # the variable is named, its value not repeated (a server's client may read it)
+            what = repr(chosen) if backend else "in $GRAPHSEEK_EMBEDDER"
+            raise ValueError(f"unknown embedder backend {what}; choose onnx or torch")
+        backend = chosen
         if device != "cpu":
             backend = "torch"
         self.workers = workers or default_workers()

@@ -204,19 +204,20 @@ def post_json(client: Any, url: str, body: Mapping[str, Any], who: str) -> Any:
     """POST `body` to `url` and return the parsed JSON reply, retrying transport errors, HTTP
     5xx and 429 (`call_with_retries`); raises an `LLMError` (one line) when it keeps failing,
     or when the reply is not JSON."""
-    from graphseek.errors import LLMOutputError
+    from graphseek.errors import LLMOutputError, redact
     from graphseek.llm.errors import call_with_retries
 
     def call() -> Any:
         response = client.post(url, json=dict(body))
         if response.status_code >= 400:
-            detail = " ".join(response.text.split())[:200] or response.reason_phrase
+            # secrets out before the cut: a key cut in two would no longer be recognised
+            detail = redact(" ".join(response.text.split()))[:200] or response.reason_phrase
             raise _HTTPStatus(response.status_code, f"{detail} ({url})", response)
         try:
             return response.json()
         except ValueError:
             raise LLMOutputError(
-                f"{who}: the reply from {url} is not JSON: {response.text[:120]!r}"
+                f"{who}: the reply from {url} is not JSON: {redact(response.text)[:120]!r}"
             ) from None
 
     return call_with_retries(call, who=who)
@@ -271,6 +272,7 @@ class OpenAIEmbedder(HttpClientOwner):
         batch_size: int | None = None,
         timeout: float | None = None,
     ) -> None:
+        from graphseek.llm.errors import env_number
         from graphseek.llm.factory import API_KEY_ENV as CHAT_KEY_ENV
         from graphseek.llm.factory import BASE_URL_ENVS
 
@@ -289,10 +291,13 @@ class OpenAIEmbedder(HttpClientOwner):
         self.name = f"openai:{model}"
         self.spec = f"openai:{model}@{self.base_url}" if explicit else self.name
         self.known_dim: int | None = dim
-        self.batch_size = batch_size or int(_first_env((BATCH_ENV,)) or DEFAULT_BATCH)
-        self.timeout = timeout or float(_first_env((TIMEOUT_ENV,)) or DEFAULT_TIMEOUT)
+        # a bad variable is named, its value not repeated (env_number)
+        self.batch_size = batch_size or int(
+            env_number(BATCH_ENV, DEFAULT_BATCH, whole=True, minimum=1)
+        )
+        self.timeout = timeout or env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT)
         if self.batch_size < 1:
-            raise ModelSpecError(f"{BATCH_ENV} must be >= 1, got {self.batch_size}")
+            raise ModelSpecError(f"batch_size must be >= 1, got {self.batch_size}")
         self._client: Any = None
         self._lock = threading.Lock()
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from graphseek.errors import LLMOutputError, ModelSpecError
+from graphseek.errors import LLMOutputError, ModelSpecError, redact
 from graphseek.knowledge.embedders import HttpClientOwner, close_all
 from graphseek.knowledge.passages import Hit
 
@@ -131,7 +131,9 @@ class HttpReranker(HttpClientOwner):
         self.url = url.rstrip("/")
         self.model = model
         self.name = f"http:{model + '@' if model else ''}{self.url}"
-        self.timeout = timeout or float(os.environ.get(TIMEOUT_ENV, "") or DEFAULT_TIMEOUT)
+        from graphseek.llm.errors import env_number  # a bad value is named, not repeated
+
+        self.timeout = timeout or env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT)
         self._key = (
             os.environ.get(API_KEY_ENV, "").strip() or os.environ.get("OPENAI_API_KEY", "").strip()
         )
@@ -181,7 +183,8 @@ def _scores_of(reply: Any, n: int, who: str) -> list[float]:
     if isinstance(reply, dict):
         rows = reply.get("results", reply.get("data"))
     if not isinstance(rows, list):
-        raise LLMOutputError(f"{who}: the reply has no results list: {str(reply)[:120]!r}")
+        shown = redact(str(reply))[:120]  # secrets out before the cut
+        raise LLMOutputError(f"{who}: the reply has no results list: {shown!r}")
     scores = [float("-inf")] * n
     try:
         for row in rows:

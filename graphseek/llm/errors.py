@@ -15,7 +15,13 @@ Every failure of a chat-model call is mapped onto `graphseek.errors.LLMError`:
 Retries are a setting of the process: ``$GRAPHSEEK_LLM_MAX_RETRIES`` transport retries per call
 (default 2) and ``$GRAPHSEEK_LLM_BACKOFF`` seconds for the first backoff (default 1.0, doubling,
 at most 30 s). The OpenAI client's own retries are switched off by the factory so that every
-attempt is a separate call: it is charged, timed and visible in traces.
+attempt is a separate call: it is charged, timed and visible in traces. A bad value of any
+setting variable is named, not repeated (`env_number`).
+
+The provider's message goes into the error with its secrets taken out
+(`graphseek.errors.redact`): a 401's echo of the key, masked or not, is not in the message that
+a run's abstention, a warning or a server's client shows. (The provider's own exception stays
+chained as ``__cause__``, for a debugger; nothing of graphseek prints that chain.)
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from graphseek.errors import (
     LLMError,
     LLMRequestError,
     LLMTransportError,
+    redact,
 )
 
 R = TypeVar("R")
@@ -71,22 +78,31 @@ class RetrySettings:
     @classmethod
     def from_env(cls) -> RetrySettings:
         return cls(
-            retries=max(0, int(_env_number(MAX_RETRIES_ENV, DEFAULT_TRANSPORT_RETRIES))),
-            backoff=max(0.0, _env_number(BACKOFF_ENV, DEFAULT_BACKOFF)),
-            max_wait=max(0.0, _env_number(MAX_WAIT_ENV, DEFAULT_MAX_WAIT)),
+            retries=max(0, int(env_number(MAX_RETRIES_ENV, DEFAULT_TRANSPORT_RETRIES))),
+            backoff=max(0.0, env_number(BACKOFF_ENV, DEFAULT_BACKOFF)),
+            max_wait=max(0.0, env_number(MAX_WAIT_ENV, DEFAULT_MAX_WAIT)),
         )
 
 
-def _env_number(name: str, default: float) -> float:
+def env_number(
+    name: str, default: float, *, whole: bool = False, minimum: float | None = None
+) -> float:
+    """The number environment variable `name` holds (`default` when unset or blank; a whole
+    number when `whole`; at least `minimum` when given). A bad value raises `ModelSpecError`
+    naming the variable, never its value (a server's client may read the message; issue 56)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
-        return float(default)
-    try:
-        return float(raw)
-    except ValueError:
-        from graphseek.errors import ModelSpecError
+        return default
+    from graphseek.errors import ModelSpecError
 
-        raise ModelSpecError(f"environment variable {name}={raw!r} is not a number") from None
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        kind = "a whole number" if whole else "a number"
+        raise ModelSpecError(f"environment variable {name} is not {kind}") from None
+    if minimum is not None and value < minimum:
+        raise ModelSpecError(f"environment variable {name} must be at least {minimum:g}")
+    return value
 
 
 # -- classification -------------------------------------------------------------------------------
@@ -125,8 +141,10 @@ def retry_after(exc: BaseException) -> float | None:
 
 
 def _message(exc: BaseException) -> str:
+    """The provider's message on one line, its secrets taken out before it is cut to 300
+    characters (a key cut in two would no longer be recognised)."""
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return " ".join(str(text).split())[:300]
+    return redact(" ".join(str(text).split()))[:300]
 
 
 def _lc(name: str) -> tuple[type, ...]:
@@ -277,6 +295,7 @@ __all__ = [
     "acall_with_retries",
     "call_with_retries",
     "classify",
+    "env_number",
     "is_retryable",
     "retry_after",
     "status_code",

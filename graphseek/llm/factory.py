@@ -44,6 +44,7 @@ from langchain_core.runnables import Runnable
 from graphseek.errors import ModelSpecError
 from graphseek.llm.cache import SQLiteResponseCache
 from graphseek.llm.context_window import clear_context_windows, set_context_window
+from graphseek.llm.errors import env_number
 
 OFFLINE = "offline"
 ACCEPTED_SPECS = "'offline', 'openai:<model>' (e.g. 'openai:gpt-4o-mini'), 'scripted'"
@@ -99,8 +100,10 @@ def _default_spec() -> str:
         return OFFLINE
     try:
         return _normalise(value)
-    except ModelSpecError as exc:
-        raise ModelSpecError(f"environment variable {LLM_ENV}: {exc}") from None
+    except ModelSpecError:  # named, not repeated: a server's client may read the message
+        raise ModelSpecError(
+            f"environment variable {LLM_ENV} is not a model spec; use one of {ACCEPTED_SPECS}"
+        ) from None
 
 
 def resolve_spec(llm: Any, role: str) -> str | BaseChatModel:
@@ -222,15 +225,11 @@ def _first_env(names: tuple[str, ...]) -> str | None:
 
 
 def _number(value: Any, env: str, default: Any, kind: type) -> Any:
+    """`value` as `kind`, else environment variable `env`'s number (named, not repeated, when
+    it is not one: `graphseek.llm.errors.env_number`), else `default`."""
     if value is not None:
         return kind(value)
-    raw = os.environ.get(env, "").strip()
-    if not raw:
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        raise ModelSpecError(f"environment variable {env}={raw!r} is not a number") from None
+    return kind(env_number(env, default, whole=kind is int))
 
 
 # -- caches -----------------------------------------------------------------------------------

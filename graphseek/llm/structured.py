@@ -58,7 +58,7 @@ from tenacity import (
     wait_none,
 )
 
-from graphseek.errors import LLMError, LLMOutputError
+from graphseek.errors import LLMError, LLMOutputError, redact
 from graphseek.llm.context_window import ContextBudgetError, fit_request
 from graphseek.llm.errors import acall_with_retries, call_with_retries
 from graphseek.llm.usage import UsageCallback
@@ -213,13 +213,14 @@ def _shorten(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
 
 
 def _error_text(error: BaseException) -> str:
+    """A parse or validation error on one short line, secrets taken out before the cut."""
     if isinstance(error, ValidationError):
         parts = [
             f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in error.errors()
         ]
         return _shorten(f"{error.error_count()} validation error(s): " + "; ".join(parts))
     # langchain appends "For troubleshooting, visit: <url>" to parser errors: noise for a model
-    return _shorten(re.sub(r"\s*For troubleshooting, visit: \S+", "", str(error)))
+    return _shorten(redact(re.sub(r"\s*For troubleshooting, visit: \S+", "", str(error))))
 
 
 # -- calling ----------------------------------------------------------------------------------
@@ -548,8 +549,10 @@ def _structured_runnable(
         if _is_openai(model):
             chosen = method or os.environ.get(STRUCTURED_METHOD_ENV, "").strip() or "json_schema"
             if chosen not in _OPENAI_METHODS:
+                # the variable is named, its value not repeated (a server's client may read it)
+                what = repr(chosen) if method else f"in ${STRUCTURED_METHOD_ENV}"
                 raise ValueError(
-                    f"unknown structured-output method {chosen!r}; use one of {_OPENAI_METHODS}"
+                    f"unknown structured-output method {what}; use one of {_OPENAI_METHODS}"
                 )
             kwargs: dict[str, Any] = {"method": chosen}
             if chosen != "json_mode":

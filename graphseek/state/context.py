@@ -19,13 +19,15 @@ A Python-only object goes in a field annotated `SkipJsonSchema[...]` with `repr=
 
 Served and local runs differ in one place: the graphs the LangGraph server serves
 (`graphseek.graphs.served`, named by `langgraph.json`) take `ServedContext`, which confines the
-index a client names (`ServedContext.index_location`). A `Context`, made by Python callers, the
-CLI and `ask`, opens any path or URI its user gives.
+index a client names (`ServedContext.index_location`) and its reranker (one the server lists in
+$GRAPHSEEK_RERANKERS). A `Context`, made by Python callers, the CLI and `ask`, opens any path or
+URI and uses any reranker its user gives.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args
@@ -34,7 +36,12 @@ from pydantic import ConfigDict
 from pydantic.json_schema import SkipJsonSchema
 
 from graphseek.errors import ContextError
-from graphseek.state.validation import allowed_index_uri, check_context, confine_index_path
+from graphseek.state.validation import (
+    URI_REFUSED,
+    check_context,
+    check_served_reranker,
+    confine_index_path,
+)
 
 RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive"]
 Mode = Literal["single", "competitive", "collaborative"]
@@ -53,6 +60,9 @@ INDEX_DIR_ENV = "GRAPHSEEK_INDEX_DIR"
 #: environment variable listing, separated by whitespace, the index URIs (postgresql://…) that a
 #: served run opens; a client names one without its password
 INDEX_URIS_ENV = "GRAPHSEEK_INDEX_URIS"
+#: environment variable listing, separated by whitespace, the reranker specs a served run may use
+#: (compared exactly; none listed: a served run uses no reranker)
+RERANKERS_ENV = "GRAPHSEEK_RERANKERS"
 #: the longest `index_path` a served refusal repeats
 SHOWN_PATH_CHARS = 200
 
@@ -90,7 +100,8 @@ class Context:
         metadata=_describe(
             "Reranker of the retrieved passages (off when empty): 'http:<url>' or "
             "'http:<model>@<url>' (a /v1/rerank or /rerank endpoint: vLLM, TEI, Jina, Cohere) or "
-            "'ce:<folder>' (a local cross-encoder). It orders the top 3k (at least 20) hits."
+            "'ce:<folder>' (a local cross-encoder). It orders the top 3k (at least 20) hits. "
+            f"A server runs only a spec its ${RERANKERS_ENV} lists, written as listed."
         ),
     )
     # -- the model --------------------------------------------------------------------------------
@@ -280,18 +291,27 @@ class Context:
 @dataclass(frozen=True, kw_only=True)
 class ServedContext(Context):
     """Settings of one run of any topology (unused settings are ignored by a topology); the
-    index is one under the server's index root or listed in its $GRAPHSEEK_INDEX_URIS."""
+    index is one under the server's index root or listed in its $GRAPHSEEK_INDEX_URIS, the
+    reranker one listed in its $GRAPHSEEK_RERANKERS."""
 
     # The context schema of the served graphs (`graphseek.graphs.served`): the server makes one
     # of each client's JSON context. `index_location` opens a directory under the index root
     # (`index_base_dir()`) named by a relative path (`validation.confine_index_path`) or a URI
-    # that $GRAPHSEEK_INDEX_URIS lists (`validation.allowed_index_uri`; the listed URI is the one
-    # connected to). The docstring is the description Studio shows; the title stays `Context`.
+    # that $GRAPHSEEK_INDEX_URIS lists (`allowed_index_uri`; the listed URI is the one
+    # connected to). `reranker` is empty or a spec $GRAPHSEEK_RERANKERS lists
+    # (`validation.check_served_reranker`): an `http:` spec names the host that gets the
+    # server's rerank key, a `ce:` spec a folder of the server that is loaded. The other fields
+    # name no host, file or endpoint: `llm` picks a model name, sent to the server's own
+    # endpoint ($GRAPHSEEK_BASE_URL / $OPENAI_BASE_URL) with its own key, and an index's
+    # embedder is the one its manifest records. The docstring is the description Studio shows;
+    # the title stays `Context`.
     __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(title="Context")
 
     def __post_init__(self) -> None:
         if self.index is not None:  # a client's JSON is not an opened index
             raise ContextError("A served run names its index by index_path.")
+        # before the base checks, whose message would repeat a malformed spec
+        check_served_reranker(self.reranker, os.environ.get(RERANKERS_ENV, "").split())
         super().__post_init__()
 
     def index_location(self) -> str:
@@ -323,6 +343,32 @@ def _is_uri(path: str) -> bool:
     `graphseek.knowledge.storage.backend_for`); ``file://`` and plain paths are directories."""
     scheme, sep, _ = path.partition("://")
     return bool(sep) and scheme.isidentifier() and scheme.lower() != "file"
+
+
+def _uri_key(uri: str) -> str | None:
+    """What identifies an index URI: for ``postgresql://`` its form without a password (the
+    scheme, user, host, port, database, libpq parameters and schema); None for anything else."""
+    # here, not in `validation`: the URI parser imports `validation` (an import cycle otherwise)
+    from graphseek.knowledge.postgres.uri import is_postgres_uri, parse_postgres_uri
+
+    if not is_postgres_uri(uri):
+        return None
+    try:
+        return parse_postgres_uri(uri).display
+    except ValueError:
+        return None
+
+
+def allowed_index_uri(raw: str, allowed: Iterable[str]) -> str:
+    """The URI of `allowed` (the server's own list) that `raw` names, matched without passwords,
+    so a client names a configured index without its credentials and the server connects with
+    its own; `ContextError` (`validation.URI_REFUSED`) when `raw` names none of them."""
+    key = _uri_key(raw)
+    if key is not None:
+        for uri in allowed:
+            if _uri_key(uri) == key:
+                return uri
+    raise ContextError(URI_REFUSED)
 
 
 def _is_dir(path: Path) -> bool:

@@ -8,10 +8,14 @@ workflow's `invoke` / `stream`, and the LangGraph server (Studio, the SDK).
   client sends as JSON (LangGraph makes a `Context` of it) is checked as a Python caller's is.
 - `check_name(kind, name, known)`: an unknown name (topology, retriever, profile, mode, data
   set, setting) is refused with the closest known ones (`difflib`), else the list of known ones.
-- `confine_index_path(raw, root)` and `allowed_index_uri(raw, allowed)`: the index a served run
-  (the LangGraph server, Studio) may open, a directory under the server's index root or a URI
-  its configuration lists (`graphseek.state.context.ServedContext` applies them). A refusal is
-  the same line whatever the path is and whether it exists, and names no path of the server.
+- `confine_index_path(raw, root)` (and `graphseek.state.context.allowed_index_uri`, beside the
+  PostgreSQL URI parser that imports this module): the index a served run (the LangGraph
+  server, Studio) may open, a directory under the server's index root or a URI its
+  configuration lists (`graphseek.state.context.ServedContext` applies them). A refusal is the
+  same line whatever the path is and whether it exists, and names no path of the server.
+- `check_served_reranker(raw, allowed)`: the reranker a served run may use, one its server's
+  configuration lists, else one line that repeats neither the spec nor the list (a spec names a
+  host that would receive the server's key, or a folder of the server).
 
 Every check raises a `ValueError` subclass (`InvalidRequestError`, or the caller's `error`) with
 one line that names the field: the CLI prints it, `ask` raises it, and the LangGraph server
@@ -183,26 +187,21 @@ def confine_index_path(raw: str, root: Path) -> Path:
     return path
 
 
-def _uri_key(uri: str) -> str | None:
-    """What identifies an index URI: for ``postgresql://`` its form without a password (the
-    scheme, user, host, port, database, libpq parameters and schema); None for anything else."""
-    from graphseek.knowledge.postgres.uri import is_postgres_uri, parse_postgres_uri
+# -- the reranker of a served run -----------------------------------------------------------------
 
-    if not is_postgres_uri(uri):
-        return None
-    try:
-        return parse_postgres_uri(uri).display
-    except ValueError:
-        return None
+#: the refusal of a served `reranker` that the server's configuration does not list (one line
+#: whatever the spec, so that it tells nothing of the server's list or of what exists)
+RERANKER_REFUSED = (
+    "reranker names a reranker this server does not run: a served run uses no reranker or one "
+    "listed in the server's $GRAPHSEEK_RERANKERS."
+)
 
 
-def allowed_index_uri(raw: str, allowed: Iterable[str]) -> str:
-    """The URI of `allowed` (the server's own list) that `raw` names, matched without passwords,
-    so a client names a configured index without its credentials and the server connects with
-    its own; `ContextError` (`URI_REFUSED`) when `raw` names none of them."""
-    key = _uri_key(raw)
-    if key is not None:
-        for uri in allowed:
-            if _uri_key(uri) == key:
-                return uri
-    raise ContextError(URI_REFUSED)
+def check_served_reranker(raw: Any, allowed: Iterable[str]) -> None:
+    """Accept a served `reranker` that is empty (none) or, apart from surrounding blanks,
+    exactly one of `allowed` (the server's own list); else `ContextError` (`RERANKER_REFUSED`).
+    An ``http:`` spec names the host that receives the server's rerank key, a ``ce:`` spec a
+    folder of the server that is loaded: neither is a client's to choose."""
+    if isinstance(raw, str) and (not raw.strip() or raw.strip() in set(allowed)):
+        return
+    raise ContextError(RERANKER_REFUSED)
