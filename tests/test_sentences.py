@@ -113,3 +113,27 @@ def test_a_model_sentence_naming_one_grounded_value_answers() -> None:
     assert right.fits and right.answer == ".xz"
     made_up = fit_answer(q, "It appends the .lzma suffix to the file name.", 0.5, evidence=[XZ])
     assert not made_up.fits
+
+
+def test_the_best_guess_sentence_is_shown_second_when_ranked_lower() -> None:
+    from graphseek.agents.reading.evidence import with_best_guess
+    from graphseek.agents.reading.sentences import RankedSentence
+    from graphseek.state.models import Draft
+
+    passage = Passage(id="p", title="t", text="x")
+    ranked = [
+        RankedSentence(passage, i, text, text, 1.0 - i / 10, ())
+        for i, text in enumerate(["A one.", "B two.", "C three.", "D four.", "E holds Bergen."])
+    ]
+    shown = [ranked[0], ranked[2], ranked[4]]  # neighbours skipped
+    guess = Draft(
+        question="q",
+        answer="Bergen",
+        confidence=0.4,
+        evidence=[EvidenceItem(passage_id="p", text="x", sentence="E holds Bergen.")],
+    )
+    assert with_best_guess(shown[:2], ranked, [guess]) == [ranked[0], ranked[4]]
+    # already among the first two, or none to show: unchanged
+    assert with_best_guess([ranked[4], ranked[0]], ranked, [guess]) == [ranked[4], ranked[0]]
+    assert with_best_guess(shown, ranked, []) == shown
+    assert with_best_guess(shown, ranked, [guess.model_copy(update={"answer": ""})]) == shown

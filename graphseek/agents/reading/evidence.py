@@ -10,10 +10,14 @@ reader's guess of the answer's type, so a wrong guess never hides the right sent
   evidence shows sentences as the offline reader's does, and `span` where the sentence holds
   the answer.
 - For an abstention, `shown_evidence` ranks the sentences of what the run read (the first
-  `READ_PASSAGES` passages it retrieved, then those its drafts cited) and shows the best
-  `SHOWN_ITEMS`, a sentence that is already another's context skipped. A sentence that holds one
-  of the drafts' answers or of the reader's best `GUESSES` candidates (else whose context holds
-  one) has that `span` marked: what the run judged but did not trust enough.
+  `READ_PASSAGES` passages it retrieved, then those its drafts cited) by their relevance to the
+  question or to a sub-question its drafts answered (a second hop's sentence answers its step,
+  not the whole question's words), and shows the best
+  `SHOWN_ITEMS`, a sentence that is already another's context skipped, and the sentence that
+  states the most confident draft's answer second when the ranker put it lower (the abstention's
+  reason names that answer; a run just below its operating point is often right). A sentence
+  that holds one of the drafts' answers or of the reader's best `GUESSES` candidates (else whose
+  context holds one) has that `span` marked: what the run judged but did not trust enough.
 
 What is shown depends on the run only, not on what else the process read before. Nothing here
 decides whether to answer; an item of an abstention never `supports_answer`.
@@ -22,11 +26,14 @@ decides whether to answer; an item of an abstention never `supports_answer`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphseek.agents.text import answer_occurs, contains
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.models import Draft, EvidenceItem
+
+if TYPE_CHECKING:
+    from graphseek.agents.reading.sentences import RankedSentence
 
 #: how many items an abstention shows at most (the CLI prints the first three)
 SHOWN_ITEMS = 5
@@ -35,6 +42,11 @@ SHOWN_ITEMS = 5
 READ_PASSAGES = 5
 #: how many of the reader's candidates an abstention marks where its sentences hold them
 GUESSES = 3
+#: how many of the drafts' sub-questions an abstention ranks sentences for, beside the question
+STEP_QUESTIONS = 3
+#: where the sentence of the most confident draft's answer is shown (0: first), when the
+#: ranker put it lower
+GUESS_AT = 1
 
 
 def to_evidence(hit: Hit, sentence: str = "") -> EvidenceItem:
@@ -85,6 +97,50 @@ def _guesses(drafts: Sequence[Draft]) -> list[str]:
     return out
 
 
+def with_best_guess(
+    shown: list[RankedSentence], ranked: Sequence[RankedSentence], drafts: Sequence[Draft]
+) -> list[RankedSentence]:
+    """`shown` with the sentence of the most confident draft's answer second (`GUESS_AT`) when
+    it is not among the first `GUESS_AT + 1` already: a run that abstains just below its
+    operating point is often right, and its reason names that answer, so the sentence that
+    states it is shown; the rest stay in the ranker's order."""
+    best = max(
+        (d for d in drafts if d.answer and d.evidence), key=lambda d: d.confidence, default=None
+    )
+    if best is None:
+        return shown
+    cited = {(e.passage_id, e.sentence) for e in best.evidence if e.sentence}
+    own = [s for s in ranked if (s.passage.id, s.text) in cited and contains(s.text, best.answer)]
+    own = own or [s for s in ranked if contains(s.text, best.answer)]
+    first = shown[: GUESS_AT + 1]
+    if not own or any(
+        s.passage.id == own[0].passage.id and abs(s.index - own[0].index) <= 1 for s in first
+    ):  # shown already, or as the context of a sentence shown
+        return shown
+    rest = [s for s in shown if s != own[0]]
+    return (rest[:GUESS_AT] + [own[0]] + rest[GUESS_AT:])[: len(shown)]
+
+
+def _ranked_for_steps(
+    question: str, drafts: Sequence[Draft], read: Sequence[Hit], reader: Any
+) -> list[RankedSentence]:
+    """The sentences of `read` ranked by their relevance to the question or to any of the
+    sub-questions its drafts answered (up to `STEP_QUESTIONS`), each scored by the best: a
+    second hop's sentence ("Olof Palme was born in Stockholm") shares few words with the whole
+    question ("Where was Lisbeth Palme's husband born?") but answers its step."""
+    from graphseek.agents.reading.sentences import rank_sentences
+
+    asked = list(dict.fromkeys([question, *(d.question for d in drafts if d.question)]))
+    best: dict[tuple[str, int], RankedSentence] = {}
+    for q in asked[: STEP_QUESTIONS + 1]:
+        for s in rank_sentences(q, read, reader):
+            key = (s.passage.id, s.index)
+            if key not in best or s.score > best[key].score:
+                best[key] = s
+    order = {h.passage.id: k for k, h in enumerate(read)}
+    return sorted(best.values(), key=lambda s: (-s.score, order.get(s.passage.id, 0), s.index))
+
+
 def shown_evidence(
     question: str,
     drafts: Sequence[Draft],
@@ -94,7 +150,7 @@ def shown_evidence(
 ) -> list[EvidenceItem]:
     """The evidence an abstention shows: the most relevant sentences of what the run read (see
     the module docstring), each with its context and a candidate `span` where it holds one."""
-    from graphseek.agents.reading.sentences import rank_sentences, top_sentences
+    from graphseek.agents.reading.sentences import top_sentences
 
     if reader is None:
         from graphseek.agents.reading.reader import get_reader
@@ -103,7 +159,8 @@ def shown_evidence(
     read = _read_hits(drafts, hits)
     if not read:
         return []
-    shown = top_sentences(rank_sentences(question, read, reader), limit)
+    ranked = _ranked_for_steps(question, drafts, read, reader)
+    shown = with_best_guess(top_sentences(ranked, limit), ranked, drafts)
     # what the run guessed, best first: its drafts' answers, then the reader's candidates
     guesses = _guesses(drafts)
     for cand in reader.rank(question, read)[:GUESSES]:
