@@ -16,9 +16,12 @@ import gzip
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from devset_docs import metadata_body, write_docs  # noqa: E402
+
 LIMIT = 20480
 HERE = Path(__file__).resolve().parent
-SITE = next((HERE.parents[2] / ".venv" / "lib").glob("python3*/site-packages"))
 DOC = Path("/usr/share/doc")
 
 # (file in docs/, path under /usr/share/doc) for Debian packages
@@ -71,30 +74,13 @@ def debian_text(path: str) -> str:
 
 def changelog_section(dist_info: str, heading: str) -> str:
     """The long description of a distribution from its changelog heading line to the end."""
-    metadata = next(SITE.glob(f"{dist_info}-*.dist-info")) / "METADATA"
-    body = metadata.read_text(encoding="utf-8").split("\n\n", 1)[1]
+    metadata, body = metadata_body(dist_info)
     lines = body.splitlines(keepends=True)
     for i, line in enumerate(lines[:-1]):
         underline = lines[i + 1].strip()
         if line.strip() == heading and underline and set(underline) <= set("=-~^"):
             return "".join(lines[i:])
     raise ValueError(f"no {heading!r} heading in {metadata}")
-
-
-def trim(text: str, limit: int = LIMIT) -> tuple[str, bool]:
-    """The newest part of a newest-first text: cut at the last blank line before `limit` bytes."""
-    if len(text.encode()) <= limit:
-        return text, False
-    kept: list[str] = []
-    size = 0
-    for paragraph in text.split("\n\n"):
-        size += len((paragraph + "\n\n").encode())
-        if size > limit:
-            break
-        kept.append(paragraph)
-    while kept and _leads_on(kept[-1]):
-        kept.pop()
-    return "\n\n".join(kept).rstrip() + "\n", True
 
 
 def _leads_on(paragraph: str) -> bool:
@@ -109,15 +95,10 @@ def _leads_on(paragraph: str) -> bool:
 
 
 def main() -> int:
-    out = HERE / "docs"
-    out.mkdir(exist_ok=True)
+    """Every text is newest-first, so the cut keeps its newest part."""
     sources = [(name, debian_text(path)) for name, path in DEBIAN_DOCS]
     sources += [(name, changelog_section(d, h)) for name, d, h in PYTHON_DOCS]
-    for name, text in sources:
-        text, cut = trim(text)
-        (out / name).write_text(text, encoding="utf-8")
-        sys.stdout.write(f"{name}: {len(text.encode())} bytes{' (trimmed)' if cut else ''}\n")
-    return 0
+    return write_docs(HERE / "docs", sources, LIMIT, _leads_on)
 
 
 if __name__ == "__main__":

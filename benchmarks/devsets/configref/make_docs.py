@@ -12,9 +12,12 @@ man-db and groff (here man-db 2.11.2, groff 1.22.4, Debian 12).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from devset_docs import man_text, write_docs  # noqa: E402
 
 LIMIT = 20480
 HERE = Path(__file__).resolve().parent
@@ -57,27 +60,7 @@ PAGES = [
 def render(page: str) -> str:
     """The page as `MANWIDTH=80 man -l PAGE | col -bx` prints it."""
     env = dict(os.environ, MANWIDTH="80", LANG="C.UTF-8", LC_ALL="C.UTF-8", MAN_KEEP_FORMATTING="")
-    man = subprocess.run(
-        ["man", "-l", str(MAN5 / page)], env=env, capture_output=True, check=True
-    ).stdout
-    text = subprocess.run(["col", "-bx"], input=man, env=env, capture_output=True, check=True)
-    return text.stdout.decode("utf-8")
-
-
-def trim(text: str, limit: int = LIMIT) -> tuple[str, bool]:
-    """The text cut at the last paragraph boundary (blank line) before `limit` bytes."""
-    if len(text.encode()) <= limit:
-        return text, False
-    kept: list[str] = []
-    size = 0
-    for paragraph in text.split("\n\n"):
-        size += len((paragraph + "\n\n").encode())
-        if size > limit:
-            break
-        kept.append(paragraph)
-    while kept and _leads_on(kept[-1]):
-        kept.pop()
-    return "\n\n".join(kept).rstrip() + "\n", True
+    return man_text(MAN5 / page, env)
 
 
 def _leads_on(paragraph: str) -> bool:
@@ -91,13 +74,8 @@ def _leads_on(paragraph: str) -> bool:
 
 
 def main() -> int:
-    out = HERE / "docs"
-    out.mkdir(exist_ok=True)
-    for name, page in PAGES:
-        text, cut = trim(render(page))
-        (out / name).write_text(text, encoding="utf-8")
-        sys.stdout.write(f"{name}: {len(text.encode())} bytes{' (trimmed)' if cut else ''}\n")
-    return 0
+    docs = ((name, render(page)) for name, page in PAGES)
+    return write_docs(HERE / "docs", docs, LIMIT, _leads_on)
 
 
 if __name__ == "__main__":

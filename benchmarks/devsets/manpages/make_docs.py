@@ -12,9 +12,12 @@ SOURCES.md names the cut files.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from devset_docs import man_text, write_docs  # noqa: E402
 
 LIMIT = 20480
 HERE = Path(__file__).resolve().parent
@@ -60,25 +63,7 @@ def render(name: str, section: int) -> str:
     page = MAN / f"man{section}" / f"{name}.{section}.gz"
     env = dict(os.environ, MANWIDTH="80", LANG="C.UTF-8")
     env.pop("LC_ALL", None)
-    man = subprocess.run(["man", "-l", str(page)], env=env, capture_output=True, check=True).stdout
-    col = subprocess.run(["col", "-bx"], input=man, env=env, capture_output=True, check=True)
-    return col.stdout.decode("utf-8")
-
-
-def trim(text: str, limit: int = LIMIT) -> tuple[str, bool]:
-    """The text cut at the last paragraph boundary (blank line) before `limit` bytes."""
-    if len(text.encode()) <= limit:
-        return text, False
-    kept: list[str] = []
-    size = 0
-    for paragraph in text.split("\n\n"):
-        size += len((paragraph + "\n\n").encode())
-        if size > limit:
-            break
-        kept.append(paragraph)
-    while kept and _leads_on(kept[-1]):
-        kept.pop()
-    return "\n\n".join(kept).rstrip() + "\n", True
+    return man_text(page, env)
 
 
 def _leads_on(paragraph: str) -> bool:
@@ -92,13 +77,8 @@ def _leads_on(paragraph: str) -> bool:
 
 
 def main() -> int:
-    out = HERE / "docs"
-    out.mkdir(exist_ok=True)
-    for name, section in PAGES:
-        text, cut = trim(render(name, section))
-        (out / f"{name}.txt").write_text(text, encoding="utf-8")
-        sys.stdout.write(f"{name}.txt: {len(text.encode())} bytes{' (trimmed)' if cut else ''}\n")
-    return 0
+    docs = ((f"{name}.txt", render(name, section)) for name, section in PAGES)
+    return write_docs(HERE / "docs", docs, LIMIT, _leads_on)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from devset_docs import metadata_body, write_docs  # noqa: E402
+
 LIMIT = 8192
 HERE = Path(__file__).resolve().parent
-SITE = next((HERE.parents[2] / ".venv" / "lib").glob("python3*/site-packages"))
 
 # (file in docs/, dist-info name in .venv) for Python packages
 PYTHON_DOCS = [
@@ -67,30 +70,7 @@ DEBIAN_DOCS = [
 
 def long_description(dist_info: str) -> str:
     """The body of a METADATA file: everything after the first blank line."""
-    metadata = next(SITE.glob(f"{dist_info}-*.dist-info")) / "METADATA"
-    text = metadata.read_text(encoding="utf-8")
-    return text.split("\n\n", 1)[1]
-
-
-def trim(text: str, limit: int = LIMIT) -> tuple[str, bool]:
-    """The text cut at a paragraph boundary before `limit` bytes, outside code fences."""
-    if len(text.encode()) <= limit:
-        return text, False
-    kept: list[str] = []
-    size, in_fence, last_safe = 0, False, 0
-    for paragraph in text.split("\n\n"):
-        size += len((paragraph + "\n\n").encode())
-        if size > limit:
-            break
-        kept.append(paragraph)
-        if paragraph.count("```") % 2:
-            in_fence = not in_fence
-        if not in_fence:
-            last_safe = len(kept)
-    kept = kept[:last_safe]
-    while kept and _leads_on(kept[-1]):
-        kept.pop()
-    return "\n\n".join(kept).rstrip() + "\n", True
+    return metadata_body(dist_info)[1]
 
 
 def _leads_on(paragraph: str) -> bool:
@@ -106,18 +86,13 @@ def _leads_on(paragraph: str) -> bool:
 
 
 def main() -> int:
-    out = HERE / "docs"
-    out.mkdir(exist_ok=True)
+    """The cut is also outside a fenced code block."""
     sources = [(name, long_description(d)) for name, d in PYTHON_DOCS]
     sources += [
         (name, (Path("/usr/share/doc") / path).read_text(encoding="utf-8"))
         for name, path in DEBIAN_DOCS
     ]
-    for name, text in sources:
-        text, cut = trim(text)
-        (out / name).write_text(text, encoding="utf-8")
-        sys.stdout.write(f"{name}: {len(text.encode())} bytes{' (trimmed)' if cut else ''}\n")
-    return 0
+    return write_docs(HERE / "docs", sources, LIMIT, _leads_on, fence="```")
 
 
 if __name__ == "__main__":
