@@ -14,7 +14,7 @@ reader's guess of the answer's type, so a wrong guess never hides the right sent
   question or to a sub-question its drafts answered (a second hop's sentence answers its step,
   not the whole question's words), and shows the best
   `SHOWN_ITEMS`, a sentence that is already another's context skipped, and the sentence that
-  states the most confident draft's answer second when the ranker put it lower (the abstention's
+  states the latest draft's answer second when the ranker put it lower (the abstention's
   reason names that answer; a run just below its operating point is often right). A sentence
   that holds one of the drafts' answers or of the reader's best `GUESSES` candidates (else whose
   context holds one) has that `span` marked: what the run judged but did not trust enough.
@@ -44,7 +44,7 @@ READ_PASSAGES = 5
 GUESSES = 3
 #: how many of the drafts' sub-questions an abstention ranks sentences for, beside the question
 STEP_QUESTIONS = 3
-#: where the sentence of the most confident draft's answer is shown (0: first), when the
+#: where the sentence of the latest draft's answer is shown (0: first), when the
 #: ranker put it lower
 GUESS_AT = 1
 
@@ -100,13 +100,12 @@ def _guesses(drafts: Sequence[Draft]) -> list[str]:
 def with_best_guess(
     shown: list[RankedSentence], ranked: Sequence[RankedSentence], drafts: Sequence[Draft]
 ) -> list[RankedSentence]:
-    """`shown` with the sentence of the most confident draft's answer second (`GUESS_AT`) when
-    it is not among the first `GUESS_AT + 1` already: a run that abstains just below its
-    operating point is often right, and its reason names that answer, so the sentence that
-    states it is shown; the rest stay in the ranker's order."""
-    best = max(
-        (d for d in drafts if d.answer and d.evidence), key=lambda d: d.confidence, default=None
-    )
+    """`shown` with the sentence of the latest draft's answer (a plan's last step) second
+    (`GUESS_AT`) when it is not among the first `GUESS_AT + 1` already: a run that abstains just
+    below its operating point is often right, and its reason names that answer, so the sentence
+    that states it is shown; the rest stay in the ranker's order."""
+    # the latest draft with an answer: a plan's last step, whose answer the reason names
+    best = next((d for d in reversed(drafts) if d.answer and d.evidence), None)
     if best is None:
         return shown
     cited = {(e.passage_id, e.sentence) for e in best.evidence if e.sentence}
