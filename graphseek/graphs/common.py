@@ -165,18 +165,16 @@ def model_answer_fit(
     # the passage a sentence was copied from, else the first cited: its title reads with it
     first = evidence[0] if evidence else None
     source = next((e for e in evidence if contains(e.text, answer)), first)
-    read = [f"{e.title} {e.text}" for e in evidence] + [
-        f"{h.passage.title} {h.passage.text}" for h in observed()
-    ]
+    seen = observed()  # read once: the model's answer is checked against it twice
+    read = [f"{e.title} {e.text}" for e in evidence]
+    read += [f"{h.passage.title} {h.passage.text}" for h in seen]
     fit = fit_answer(
         question, answer, thresholds(ctx)[0], source.title if source else "", evidence=read
     )
     marked = mark_support(evidence, fit.answer)
     if not fit.fits or fit.answer in ("yes", "no") or any(e.supports_answer for e in marked):
         return fit, marked
-    stating = [
-        h for h in observed() if answer_occurs(fit.answer, f"{h.passage.title} {h.passage.text}")
-    ]
+    stating = [h for h in seen if answer_occurs(fit.answer, f"{h.passage.title} {h.passage.text}")]
     if not stating:
         reason = f"the answer {fit.answer!r} is stated in none of the passages the run read"
         return Fit(fit.answer, False, reason, fit.read_from), marked

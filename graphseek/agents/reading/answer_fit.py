@@ -12,7 +12,7 @@ the question holds. Both occur in the passages, so an occurrence test passes the
   name never is): the best of them becomes the answer when the reader's confidence reaches its
   operating point, or when it is the only one; else, when the sentence holds exactly one
   specific token that the evidence holds and the question does not (an option, a suffix, a
-  number: `sentences.specific_tokens`), that token; else the sentence does not answer. A
+  number: `sentences.specific_token_list`), that token; else the sentence does not answer. A
   sentence that says it does not know ("not stated", "unknown") answers nothing;
 - a **short answer** that is only a name the question already holds does not answer, except in
   a question that offers a choice ("A or B?");
@@ -125,7 +125,7 @@ def fit_answer(
 
 
 def _lone_specific(question: str, answer: str, evidence: Sequence[str]) -> str:
-    """The one specific token of `answer` (`specific_tokens`) that some text of `evidence` holds
+    """The one specific token of `answer` (`specific_token_list`) that some text of `evidence` holds
     and `question` does not; "" when there is none or more than one."""
     from graphseek.agents.reading.sentences import known_tokens, specific_token_list
 

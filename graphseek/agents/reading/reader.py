@@ -196,6 +196,19 @@ def match_keys(words: frozenset[str] | set[str]) -> frozenset[str]:
     return frozenset(match_key(w) for w in words)
 
 
+def question_weights(spec: AnswerSpec) -> dict[str, float]:
+    """How much each of the question's words weighs (`term_weight`), by its `match_key`."""
+    weights: dict[str, float] = {}
+    for w in spec.words:
+        weights[match_key(w)] = max(weights.get(match_key(w), 0.0), term_weight(w))
+    return weights
+
+
+def rank_score(rank: int) -> float:
+    """A retrieval rank (1 first) as a feature: 1 / (1 + 0.3 (rank - 1))."""
+    return 1.0 / (1.0 + 0.3 * (rank - 1))
+
+
 def _parse_sentence(sent: Any, index: int) -> _Sentence:
     base = sent.start_char
     toks = list(sent)
@@ -459,13 +472,10 @@ class ExtractiveReader:
         (`FEATURES[:SENTENCE_FEATURES]`) and their hand-set `sentence_score`."""
         docs = self.parse([h.passage for h in hits])
         q_vec = self.question_vector(spec.question)
-        weights: dict[str, float] = {}
-        for w in spec.words:
-            weights[match_key(w)] = max(weights.get(match_key(w), 0.0), term_weight(w))
+        weights = question_weights(spec)
         total = sum(weights.values()) or 1.0
         for position, (hit, doc) in enumerate(zip(hits, docs, strict=True)):
-            rank = hit.rank or position + 1
-            rank_score = 1.0 / (1.0 + 0.3 * (rank - 1))
+            rank = rank_score(hit.rank or position + 1)
             # rarity-weighted share of the question's words the passage (title included) holds
             in_passage = sum(w for t, w in weights.items() if t in doc.words) / total
             title_words = match_keys(content_words(doc.passage.title))
@@ -477,19 +487,8 @@ class ExtractiveReader:
                 lex = len(rel & stems) / len(rel) if rel else 0.0
                 near = stems | title_words
                 in_sentence = sum(w for t, w in weights.items() if t in near) / total
-                features = (float(sim), lex, in_sentence, in_passage, rank_score)
+                features = (float(sim), lex, in_sentence, in_passage, rank)
                 yield doc, sent, features, sentence_score(features)
-
-    def best_sentences(self, question: str, hits: Sequence[Hit]) -> list[tuple[str, float]]:
-        """For each hit, in order, its sentence that best covers the question and that
-        sentence's `sentence_score` (("", 0.0) for a passage with no readable sentence)."""
-        spec = analyse_question(" ".join(question.split()))
-        rel = match_keys(spec.relation_words or spec.words)
-        best: dict[str, tuple[str, float]] = {}
-        for doc, sent, _, score in self._scored_sentences(spec, hits, rel):
-            if doc.passage.id not in best or score > best[doc.passage.id][1]:
-                best[doc.passage.id] = (sent.text, score)
-        return [best.get(h.passage.id, ("", 0.0)) for h in hits]
 
     def read(self, question: str, hits: Sequence[Hit]) -> Draft:
         """A `Draft`: the best candidate with its sentence as evidence, or an empty answer."""

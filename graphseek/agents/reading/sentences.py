@@ -16,7 +16,7 @@ passage by the extractive reader's cache, `ExtractiveReader.parse`) is scored on
 - the share its passage holds, and the passage's retrieval rank;
 - whether it is a fragment of fewer than `SHORT_WORDS` words (a heading, a lone flag);
 - whether it holds a specific token the question does not: a number, an option, a path or an
-  identifier, a capitalised name inside the sentence (`specific_tokens`). A sentence that only
+  identifier, a capitalised name inside the sentence (`specific_token_list`). A sentence that only
   restates the question's words tells less than one that adds a value to them.
 
 The score is a linear function of them whose weights are fitted on the documentation dev genres
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from graphseek.agents.reading.question import analyse_question, term_weight
+from graphseek.agents.reading.question import analyse_question
 from graphseek.agents.text import content_words
 from graphseek.knowledge.passages import Hit, Passage
 
@@ -118,11 +118,6 @@ def specific_token_list(text: str, known: frozenset[str]) -> list[str]:
     return out
 
 
-def specific_tokens(text: str, known: frozenset[str]) -> int:
-    """How many tokens of `text` are `specific_token_list`'s."""
-    return len(specific_token_list(text, known))
-
-
 def context_of(texts: Sequence[str], i: int) -> str:
     """Sentence `i` of `texts` with the sentence before and after it (each cut to
     `NEIGHBOUR_CHARS`), or alone when it is `CONTEXT_BELOW` characters or longer."""
@@ -142,15 +137,12 @@ def sentence_features(
         from graphseek.agents.reading.reader import get_reader
 
         reader = get_reader()
-    from graphseek.agents.reading.reader import match_key, match_keys
+    from graphseek.agents.reading.reader import match_keys, question_weights, rank_score
 
     question = " ".join(question.split())
     if not hits or not question:
         return []
-    spec = analyse_question(question)
-    weights_of: dict[str, float] = {}
-    for w in spec.words:
-        weights_of[match_key(w)] = max(weights_of.get(match_key(w), 0.0), term_weight(w))
+    weights_of = question_weights(analyse_question(question))
     total = sum(weights_of.values()) or 1.0
 
     def share(stems: set[str] | frozenset[str]) -> float:
@@ -165,8 +157,6 @@ def sentence_features(
         sents = doc.sentences
         if not sents:
             continue
-        rank = hit.rank or position + 1
-        rank_score = 1.0 / (1.0 + 0.3 * (rank - 1))
         in_passage = share(doc.words)
         title_words = match_keys(content_words(doc.passage.title))
         rest = {t: w for t, w in weights_of.items() if t not in title_words}
@@ -189,9 +179,9 @@ def sentence_features(
                 sum(w for t, w in rest.items() if t in stems[i]) / rest_total,
                 share(near),
                 in_passage,
-                rank_score,
+                rank_score(hit.rank or position + 1),
                 1.0 if len(sent.text.split()) < SHORT_WORDS else 0.0,
-                min(1.0, specific_tokens(sent.text, known) / 2.0),
+                min(1.0, len(specific_token_list(sent.text, known)) / 2.0),
             )
             out.append(
                 RankedSentence(doc.passage, i, sent.text, context_of(texts, i), 0.0, features)
