@@ -101,7 +101,7 @@ Rows = np.ndarray | RowFile
 """Passage vectors: an array, or rows in a file."""
 
 BLOCK_ROWS = 16_384
-"""Rows of a `RowFile` added to an exact index, or saved, at a time (24 MB of MiniLM's)."""
+"""Rows of a `RowFile` added to an exact index, or saved, at a time."""
 
 
 class DenseIndex:
@@ -126,14 +126,14 @@ class DenseIndex:
         `grown_from`: a saved index of the first of `vectors` (an index that grows at its end).
         When `vectors` need an HNSW graph, the saved index's graph (or, for an exact index
         growing past the threshold, the graph of its stored rows) gets only the new rows
-        inserted (building the graph of 100,000 vectors anew takes tens of seconds here);
+        inserted (building the whole graph anew would take far longer);
         an exact index is built anew, in a fraction of a second, to the same index. `early`:
         that graph of `grown_from`, begun on a thread while the new rows were being computed
         (`early_graph`; one of another directory is not used). `hnsw_threshold` None: `HNSW_THRESHOLD`.
 
         `vectors` in a file (`RowFile`, float32) go into an exact index `BLOCK_ROWS` at a time
-        and are saved from the file: the index holds the only copy in memory (an array beside
-        it was a second, 150 MB at 100,000 passages). An HNSW graph is built from them whole
+        and are saved from the file: the index holds the only copy in memory, not an array
+        beside it. An HNSW graph is built from them whole
         (added in blocks it would link other neighbours)."""
         import faiss
 
@@ -319,8 +319,7 @@ def saved_graph(directory: Path, *, threads: int | None = None) -> Any | None:
 
 def early_threads() -> int:
     """OpenMP threads for `early_graph`'s worker: all of FAISS's but one, at least one (on a
-    machine of many cores one thread would make the add wait for the graph: 21.6 s alone here,
-    against 10.3 with two)."""
+    machine of many cores one thread would make the add wait for the graph)."""
     import faiss
 
     return max(1, int(faiss.omp_get_max_threads()) - 1)
@@ -353,8 +352,8 @@ def early_graph(
     """Begin, on a thread of its own, the HNSW graph that an add growing the index saved in
     `directory` to `total` rows will insert its new rows into (`DenseIndex.build(...,
     early=...)`), when that add takes an exact index past `hnsw_threshold`: the graph of the
-    100,000 stored rows takes about 10 s here on two cores, which the add's extraction,
-    alignment and linking, mostly on one core, leave room for. None otherwise (the saved index
+    stored rows takes seconds, which the add's extraction, alignment and linking, mostly on one
+    core, leave room for. None otherwise (the saved index
     is already a graph, read in a fraction of a second, or stays exact). The worker uses all
     but one of FAISS's OpenMP threads (`early_threads`: one here), leaving a core to the add
     (a graph of the same rows as `saved_graph` builds with all of them; with several threads

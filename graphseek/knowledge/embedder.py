@@ -9,21 +9,21 @@ Two backends give the same vectors (cosine >= 0.9999 on passages and questions, 
   (transformer + mean pooling + L2 normalisation in one graph) into the cache directory
   (``$GRAPHSEEK_CACHE_DIR/onnx``, else ``$XDG_CACHE_HOME/graphseek/onnx``, else
   ``~/.cache/graphseek/onnx``), then run by ONNX Runtime with the `tokenizers` tokenizer. The
-  session uses one thread per call, so a single query never waits on a thread pool (a query
-  encodes in a few ms; torch's default thread pool on a busy 2-core machine takes 10-100x
-  longer); bulk encoding runs batches on `workers` threads at once. The export (and the
+  session uses one thread per call, so a single query never waits on a thread pool (torch's
+  default thread pool on a busy machine with few cores makes a query wait many times longer than
+  it computes); bulk encoding runs batches on `workers` threads at once. The export (and the
   query model below) is made in a child interpreter (`make_apart`), so neither torch nor
-  sentence-transformers is ever imported into the process that embeds: the export took 560
-  MB of torch and the traced model, which a first build on a fresh cache held to its end.
+  sentence-transformers is ever imported into the process that embeds: torch and the traced
+  model would otherwise stay in a first build's memory to its end.
 - ``torch``: sentence-transformers, as before (also the fallback when the export fails).
 
 Queries (calls of at most `SMALL_BATCH` texts) run a second, partly int8 copy of the ONNX graph
 (`quantize_query_model`): the query, key, value, attention-output and FFN-input projections are
 dynamically quantised (int8 weights per channel, 7-bit range; activations quantised per call),
 while the FFN down-projections and the attention products stay fp32, the parts whose activations
-have the outliers that full int8 gets wrong; queries under `INT8_MIN_TOKENS` tokens run fp32. A query then costs about two thirds of the fp32 run
-(measured: 5.9 vs 8.8 ms of CPU for an 18-token question) at cosine >= 0.99 to the
-sentence-transformers vectors (0.994 worst over 200 2Wiki questions; tested). Bulk encoding
+have the outliers that full int8 gets wrong; queries under `INT8_MIN_TOKENS` tokens run fp32.
+A query then costs less CPU than the fp32 run, at cosine >= 0.99 to the sentence-transformers
+vectors (tested). Bulk encoding
 (passages, graph strings) keeps the fp32 graph, so stored vectors are unchanged.
 ``GRAPHSEEK_QUERY_MODEL=fp32`` turns the int8 query model off.
 
@@ -65,20 +65,19 @@ SMALL_BATCH = 8
 """At most this many texts are encoded in the calling thread, in one run (queries)."""
 BATCH_TOKENS = 4_096
 """A bulk batch holds at most this many tokens, counted at its longest text's length: memory
-per run stays bounded whatever the text lengths (a batch of 64 texts of 256 tokens needs ~1 GB
-for attention), while short strings still go 64 at a time."""
+per run stays bounded whatever the text lengths (64 texts at the full window would need far
+more for attention), while short strings still go 64 at a time."""
 TOKENIZE_CHUNK = 1_024
 """Bulk texts are tokenised this many at a time (only their ids are kept)."""
 INT8_MIN_TOKENS = 8
 """Queries shorter than this many tokens (with [CLS] and [SEP]) run the fp32 model: they cost
-little anyway, and int8 activation ranges taken over two or three tokens drift most (cosine
-0.988 for an empty string, >= 0.993 from 8 tokens on)."""
+little anyway, and int8 activation ranges taken over two or three tokens drift most."""
 AHEAD_BYTES = 64 << 20
 """`SpanPass.run_ahead` holds at most about this many bytes of token states (float32)."""
 QUERY_CACHE = 1024
 """Vectors of the last this many texts encoded in small calls (queries) are kept: a workflow
 embeds one question in several tools (hybrid search, HiGra, progressive), and each
-repeat is a dictionary lookup instead of a model run (~10 ms on a busy 2-core host)."""
+repeat is a dictionary lookup instead of a model run."""
 
 
 def model_dir() -> Path:
@@ -275,8 +274,8 @@ functions)."""
 def make_apart(step: str, *paths: Path) -> None:
     """Run `step` of `_STEPS` (``export`` or ``quantize``) on `paths` in a fresh interpreter
     and wait for it. The ONNX export imports torch and sentence-transformers and traces the
-    model: 560 MB of resident memory that the process kept (a whole build held it from its
-    first passage to its write; measured at 100,000 passages). The child sees this process's
+    model, memory a process keeps once it has it (a build would hold it from its first passage
+    to its write). The child sees this process's
     `sys.path`, so it runs this same graphseek. `RuntimeError` with the child's last error
     line if it fails; `OSError` if no interpreter can be started."""
     if step not in _STEPS:
@@ -342,18 +341,16 @@ class _OnnxBackend:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
         # The arena keeps buffers between runs: without it every run maps and zeroes fresh
-        # pages (~25% more CPU per bulk batch, measured). A run is bounded by BATCH_TOKENS, so
-        # the arena is bounded by the largest batches running at once (about 690 MB over 2,048
-        # passages at the 256-token window on two threads). The CPU provider takes no arena
-        # options (an "arena_extend_strategy" given here was ignored: `get_provider_options()`
-        # is empty); an environment arena with kSameAsRequested held as much, measured.
+        # pages, which costs CPU on every bulk batch. A run is bounded by BATCH_TOKENS, so the
+        # arena is bounded by the largest batches running at once. The CPU provider takes no
+        # arena options (`get_provider_options()` is empty), and an environment arena with
+        # kSameAsRequested holds as much.
         options.enable_cpu_mem_arena = True
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def renew_sessions(self) -> None:
         """Fresh sessions of the same models, with empty arenas: a session's arena keeps the
-        buffers of its largest runs until the session goes (about 500 MB after a bulk pass of
-        full batches on two threads, measured). The same vectors as before."""
+        buffers of its largest runs until the session goes. The same vectors as before."""
         self.session = self._session(self.path)
         if self.query_path is not None:
             self.query_session = self._session(self.query_path)
@@ -533,8 +530,8 @@ class Embedder:
     @contextmanager
     def bulk_threads(self, threads: int | None) -> Iterator[None]:
         """Inside the block, a bulk pass runs at most `threads` batches at once (None: as many
-        as `workers`). Each running batch holds ONNX Runtime's working memory for it (about
-        370 MB with `BATCH_TOKENS` tokens), so a build under a memory budget runs fewer; the
+        as `workers`). Each running batch holds ONNX Runtime's working memory for it
+        (`graph.budget.THREAD_MB`), so a build under a memory budget runs fewer; the
         batches and so the vectors are the same, each session having one thread of its own."""
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
@@ -631,8 +628,7 @@ class Embedder:
         if len(texts) <= SMALL_BATCH:
             return backend.run(texts)
         # tokenised once; longest first by token count, so each batch pads to nearly the same
-        # length (sorting by characters padded 20-38% of the tokens of names and sentences;
-        # by tokens 3-14%); rows are put back in input order
+        # length (sorting by characters pads far more); rows are put back in input order
         return self._run_ids(backend.token_ids(texts), batch_size)
 
     def encode_ids(self, ids: Sequence[np.ndarray], batch_size: int = 64) -> np.ndarray:
@@ -804,8 +800,7 @@ class SpanPass:
                     out_spans[i] = pool_spans(hidden[r], offsets[i], wanted[i])
 
         # the pooling's small matrix products run on the encoder's worker threads: with
-        # OpenBLAS's own threads as well, they fight those workers for the cores (measured: the
-        # pass 7% slower than plain encoding at 1K passages on 2 cores, 1% with one BLAS thread)
+        # OpenBLAS's own threads as well, they fight those workers for the cores
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=1, user_api="blas"):

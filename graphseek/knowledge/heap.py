@@ -2,10 +2,9 @@
 
 glibc's `malloc` keeps memory that is freed inside its heaps (the main one and one per thread
 that allocated) for the process's later allocations; only `malloc_trim` returns it. A bulk pass
-of the passage encoder leaves hundreds of MB there once ONNX Runtime's arenas are released
-(338 of 883 MB at the end of a 10,000-passage build's passage pass, measured): memory the graph
-stages after it never reuse, since their large arrays are mapped anew and the pass's threads
-are done. Written here because neither the standard library nor psutil exposes `malloc_trim`;
+of the passage encoder leaves hundreds of MB there once ONNX Runtime's arenas are released:
+memory the graph stages after it never reuse, since their large arrays are mapped anew and the
+pass's threads are done. Written here because neither the standard library nor psutil exposes `malloc_trim`;
 it is called through ctypes, and is a no-op where the C library has none (macOS, musl).
 
 `bound_heap` goes further for a graph build (glibc's `mallopt`, the same as the
@@ -58,9 +57,8 @@ def bound_heap(arenas: int = ARENAS, mmap_threshold: int = MMAP_THRESHOLD) -> bo
     """Make `malloc` keep at most `arenas` heaps and map blocks of `mmap_threshold` bytes or
     more on their own, for the rest of the process (and processes forked from it). True if
     the C library took both; False where it has no `mallopt` (not glibc), refused, or
-    `KEEP_HEAP_ENV` is set. Changes no computation, only where memory comes from: a whole
-    build of 10,000 passages peaked at 1,506 MB against 1,649, its write at 1,091 against
-    1,253, the same store (docs/scale.md, the fourteenth step)."""
+    `KEEP_HEAP_ENV` is set. Changes no computation (the same store), only where memory comes
+    from: a build's stages then reuse or give back what the others freed (docs/scale.md)."""
     if os.environ.get(KEEP_HEAP_ENV, "") not in ("", "0"):
         return False
     mallopt = _mallopt()

@@ -894,8 +894,7 @@ def _write_stores(
 
 class Contents(Sequence[str]):
     """The texts of `passages` as a sequence, read from them when asked: iterating a spooled
-    corpus's reads it in blocks, so no list of every text is made (1 GB at a million passages,
-    held while BM25 tokenized them)."""
+    corpus's reads it in blocks, so no list of every text is held while BM25 tokenizes them."""
 
     def __init__(self, passages: Sequence[Passage]) -> None:
         self._passages = passages
@@ -967,7 +966,7 @@ def _build_graph(
     from graphseek.knowledge.graph import build_graph
     from graphseek.knowledge.graph.spool import SpilledArray
 
-    # on disk from the passage pass on (154 MB at 100,000 passages, at the stages' peak)
+    # on disk from the passage pass on (not held through the stages' peak)
     vectors: list[SpilledArray] = []
     more = {} if mapped is None else {"mapped": mapped}
     build_graph(
@@ -1015,8 +1014,8 @@ def manifest_record(
 
 def _record_graph(directory: Path) -> Background[dict[str, dict[str, Any]]]:
     """The records (`record_files`) of the graph just written into `directory` (none without
-    one), made on a thread while the passage stores are written: hashing the graph's 3.7 GB at
-    100,000 passages takes seconds, mostly outside the GIL."""
+    one), made on a thread while the passage stores are written: hashing a large graph takes
+    seconds, mostly outside the GIL."""
     return Background(lambda: record_files(directory, GRAPH_DIR))
 
 

@@ -29,10 +29,9 @@ Parsers, and why (all well kept, permissively licensed, installed from PyPI whee
 - Markdown: **cmarkgfm** (MIT; GitHub's C reference implementation cmark-gfm, BSD-2), with the
   GitHub extensions (tables, strikethrough, autolinks, task lists), rendered to HTML and read by
   the HTML converter below. markdown-it-py (already installed through rich) gives an equally
-  good token stream, but it is pure Python: on the 109 Markdown package descriptions of this
-  project's virtualenv (1.3 MB) it parsed in 2.3 s against 0.08 s for cmark-gfm (plus 0.07 s
-  for lxml to read its HTML), while the whole plain-text load of the same files took 0.15 s:
-  a pure-Python parser alone costs 15x plain-text loading. One HTML reader for both formats also
+  good token stream, but it is pure Python: parsing alone would cost many times the whole
+  plain-text load of the same files, where cmark-gfm and lxml together cost about as much as
+  that load. One HTML reader for both formats also
   means raw HTML inside Markdown (`<h1 align="center">`, `<details>`) is read, not leaked.
   MyST roles ({mod}`x`) and directive fences (```{note}) of Sphinx's Markdown are read as
   reStructuredText's are (below).
@@ -47,12 +46,11 @@ Parsers, and why (all well kept, permissively licensed, installed from PyPI whee
   (`include`) and `raw` disabled and every report silenced; unknown (Sphinx) roles such as
   :func:`~pkg.name` keep their text, as code unless the role names prose (:ref:, :doc:,
   :term:, ...); unknown directives, comments, targets and system messages are dropped. docutils
-  is pure Python: reStructuredText loads about 30x slower than the same files as plain text
-  (about 0.2 MB/s here; still small beside indexing the passages it yields).
+  is pure Python: reStructuredText loads far slower than the same files as plain text (still
+  small beside indexing the passages it yields).
 
-Measured by benchmarks/loading.py on the documents of this machine (2 shared cores, loaded):
-Markdown 2.3-3.2x the plain-text load of the same files, HTML 2.0-3.6x, reStructuredText
-28-39x (three runs; the machine's load moved every figure).
+`benchmarks/loading.py` measures each format's load against the plain-text load of the same
+files.
 
 Parse failures raise `MarkupError` naming the format; the loader turns them into its one-line
 `CorpusError` for the file.

@@ -34,8 +34,8 @@ def _import_spacy() -> None:
     """Import spaCy without letting thinc import torch.
 
     thinc imports torch when it is installed (it is here, for the one-time ONNX export of the
-    embedder) only to note that it could run torch layers; that import costs about 1.3 s of a
-    1.8 s spaCy import on this machine, in every process that parses text (`graphseek index`,
+    embedder) only to note that it could run torch layers; that import is most of spaCy's
+    import time, in every process that parses text (`graphseek index`,
     the offline agents). The packaged pipeline is thinc's own numpy layers, so while spaCy
     first imports, a finder refuses torch to this thread only (other threads, and later
     imports, get torch as usual; `sys.modules` is not touched, since other threads read it).

@@ -148,8 +148,8 @@ class BM25Index:
         hashing), so the same texts give the same index files, byte for byte.
 
         `grown_from`: a saved index of the first of `texts` (an index that grows at its end):
-        their token ids are read from its `TOKENS_FILE` instead of tokenizing them again (4.5 of
-        the 7.3 s a build of 100,000 passages takes here); the same index files. Ignored when
+        their token ids are read from its `TOKENS_FILE` instead of tokenizing them again (most
+        of a large index's build time); the same index files. Ignored when
         it has none, or its number of texts or parameters differ."""
         from graphseek.knowledge.progress import bar as progress_bar
 

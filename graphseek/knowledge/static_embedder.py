@@ -1,11 +1,11 @@
 """Static token vectors distilled from the packaged MiniLM, for the graph's short strings.
 
 A knowledge graph embeds about four times as many tokens as its passages hold (entity records,
-relations, hyperedge sentences: measured 3.94x on 1,000 2Wiki passages), so with MiniLM the
+relations, hyperedge sentences; `benchmarks/indexing.py` prints the ratio), so with MiniLM the
 graph costs more encoder time than the passages. `StaticEncoder` gives those strings vectors
 without running the transformer per string:
 
-- **Distillation** (once per model, cached like the ONNX export, ~11 s on 2 cores): every
+- **Distillation** (once per model, cached like the ONNX export): every
   vocabulary token is run through MiniLM alone (``[CLS] token [SEP]``, mean pooled, normalised);
   the mean over the vocabulary is subtracted (the component every such vector shares, from the
   [CLS]/[SEP] positions), as Model2Vec's distillation removes it with PCA.
@@ -52,9 +52,9 @@ the output before the next is tokenised)."""
 
 BLOCK_TOKENS = 16_384
 """Token rows gathered from the table at a time when encoding (whole texts per block). One
-gather of every token's row (hundreds of MB for a corpus' entity strings) spent most of its
-time in memory traffic: blocks of this size (24 MB) were 2.5x faster on the same strings, with
-the same sums (each text is still reduced in one piece)."""
+gather of every token's row (for a corpus' entity strings) would spend most of its time in
+memory traffic; blocks that fit the CPU's caches better give the same sums faster (each text is
+still reduced in one piece)."""
 
 
 def table_path(directory: Path | None = None) -> Path:

@@ -188,8 +188,7 @@ def spill_per_text(
     """The rows `cached_encode` gives `texts` with a ``per_text`` encoder, written to a
     temporary file `SPILL_CHUNK` texts at a time (`SpilledArray.of_blocks`) for vectors only
     the store write reads: `cache` is read, not written, and a text met twice is encoded
-    twice, to the same vector. The whole output and a chunk beside it (230 + 100 MB for the
-    entities at 100,000 passages) were held before they were spilled."""
+    twice, to the same vector. Only one chunk is in memory at a time, not the whole output."""
     if not texts:
         return SpilledArray(np.zeros((0, 0), dtype=np.float32))
 
@@ -214,7 +213,7 @@ def spill_per_text(
 
 
 SPILL_CHUNK = 16_384
-"""Texts `spill_per_text` encodes and writes at a time (25 MB of 384-wide rows)."""
+"""Texts `spill_per_text` encodes and writes at a time."""
 
 
 def _kept_and_summed(
@@ -374,8 +373,7 @@ class Aligner:
         named_pairs = Background(by_name)
         vectors = self._base_vectors(base, base_ids, texts, cache, mention_vectors)
         # the blocks of mention vectors summed are freed into the C heap, which the radius
-        # search's FAISS index (mapped anew) would not reuse: 94 MB off alignment's top at
-        # 100,000 passages (docs/scale.md, the twelfth step)
+        # search's FAISS index (mapped anew) would not reuse
         give_back_free_heap()
 
         # decisions kept from the previous run: both ends unchanged
@@ -475,10 +473,10 @@ class Aligner:
         mention_vectors: Mapping[str, np.ndarray] | None,
     ) -> SpilledArray:
         """Each base entity's vector, in a temporary file (the radius search and the store
-        write read it a block at a time: at 100,000 passages its 157,601 rows took 242 MB
-        beside the search's own copy). With contextual vectors an unchanged base entity's is
-        the cache's (an update reads 2.2 million mention vectors back at 100,000 passages
-        otherwise), the others' are summed from their mentions, a block at a time."""
+        write read it a block at a time, so it is not held beside the search's own copy). With
+        contextual vectors an unchanged base entity's is the cache's (an update would otherwise
+        read every stored mention vector back), the others' are summed from their mentions, a
+        block at a time."""
         if not base:  # (one column, as the store's empty file has always had)
             return SpilledArray(np.zeros((0, 1), dtype=np.float32))
         if not mention_vectors:

@@ -89,9 +89,9 @@ def _raw_components(
 def _alignment_mentions(extractions: Iterable[Extraction]) -> MentionColumns:
     """Every mention, for alignment (one pass), as columns: a code per mention for each field
     and each distinct value once (`MentionColumns`). Read from a spool, every mention is a new
-    object with its own strings; as objects, even with their repeated values shared, they
-    took 208 bytes each (2.25 million at 100,000 passages, held to alignment's end). The
-    objects read are freed passage by passage; the mention id strings are kept."""
+    object with its own strings, and alignment holds every mention to its end, so they are
+    coded as they are read. The objects read are freed passage by passage; the mention id
+    strings are kept."""
     return MentionColumns.of(m for x in extractions for m in x.mentions)
 
 
@@ -148,11 +148,9 @@ def _for_write(
     """The vectors of `texts` (the graph's entities or relations), which only the store write
     reads. A per-text encoder's (the static one) go to a file a chunk at a time as they are
     made (`spill_per_text`): `cache` is read but not written (its views would keep the array),
-    and a text met again is encoded again, to the same vector. 230 + 92 MB at 100,000 passages
-    that waited for topics otherwise, at the build's peak, and then the whole array and a
-    chunk (330 MB for the entities) while they were made. Another encoder's are cached and
-    kept (a batch can change a vector's last bits, and a repeated text must keep the first
-    one's)."""
+    and a text met again is encoded again, to the same vector: neither the whole array nor
+    its wait for topics is held in memory. Another encoder's are cached and kept (a batch can
+    change a vector's last bits, and a repeated text must keep the first one's)."""
     if not getattr(strings, "per_text", False):
         return cached_encode(texts, strings, cache)
     return spill_per_text(texts, strings, cache)
@@ -220,7 +218,7 @@ def assemble(
     mention_vectors = _current(cache.mentions, mentions.ids) if contextual else {}
     if isinstance(mention_vectors, MentionVectors):  # keyed by alignment's ids from now on
         mention_vectors.freeze(aligned.mention_entity.ids)
-    node_of, aligned.raw_nodes = aligned.raw_nodes, None  # read once, below (9 MB at 100K)
+    node_of, aligned.raw_nodes = aligned.raw_nodes, None  # read once, below
     assert node_of is not None
     del mentions
     # only the store write reads the base vectors again (from alignment's temporary file),

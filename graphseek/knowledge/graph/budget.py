@@ -10,18 +10,17 @@ at once, and none of it changes the index (the same store byte for byte, tested)
 - **encoder threads** in the passage pass (`Embedder.bulk_threads`): each holds ONNX Runtime's
   working memory for one batch, about `THREAD_MB`, while the pass runs;
 - **the write's SQLite page cache** (`store_writer.CACHE_KIB`), at the top of the reduce
-  stages' peak by a few tens of MB (alignment and linking are just under it).
+  stages' peak (alignment and linking are just under it).
 
 `plan_memory` picks the fastest of these whose estimated peak fits the budget. The estimate
-(`estimate_mb`) follows each stage's peak as measured in whole builds of 34, 2,000, 10,000
-and 100,000 passages (the last two of `benchmarks/indexing.py`'s synthetic corpus, by
-`benchmarks/bounded_build.py --phases`), straight between them and past 100,000 (its names
-repeat past 6,119 passages, so a corpus of as many distinct passages has more entities and
-grows faster: the figures are a floor). What still grows with the corpus after the passage
-pass, alignment's records and the graph's entities and links kept until the write (5-6 MB per
-1,000 passages between 10,000 and 100,000), no setting here bounds; a budget under the
-estimate of the smallest settings is reported (`MemoryPlan.fits`), and the build runs with
-those settings anyway.
+(`estimate_mb`) follows each stage's peak in whole builds of a few sizes (the curves below,
+from `benchmarks/bounded_build.py --one N --phases` over `benchmarks/indexing.py`'s synthetic
+corpus, and `benchmarks/memory_settings.py`), straight between them and past the largest. That
+corpus repeats its names, so a corpus of as many distinct passages has more entities and grows
+faster: the curves are a floor. What still grows with the corpus after the passage pass,
+alignment's records and the graph's entities and links kept until the write, no setting here
+bounds; a budget under the estimate of the smallest settings is reported (`MemoryPlan.fits`),
+and the build runs with those settings anyway.
 """
 
 from __future__ import annotations
@@ -40,46 +39,39 @@ from graphseek.knowledge.graph.store_writer import CACHE_KIB
 MB = 1 << 20
 
 WORKER_MB = 130
-"""Private memory of one forked extraction worker (2,000 passages, two workers: 124 and 135
-MB each, `/proc/PID/smaps_rollup`; `benchmarks/memory_settings.py`)."""
+"""Private memory of one forked extraction worker (`/proc/PID/smaps_rollup`, as
+`benchmarks/memory_settings.py` prints it)."""
 THREAD_MB = 370
-"""ONNX Runtime's working memory of one encoder thread in the passage pass (2,000 passages:
-the pass peaked 474 MB above its start with one thread, 845 with two;
-`benchmarks/memory_settings.py`)."""
+"""ONNX Runtime's working memory of one encoder thread in the passage pass: the pass's rise
+above its start with one thread and with two (`benchmarks/memory_settings.py`)."""
 SMALL = (34, 637)
-"""The smallest whole build measured: the 34 demo passages, one encoder thread, peak 637 MB
-(`graphseek index` of the packaged demo corpus). Every stage's curve below starts there."""
+"""The smallest whole build, (passages, peak MB): `graphseek index` of the packaged demo
+corpus with one encoder thread. Every stage's curve below starts there."""
 EXTRACT_MB = ((10_000, 665), (100_000, 665))
 """The build process during extraction, (passages, MB), its workers apart (`WORKER_MB`): spaCy
-and the start of the passage pass that runs ahead (665 MB at 10,000 passages, f2bab06; 449 at
-100,000, e4fc28f). The passages wait in a temporary file since the eighteenth step, so nothing
-here grows with the corpus: flat at the larger figure."""
+and the start of the passage pass that runs ahead. The passages wait in a temporary file, so
+nothing here grows with the corpus: flat at the larger of the two builds' figures."""
 PASS_MB = (
     (SMALL[0], SMALL[1] - THREAD_MB),
     (2_000, 1_074 - THREAD_MB),
     (10_000, 1_396 - 2 * THREAD_MB),
     (100_000, 1_698 - 2 * THREAD_MB),
 )
-"""The passage pass less its threads' working memory, (passages, MB): its peak was 1,074 MB at
-2,000 passages with one thread (55cd1b2, kept: no later build of that size was measured, and
-a lower figure would be a guess), and the build's, 1,396 at 10,000 (f2bab06) and 1,698 at
-100,000 (e4fc28f), with two."""
+"""The passage pass less its threads' working memory, (passages, MB): the pass's peak in
+whole builds, with one encoder thread at 2,000 passages and two at 10,000 and 100,000."""
 ALIGN_MB = (SMALL, (10_000, 906), (100_000, 1_389))
-"""Alignment's top (the base vectors summed at 10,000 passages, the radius search at
-100,000), (passages, MB): the whole builds of `PASS_MB` (`benchmarks/bounded_build.py
---phases`)."""
+"""Alignment's top (the base vectors summed, or the radius search in larger builds),
+(passages, MB): the whole builds of `PASS_MB`."""
 LINK_MB = (SMALL, (10_000, 1_043), (100_000, 1_580))
 """Linking's top (after the passage matcher, while the graph vectors are made), (passages,
 MB), the same builds."""
 WRITE_MB = (SMALL, (10_000, 903), (100_000, 1_438))
-"""The store write less SQLite's page cache, (passages, MB): its top was 1,108 MB at 10,000
-passages and 1,694 at 100,000 (the same builds), less the cache it filled (the database's
-size, up to the cache: 205 and 256 MB). Since they ran, the name caches are emptied after
-alignment (about 90 MB off linking and the write at 100,000 passages, `reduce_stages.py`),
-which the figures here do not count: an estimate on the safe side."""
+"""The store write less SQLite's page cache, (passages, MB): the write's top in the same
+builds less the cache it filled (the database's size, up to the cache). Those builds kept the
+name caches of `text.py` to the end, which builds now empty after alignment: an estimate on
+the safe side."""
 DATABASE_KB = 21
-"""``graph.sqlite`` per passage (210 MB at 10,000 passages, 1.5 GB at 100,000): the page
-cache fills up to it."""
+"""``graph.sqlite`` per passage (KB): the page cache fills up to the database's size."""
 CACHE_CHOICES_KIB = (CACHE_KIB, 65_536, 16_384)
 """The write's page cache, largest first (the default first)."""
 
@@ -226,6 +218,6 @@ def plan_memory(
     fitting = [plan for plan in plans if plan.fits]
     if not fitting:
         return min(plans, key=lambda plan: (plan.estimate_mb, -plan.processes - plan.threads))
-    # extraction and the passage pass take about as long as each other (1,129 and 1,349 s at
-    # 100,000 passages): their time goes as 1/processes + 1/threads
+    # extraction and the passage pass take about as long as each other: their time goes as
+    # 1/processes + 1/threads
     return min(fitting, key=lambda plan: (1 / plan.processes + 1 / plan.threads, -plan.cache_kib))

@@ -19,10 +19,9 @@ from graphseek.knowledge.graph.text import normalize_name
 
 EXACT_PAIRS_MAX = 100_000
 """Up to this many base entities, semantic-merge candidates come from an exact search, which
-compares every pair: n^2 work, 40-50 CPU s at the 63K base entities of the 2Wiki corpus, about
-750 at 254K and hours at the ~1M of a 100K-passage corpus. Above it they come from an HNSW graph
-(`hnsw_neighbours`: 142 CPU s at 254K and 601 at 1M, finding 99.3% and 97.9% of the exact
-pairs). `benchmarks/alignment_scaling.py` prints both."""
+compares every pair: n^2 work, hours at a million base entities. Above it they come from an
+HNSW graph (`hnsw_neighbours`: n log n, most but not all of the exact pairs).
+`benchmarks/alignment_scaling.py` compares the two."""
 HNSW_LINKS = 32
 """Links per vector of the approximate search's HNSW graph (FAISS `IndexHNSWFlat`)."""
 HNSW_BUILD_DEPTH = 40
@@ -30,9 +29,8 @@ HNSW_BUILD_DEPTH = 40
 HNSW_SEARCH_DEPTH = 64
 """Candidates kept per query while it searches (``efSearch``; at least the neighbours asked)."""
 HNSW_ADD_ROWS = 16_384
-"""Rows added to the HNSW graph at a time (25 MB of 384-wide float32): FAISS reads the rows
-given to one add until that add ends, so a single add of every row held them all beside the
-graph's own copy (242 MB at 157,601 base vectors)."""
+"""Rows added to the HNSW graph at a time: FAISS reads the rows given to one add until that
+add ends, so a single add of every row would hold them all beside the graph's own copy."""
 
 Rows = np.ndarray | SpilledArray
 """Vectors searched: an array, or a `SpilledArray` read a block of rows at a time."""
@@ -118,8 +116,8 @@ def nearest_others(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each query's hits other than itself, the `limit` most similar (ties: the lower row),
     as columns (query, row found, similarity) in the order of `queries`: a few arrays per
-    block of queries, not per query (three small arrays each for 157,000 queries held about
-    170 MB at the radius search of a 100,000-passage build)."""
+    block of queries, not three small arrays per query (their overhead adds up over every
+    base entity)."""
     counts: np.ndarray = np.diff(np.asarray(lims, dtype=np.int64))
     position = np.repeat(np.arange(len(queries), dtype=np.int64), counts)
     found = np.asarray(found, dtype=np.int64)
@@ -213,8 +211,8 @@ def hnsw_graph(data: Rows) -> tuple[Any, np.ndarray]:
     """A FAISS HNSW graph of the rows of `data`, added `HNSW_ADD_ROWS` at a time, and the row
     of `data` each of its vectors is. Each vector's level is drawn first, as one add of every
     row would draw it, and the vectors of the upper levels are added first, as one add inserts
-    them. At 157,601 base vectors it finds 99.06% of the exact pairs of 20,000 queries, one
-    add 98.88-99.17% with the rows in three orders (`benchmarks/radius_search.py --graphs`)."""
+    them, so the blocks find about the pairs one add's graph finds
+    (`benchmarks/radius_search.py --graphs` compares them with the exact pairs)."""
     import faiss
 
     index = faiss.IndexHNSWFlat(data.shape[1], HNSW_LINKS, faiss.METRIC_INNER_PRODUCT)
@@ -235,8 +233,8 @@ def hnsw_graph(data: Rows) -> tuple[Any, np.ndarray]:
 def _reserve(index: Any, levels: np.ndarray) -> None:
     """Make room in `index` (an empty `IndexHNSWFlat`) for the vectors of `levels` at once:
     each add grows its vectors and links as a `std::vector` grows, to twice their size, with
-    the old and the new copies held together while it moves them (at 157,601 base vectors the
-    graph peaked 175 MB above its own size). A vector keeps its room when resized down."""
+    the old and the new copies held together while it moves them. A vector keeps its room
+    when resized down."""
     import faiss
 
     storage: Any = faiss.downcast_index(index.storage)  # an IndexFlat (its stubs: an Index)

@@ -934,7 +934,7 @@ def _extend_matrices(
     )
     if full.shape != (ne + np_, ne + np_):
         full = sparse.csr_matrix((ne + np_, ne + np_), dtype=np.float32)
-    # not compressed: zlib took 4.4 s of an add at 100,000 passages (a build compresses)
+    # not compressed: zlib would take seconds of an add on a large store (a build compresses)
     sparse.save_npz(tmp / "adjacency_entity.npz", adjacency.astype(np.float32).tocsr(), False)
     sparse.save_npz(tmp / "adjacency_full.npz", full.tocsr(), False)
     sparse.save_npz(tmp / "entity_passage.npz", incidence.astype(np.float32).tocsr(), False)

@@ -74,8 +74,8 @@ def exact_groups(mentions: Sequence[Mention]) -> Groups:
     The groups are the connected components of a graph over the mentions whose edges join each
     passage group's members to its first and each passage group to the first one bucketed
     under the same (key, type). Passages are taken one at a time, so only one passage's keys are
-    held, and the edges are integer arrays: the whole corpus's key sets and (passage, key)
-    table took 1.3 GB at the 2.25 million mentions of 100,000 passages."""
+    held, and the edges are integer arrays, not the whole corpus's key sets and (passage, key)
+    table at once."""
     n = len(mentions)
     if n == 0:
         return Groups.of([])

@@ -87,8 +87,8 @@ def cluster_topics(vectors: np.ndarray, seed: int = 0) -> np.ndarray:
 
 def _fit_predict_few_threads(model: Any, data: np.ndarray) -> np.ndarray:
     """`model.fit_predict(data)` with BLAS and OpenMP on one thread: k-means over a few thousand
-    vectors is small work, and on a shared 2-core host spinning worker threads made it ~40x
-    slower (41 s for 1,667 vectors under load)."""
+    vectors is small work, and on a shared host with few cores spinning worker threads made it
+    many times slower."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - scikit-learn depends on threadpoolctl
@@ -98,8 +98,8 @@ def _fit_predict_few_threads(model: Any, data: np.ndarray) -> np.ndarray:
 
 
 def import_topic_libraries() -> None:
-    """Import what `cluster_topics` and `topic_keywords` use (scikit-learn: about 0.75 s on
-    this machine, most of it scipy.stats). A build does it on a background thread while the
+    """Import what `cluster_topics` and `topic_keywords` use (scikit-learn, most of its import
+    time in scipy.stats). A build does it on a background thread while the
     passage encoder runs, whose threads leave the GIL free most of the time."""
     import sklearn.cluster  # noqa: F401
     import sklearn.feature_extraction.text  # noqa: F401

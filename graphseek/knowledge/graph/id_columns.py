@@ -1,8 +1,8 @@
 """Id columns: many ids held as numbers or bytes instead of one Python string each.
 
-A build holds ids by the million from alignment to the store write: 2.25 million mention ids
-and 444,000 relation ids at 100,000 passages. As strings in a list each took about 80 bytes
-(the string object, its characters, the list's pointer). `MentionIds` keeps alignment's sorted
+A build holds ids by the million from alignment to the store write (a mention id per mention,
+a relation id per relation), and as strings in a list each costs a string object, its
+characters and the list's pointer. `MentionIds` keeps alignment's sorted
 mention ids as two int32 columns (each id's passage and number), `IdList` some of them by
 position (an entity's provenance), `AsciiIds` fixed-width ids (relation ids) as one numpy bytes
 array. Each is a read-only `Sequence[str]` whose items are made when read, equal to a list of
@@ -129,7 +129,7 @@ class MentionIdParts:
 class MentionIds(_Strings):
     """Sorted, unique mention ids of the form ``"<passage id>#m<k>"``, held as each one's
     passage (an int32 code into `passages`) and k (int32), about 16 bytes an id with the lookup
-    below, against about 80 as a list of strings. Item j is made as a string when it is read.
+    below. Item j is made as a string when it is read.
     `position` finds an id through its passage's ids, kept by k: a dict lookup and a bisection
     over a few numbers (faster than bisecting every id). Build with `of`."""
 
@@ -218,9 +218,8 @@ def _ascending(positions: Iterable[int] | np.ndarray) -> array[int]:
 
 class AsciiIds(_Strings):
     """Ids of ASCII characters held in one numpy array of fixed-width bytes (``S<width>``):
-    a build's 444,000 relation ids at 100,000 passages (``"r-"`` and 12 hex digits) took 72
-    bytes each as strings in a list, 14 here. Item k is made as a string when it is read.
-    Build with `of`."""
+    a build's relation ids (``"r-"`` and 12 hex digits) take 14 bytes each. Item k is made as
+    a string when it is read. Build with `of`."""
 
     def __init__(self, data: np.ndarray) -> None:
         if data.dtype.kind != "S" or data.ndim != 1:

@@ -160,10 +160,10 @@ def similar_relations(
 ) -> Iterator[Relation]:
     """Edges between entities of one cluster that were not merged: each two entities' best
     unmerged pair, none between value-typed entities (`VALUE_TYPES`), at most `max_per_entity`
-    an entity taken best first (ties: the lower ids). Made from the columns of `pairs` (a
-    build's 1.2 million pairs at 100,000 passages) one at a time in that order, not sorted by
-    id (`similarity_edges` sorts them), without a dict entry per entity pair and a list of
-    every edge (their 184 MB at that size were linking's top)."""
+    an entity taken best first (ties: the lower ids). Made from the columns of `pairs` (every
+    candidate pair of the build) one at a time in that order, not sorted by id
+    (`similarity_edges` sorts them), without a dict entry per entity pair and a list of every
+    edge, which would be linking's top."""
     eids = sorted({e for e in (base_entity.get(b) for b in pairs.ids) if e is not None})
     number = {e: k for k, e in enumerate(eids)}  # sorted: numbers compare as the ids do
     of_base = np.fromiter(
@@ -352,7 +352,7 @@ def match_numbers(
 
     report = MatchReport()
     # each passage is normalised when read, twice (the common words, then the scan), not held
-    # as a list of normalised copies of the corpus (100 MB at 100,000 passages, at linking's top)
+    # as a list of normalised copies of the corpus (which would be held at linking's top)
     common = top_common_words((normalize_text(p.content) for p in passages), top_k_common)
     report.common_words = sorted(common)
     surface_entities: dict[str, list[int]] = {}

@@ -1,8 +1,8 @@
 """Alignment's mentions as columns: a `Sequence[Mention]` sorted by mention id.
 
-Alignment holds every mention of the corpus from its first step to its last (2.25 million at
-100,000 passages). As `Mention` objects (slotted, their repeated values shared) they took 208
-bytes each, about 470 MB, at alignment's peak. `MentionColumns` keeps the id strings (the
+Alignment holds every mention of the corpus from its first step to its last, more than twenty
+a passage; as `Mention` objects, even slotted with their repeated values shared, they would be
+the largest part of alignment's peak. `MentionColumns` keeps the id strings (the
 entities' provenance and alignment's `MentionTable`s keep them after alignment anyway), an
 int32 code per mention for each other field, and each field's distinct values once; item k is
 made as a `Mention` when it is read, and the steps that pass over every mention (the passage

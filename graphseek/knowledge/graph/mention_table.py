@@ -1,18 +1,17 @@
 """A value per mention id, kept as integer codes over alignment's sorted mention ids.
 
 Alignment gives every mention its entity, its base entity and its node in the graph before
-alignment; the later stages look them up by mention id. As dicts these took about 200 MB each
-at the 2.25 million mentions of 100,000 passages (their hash tables and entries, the int objects
-of the node numbers) and were held from alignment to the store write, one more made for the
-named entities' co-occurrences. A `MentionTable` holds the sorted ids once (shared by every
-table of one alignment), a 4-byte code per mention and the distinct values; a lookup bisects the
-ids (about a microsecond: a few seconds per pass over every mention at 100,000 passages). Written
-here because neither the standard library nor numpy has a read-only sorted-key map of strings.
+alignment; the later stages look them up by mention id, from alignment to the store write. As
+dicts (hash tables and entries, the int objects of the node numbers) each would cost several
+times the ids themselves. A `MentionTable` holds the sorted ids once (shared by every table of
+one alignment), a 4-byte code per mention and the distinct values; a lookup bisects the ids
+(slower than a dict, which a pass over every mention can afford). Written here because neither
+the standard library nor numpy has a read-only sorted-key map of strings.
 
 The sorted ids themselves are a `graphseek.knowledge.graph.id_columns.MentionIds` when every
 one has the form the extractors write (``"<passage id>#m<k>"``): two int32 columns instead of
-2.25 million strings at 100,000 passages (about 72 bytes each, 180 MB with their list, held from
-alignment to the store write); a lookup goes through the id's passage instead of bisecting.
+a string per mention held from alignment to the store write; a lookup goes through the id's
+passage instead of bisecting.
 """
 
 from __future__ import annotations
@@ -120,14 +119,13 @@ class MentionTable(Mapping[str, V], Generic[V]):
 class MentionRows(MutableMapping[str, int]):
     """A row number per mention id, kept by passage: an id ``"<passage id>#m<k>"``
     (`graphseek.knowledge.graph.models.mention_id`) is filed under its passage, whose numbers k
-    and rows are two arrays (int32 and int64, sorted by k), about 12 bytes a mention. A dict
-    keyed by the id strings took about 120 bytes a mention with its own strings and int objects
-    (270 MB at the 2.25 million mentions of 100,000 passages), held by the passage pass's
-    mention vectors from the pass to the end of alignment (`contextual.MentionVectors`, before
-    `freeze`). Ids of another form (none the extractors make; `split_mention_id`: also k of ten
-    digits or more) go to a plain dict. Iteration gives each passage's ids by k, the passages
-    in the order first given. Written here because a dict cannot share the prefix of its
-    keys."""
+    and rows are two arrays (int32 and int64, sorted by k), about 12 bytes a mention, where a
+    dict keyed by the id strings would hold its own strings and int objects. The passage pass's
+    mention vectors hold it from the pass to the end of alignment (`contextual.MentionVectors`,
+    before `freeze`). Ids of another form (none the extractors make; `split_mention_id`: also
+    k of ten digits or more) go to a plain dict. Iteration gives each passage's ids by k, the
+    passages in the order first given. Written here because a dict cannot share the prefix of
+    its keys."""
 
     def __init__(self, items: Iterable[tuple[str, int]] = ()) -> None:
         self._passages: dict[str, tuple[array[int], array[int]]] = {}

@@ -1,11 +1,12 @@
 """Semantic merging's decided pairs of base entities, as columns.
 
-Alignment decides every candidate pair (1.2 million at 100,000 passages) and keeps them to the
-store write (the ``merge_pairs`` table, which an update reads back so that pairs of unchanged
-base entities are not decided again). As a dict ``(base id a, base id b) -> (cosine, merged)``
-that took 205 MB, and alignment made three of them on the way (the candidates, the undecided
-ones, the decisions). `MergePairs` keeps two int32 positions in the sorted base ids, a float64
-cosine and a merged flag per pair: 17 bytes instead of about 170. It reads as that dict.
+Alignment decides every candidate pair (about ten per base entity) and keeps them to the store
+write (the ``merge_pairs`` table, which an update reads back so that pairs of unchanged base
+entities are not decided again). A dict ``(base id a, base id b) -> (cosine, merged)`` would
+cost a tuple and its objects per pair, in each of the three sets alignment makes on the way
+(the candidates, the undecided ones, the decisions). `MergePairs` keeps two int32 positions in
+the sorted base ids, a float64 cosine and a merged flag per pair: 17 bytes. It reads as that
+dict.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Graph models held as columns (`ModelColumns`), each model made when it is read.
 
 A build holds every aligned entity and hyperedge of the corpus from alignment to the store
-write. As frozen pydantic models each took its object and field dict (about 330 bytes) and a
-list object per list field (aliases, types, passages, members): several hundred bytes a model
-beyond its strings (`benchmarks/reduce_stages.py --holders` at 100,000 passages: 184,000
-models' objects 59 MB, the entities' passage-id lists 24 MB and mention-id arrays 27 MB). On a
-corpus whose names do not repeat there are 6 to 9 entities and 2 to 3 hyperedges a passage
-(57,481 entities for 2Wiki's 6,119 passages), so at a million passages those objects alone
-would take several GB.
+write. As frozen pydantic models each costs its object and field dict and a list object per
+list field (aliases, types, passages, members): several hundred bytes a model beyond its
+strings. A corpus whose names do not repeat has several entities and hyperedges a passage, so
+at a million passages those objects alone would take gigabytes.
 
 Here a model class's scalar fields are one list each, and each list field one flat list of the
 items of every model, one after another, with each model's end offset (8 bytes a model and a

@@ -5,10 +5,8 @@ Two layers:
 - what an extractor returns for one passage (`Extraction`): `Mention`s (an entity as one passage
   names it, with a mention id ``<passage id>#m<k>``), `RawRelation`s between mentions and
   `RawFact`s (n-ary facts over mentions). These are slotted dataclasses, not pydantic models:
-  a build holds every one of them from extraction to the store write (about 20 mentions per
-  passage, 2 million at 100,000 passages), and a pydantic instance's field dict and fields-set
-  made them 6 times as large (98 MB against 16 MB for 2,000 2Wiki passages' extractions,
-  measured with tracemalloc);
+  a build reads every one of them (about 20 mentions per passage), and a pydantic instance's
+  field dict and fields-set would make them several times as large;
 - the aligned graph (`Entity`, `Relation`, `HyperEdge`, `Topic`): every entity keeps the mention
   ids and passage ids it was merged from (its provenance).
 
@@ -116,9 +114,9 @@ def graph_record(cls: type[_Model], **values: Any) -> _Model:
     """``cls(**values)`` for the graph's own records (entities, relations, hyperedges made by a
     build or read from a store), whose values already have the fields' types: made without
     validation, every instance of a class sharing one fields-set (these models are frozen, so
-    it never changes; `model_copy` copies it before an update). A validated `Relation` took
-    1,215 bytes, this one 487 (tracemalloc, 100,000 relations), and a build holds every
-    entity and relation of the corpus (444,000 relations at 100,000 passages)."""
+    it never changes; `model_copy` copies it before an update): validation is time, and the
+    validated instance's own fields-set is memory, for every record a build or a store read
+    makes."""
     fields = _FIELDS_SET.get(cls)
     if fields is None:
         fields = _FIELDS_SET[cls] = set(cls.model_fields)

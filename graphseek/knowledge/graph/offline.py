@@ -7,11 +7,9 @@ relations, facts): `graphseek.knowledge.graph.doc_analysis`.
 
 Speed: the ``attribute_ruler`` and ``lemmatizer`` pipes are disabled (`SpacyTables` stands in
 for them): part-of-speech tags are mapped from the tagger's fine tags with the ruler's own tag
-table (99+% agreement), and lemmas are computed only for relation verbs with the rule
-lemmatizer, cached. The rest (tok2vec, tagger,
-parser, ner) is the cost floor of the small English model (about 12 ms of CPU per 2Wiki
-passage, 85% of it inside spaCy); see ``benchmarks/graph_build.py`` and
-``benchmarks/indexing.py``.
+table, and lemmas are computed only for relation verbs with the rule lemmatizer, cached. The
+rest (tok2vec, tagger, parser, ner) is the cost floor of the small English model;
+``benchmarks/graph_build.py`` and ``benchmarks/indexing.py`` measure it.
 """
 
 from __future__ import annotations

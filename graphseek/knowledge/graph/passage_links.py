@@ -1,11 +1,10 @@
 """Entity-passage links (Phase 4's output, the ``entity_passages`` table), as columns.
 
 A build links every entity to the passages that mention it and to those the passage matcher
-finds its names in: 2.1 million links at 100,000 passages, held from linking to the store write
-(the build's peak). As a dict of dicts, entity id -> passage id -> kind, they took 73.5 MB there
-(tracemalloc, `benchmarks/reduce_stages.py --holders`), and the write built the incidence
-matrix's coordinates from them as lists of Python ints. `PassageLinks` keeps an int32 entity
-number, an int32 passage number and a flag per link: 9 bytes instead of about 35.
+finds its names in (about twenty a passage), held from linking to the store write. A dict of
+dicts, entity id -> passage id -> kind, would cost an entry and its objects per link.
+`PassageLinks` keeps an int32 entity number, an int32 passage number and a flag per link, 9
+bytes, and the incidence matrix's coordinates are built from them as typed arrays.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """A build's relations as columns: a `Sequence[Relation]` sorted by relation id.
 
-A build holds every relation of the graph from linking to the store write (444,000 at 100,000
-passages: 253,000 similarity edges, 132,000 co-occurrences, 60,000 extracted). As `Relation`
-models, made without validation (`graph_record`), they took about 490 bytes each beside their
-id string and passage list. `RelationColumns` keeps the ids (ASCII as `relation_id` makes
-them: one array of bytes, `AsciiIds`, 14 bytes an id against 72 as strings), an int32 code for
+A build holds every relation of the graph from linking to the store write (similarity edges,
+co-occurrences and extracted relations, several a passage). As `Relation` models, even made
+without validation (`graph_record`), each would cost hundreds of bytes beside its id string and
+passage list. `RelationColumns` keeps the ids (ASCII as `relation_id` makes them: one array of
+bytes, `AsciiIds`, 14 bytes an id), an int32 code for
 each end, label and passage into that field's distinct values, the weights as float64 and the
 kinds as int8: 21 bytes a relation and 4 a supporting passage. Item k is made as a `Relation`
 when it is read; the store write and the adjacency matrix read the columns directly

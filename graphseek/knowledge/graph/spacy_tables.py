@@ -70,12 +70,12 @@ class SpacyTables:
 
         The true auxiliaries' lemmas are the ruler's exceptions ("has"/VBZ -> "have", "was"
         -> "be"). Any other word the parser makes an auxiliary is lemmatised as a verb: the
-        rule lemmatizer has no rules for AUX and gives such a word back unchanged, so
-        "influenced"/VBN was "influenced" as an AUX and "influence" as a VERB. With the cache
-        keyed by text and tag, a relation's label then followed the POS of the first such token
-        its process had parsed, and forked extraction (which worker parses which chunk is
-        decided by timing) wrote "influenced among" in one build and "influence among" in the
-        next."""
+        rule lemmatizer has no rules for AUX and gives such a word back unchanged
+        ("influenced"/VBN would be "influenced" as an AUX and "influence" as a VERB). With the
+        cache keyed by text and tag, a relation's label would follow the POS of the first such
+        token its process parsed, and in forked extraction (which worker parses which chunk is
+        decided by timing) one build could write "influenced among" and the next "influence
+        among"."""
         lemma = self.lemma_exceptions.get((lower, tag))
         if lemma is not None:
             return lemma

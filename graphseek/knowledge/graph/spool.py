@@ -1,8 +1,8 @@
 """What a build holds from one stage to a later one, kept in unnamed temporary files.
 
-A build's raw extractions (17.5 KB per passage as Python objects, 1.75 GB at 100,000 passages)
-and contextual mention vectors (768 bytes per mention) were held in memory from the stage that
-makes them to the store write. Here they go to files in ``TMPDIR`` and are read back when a
+A build's raw extractions and contextual mention vectors grow with the corpus and are needed
+from the stage that makes them to the store write; held in memory they would be the largest
+part of a large build. Here they go to files in ``TMPDIR`` and are read back when a
 stage needs them: `TempFile` (append, then ``pread`` by offset: plain reads, since the pages of
 a memory map would count in the process's RSS), `ExtractionSpool` (extractions, one pickle
 each), `SpilledArray` (the graph's vectors, from the stage that makes them to the write;
@@ -205,8 +205,8 @@ class ExtractionSpool(RecordSpool[Extraction]):
 
 
 class PassageSpool(RecordSpool[Passage]):
-    """A corpus's passages in a temporary file (about 1 KB a passage as objects: 1 GB held
-    through a whole build of a million), read back by each stage that needs them (extraction,
+    """A corpus's passages in a temporary file (not held as objects through a whole build),
+    read back by each stage that needs them (extraction,
     the passage pass, linking, the store write). Made by `of`, which checks them as
     `Index.build` does (passages, ids unique); a build takes it as checked."""
 
@@ -270,11 +270,10 @@ def _blocks_of(items: Iterable[_R], size: int = 1024) -> Iterator[list[_R]]:
 
 class SpilledArray:
     """A 2-D array moved to a temporary file (the graph's entity, relation, hyperedge and base
-    vectors, 620 MB at 100,000 passages, which only alignment's radius search and the store
-    write read after the stage that makes them; the passage vectors, 1.5 KB a passage, from
-    the passage pass to the index's write). `blocks` reads its rows back a block at a time,
-    `take` the rows asked, `load` them all; `put` writes over rows (`zeros`: a file of zeros
-    to fill)."""
+    vectors, which only alignment's radius search and the store write read after the stage that
+    makes them; the passage vectors, from the passage pass to the index's write). `blocks`
+    reads its rows back a block at a time, `take` the rows asked, `load` them all; `put` writes
+    over rows (`zeros`: a file of zeros to fill)."""
 
     def __init__(self, array: np.ndarray) -> None:
         if not isinstance(array, np.ndarray):
@@ -433,8 +432,8 @@ def stack_rows(rows: Mapping[str, np.ndarray], keys: Sequence[str]) -> np.ndarra
 
 class NpyRows(KeyedRows):
     """The rows of a stored 2-D ``.npy`` by key (`keys[k]`: row k), never the whole array: an
-    update's stored base vectors (242 MB at 100,000 passages), of which alignment needs each
-    row once. Each `take` opens the file for its reads (nothing stays open between them)."""
+    update's stored base vectors, of which alignment needs each row once. Each `take` opens the
+    file for its reads (nothing stays open between them)."""
 
     def __init__(self, path: str | os.PathLike[str], keys: Sequence[str]) -> None:
         self.path = os.fspath(path)

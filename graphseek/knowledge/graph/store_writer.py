@@ -166,8 +166,8 @@ def _dumps(value: Any) -> str:
 def write_id_lists(path: Path, lists: Mapping[str, Sequence[str]]) -> None:
     """``_dumps(dict(lists))`` written to `path` `WRITE_ROWS` items at a time: the same bytes
     (compact JSON is ``[`` + the items joined by commas + ``]``) without the whole text and
-    its UTF-8 copy in memory at once (``nodes.json`` names 2.9 million rows at 100,000
-    passages: 47 MB of text, twice, with the encoder's pieces, at the write's peak)."""
+    its UTF-8 copy in memory at once (``nodes.json`` names every row of the graph, and is
+    written at the write's peak)."""
     with open(path, "w", encoding="utf-8") as handle:
         handle.write("{")
         for n, (key, items) in enumerate(lists.items()):
@@ -365,8 +365,8 @@ def build_matrices(
 ) -> tuple[sparse.csr_matrix, sparse.csr_matrix, sparse.csr_matrix]:
     """(entity adjacency, entity+passage adjacency, entity x passage incidence), all CSR.
     `entity_passages` numbers its entities and passages as `entity_ids` and `passage_ids` do
-    (None: no links). The coordinates are typed arrays (4 bytes a value; a list of Python
-    ints and floats took 8 more and an object each: 888,000 of each at 100,000 passages)."""
+    (None: no links). The coordinates are typed arrays (4 bytes a value), not lists of Python
+    ints and floats (an object each)."""
     ne, np_ = len(entity_ids), len(passage_ids)
     epos = {e: k for k, e in enumerate(entity_ids)}
     if isinstance(relations, RelationColumns):
@@ -398,8 +398,8 @@ def _stacked(adjacency: sparse.csr_matrix, incidence: sparse.csr_matrix) -> spar
     """``[[adjacency, incidence], [incidence.T, None]]`` as CSR: the entities' rows (their
     edges, then their passages after the entities' columns) over the passages' rows (their
     entities). Stacked by scipy's CSR paths (`hstack`, `vstack`), which join the blocks' arrays
-    row by row: the same arrays as `sparse.bmat`, which goes through coordinates (its peak 118
-    MB for a 40 MB matrix at 100,000 passages, against 80)."""
+    row by row: the same arrays as `sparse.bmat`, which goes through coordinates and holds
+    more while it does."""
     ne, np_ = incidence.shape
     if not ne or not np_:  # no passages: the entities' block; no entities: an empty one
         return sparse.csr_matrix((ne + np_, ne + np_), dtype=np.float32) if not ne else adjacency

@@ -157,10 +157,10 @@ def _name_parts(name: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
 
 def clear_name_caches() -> None:
     """Empty the caches of `normalize_name` and `names_match`'s helpers. Each holds up to
-    131,072 names with their parts (about 90 MB together once full, at 100,000 passages); a
-    build that is done comparing names (after alignment) gives them back here, so the stages
-    after it fill that memory instead of taking more. Results are unchanged: the cached
-    functions are pure, and the caches refill when asked again."""
+    131,072 names with their parts, and large builds fill them; a build that is done
+    comparing names (after alignment) gives them back here, so the stages after it fill that
+    memory instead of taking more. Results are unchanged: the cached functions are pure, and
+    the caches refill when asked again."""
     for cached in (normalize_name, _name_parts, _acronym_letters, _initials_forms):
         cached.cache_clear()
 

@@ -140,7 +140,7 @@ def cache_from_store(store: SQLiteGraphStore, settings: GraphSettings) -> Vector
             aligned[text] = vector
     vectors = aligned if settings.vectors == "minilm" else {}
     # texts from rows: the store's entity and relation objects would be most of an update's
-    # memory at 100,000 passages, and only their texts are needed here
+    # memory on a large store, and only their texts are needed here
     entity_texts, relation_triples, hyperedge_texts = store.embedded_texts()
     entity_vectors, _ = store.entity_embeddings()
     for (name, aliases, types), vector in zip(entity_texts, entity_vectors, strict=False):
