@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from graphseek.errors import LLMError
+from graphseek.errors import IndexChangedError, LLMError
 from graphseek.graphs import build_workflow, check_topology, checkpointer_for, get_workflow
 from graphseek.llm.budget import BudgetGuard, guard_for
 from graphseek.state.context import Context
@@ -102,6 +102,13 @@ def _as_index(index: Any) -> Any:
     return index
 
 
+def _reopened(index: Any) -> Any:
+    """The version now at an index's directory (`IndexChangedError` said it was replaced)."""
+    from graphseek.knowledge.index import Index
+
+    return Index.open(index.path, graph_reads=index.graph_reads)
+
+
 _SETTINGS = [f.name for f in dataclasses.fields(Context) if f.name not in ("index", "llm")]
 
 
@@ -181,13 +188,31 @@ def ask(
     # every model call of the run reports to the run's guard, which refuses calls past the
     # budgets (the nodes find the same guard through the runtime context)
     guard = guard_for(context) or BudgetGuard(context.max_llm_calls, context.max_tokens)
+    # a checkpointed run writes each step's checkpoint before the next step starts, so a
+    # process killed mid-run leaves a thread that resumes from its last step (LangGraph's
+    # default, "async", can lose the last steps, and left a thread that read as ended)
+    durability = "sync" if saver is not None else None
     start = time.perf_counter()
     try:
-        out = workflow.invoke(
-            {"question": text},
-            context=context,
-            config={**config, "callbacks": [guard]},
-        )
+        try:
+            out = workflow.invoke(
+                {"question": text},
+                context=context,
+                config={**config, "callbacks": [guard]},
+                durability=durability,
+            )
+        except IndexChangedError:
+            # a writer swapped a new version of the directory in before the run read all of
+            # it: the run read nothing of the new one; answer again over the new version
+            if saver is not None:
+                raise
+            context = dataclasses.replace(context, index=_reopened(context.index))
+            out = workflow.invoke(
+                {"question": text},
+                context=context,
+                config={**config, "callbacks": [guard]},
+                durability=durability,
+            )
     except LLMError as exc:  # a model failure no node turned into an abstention
         out = {
             "abstained": True,

@@ -86,6 +86,11 @@ class IndexBusyError(GraphseekError):
     """Another process (or thread) is writing the same index or graph store right now."""
 
 
+class IndexChangedError(GraphseekError):
+    """A directory index was rewritten (by `add`, `remove` or `index`) after this process opened
+    it, before one of its files was read: open it again. Reading on would mix two versions."""
+
+
 class InvalidRequestError(GraphseekError, ValueError):
     """An argument of a run (question, topology, retriever, budget, …) is not acceptable."""
 

@@ -315,9 +315,12 @@ def run_eval_command(args: argparse.Namespace) -> int:
         )
     except (GraphseekError, ValueError, KeyError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        _error_line(console, f"graphseek eval: {msg}")
-        if isinstance(exc, KeyError):
-            _error_line(console, f"known retrievers: {', '.join(registered_retrievers())}")
+        known = f"; known retrievers: {', '.join(registered_retrievers())}"
+        # one line on stderr, as every other command's error (stdout is the table's)
+        _error_line(
+            Console(stderr=True),
+            f"graphseek eval: {msg}{known if isinstance(exc, KeyError) else ''}",
+        )
         return 2
     out_dir = outcome["out"]
     # the markdown source, not a rendering: tables stay readable at any terminal width

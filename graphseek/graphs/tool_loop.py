@@ -30,9 +30,11 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import TOOL_CALL_ERROR_TEMPLATE
 from langgraph.runtime import Runtime
 
 from graphseek.agents.tool_calling import CallPlan, check_finish, plan_calls, tool_schemas
+from graphseek.errors import IndexChangedError
 from graphseek.llm.text_tool_calls import call_key
 from graphseek.state.run_scope import CallRecord, run_scope
 from graphseek.tools.kair_tools import SEARCH_GAP
@@ -104,6 +106,16 @@ class _Shared:
         return left
 
 
+def tool_error_result(exc: Exception) -> str:
+    """A failed tool call's result, as `ToolNode(handle_tool_errors=True)` writes it, for the
+    model to read; except an index rewritten under the run (`IndexChangedError`), which ends
+    the run so that its caller can answer again over the new version (an error result would
+    read as "nothing found")."""
+    if isinstance(exc, IndexChangedError):
+        raise exc
+    return TOOL_CALL_ERROR_TEMPLATE.format(error=repr(exc))
+
+
 class GuardedToolNode(ToolNode):
     """A `ToolNode` (tool errors returned as error results) that runs a reply's calls through
     `plan_calls` and checks its `finish` calls (see the module docstring)."""
@@ -111,7 +123,7 @@ class GuardedToolNode(ToolNode):
     def __init__(
         self, tools: Sequence[Any], *, finish: Sequence[str] = (), name: str = "tools"
     ) -> None:
-        super().__init__(list(tools), handle_tool_errors=True, name=name)
+        super().__init__(list(tools), handle_tool_errors=tool_error_result, name=name)
         self._finish_names = tuple(finish)
         self._schemas = tool_schemas(tools)
 

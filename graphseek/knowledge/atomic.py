@@ -21,11 +21,13 @@ own.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -107,9 +109,16 @@ def _clean(target: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
+SWAP_WAIT_S = 2.0
+"""How long a reader waits for a target that a writer holding the lock has renamed aside: the
+writer is between the two renames of its swap (microseconds)."""
+
+
 def recover(target: Path) -> None:
     """`_clean` for readers: if `target` is missing but a swap left it renamed aside, put it back
-    (under the lock; skipped when a writer holds it, as that writer recovers it)."""
+    (under the lock). When a writer holds the lock it is between the two renames of its swap:
+    wait (up to `SWAP_WAIT_S`) for the new `target` to appear, so a reader sees the old version
+    or the new one, never none."""
     target = Path(target).absolute()
     if target.exists() or not _leftovers(target, OLD):
         return
@@ -117,7 +126,9 @@ def recover(target: Path) -> None:
         with hold(target):
             pass
     except IndexBusyError:
-        pass
+        deadline = time.monotonic() + SWAP_WAIT_S
+        while not target.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
 
 
 @contextmanager
@@ -138,6 +149,44 @@ def atomic_file(target: Path, *, mode: int = 0o644) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+SCRATCH_LOCK = ".graphseek-scratch.lock"
+
+
+@contextmanager
+def scratch_directory(prefix: str) -> Iterator[Path]:
+    """A temporary directory (``$TMPDIR/<prefix><random>``) removed when the block ends, as
+    `tempfile.TemporaryDirectory`; it holds a lock file while in use, so that one a killed
+    process left behind is found and removed by the next `scratch_directory` of its `prefix`
+    (`remove_orphans`) instead of staying in $TMPDIR."""
+    base = Path(tempfile.gettempdir())
+    remove_orphans(base, prefix)
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=base) as tmp:
+        with FileLock(Path(tmp) / SCRATCH_LOCK):  # the OS releases it if the process dies
+            yield Path(tmp)
+
+
+def remove_orphans(base: Path, prefix: str) -> list[Path]:
+    """Remove the scratch directories ``<base>/<prefix>*`` whose lock no process holds (their
+    writer was killed); those in use, and folders without the lock file, are left. Returns
+    what it removed."""
+    removed = []
+    for path in sorted(base.glob(f"{glob.escape(prefix)}*")):
+        lock_file = path / SCRATCH_LOCK
+        if not lock_file.is_file():
+            continue
+        lock = FileLock(lock_file, timeout=0)
+        try:
+            lock.acquire()
+        except (Timeout, OSError):
+            continue
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        finally:
+            lock.release()
+    return removed
 
 
 @contextmanager

@@ -36,11 +36,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, get_args, overload
+from typing import Any, Literal, TypeVar, get_args, overload
 
 import numpy as np
 
-from graphseek.errors import CorpusError, IndexBusyError, IndexFormatError, IndexNotFoundError
+from graphseek.errors import (
+    CorpusError,
+    IndexBusyError,
+    IndexChangedError,
+    IndexFormatError,
+    IndexNotFoundError,
+)
 from graphseek.knowledge import embedders
 from graphseek.knowledge.atomic import atomic_directory, hold, recover
 from graphseek.knowledge.background import Background
@@ -87,6 +93,25 @@ RRF_K = 60
 BM25_PARAMS: dict[str, Any] = {"k1": 1.5, "b": 0.75, "method": "lucene"}
 
 
+OPEN_TRIES = 5
+"""How many versions `Index.open` tries to read whole before it gives up (each try ends early
+only when a writer swapped a new version in while the try read the old)."""
+
+T = TypeVar("T")
+
+
+def version_stamp(directory: Path) -> tuple[int, int] | None:
+    """The identity of the version written at `directory` now: its manifest's inode and
+    modification time (a writer swaps in a new directory, or replaces the manifest, so both
+    change); None when there is none. `directory` may also be the manifest file itself."""
+    path = directory if directory.is_file() else directory / MANIFEST_FILE
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns)
+
+
 def hybrid_depth(k: int) -> int:
     """How many candidates each of BM25 and dense contributes to hybrid fusion for top-k."""
     return max(k * 4, 20)
@@ -115,6 +140,9 @@ class Index:
         self._graph_reads = check_graph_reads(graph_reads or self.default_graph_reads)
         self._path = path
         self._manifest = manifest
+        # the version this object reads: its files are read lazily, so each read checks that
+        # no writer swapped another version in since (`_read`)
+        self._stamp = version_stamp(path)
         if passages is not None:
             self._passages = passages
         if bm25 is not None:
@@ -256,6 +284,26 @@ class Index:
             return opened  # type: ignore[no-any-return]
         target = local_path(path)
         recover(target)
+        for _ in range(OPEN_TRIES):
+            stamp = version_stamp(target)
+            try:
+                index = cls._open_version(target, graph_reads)
+            except (IndexFormatError, IndexNotFoundError, OSError):
+                if version_stamp(target) == stamp:
+                    raise
+                continue  # a writer swapped a new version in while it was read: read that one
+            if version_stamp(target) == stamp:
+                index._stamp = stamp
+                return index.use_embedder(embedder) if embedder is not None else index
+        raise IndexChangedError(
+            f"The index at {target} was rewritten {OPEN_TRIES} times while it was being opened; "
+            "open it again when its writers are done."
+        )
+
+    @classmethod
+    def _open_version(cls, target: Path, graph_reads: str | None) -> Index:
+        """`open`'s reading of the manifest and passages at `target` (checked against each
+        other; the caller checks that no writer swapped the directory meanwhile)."""
         hint = "run `graphseek index` to build one"
         if not target.is_dir():
             raise IndexNotFoundError(f"No index at {target}: the directory does not exist; {hint}.")
@@ -279,8 +327,7 @@ class Index:
                 f"Index file {target / PASSAGES_FILE} is damaged: it holds {len(passages)} "
                 f"passages, where the manifest counts {expected}; {hint}."
             )
-        index = cls(target, manifest, passages, graph_reads=graph_reads)
-        return index.use_embedder(embedder) if embedder is not None else index
+        return cls(target, manifest, passages, graph_reads=graph_reads)
 
     # --------------------------------------------------------------------------- properties
 
@@ -399,7 +446,7 @@ class Index:
         from graphseek.knowledge.graph import SQLiteGraphStore
 
         try:
-            return SQLiteGraphStore.open(directory)
+            return self._read(lambda: SQLiteGraphStore.open(directory))
         except IndexNotFoundError as exc:
             raise IndexNotFoundError(
                 f"The index at {self._path} has no complete knowledge graph ({exc}); rebuild "
@@ -438,7 +485,9 @@ class Index:
                         INTEGRITY: integrity_record(files)}  # fmt: skip
             tmp = self._path / f".{MANIFEST_FILE}.{uuid.uuid4().hex[:8]}"
             _write_json(tmp, manifest)
-            os.replace(tmp, self._path / MANIFEST_FILE)
+            stamp = version_stamp(tmp)
+            os.replace(tmp, self._path / MANIFEST_FILE)  # keeps the file's inode and time
+        self._stamp = stamp
         return manifest
 
     # ---------------------------------------------------------------------------- updates
@@ -555,9 +604,11 @@ class Index:
                 graph_files.result(),
             )
             _write_json(tmp / MANIFEST_FILE, manifest)
+            stamp = version_stamp(tmp)  # a rename keeps the manifest's inode and time
         # this object is the updated index from now on: a caller who keeps using it (as in
         # `index.delete_documents(ids)`, result ignored) must not see the old passages
         self._take_state(manifest, items)
+        self._stamp = stamp
         self.__dict__.update(_bm25=bm25, _dense=dense, _encoder=encoder)
         return self
 
@@ -595,7 +646,9 @@ class Index:
     @cached_property
     def _bm25(self) -> BM25Index:
         try:
-            bm25 = BM25Index.load(self._path / BM25_DIR)
+            bm25 = self._read(lambda: BM25Index.load(self._path / BM25_DIR))
+        except IndexChangedError:
+            raise
         except Exception as exc:
             raise IndexFormatError(
                 f"Cannot load the BM25 index under {self._path / BM25_DIR}: {exc}; "
@@ -611,7 +664,9 @@ class Index:
     @cached_property
     def _dense(self) -> DenseIndex:
         try:
-            dense = DenseIndex.load(self._path / DENSE_DIR)
+            dense = self._read(lambda: DenseIndex.load(self._path / DENSE_DIR))
+        except IndexChangedError:
+            raise
         except Exception as exc:
             raise IndexFormatError(
                 f"Cannot load the dense index under {self._path / DENSE_DIR}: {exc}; "
@@ -623,6 +678,24 @@ class Index:
                 f"for {len(self)} passages of dim {self._manifest['embedder']['dim']}; rebuild it."
             )
         return dense
+
+    def _read(self, read: Callable[[], T]) -> T:
+        """`read()` of this object's version of the files: `IndexChangedError` when a writer
+        swapped another version into the directory before or while they were read (a file of
+        one version is never read with the manifest and passages of another)."""
+        if version_stamp(self._path) == self._stamp:
+            try:
+                value = read()
+            except Exception:
+                if version_stamp(self._path) == self._stamp:
+                    raise
+            else:
+                if version_stamp(self._path) == self._stamp:
+                    return value
+        raise IndexChangedError(
+            f"The index at {self._path} was rewritten (graphseek add, remove or index) after "
+            "it was opened; open it again to read the new version."
+        )
 
     @cached_property
     def _encoder(self) -> TextEncoder:

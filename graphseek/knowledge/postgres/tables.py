@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.errors import IndexFormatError, IndexNotFoundError
+from graphseek.knowledge.atomic import scratch_directory
 from graphseek.knowledge.dense import HNSW_THRESHOLD, TextEncoder
 from graphseek.knowledge.index import BM25_PARAMS, FORMAT_NAME, FORMAT_VERSION, manifest_record
 from graphseek.knowledge.passages import Passage
@@ -137,7 +137,7 @@ def store_bm25(conn: Any, items: Sequence[Passage]) -> BM25Index:
     transaction), replacing what was there. Returns the index built."""
     bm25 = BM25Index.build([p.content for p in items], **BM25_PARAMS)
     conn.execute("DELETE FROM bm25_files")
-    with tempfile.TemporaryDirectory(prefix="graphseek-bm25-") as tmp:
+    with scratch_directory("graphseek-bm25-") as tmp:
         bm25.save(tmp)
         with conn.cursor().copy("COPY bm25_files (name, data) FROM STDIN") as copy:
             for path in sorted(Path(tmp).iterdir()):
@@ -147,7 +147,7 @@ def store_bm25(conn: Any, items: Sequence[Passage]) -> BM25Index:
 
 def load_bm25(files: Iterable[tuple[str, bytes]]) -> BM25Index:
     """A bm25s index from its stored files."""
-    with tempfile.TemporaryDirectory(prefix="graphseek-bm25-") as tmp:
+    with scratch_directory("graphseek-bm25-") as tmp:
         for name, data in files:
             (Path(tmp) / Path(name).name).write_bytes(bytes(data))
         return BM25Index.load(tmp)
