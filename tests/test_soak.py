@@ -203,3 +203,22 @@ def test_percentile() -> None:
     assert soak.percentile([], 0.5) == 0.0
     assert soak.percentile([3.0, 1.0, 2.0], 0.5) == 2.0
     assert soak.percentile([1.0, 2.0], 0.95) == pytest.approx(1.95)
+
+
+def test_a_reader_between_the_two_renames_of_a_swap_waits_for_the_new_directory(
+    tmp_path: Path,
+) -> None:
+    """A reader that opens an index while its writer has renamed the old directory aside and
+    not yet renamed the new one in sees the new one, not "no index at …"."""
+    import threading
+    import time
+
+    from graphseek.knowledge.atomic import hold, recover
+
+    target = tmp_path / "idx"
+    with hold(target):  # the writer, mid-swap: the old directory renamed aside, the new not in
+        (tmp_path / ".idx.old-0123456789ab").mkdir()
+        threading.Timer(0.2, target.mkdir).start()
+        started = time.monotonic()
+        recover(target)
+        assert target.is_dir() and time.monotonic() - started < 2
