@@ -87,6 +87,28 @@ def test_comparison_has_independent_lookups_then_the_comparison() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("question", "wikipedia", "general"),
+    [
+        # no event named: the wikipedia profile asks for a work's release, a band's founding;
+        # the general step asks when the option was established
+        ("Which film is newer, Salt Roads or Harbour of Glass?", "When was Salt Roads released?",
+         "When was Salt Roads established?"),
+        ("Which band came first, Orva or Tessaly?", "When was Orva founded?",
+         "When was Orva established?"),
+        # an event of the profile's ("premiered") is asked for only under it
+        ("Which film premiered first, Salt Roads or Harbour of Glass?",
+         "When was Salt Roads premiered?", "When was Salt Roads established?"),
+        # a general event is asked for under every profile
+        ("Which library was released first, zlib or libpng?", "When was zlib released?",
+         "When was zlib released?"),
+    ],
+)  # fmt: skip
+def test_date_steps_by_profile(question: str, wikipedia: str, general: str) -> None:
+    assert decompose_question(question, WIKIPEDIA)[0].question == wikipedia
+    assert decompose_question(question)[0].question == general
+
+
 def test_born_first() -> None:
     question = "Who was born first, Hywel Teifi Edwards or Felix Schuster?"
     assert plan_of(question) == [

@@ -194,6 +194,9 @@ def test_rephrase() -> None:
     )
     # the templates belong to the wikipedia profile: the general one has none
     assert rephrase("When was Leo Fong born?") is None
+    question = "When was Salt Roads released?"
+    assert rephrase(question, WIKIPEDIA) == "When was Salt Roads first released or founded?"
+    assert rephrase(question) is None
 
 
 def test_placeholders_count_as_dependencies_even_if_undeclared() -> None:

@@ -7,14 +7,20 @@ default `general` profile none), and returns an `AnswerType`:
 - `kind`: "entity" (a span of some NER label), "yesno", "choice" (one of the named options) or
   "text" (any noun phrase: a cause of death, an occupation);
 - `labels`: accepted spaCy entity labels, best first (`PERSON`, `GPE`, `DATE`, ...);
-- `relation`: a key of the profile's relation lexicon when the question names one ("director", "birth_date", ...);
+- `relation`: a key of the profile's relation lexicon when the question names one;
 - `focus`: the entity the question is about ("Blood Street" in "Who is the director of film Blood
   Street?") and `category` the type word before it ("film");
 - `comparison`: for "Which film came out first, A or B?", "Are A and B from the same country?",
   "Which film has the director who was born later, A or B?": the options, the attribute compared,
-  whether the smallest, largest or equal value wins, and the bridge relation ("director"). The
-  biography readings (born / died first, lived longer, same nationality, a bridge through a
-  person) come from the profile's fields (`Profile.comparison_events`, ...): `general` has none.
+  whether the smallest, largest or equal value wins, and the bridge relation ("director").
+
+The general rules read question words, generic answer kinds (a year is a date, a city a place)
+and general event verbs (released, published, created). An encyclopedia's grammar comes from
+the profile's fields: the biography readings (born / died first, lived longer, older / younger,
+same nationality, a bridge through a person: `Profile.comparison_events`, ...), the type words
+of works and persons ("film", "husband": `Profile.head_nouns`), the events of its entities
+("founded", "premiered": `Profile.date_verbs`) and its question frames ("Who founded X?",
+"Where was X detained?": `Profile.focus_frames`, `Profile.focus_verbs`); `general` has none.
 
 Also here, because the Librarian and the Seeker both need them: a parser of dates to sortable
 tuples, number parsing, and a country / demonym table to compare nationalities.
@@ -23,6 +29,7 @@ tuples, number parsing, and a country / demonym table to compare nationalities.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
@@ -35,42 +42,35 @@ AnswerKind = Literal["entity", "yesno", "choice", "text"]
 Pick = Literal["min", "max", "same"]
 
 # Head nouns of "which/what N" questions and the labels they expect: English noun classes
-# (what kind of thing a noun names), read under every profile.
-_HEAD_NOUNS: list[tuple[list[str], str]] = [
-    (["DATE"], "year date day month century decade era period time birthday"),
+# (what kind of thing a noun names), read under every profile; a profile adds its own
+# (`Profile.head_nouns`: works, occupations, kinship terms).
+GENERAL_HEAD_NOUNS: list[tuple[list[str], str]] = [
+    (["DATE"], "year date day month century decade era period time"),
     (
         ["GPE", "LOC", "FAC"],
         "city town country state place village region province county nation capital location "
         "area district municipality island continent neighbourhood neighborhood",
     ),
-    (["NORP", "GPE"], "nationality citizenship ethnicity"),
-    (
-        ["WORK_OF_ART", "TITLE"],
-        "film movie song album book novel series show play opera painting game single "
-        "episode poem track sitcom documentary",
-    ),
+    (["NORP", "GPE"], "ethnicity"),
     (
         ["ORG"],
-        "band company team club organization organisation university college school label "
-        "party magazine newspaper network studio group firm brand agency channel publisher "
-        "institution academy",
+        "company team club organization organisation university college school label party "
+        "network studio group firm brand agency channel institution academy",
     ),
     (["LANGUAGE"], "language"),
-    (
-        ["PERSON"],
-        "person actor actress singer director man woman player king queen bassist guitarist "
-        "drummer musician author writer composer president emperor footballer artist poet "
-        "politician scientist painter producer rapper husband wife father mother son daughter "
-        "brother sister child spouse prince princess duke pope saint leader",
-    ),
+    (["PERSON"], "person man woman player president politician scientist leader"),
     (["FAC", "ORG", "GPE"], "museum castle church building stadium airport bridge station"),
     (["LOC", "GPE"], "mountain river lake sea ocean valley forest"),
     (["EVENT"], "war battle event festival tournament competition election"),
-    (["TEXT"], "instrument genre profession occupation job sport religion award prize"),
+    (["TEXT"], "instrument genre profession occupation job sport religion"),
 ]
-HEAD_LABELS: dict[str, list[str]] = {
-    n: labels for labels, nouns in _HEAD_NOUNS for n in nouns.split()
-}
+
+
+@lru_cache(maxsize=8)
+def head_labels(profile: Profile = GENERAL) -> dict[str, list[str]]:
+    """Head noun -> the entity labels it expects: the general classes, then the profile's."""
+    classes = [*GENERAL_HEAD_NOUNS, *profile.head_nouns]
+    return {n: list(labels) for labels, nouns in classes for n in nouns.split()}
 
 
 class Comparison(BaseModel):
@@ -143,13 +143,26 @@ def starts_with_wh(question: str) -> bool:
 _SEP_OR = re.compile(r"\s+or\s+")
 _SEP_AND = re.compile(r"\s+and\s+")
 
+# events whose date a comparison compares ("Which was released first?"); a profile adds its
+# own (`Profile.date_verbs`)
 _DATE_VERBS = (
-    r"released|come out|came out|published|established|founded|formed|opened|built|created|"
-    r"launched|premiered|aired|written|completed|made|produced|recorded|started|introduced|"
-    r"incorporated|discovered|invented|composed|painted|signed|issued|constructed|debuted"
+    r"released|come out|came out|published|established|opened|built|created|launched|written|"
+    r"completed|made|started|introduced|discovered|invented|signed|issued|constructed"
 )
-_FIRST = r"first|earlier|earliest|sooner|older|oldest"
-_LATER = r"later|latest|last|more recently|most recently|recently|newer|younger|youngest"
+_FIRST = r"first|earlier|earliest|sooner"
+_LATER = r"later|latest|last|more recently|most recently|recently|newer"
+
+
+def _first(profile: Profile) -> str:
+    """Words that pick the earliest value: the general ones, then the profile's "older"."""
+    return _alternation(_FIRST, profile.older_words)
+
+
+def _later(profile: Profile) -> str:
+    """Words that pick the latest value: the general ones, then the profile's "younger"."""
+    return _alternation(_LATER, profile.younger_words)
+
+
 _MORE_ADJ = {
     "taller": ("tall", "max"), "higher": ("high", "max"), "longer": ("long", "max"),
     "larger": ("large", "max"), "bigger": ("big", "max"), "heavier": ("heavy", "max"),
@@ -160,21 +173,17 @@ _MORE_ADJ = {
 
 
 _OPTION_NOUNS = (
-    r"songs?|albums?|books?|mountains?|rivers?|islands?|people|persons?|men|women|players?|"
-    r"bands?|magazines?|museums?|places?|cities|towns?|villages?|companies|newspapers"
+    r"mountains?|rivers?|islands?|people|persons?|men|women|players?|museums?|places?|cities|"
+    r"towns?|villages?|companies"
 )
-_OPTION_SUFFIXES = r"songs?|albums?|books?|magazines?"
 
 
 @lru_cache(maxsize=8)
-def _option_res(profile: Profile) -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _option_res(profile: Profile) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
     """The type words dropped before and after a comparison option, the profile's first."""
-    before = "|".join(x for x in (profile.option_prefixes, _OPTION_NOUNS) if x)
-    after = "|".join(x for x in (profile.option_suffixes, _OPTION_SUFFIXES) if x)
-    return (
-        re.compile(rf"^(?:both\s+)?(?:the\s+)?(?:{before})\s*,?\s+"),
-        re.compile(rf"\s+(?:{after})$"),
-    )
+    before = _alternation(profile.option_prefixes, _OPTION_NOUNS)
+    suffix = re.compile(rf"\s+(?:{profile.option_suffixes})$") if profile.option_suffixes else None
+    return re.compile(rf"^(?:both\s+)?(?:the\s+)?(?:{before})\s*,?\s+"), suffix
 
 
 def _strip_option(text: str, profile: Profile = GENERAL) -> str:
@@ -183,7 +192,8 @@ def _strip_option(text: str, profile: Profile = GENERAL) -> str:
     text = re.sub(r"^(?:both|either)\s+", "", text)
     text = re.sub(r"^the\s+(?=[a-z])", "", text)
     text = before.sub("", text, count=1)
-    text = after.sub("", text, count=1)
+    if after is not None:
+        text = after.sub("", text, count=1)
     return text.strip(" ,")
 
 
@@ -233,26 +243,27 @@ def _ordering(
     """(attribute, pick, verb, quantity) for a comparative criterion, or None."""
     c = criterion.lower()
     person_like = category == "person" or via is not None or re.search(r"\bwho\b", c)
+    first, later = _first(profile), _later(profile)
     for pattern, attribute, fixed in profile.comparison_events:
         if not re.search(pattern, c):
             continue
         if fixed in ("min", "max"):
             return attribute, fixed, "", ""  # type: ignore[return-value]
-        if re.search(rf"\b(?:{_LATER})\b", c):
+        if re.search(rf"\b(?:{later})\b", c):
             return attribute, "max", "", ""
-        if re.search(rf"\b(?:{_FIRST})\b", c):
+        if re.search(rf"\b(?:{first})\b", c):
             return attribute, "min", "", ""
     age = profile.age_attribute
-    m = re.search(rf"\b({_DATE_VERBS})\b", c)
+    m = re.search(rf"\b({_alternation(profile.date_verbs, _DATE_VERBS)})\b", c)
     if m:
         verb = m.group(1).replace("came out", "come out")
-        if re.search(rf"\b(?:{_LATER})\b", c):
+        if re.search(rf"\b(?:{later})\b", c):
             return "date", "max", verb, ""
-        if re.search(rf"\b(?:{_FIRST})\b", c):
+        if re.search(rf"\b(?:{first})\b", c):
             return "date", "min", verb, ""
-    if re.search(r"\b(?:older|oldest|elder)\b", c):
+    if profile.older_words and re.search(rf"\b(?:{profile.older_words})\b", c):
         return (age, "min", "", "") if person_like else ("date", "min", "", "")
-    if re.search(r"\b(?:younger|youngest)\b", c):
+    if profile.younger_words and re.search(rf"\b(?:{profile.younger_words})\b", c):
         return (age, "max", "", "") if person_like else ("date", "max", "", "")
     if re.search(r"\b(?:newer|more recent)\b", c):
         return "date", "max", "", ""
@@ -338,8 +349,8 @@ def _parse_comparison(q: str, profile: Profile) -> Comparison | None:
     # "Which film came out first, A or B?": the criterion ends at the first comma after the
     # comparative word; the rest is "A or B".
     comp_words = (
-        rf"\b(?:{_FIRST}|{_LATER}|longer|shorter|taller|higher|larger|bigger|smaller|heavier|"
-        rf"lower|deeper|wider|lighter|more populous|the other)\b"
+        rf"\b(?:{_first(profile)}|{_later(profile)}|longer|shorter|taller|higher|larger|bigger|"
+        rf"smaller|heavier|lower|deeper|wider|lighter|more populous|the other)\b"
     )
     cm = re.search(comp_words, low)
     if cm:
@@ -361,10 +372,7 @@ def _parse_comparison(q: str, profile: Profile) -> Comparison | None:
 
 def _event_verbs(profile: Profile) -> str:
     """The verbs of "Was A or B <verb> first?": the profile's, then the general ones."""
-    general = (
-        r"released|founded|established|published|formed|opened|come out|came out|made|older|"
-        r"younger|taller|created"
-    )
+    general = r"released|established|published|opened|come out|came out|made|taller|created"
     return "|".join(x for x in (profile.comparison_event_verbs, general) if x)
 
 
@@ -395,7 +403,7 @@ def _parse_same(q: str, profile: Profile) -> Comparison | None:
     verbs = _alternation(
         profile.same_verbs,
         r"located|situated|from|of the same|have|has|share|originate[ds]?|come from|came from|"
-        r"in the same|hold|the same|belong|play|made|produced|released",
+        r"in the same|hold|the same|belong|made|released",
     )
     predicate = re.search(rf",?\s+(?:both\s+)?(?:{verbs})\b", body, flags=re.I)
     if not predicate:
@@ -430,9 +438,8 @@ def _parse_same(q: str, profile: Profile) -> Comparison | None:
 
 
 _FOCUS_VERBS = (
-    r"work(?: at| for)?|study|studied|live|located|situated|based|released|published|founded|"
-    r"established|formed|opened|built|created|come out|detained|imprisoned|educated|graduate|"
-    r"killed|headquartered"
+    r"work(?: at| for)?|live|located|situated|based|released|published|established|opened|"
+    r"built|created|come out"
 )
 
 
@@ -450,7 +457,6 @@ def _frame_patterns(profile: Profile) -> list[re.Pattern[str]]:
         *profile.focus_frames,
         r"^(?:what|which) (?:country) (?:is|was|are|were) (?P<f>.+?)(?: from)?$",
         r"^(?:which|what) \w+ (?P<f>.+?) (?:is|was|are|were) from$",
-        r"^who (?:produced|wrote|founded|created|published|designed) (?P<f>.+)$",
     ]
     return [re.compile(frame, re.I) for frame in frames]
 
@@ -566,7 +572,8 @@ def _expected(question: str, profile: Profile) -> AnswerType:
     if w in AUX_WORDS:
         return AnswerType(kind="yesno", labels=["YESNO"], wh=w, relation=relation, focus=focus,
                           category=category)  # fmt: skip
-    head = _head_noun(low)
+    head_nouns = head_labels(profile)
+    head = _head_noun(low, head_nouns)
     labels: list[str]
     kind: AnswerKind = "entity"
     if relation is not None and relation in profile.relations:
@@ -581,12 +588,12 @@ def _expected(question: str, profile: Profile) -> AnswerType:
         labels = ["TEXT"]
     elif w == "how":
         labels = _how_labels(low)
-    elif head and head in HEAD_LABELS:
-        labels = list(HEAD_LABELS[head])
+    elif head and head in head_nouns:
+        labels = list(head_nouns[head])
     else:
         labels = ["TEXT"]
-    if w in {"which", "what"} and head in HEAD_LABELS and relation is None:
-        labels = list(HEAD_LABELS[head])
+    if w in {"which", "what"} and head in head_nouns and relation is None:
+        labels = list(head_nouns[head])
     if (
         w in {"which", "what"}
         and head == "country"
@@ -613,19 +620,19 @@ def _how_labels(low: str) -> list[str]:
     return ["TEXT"]
 
 
-def _head_noun(low: str) -> str | None:
+def _head_noun(low: str, head_nouns: Mapping[str, list[str]]) -> str | None:
     m = re.match(r"^(?:which|what)\s+(?:\w+\s+)?(?:of the\s+)?(\w+)", low)
     if m:
         one = re.match(r"^(?:which|what)\s+(\w+)", low)
-        if one and one.group(1) in HEAD_LABELS:
+        if one and one.group(1) in head_nouns:
             return one.group(1)
-        if m.group(1) in HEAD_LABELS:
+        if m.group(1) in head_nouns:
             return m.group(1)
     m = re.match(r"^(?:what|which) (?:is|was|are|were) the (?:name of the )?(\w+)", low)
-    if m and m.group(1) in HEAD_LABELS:
+    if m and m.group(1) in head_nouns:
         return m.group(1)
     m = re.match(r"^(?:in|on|at|from) (?:which|what) (\w+)", low)
-    if m and m.group(1) in HEAD_LABELS:
+    if m and m.group(1) in head_nouns:
         return m.group(1)
     return None
 

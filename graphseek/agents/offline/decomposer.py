@@ -116,22 +116,13 @@ def attribute_questions(
         verb = comparison.verb
         if verb in {"come out", "came out"}:
             return [f"When did {s} come out?"]
-        if not verb:
-            verb = _default_verb(comparison.category)
+        verb = verb or profile.category_date_verbs.get(comparison.category, "established")
         return [f"When was {s} {verb}?"]
     if attr == "country":
         return [f"Which country is {s} located in?"]
     if attr == "quantity":
         return [f"How {comparison.quantity or 'large'} is {s}?"]
     return [f"What is the {attr.replace('_', ' ')} of {s}?"]
-
-
-def _default_verb(category: str) -> str:
-    if category in {"company", "band", "magazine", "newspaper"}:
-        return "founded"
-    if category in {"", "person"}:
-        return "established"
-    return "released"
 
 
 def comparison_steps(

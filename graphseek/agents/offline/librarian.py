@@ -286,7 +286,7 @@ class OfflineLibrarian:
                     if prev is None or score > prev.score:
                         support = prev.support + 1 if prev else 1
                         pool[key] = _Candidate(
-                            text=_surface(text, label),
+                            text=_surface(text, label, self.profile),
                             label=label,
                             score=score,
                             sentence=sent.text,
@@ -677,18 +677,13 @@ def _candidate_key(text: str, qa: AnswerType, profile: Profile) -> str:
     return key
 
 
-_HONORIFIC = re.compile(
-    r"^(?:King|Queen|Prince|Princess|Emperor|Empress|Sir|Dame|Lord|Lady|Pope|Saint|St\.|Dr\.|"
-    r"President|General|Count|Countess|Duke|Duchess|Archduke|Archduchess|Tsar|Sultan|Shah)\s+"
-    r"(?=[A-Z]\S*\s+\S)"
-)
-
-
-def _surface(text: str, label: str) -> str:
+def _surface(text: str, label: str, profile: Profile) -> str:
     text = text.strip(" ,;:()")
     if label == "PERSON":
         text = re.sub(r"^(?:the|The)\s+(?=[A-Z])", "", text)
-        text = _HONORIFIC.sub("", text)  # "Prince Norodom Sutharot" -> "Norodom Sutharot"
+        if profile.honorifics_re is not None:
+            # "Prince Norodom Sutharot" -> "Norodom Sutharot"
+            text = profile.honorifics_re.sub("", text)
     text = re.sub(r"\s*['’]s$", "", text)
     return text
 

@@ -139,8 +139,6 @@ def rephrase(question: str, profile: Profile = GENERAL) -> str | None:
         text = template.format(f=focus)
         if normalize(text) != normalize(question):
             return text
-    if qa.relation == "date":
-        return f"When was {focus} first released or founded?"
     return None
 
 

@@ -69,6 +69,10 @@ class Profile:
     category_words: Sequence[str] = ()
     """Type words that stand before a name ("film Blood Street") and name the kind of a
     comparison's options, longest matched first where they compete."""
+    head_nouns: Sequence[tuple[Sequence[str], str]] = ()
+    """(entity labels, nouns) for the head noun of a "which/what N" question, beyond the
+    general noun classes (`answer_types.GENERAL_HEAD_NOUNS`): "film" names a work, "husband" a
+    person."""
     focus_verbs: str = ""
     """Regex alternation of the verbs ending a "When was X <verb>?" question, beyond the
     general ones, so that X is read as the question's focus."""
@@ -83,6 +87,18 @@ class Profile:
     pick "min" / "max", or "" to read it from the criterion's first / later words."""
     comparison_event_verbs: str = ""
     """Regex alternation of the verbs of "Was A or B <verb> first?", beyond the general ones."""
+    date_verbs: str = ""
+    """Regex alternation of the event verbs whose date a comparison compares ("Which film was
+    premiered first?"), beyond the general ones (released, published, created, ...)."""
+    category_date_verbs: Mapping[str, str] = field(default_factory=dict)
+    """Options' category -> the verb of the date step of a comparison that names no event
+    ("When was <film> released?", "When was <band> founded?"); the general step asks when
+    the option was established."""
+    older_words: str = ""
+    """Regex alternation of the comparatives of age ("older"): the earlier `age_attribute`
+    wins for persons, the earlier date otherwise; none in the general reader."""
+    younger_words: str = ""
+    """Regex alternation of the comparatives of youth ("younger"), the later value winning."""
     person_criterion: str = ""
     """Regex over such a criterion that makes its options persons."""
     age_attribute: str = "date"
@@ -132,6 +148,9 @@ class Profile:
     person_title: str = ""
     """Regex over a passage's title and the 80 characters after it that makes the title a
     person (life dates in brackets)."""
+    honorifics: str = ""
+    """Regex alternation of the titles dropped before a person's name drafted as an answer
+    ("Prince Norodom Sutharot" -> "Norodom Sutharot") when a name follows them."""
     work_names_person: Callable[[str], bool] | None = None
     """Whether a first description typed as a work still names a person."""
     mention_nouns: frozenset[str] = frozenset()
@@ -169,6 +188,12 @@ class Profile:
     @cached_property
     def person_words_re(self) -> re.Pattern[str] | None:
         return re.compile(self.person_words, re.I) if self.person_words else None
+
+    @cached_property
+    def honorifics_re(self) -> re.Pattern[str] | None:
+        if not self.honorifics:
+            return None
+        return re.compile(rf"^(?:{self.honorifics})\s+(?=[A-Z]\S*\s+\S)")
 
     @cached_property
     def name_title_re(self) -> re.Pattern[str] | None:

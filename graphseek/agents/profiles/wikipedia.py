@@ -2,9 +2,11 @@
 
 Selected with `Context.profile = "wikipedia"` (`--profile wikipedia`); off by default. Tuned on
 2WikiMultihopQA's dev questions (0-199): a relation lexicon down to "detention", kinship terms
-read as two hops, cue phrases next to which a relation's answer stands ("directed by"),
-rules that guess what a passage's title names, re-ask templates, and repairs of the
-tokenisation artefacts of Wikipedia dumps. None of it applies to a user's own documents; the
+read as two hops, the question grammar of biographies and works (head nouns such as "film" or
+"husband", events such as "founded" or "detained", older / younger, same nationality), cue
+phrases next to which a relation's answer stands ("directed by"), rules that guess what a
+passage's title names, re-ask templates, and repairs of the tokenisation artefacts of
+Wikipedia dumps. None of it applies to a user's own documents; the
 `general` profile reads those (`graphseek.agents.reading`).
 """
 
@@ -445,6 +447,7 @@ REPHRASE: dict[str, list[str]] = {
     "education": ["Where did {f} study?", "Where was {f} educated?"],
     "employer": ["Where did {f} work?", "Who employed {f}?"],
     "cause_of_death": ["Why did {f} die?", "What was the cause of death of {f}?"],
+    "date": ["When was {f} first released or founded?"],
 }
 
 # Attribute questions about a placeholder, in the wording retrieval handles best.
@@ -472,13 +475,49 @@ CATEGORY_WORDS: tuple[str, ...] = (
     "opera", "painting", "poem", "documentary",
 )  # fmt: skip
 
-# Verbs ending "When was X born?"-questions, and the frames of "Who directed X?"-questions.
-FOCUS_VERBS = r"born|die|died|buried|married|pass away"
+# Head nouns of "which/what N"-questions beyond the general noun classes: kinds of works,
+# occupations, titles and kinship terms, and the labels they expect.
+HEAD_NOUNS: list[tuple[list[str], str]] = [
+    (["DATE"], "birthday"),
+    (["NORP", "GPE"], "nationality citizenship"),
+    (
+        ["WORK_OF_ART", "TITLE"],
+        "film movie song album book novel series show play opera painting game single episode "
+        "poem track sitcom documentary",
+    ),
+    (["ORG"], "band magazine newspaper publisher"),
+    (
+        ["PERSON"],
+        "actor actress singer director king queen bassist guitarist drummer musician author "
+        "writer composer emperor footballer artist poet painter producer rapper husband wife "
+        "father mother son daughter brother sister child spouse prince princess duke pope saint",
+    ),
+    (["TEXT"], "award prize"),
+]
+
+# Verbs ending "When was X born?"-questions (life events, and the events of the entities a
+# biography names: where a person studied or was detained, when a company was founded), and
+# the frames of "Who directed X?"-questions.
+FOCUS_VERBS = (
+    r"born|die|died|buried|married|pass away|study|studied|founded|formed|detained|imprisoned|"
+    r"educated|graduate|killed|headquartered"
+)
 FOCUS_FRAMES: list[str] = [
     r"^(?:what|which) (?:nationality) (?:is|was|are|were) (?P<f>.+?)(?: from)?$",
     r"^who (?:did|does) (?P<f>.+?) (?:marry|wed)$",
     r"^who (?:directed|composed|performed|sang) (?P<f>.+)$",
+    r"^who (?:produced|wrote|founded|created|published|designed) (?P<f>.+)$",
 ]
+
+# Events of works and organisations whose dates a comparison compares ("Which film premiered
+# first?"), and the event a date step asks for when the comparison names none.
+DATE_VERBS = (
+    r"founded|formed|premiered|aired|produced|recorded|composed|painted|incorporated|debuted"
+)
+CATEGORY_DATE_VERBS: dict[str, str] = {
+    **{word: "released" for word in CATEGORY_WORDS},
+    **{word: "founded" for word in ("company", "band", "magazine", "newspaper")},
+}
 
 # Comparisons through a bridge person: "Which film has the director who was born later?"
 COMPARISON_BRIDGES: list[str] = [
@@ -569,18 +608,24 @@ WIKIPEDIA = Profile(
     clean_text=clean_text,
     name_titles=NAME_TITLES,
     category_words=CATEGORY_WORDS,
+    head_nouns=HEAD_NOUNS,
     focus_verbs=FOCUS_VERBS,
     focus_frames=FOCUS_FRAMES,
     comparison_bridges=COMPARISON_BRIDGES,
     comparison_events=COMPARISON_EVENTS,
-    comparison_event_verbs=r"born|died|dead",
+    comparison_event_verbs=r"born|died|dead|founded|formed|older|younger",
+    date_verbs=DATE_VERBS,
+    category_date_verbs=CATEGORY_DATE_VERBS,
+    older_words=r"older|oldest|elder",
+    younger_words=r"younger|youngest",
     person_criterion=r"born",
     age_attribute="birth_date",
     same_attribute=same_attribute,
     same_as_verbs=r"born in",
-    same_verbs=r"born|died",
-    option_prefixes=r"movies?|films?|directors of films?|directors of",
-    option_suffixes=r"films?|movies?",
+    same_verbs=r"born|died|play|produced",
+    option_prefixes=r"movies?|films?|directors of films?|directors of|songs?|albums?|books?|"
+    r"bands?|magazines?|newspapers",
+    option_suffixes=r"films?|movies?|songs?|albums?|books?|magazines?",
     bridge_prefix=r"(?:directors?|performers?|composers?|authors?|producers?)\s+of\s+(?:the\s+)?",
     implied_category=(r"(?:films?|movies?)", "film"),
     origin_attributes={"film": "origin_country", "movie": "origin_country"},
@@ -605,6 +650,8 @@ WIKIPEDIA = Profile(
     # directed X?" from the passage titled X
     title_weight=0.55,
     person_title=r"\((?:[^)]*\b(?:born|died|b\.|d\.|c\.)\b[^)]*|\s*\d{1,2}\s+\w+\s+\d{3,4}[^)]*)\)",
+    honorifics=r"King|Queen|Prince|Princess|Emperor|Empress|Sir|Dame|Lord|Lady|Pope|Saint|St\.|"
+    r"Dr\.|President|General|Count|Countess|Duke|Duchess|Archduke|Archduchess|Tsar|Sultan|Shah",
     work_names_person=work_names_person,
     mention_nouns=frozenset({"film", "song", "album", "book"}),
     mention_verbs=frozenset({"born", "died"}),

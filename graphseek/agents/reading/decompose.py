@@ -327,7 +327,7 @@ def _possessive(doc: Any) -> _Split | None:
 # nouns that name a thing one can look up by name, beyond the person/organisation/place classes
 _ENTITY_NOUNS = frozenset(
     "dependency library package module framework tool toolkit program application engine "
-    "backend frontend successor predecessor fork parent child sibling spouse author creator "
+    "backend frontend successor predecessor fork parent child sibling author creator "
     "language protocol format standard system server client database product".split()
 )
 
