@@ -128,8 +128,10 @@ def start_server(port: int, threads: int, ctx: int, log: Path) -> subprocess.Pop
 # -- questions ------------------------------------------------------------------------------
 
 
-def load_questions(n_docqa: int) -> list[dict[str, Any]]:
-    """The demo question over the demo index, then the first N docqa dev questions."""
+def load_questions(n_docqa: int, datasets: str = "") -> list[dict[str, Any]]:
+    """The demo question over the demo index, then the first N docqa dev questions, then the
+    questions `datasets` names (``name:N`` or ``name:A:B``, comma-separated: a dev genre of
+    ``graphseek.evaluation.datasets.DEVSETS`` or ``2wiki``, read with the wikipedia profile)."""
     from graphseek.cli import demo_files, demo_index
     from graphseek.evaluation.datasets import EvalQuestion, load_dataset
     from graphseek.evaluation.index_cache import cached_index
@@ -137,31 +139,51 @@ def load_questions(n_docqa: int) -> list[dict[str, Any]]:
     demo = json.loads(demo_files()[1].read_text())[0]
     demo_q = EvalQuestion(id="demo", question=demo["question"], answers=[demo["answer"]])
     items = [{"q": demo_q, "index": demo_index(quiet=True), "settings": {"profile": "wikipedia"}}]
-    if n_docqa > 0:
-        dataset = load_dataset("docqa", questions=f"0:{n_docqa}")
+    picks = [("docqa", f"0:{n_docqa}")] if n_docqa > 0 else []
+    for spec in filter(None, (s.strip() for s in datasets.split(","))):
+        name, _, span = spec.partition(":")
+        picks.append((name, span if ":" in span else f"0:{span or 10}"))
+    for name, span in picks:
+        dataset = load_dataset(name, questions=span)
         index = cached_index(dataset, graph=True, show_progress=False)
-        items += [{"q": q, "index": index, "settings": {}} for q in dataset.questions]
+        settings = {"profile": "wikipedia"} if name.startswith("2wiki") else {}
+        items += [{"q": q, "index": index, "settings": settings, "set": name}
+                  for q in dataset.questions]  # fmt: skip
     return items
+
+
+#: a row's topology name: ``naive``, ``naive:passages`` (the model reads whole passages),
+#: ``cascade`` (naive with readers offline then the model, no other role on the model),
+#: ``cascade:<topology>`` (that topology's drafts through the same cascade)
+def run_settings(name: str, model: str) -> tuple[str, str, dict[str, Any]]:
+    """(topology, llm spec, extra settings) of a row name."""
+    base, _, variant = name.partition(":")
+    if base == "cascade":
+        return variant or "naive", "offline", {"readers": f"offline,openai:{model}"}
+    if variant == "passages":
+        return base, f"openai:{model}", {"read_by": "passages"}
+    return base, f"openai:{model}", {}
 
 
 # -- one run --------------------------------------------------------------------------------
 
 
-def run_one(item: dict[str, Any], topology: str, model: str, base: str, timeout: float,
+def run_one(item: dict[str, Any], name: str, model: str, base: str, timeout: float,
             settings: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
     from graphseek.api import ask
     from graphseek.evaluation.judge import Judge
     from graphseek.evaluation.scoring import score_answer
 
     question = item["q"]
+    topology, llm, extra = run_settings(name, model)
     counter = ToolCounter()
     box: dict[str, Any] = {}
 
     def target() -> None:
         _TOOLS.set(counter.handler())
         try:
-            box["result"] = ask(item["index"], question.question, topology=topology,
-                                llm=f"openai:{model}", **{**item["settings"], **settings})  # fmt: skip
+            box["result"] = ask(item["index"], question.question, topology=topology, llm=llm,
+                                **{**item["settings"], **settings, **extra})  # fmt: skip
         except Exception as exc:  # the benchmark records it; graphseek should not raise
             box["error"] = f"{type(exc).__name__}: {exc}"
 
@@ -175,7 +197,8 @@ def run_one(item: dict[str, Any], topology: str, model: str, base: str, timeout:
         worker.join(300)
     seconds = time.perf_counter() - started
     row: dict[str, Any] = {
-        "topology": topology,
+        "topology": name,
+        "set": item.get("set", "demo"),
         "qid": question.id,
         "question": question.question,
         "gold": question.answers,
@@ -214,8 +237,8 @@ def _server_log(log: Path, model: str) -> list[dict[str, Any]]:
 
 def table(rows: list[dict[str, Any]], topologies: list[str]) -> str:
     head = ("| topology | q | right | wrong | abstained | LLM calls | prompt tok | completion tok "
-            "| seconds | tool calls | over window | max prompt |")  # fmt: skip
-    lines = [head, "|" + "---|" * 12]
+            "| seconds | tool calls | over window | max prompt | 0 model calls | answered by |")  # fmt: skip
+    lines = [head, "|" + "---|" * 14]
     for t in topologies:
         rs = [r for r in rows if r["topology"] == t]
         if not rs:
@@ -232,7 +255,9 @@ def table(rows: list[dict[str, Any]], topologies: list[str]) -> str:
             f"| {total('completion_tokens')} | {sum(r['seconds'] for r in rs):.0f} "
             f"| {sum(len(r['tool_calls']) for r in rs)} "
             f"| {sum(1 for q in requests if 'exceeds' in str(q.get('error', '')))} "
-            f"| {max((q.get('prompt_tokens', 0) for q in requests), default=0)} |"
+            f"| {max((q.get('prompt_tokens', 0) for q in requests), default=0)} "
+            f"| {sum(1 for r in rs if not r['usage'].get('llm_calls'))} "
+            f"| {_answered_by(rs)} |"
         )
     lines.append("")
     for r in rows:
@@ -242,6 +267,17 @@ def table(rows: list[dict[str, Any]], topologies: list[str]) -> str:
         else:
             lines.append(f"- {tag}, answer {r['answer']!r} (gold {r['gold'][:1]})")
     return "\n".join(lines)
+
+
+def _answered_by(rows: list[dict[str, Any]]) -> str:
+    """How many answers each reader of a cascade gave ("offline 5, model 3"), "" without one."""
+    by: dict[str, int] = {}
+    for r in rows:
+        reader = (r.get("diagnostics") or {}).get("answered_by")
+        if reader and not r["abstained"]:
+            key = "offline" if reader == "offline" else "model"
+            by[key] = by.get(key, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(by.items()))
 
 
 def report(paths: list[str], topologies: list[str]) -> int:
@@ -261,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--topologies", default=",".join(TOPOLOGIES), help="comma-separated")
     p.add_argument("--questions", type=int, default=5, help="docqa dev questions (after the demo)")
     p.add_argument("--no-demo", action="store_true", help="leave out the demo question")
+    p.add_argument("--datasets", default="",
+                   help="more questions: name:N or name:A:B, comma-separated (dev genres, 2wiki)")  # fmt: skip
     p.add_argument("--max-tokens", type=int, default=1024, help="longest model reply (tokens)")
     p.add_argument("--max-turns", type=int, default=None, help="controller turns (graphseek)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per question")
@@ -275,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     topologies = [t.strip() for t in args.topologies.split(",") if t.strip()]
     if "naive" in topologies:
         topologies = ["naive", *(t for t in topologies if t != "naive")]
+    for name in topologies:
+        if name.partition(":")[0] not in (*TOPOLOGIES, "cascade"):
+            p.error(f"unknown row {name!r}: a topology, TOPOLOGY:passages or cascade[:TOPOLOGY]")
     if args.report:
         return report(args.report, topologies)
 
@@ -315,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     started = time.time()
     try:
-        items = load_questions(args.questions)[(1 if args.no_demo else 0) :]
+        items = load_questions(args.questions, args.datasets)[(1 if args.no_demo else 0) :]
         n = 0
         for topology in topologies:
             for item in items:

@@ -148,6 +148,8 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "abstain_threshold": args.abstain_threshold,
         "max_question_chars": args.max_question_chars,
         "reranker": args.reranker,
+        "readers": args.readers,
+        "read_by": args.read_by,
     }
 
 
@@ -469,6 +471,21 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--topology", "-t", default="dual_agent", help="workflow name (see `topologies`)"
     )
     p.add_argument("--llm", default=None, help="model spec: offline (default), openai:<model>")
+    p.add_argument(
+        "--readers",
+        default=None,
+        metavar="SPECS",
+        help="escalation cascade of readers for every draft, cheapest first, e.g. "
+        "offline,openai:small-model,openai:large-model: a reader whose answer is ungrounded, "
+        "'unknown' or below its calibrated confidence passes the question to the next",
+    )
+    p.add_argument(
+        "--read-by",
+        choices=("sentences", "passages"),
+        default=None,
+        help="what a model reads to draft or check an answer: the passages' best sentences "
+        "with their neighbours (default) or whole passages",
+    )
     p.add_argument("--retriever", default=None, help="bm25, dense, hybrid (default), higra, …")
     p.add_argument("--top-k", type=int, default=None, help="passages per retrieval")
     p.add_argument("--max-turns", type=int, default=None, help="Seeker turn budget")

@@ -1,4 +1,11 @@
-"""Plain-text renderings of passages, plans and histories for prompts (budgeted, ids kept).
+"""Plain-text renderings of passages, sentences, plans and histories for prompts (budgeted, ids
+kept).
+
+A role that reads evidence reads, by default, its best sentences (`format_sentences`): the
+sentences of the hits ranked by relevance to the question
+(`graphseek.agents.reading.sentences.rank_sentences`), each with a neighbour on each side, under
+its passage's id and title so that citations still work. ``read_by="passages"`` shows whole
+passages instead (`format_passages`).
 
 Passages are packed best first into a budget of characters and, where the caller knows its
 model's room (`with_passages`, `graphseek.llm.context_window.text_room`), of tokens: whole passages while they
@@ -10,7 +17,7 @@ same text (a stable prompt prefix).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -25,6 +32,11 @@ NO_PASSAGES = "(no passages found)"
 PASSAGE_CHARS = 6000
 #: a cut passage is kept only with at least this many characters of its text
 MIN_CUT_CHARS = 40
+#: the best sentences (each with its neighbours) a sentence prompt shows at most
+SENTENCES_READ = 4
+
+#: how a role's prompt shows its evidence: the best sentences, or whole passages
+ReadBy = Literal["sentences", "passages"]
 
 
 def _fit_block(
@@ -71,6 +83,66 @@ def format_passages(
         used_chars += len(block) + sep
         used_tokens += size + sep
     return "\n\n".join(blocks) if blocks else NO_PASSAGES
+
+
+def format_sentences(
+    question: str,
+    hits: Sequence[Hit],
+    max_chars: int = PASSAGE_CHARS,
+    max_tokens: int | None = None,
+    count: Callable[[str], int] = estimate_tokens,
+    limit: int = SENTENCES_READ,
+) -> str:
+    """The `limit` sentences of `hits` most relevant to `question`, each shown with its
+    neighbours (`RankedSentence.context`), grouped under ``[id] title:`` in the order of each
+    passage's best sentence, packed into `max_chars` characters and `max_tokens` tokens (a group
+    that does not fit whole is left out, with the rest). Whole passages (`format_passages`) when
+    no sentence ranks (an empty question, passages without sentences)."""
+    from graphseek.agents.reading.sentences import rank_sentences, top_sentences
+
+    chosen = top_sentences(rank_sentences(question, hits), limit) if question.strip() else []
+    if not chosen:
+        return format_passages(hits, max_chars, max_tokens, count)
+    groups: dict[str, list[Any]] = {}
+    for s in chosen:
+        groups.setdefault(s.passage.id, []).append(s)
+    blocks: list[str] = []
+    used_chars = used_tokens = 0
+    for sentences in groups.values():
+        p = sentences[0].passage
+        head = f"[{p.id}] {p.title}:" if p.title else f"[{p.id}]"
+        lines = [f"- {s.context}" for s in sorted(sentences, key=lambda s: s.index)]
+        block = "\n".join([head, *lines])
+        sep = 2 if blocks else 0
+        size = count(block) if max_tokens is not None else 0
+        if used_chars + sep + len(block) > max_chars or (
+            max_tokens is not None and used_tokens + sep + size > max_tokens
+        ):
+            break
+        blocks.append(block)
+        used_chars += len(block) + sep
+        used_tokens += size + sep
+    return "\n\n".join(blocks) if blocks else format_passages(hits, max_chars, max_tokens, count)
+
+
+def with_evidence(
+    model: Any,
+    system: str,
+    template: str,
+    hits: Sequence[Hit],
+    max_chars: int,
+    read_by: ReadBy = "sentences",
+    **fields: Any,
+) -> str:
+    """`template` filled with `fields` and ``{passages}``: with ``read_by="sentences"`` the
+    best sentences for ``fields["question"]`` (`format_sentences`), else the whole passages
+    (`with_passages`), packed into `max_chars` and the room `model`'s window leaves."""
+    if read_by != "sentences":
+        return with_passages(model, system, template, hits, max_chars, **fields)
+    bare = template.format(passages="", **fields)
+    room, count = text_room(model, [SystemMessage(system), HumanMessage(bare)])
+    text = format_sentences(str(fields.get("question", "")), hits, max_chars, room, count)
+    return template.format(passages=text, **fields)
 
 
 def with_passages(

@@ -14,7 +14,6 @@ from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graphseek.agents.formatting import with_passages
 from graphseek.agents.librarian import LibrarianReply, ground_reply
 from graphseek.agents.prompts.graph_librarian import GRAPH_LIBRARIAN_USER
 from graphseek.agents.prompts.librarian import (
@@ -57,14 +56,11 @@ class LLMGraphLibrarian(PassageRole):
         self, question: str, hits: Sequence[Hit], relations: Sequence[str] = ()
     ) -> Step[Draft]:
         if relations:
-            user = with_passages(
-                self.model, LIBRARIAN_SYSTEM, GRAPH_LIBRARIAN_USER, hits, self.max_chars,
+            user = self.evidence_prompt(
+                LIBRARIAN_SYSTEM, GRAPH_LIBRARIAN_USER, hits,
                 question=question, relations=render_lines(relations, MAX_RELATIONS),
             )  # fmt: skip
         else:
-            user = with_passages(
-                self.model, LIBRARIAN_SYSTEM, LIBRARIAN_USER, hits, self.max_chars,
-                question=question,
-            )  # fmt: skip
+            user = self.evidence_prompt(LIBRARIAN_SYSTEM, LIBRARIAN_USER, hits, question=question)
         out, usage = self.ask(LibrarianReply, LIBRARIAN_SYSTEM, user)
         return Step(ground_reply(question, out, hits), usage)

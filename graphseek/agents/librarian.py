@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from graphseek.agents.formatting import with_passages
 from graphseek.agents.prompts.librarian import LIBRARIAN_SYSTEM, LIBRARIAN_USER
 from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.roles import Step
@@ -62,8 +61,6 @@ def ground_reply(question: str, reply: LibrarianReply, hits: Sequence[Hit]) -> D
 
 class LLMLibrarian(PassageRole):
     def draft(self, question: str, hits: Sequence[Hit]) -> Step[Draft]:
-        user = with_passages(
-            self.model, LIBRARIAN_SYSTEM, LIBRARIAN_USER, hits, self.max_chars, question=question
-        )
+        user = self.evidence_prompt(LIBRARIAN_SYSTEM, LIBRARIAN_USER, hits, question=question)
         out, usage = self.ask(LibrarianReply, LIBRARIAN_SYSTEM, user)
         return Step(ground_reply(question, out, hits), usage)

@@ -53,6 +53,7 @@ from graphseek.agents.offline.thinker import OfflineThinker
 from graphseek.agents.offline.verifier import OfflineEvidenceVerifier, OfflineTripleChecker
 from graphseek.agents.planner import LLMPlanner
 from graphseek.agents.profiles import get_profile
+from graphseek.agents.readers import OFFLINE_READER, Reader, model_point
 from graphseek.agents.reading.chains import JointChooser
 from graphseek.agents.refiner import ContextRefiner, LLMContextRefiner
 from graphseek.agents.rewriter import LLMQueryRewriter, QueryRewriter
@@ -78,7 +79,8 @@ from graphseek.agents.verifier import (
 )
 from graphseek.llm import model_for_context
 from graphseek.llm.budget import run_callbacks
-from graphseek.state.context import Context
+from graphseek.llm.factory import model_for, model_options, parse_spec
+from graphseek.state.context import Context, reader_specs
 from graphseek.state.run_scope import degraded_notes, run_scope
 
 #: abstention threshold for drafts written by a chat model (its self-reported confidence)
@@ -115,6 +117,9 @@ class Roles:
     # a model's loop observed when the loop ends unfinished (react's last word) and gives the
     # second readings of a model's verdicts (`graphseek.graphs.common.reader_agrees`)
     reader: Librarian | None = None
+    # the escalation cascade of `Context.readers` (empty: off), each drafting with its own
+    # policy and judged at its own point (`graphseek.agents.readers`)
+    readers: tuple[Reader, ...] = ()
 
     def offline_gate(self) -> CoverageGate | None:
         """The offline coverage gate over `reader`: the second reading of a model's
@@ -217,6 +222,7 @@ def build_roles(context: Context) -> Roles:
         LLMLibrarian,
         lambda: OfflineLibrarian(profile=profile),
         scale=scale,
+        read_by=context.read_by,
     )
     seeker_model = model_for_context(context, "seeker")
     # the general reader reports per-candidate confidences: a two-hop chain follows up to
@@ -268,8 +274,34 @@ def build_roles(context: Context) -> Roles:
         answerer=answerer,
         threshold=threshold,
         reader=shared_librarian,
+        readers=build_readers(context, shared_librarian, point),
         **search_roles,
     )
+
+
+def build_readers(context: Context, librarian: Any, point: float) -> tuple[Reader, ...]:
+    """The cascade of `context.readers`: ``offline`` is the offline graph Librarian over the
+    run's profile's `librarian`, at the profile's `point`; a model spec (or, from Python, a chat
+    model) is the Librarian's model policy reading the best sentences, at its calibrated point
+    (`model_point`). Every model call passes the run's budget guard."""
+    readers = []
+    for item in reader_specs(context.readers) or []:
+        if isinstance(item, str) and parse_spec(item)[0] == OFFLINE_READER:
+            policy = _offline(
+                f"graph_librarian:{context.profile}", lambda: OfflineGraphLibrarian(librarian)
+            )
+            readers.append(Reader(OFFLINE_READER, policy, point))
+            continue
+        model = model_for(item, "librarian", **model_options(context, "librarian"))
+        name = item if isinstance(item, str) else str(getattr(item, "model_name", "") or "model")
+        policy = LLMGraphLibrarian(
+            model,
+            max_retries=context.max_retries,
+            callbacks=run_callbacks(context),
+            read_by=context.read_by,
+        )
+        readers.append(Reader(name, policy, model_point(name)))
+    return tuple(readers)
 
 
 def _search_roles(
@@ -291,6 +323,7 @@ def _search_roles(
         llm_cls: Any,
         offline_factory: Any,
         scale: tuple[float, float] | None = None,
+        **kwargs: Any,
     ) -> Any:
         def offline_policy() -> Any:
             return _offline(f"{name}:{context.profile}", offline_factory)
@@ -299,7 +332,7 @@ def _search_roles(
         if model is None:
             offline.add(name)
             return offline_policy()
-        return llm_policy(context, name, llm_cls, model, offline_policy, scale)
+        return llm_policy(context, name, llm_cls, model, offline_policy, scale, **kwargs)
 
     return {
         "coverage": pick("coverage", LLMCoverageGate, lambda: OfflineCoverageGate(librarian)),
@@ -338,5 +371,6 @@ def _search_roles(
             LLMGraphLibrarian,
             lambda: OfflineGraphLibrarian(librarian),
             scale,
+            read_by=context.read_by,
         ),
     }

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
+from graphseek.agents.formatting import ReadBy, with_evidence
 from graphseek.agents.roles import Step
 from graphseek.agents.text import summary
 from graphseek.agents.tool_calling import call_tools
@@ -273,9 +274,11 @@ class StructuredRole:
 
 class PassageRole(StructuredRole):
     """An LLM policy that shows the model passages or context cut to `max_chars` characters;
-    a subclass sets its default as the class attribute."""
+    a subclass sets its default as the class attribute. `read_by`: whether a role that reads
+    evidence (`evidence_prompt`) is shown the best sentences (the default) or whole passages."""
 
     max_chars: int = 6000
+    read_by: ReadBy = "sentences"
 
     def __init__(
         self,
@@ -284,10 +287,23 @@ class PassageRole(StructuredRole):
         callbacks: Sequence[Any] = (),
         *,
         max_chars: int | None = None,
+        read_by: ReadBy | None = None,
     ) -> None:
         super().__init__(model, max_retries, callbacks)
         if max_chars is not None:
             self.max_chars = max_chars
+        if read_by is not None:
+            self.read_by = read_by
+
+    def evidence_prompt(
+        self, system: str, template: str, hits: Sequence[Hit], **fields: Any
+    ) -> str:
+        """`template` with the evidence of `hits` as ``{passages}`` (`with_evidence`): the best
+        sentences for ``fields["question"]`` or whole passages, as `read_by` says, in the room
+        the model's window leaves."""
+        return with_evidence(
+            self.model, system, template, hits, self.max_chars, self.read_by, **fields
+        )
 
 
 def render_summaries(hits: Sequence[Hit]) -> str:

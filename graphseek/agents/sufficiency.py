@@ -10,7 +10,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from graphseek.agents.formatting import PASSAGE_CHARS, with_passages
+from graphseek.agents.formatting import PASSAGE_CHARS, with_evidence
 from graphseek.agents.prompts.sufficiency import SUFFICIENCY_SYSTEM, SUFFICIENCY_USER
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import StructuredRole, render_lines
@@ -34,8 +34,8 @@ class LLMSufficiencyChecker(StructuredRole):
     def check(
         self, question: str, hits: Sequence[Hit], graph: Sequence[str], stage: str
     ) -> Step[SufficiencyVerdict]:
-        user = with_passages(
-            self.model, SUFFICIENCY_SYSTEM, SUFFICIENCY_USER, hits, PASSAGE_CHARS,
+        user = with_evidence(
+            self.model, SUFFICIENCY_SYSTEM, SUFFICIENCY_USER, hits, PASSAGE_CHARS, "sentences",
             question=question, stage=stage, graph=render_lines(graph),
         )  # fmt: skip
         out, usage = self.ask(SufficiencyVerdict, SUFFICIENCY_SYSTEM, user)

@@ -36,8 +36,14 @@ def draft_for(
     question: str, hits: list[Hit], runtime: Runtime[Context], step_id: int | None = None
 ) -> tuple[Draft, Usage, str | None]:
     """Run the Librarian policy; a failed call (after retries) becomes an empty draft, its
-    usage still charged."""
+    usage still charged. A run with readers drafts through their escalation cascade
+    (`graphseek.graphs.cascade`)."""
     roles = get_roles(runtime.context)
+    if roles.readers:
+        from graphseek.graphs.cascade import cascade_draft
+
+        draft, usage = cascade_draft(question, hits, runtime, step_id)
+        return draft, usage, None
     try:
         step = roles.librarian.draft(question, hits)
     except LLMError as exc:
@@ -207,6 +213,37 @@ def reader_agrees(
     return draft.confidence if draft and same_answer(draft.answer, answer) else None
 
 
+def cascade_diagnostics(drafts: list[Draft], answer: str) -> dict[str, Any]:
+    """What the run's escalation cascades did (`Draft.readings`): one line per reading, the
+    cost per reader, and the reader whose answer the run gave (the last draft with `answer`
+    that a reader answered). Empty without readings."""
+    from graphseek.agents.reading.reader import same_answer
+
+    lines: list[str] = []
+    cost: dict[str, dict[str, int]] = {}
+    answered_by = ""
+    for d in drafts:
+        for r in d.readings:
+            said = f" {r.answer!r}" if r.answer else ""
+            why = f" ({r.reason})" if r.reason else ""
+            lines.append(f"{d.question}: {r.reader} {r.outcome}{said}{why}")
+            c = cost.setdefault(
+                r.reader, {"calls": 0, "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+            )
+            c["calls"] += 1
+            c["llm_calls"] += r.usage.llm_calls
+            c["prompt_tokens"] += r.usage.prompt_tokens
+            c["completion_tokens"] += r.usage.completion_tokens
+            if r.outcome == "answered" and answer and same_answer(r.answer, answer):
+                answered_by = r.reader
+    if not lines:
+        return {}
+    out: dict[str, Any] = {"readings": lines, "reader_usage": cost}
+    if answered_by:
+        out["answered_by"] = answered_by
+    return out
+
+
 def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Write the output fields: the answer with its grounding (each item flagged whether it holds
     the answer), or an explicit abstention that shows the passages and sentences the run found
@@ -218,7 +255,11 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str
     question = state.get("question", "")
     reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
     diagnostics: dict[str, Any] = dict(unrecorded_degraded(state, runtime).get("diagnostics", {}))
-    if state.get("next_action") == "answer" and state.get("answer"):
+    answering = state.get("next_action") == "answer" and bool(state.get("answer"))
+    diagnostics |= cascade_diagnostics(
+        list(state.get("drafts") or []), state.get("answer", "") if answering else ""
+    )
+    if answering:
         answer = state["answer"]
         evidence = list(state.get("evidence", []))
         checked = model_answer_fit(

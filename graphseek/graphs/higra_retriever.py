@@ -44,7 +44,13 @@ def graph_draft(
     step_id: int | None = None,
 ) -> tuple[Draft, Usage, str | None]:
     """The Librarian's draft from passages and graph relations; a malformed reply after retries
-    becomes an empty draft and an error message."""
+    becomes an empty draft and an error message. A run with readers drafts through their
+    escalation cascade (`graphseek.graphs.cascade`)."""
+    if get_roles(runtime.context).readers:
+        from graphseek.graphs.cascade import cascade_draft
+
+        draft, usage = cascade_draft(question, list(hits), runtime, step_id, list(relations))
+        return draft, usage, None
     try:
         step = get_roles(runtime.context).graph_librarian.draft(question, hits, relations)
     except LLMError as exc:

@@ -47,6 +47,7 @@ RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive"]
 Mode = Literal["single", "competitive", "collaborative"]
 Profile = Literal["general", "wikipedia"]
 OnModelFailure = Literal["abstain", "offline"]
+ReadBy = Literal["sentences", "passages"]
 #: the reading profiles (each one's abstention threshold, its operating point, is calibrated on
 #: its dev slices and stored beside it: `graphseek.agents.profiles`)
 PROFILE_NAMES: tuple[str, ...] = get_args(Profile)
@@ -113,6 +114,24 @@ class Context:
             "Model for every role: 'offline' (deterministic offline reasoner, no API key), "
             "'openai:<model>' (e.g. 'openai:gpt-4o-mini'; OPENAI_API_KEY or an OpenAI-compatible "
             "GRAPHSEEK_BASE_URL on the server). Empty: $GRAPHSEEK_LLM, else 'offline'."
+        ),
+    )
+    # Python callers may also pass a list of specs and chat-model instances
+    readers: str | SkipJsonSchema[list[str]] = field(
+        default="",
+        metadata=_describe(
+            "Escalation cascade of readers for every draft, comma-separated, e.g. "
+            "'offline,openai:small-model,openai:large-model': each reads the same best sentences "
+            "in turn, and the first whose answer is grounded and at or above its calibrated "
+            "confidence answers; a reader that passes hands the question to the next, and the "
+            "last reader's abstention stands. Empty: off (`llm` does every role)."
+        ),
+    )
+    read_by: ReadBy = field(
+        default="sentences",
+        metadata=_describe(
+            "What a model reads to draft or check an answer: the retrieved passages' most "
+            "relevant sentences, each with its neighbours (sentences), or whole passages."
         ),
     )
     # -- budgets (counters live in the state) -----------------------------------------------------
@@ -258,6 +277,13 @@ class Context:
             )
         if not isinstance(self.retriever, str) or not self.retriever:
             problems.append(f"retriever must be a name, got {self.retriever!r}")
+        if self.read_by not in get_args(ReadBy):
+            problems.append(f"read_by must be 'sentences' or 'passages', got {self.read_by!r}")
+        if reader_specs(self.readers) is None:
+            problems.append(
+                "readers must be model specs separated by commas (e.g. "
+                f"'offline,openai:small-model'), got {self.readers!r}"
+            )
         if self.on_model_failure not in ("abstain", "offline"):
             problems.append(
                 f"on_model_failure must be 'abstain' or 'offline', got {self.on_model_failure!r}"
@@ -412,3 +438,19 @@ def index_path_problem(raw: str, problem: str) -> str:
         f"index_path {where}: {problem.rstrip('.')}.{rule} "
         "Build an index with `graphseek index CORPUS --out DIR`."
     )
+
+
+def reader_specs(readers: Any) -> list[Any] | None:
+    """The readers of `Context.readers` in order (a comma-separated string, or a list of spec
+    strings and, from Python, chat-model instances; empty: no cascade), or None when it is
+    neither. The specs themselves are checked where the models are made
+    (`graphseek.llm.factory.parse_spec`)."""
+    if isinstance(readers, str):
+        items: list[Any] = readers.split(",") if readers.strip() else []
+    elif isinstance(readers, list | tuple):
+        items = list(readers)
+    else:
+        return None
+    if any(isinstance(r, str) and not r.strip() or r is None for r in items):
+        return None
+    return [r.strip() if isinstance(r, str) else r for r in items]

@@ -45,6 +45,22 @@ class EvidenceItem(BaseModel):
     )
 
 
+class Reading(BaseModel):
+    """One reader's turn in an escalation cascade (`Context.readers`): what it answered, whether
+    its answer stood or it passed the question on, why, and what it cost."""
+
+    reader: str = Field(description="The reader's spec: 'offline' or 'openai:<model>'.")
+    outcome: Literal["answered", "passed", "abstained"] = Field(
+        description="answered: its answer stands; passed: the next reader reads the question; "
+        "abstained: the last reader passed, so the cascade abstains."
+    )
+    answer: str = ""
+    confidence: float = 0.0
+    threshold: float = Field(default=0.0, description="The reader's calibrated operating point.")
+    reason: str = ""
+    usage: Usage = Field(default_factory=lambda: Usage())
+
+
 class Draft(BaseModel):
     """The Librarian's answer to one sub-question, with the evidence that supports it."""
 
@@ -70,6 +86,11 @@ class Draft(BaseModel):
         default="",
         description="Why no draft could be written: a model call that failed after its retries "
         "(empty otherwise).",
+    )
+    readings: list[Reading] = Field(
+        default_factory=list,
+        description="The readers that read this sub-question in an escalation cascade, in order "
+        "(empty without `Context.readers`).",
     )
 
 

@@ -12,5 +12,5 @@ GRAPH_LIBRARIAN_USER = """Question: {question}
 Graph relations (extracted from the passages; use them to find the right passages):
 {relations}
 
-Passages:
+Evidence (the passages' most relevant sentences, or whole passages, each under its [id] and title):
 {passages}"""

@@ -1,7 +1,8 @@
 """Librarian prompt (HiGraAgent §5.1, Figure 8).
 
-Placeholders: `{question}` — one sub-question; `{passages}` — the retrieved passages, each
-introduced by its id in square brackets.
+Placeholders: `{question}` — one sub-question; `{passages}` — the evidence: the retrieved
+passages' best sentences with their neighbours, or whole passages
+(`graphseek.agents.formatting.with_evidence`), each under its id in square brackets.
 """
 
 LIBRARIAN_SYSTEM = """You are the Librarian of a question-answering team. You read the passages \
@@ -22,7 +23,7 @@ the passages), `passage_ids` (ids of the passages those sentences come from) and
 
 LIBRARIAN_USER = """Question: {question}
 
-Passages:
+Evidence (the passages' most relevant sentences, or whole passages, each under its [id] and title):
 {passages}"""
 
 LIBRARIAN_TOOLS_SYSTEM = """You are the Librarian of a question-answering team: you find the \

@@ -1,0 +1,220 @@
+"""The escalation cascade of readers (`Context.readers`, `graphseek.graphs.cascade`) through a
+fake OpenAI-compatible server on 127.0.0.1, and the sentence prompts the model readers read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fake_openai import BYRON_QUOTE, HOP2, QUESTION, FakeOpenAIServer, Reply, Request, TinyWorld
+
+from graphseek import ask
+from graphseek.agents.readers import DEFAULT_MODEL_POINT, Reader, judge, model_point, says_unknown
+from graphseek.errors import ContextError
+from graphseek.knowledge.passages import Hit, Passage
+from graphseek.llm.factory import clear_model_cache
+from graphseek.state.context import Context
+from graphseek.state.models import Draft, EvidenceItem
+
+MODEL = "openai:tiny-model"
+
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+
+@pytest.fixture(autouse=True)
+def llm_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("GRAPHSEEK_LLM", "GRAPHSEEK_LLM_CACHE", "OPENAI_API_KEY", "GRAPHSEEK_BASE_URL",
+                 "OPENAI_API_BASE"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GRAPHSEEK_LLM_BACKOFF", "0")
+    monkeypatch.setenv("GRAPHSEEK_LLM_MAX_RETRIES", "1")
+    monkeypatch.setenv("GRAPHSEEK_LLM_TIMEOUT", "20")
+    clear_model_cache()
+    yield
+    clear_model_cache()
+
+
+def serve(monkeypatch: pytest.MonkeyPatch, responder: Any) -> FakeOpenAIServer:
+    server = FakeOpenAIServer(responder)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    return server
+
+
+def librarian_prompts(server: FakeOpenAIServer) -> list[str]:
+    return [
+        Request(body, i).first_user
+        for i, body in enumerate(server.requests, 1)
+        if Request(body, i).schema_name == "LibrarianReply"
+    ]
+
+
+# -- the rule ----------------------------------------------------------------------------------
+
+
+def _hit(pid: str, title: str, text: str) -> Hit:
+    return Hit(passage=Passage(id=pid, title=title, text=text), score=1.0, rank=1)
+
+
+BYRON = _hit("byron", "Lord Byron", BYRON_QUOTE)
+
+
+def _draft(answer: str, confidence: float, evidence: bool = True) -> Draft:
+    items = [EvidenceItem(passage_id="byron", title="Lord Byron", text=BYRON_QUOTE)]
+    return Draft(
+        question="Where did Lord Byron die?",
+        answer=answer,
+        confidence=confidence,
+        evidence=items if evidence else [],
+    )
+
+
+def test_unknown_replies_are_recognised() -> None:
+    for text in ("", "unknown", "Unknown.", "not stated", "N/A", "I don't know"):
+        assert says_unknown(text), text
+    assert not says_unknown("Missolonghi")
+
+
+def test_a_model_answer_stands_only_grounded_and_at_its_point() -> None:
+    model = Reader("openai:m", None, 0.6)
+    q = "Where did Lord Byron die?"
+    kept, reason = judge(model, q, _draft("Missolonghi", 0.9), [BYRON], 0.4)
+    assert reason == "" and kept.answer == "Missolonghi"
+    assert any(e.supports_answer for e in kept.evidence)
+    _, reason = judge(model, q, _draft("Missolonghi", 0.5), [BYRON], 0.4)
+    assert "below its point 0.60" in reason
+    _, reason = judge(model, q, _draft("Athens", 0.95), [BYRON], 0.4)
+    assert "Athens" in reason  # stated in no passage read: the next reader reads
+    _, reason = judge(model, q, _draft("unknown", 0.95), [BYRON], 0.4)
+    assert reason == "it answered 'unknown'"
+    failed = _draft("", 0.0).model_copy(update={"error": "server error"})
+    assert judge(model, q, failed, [BYRON], 0.4)[1].startswith("its model call failed")
+
+
+def test_a_model_sentence_is_read_down_to_its_grounded_span() -> None:
+    model = Reader("openai:m", None, 0.6)
+    said = "Lord Byron died of a fever at Missolonghi."
+    kept, reason = judge(model, "Where did Lord Byron die?", _draft(said, 0.9), [BYRON], 0.4)
+    assert reason == "" and kept.answer == "Missolonghi"
+
+
+def test_the_offline_reader_needs_evidence_and_its_point() -> None:
+    offline = Reader("offline", None, 0.4)
+    assert judge(offline, "q", _draft("Missolonghi", 0.5), [BYRON], 0.4)[1] == ""
+    assert "no evidence" in judge(offline, "q", _draft("Missolonghi", 0.9, False), [BYRON], 0.4)[1]
+    assert "below" in judge(offline, "q", _draft("Missolonghi", 0.3), [BYRON], 0.4)[1]
+
+
+def test_an_uncalibrated_model_gets_the_conservative_point() -> None:
+    assert model_point("openai:never-calibrated") == DEFAULT_MODEL_POINT
+
+
+def test_readers_are_checked_with_the_context() -> None:
+    assert Context(readers="offline, openai:m").readers == "offline, openai:m"
+    with pytest.raises(ContextError, match="readers must be model specs"):
+        Context(readers="offline,,openai:m")
+    with pytest.raises(ContextError, match="read_by must be"):
+        Context(read_by="words")  # type: ignore[arg-type]
+
+
+# -- runs through a server ----------------------------------------------------------------------
+
+
+def test_the_offline_reader_settles_with_no_model_call(monkeypatch, tiny_index) -> None:
+    with serve(monkeypatch, TinyWorld()) as server:
+        result = ask(tiny_index, HOP2, topology="naive", readers=f"offline,{MODEL}")
+    assert result.answer == "Missolonghi"
+    assert server.requests == [] and result.usage.llm_calls == 0
+    assert result.diagnostics["answered_by"] == "offline"
+    assert result.diagnostics["readings"][0].endswith("offline answered 'Missolonghi'")
+
+
+def test_a_question_the_offline_reader_cannot_settle_goes_to_the_model(
+    monkeypatch, tiny_index
+) -> None:
+    # an offline point of 1.0: the offline reader never settles
+    with serve(monkeypatch, TinyWorld()) as server:
+        result = ask(
+            tiny_index, QUESTION, topology="naive", readers=f"offline,{MODEL}",
+            abstain_threshold=1.0,
+        )  # fmt: skip
+    assert result.answer == "Missolonghi" and not result.abstained
+    assert result.diagnostics["answered_by"] == MODEL
+    first, second = result.diagnostics["readings"]
+    assert "offline passed" in first and "below its point 1.00" in first
+    assert f"{MODEL} answered 'Missolonghi'" in second
+    usage = result.diagnostics["reader_usage"]
+    assert usage["offline"]["llm_calls"] == 0 and usage[MODEL]["llm_calls"] == 1
+    assert result.usage.llm_calls == 1
+    # the model read the best sentences, under their passage ids, not whole passages
+    (prompt,) = librarian_prompts(server)
+    assert "[byron] Lord Byron:\n- " in prompt and "Missolonghi" in prompt
+
+
+def test_the_last_readers_abstention_stands_and_shows_the_evidence(
+    monkeypatch, tiny_index
+) -> None:
+    def unknown(request: Request) -> Reply:
+        return Reply.json(
+            {"reasoning": "", "answer": "unknown", "candidates": [], "evidence": [],
+             "passage_ids": [], "confidence": 0.9}  # fmt: skip
+        )
+
+    with serve(monkeypatch, unknown):
+        result = ask(
+            tiny_index, QUESTION, topology="naive", readers=f"offline,{MODEL}",
+            abstain_threshold=1.0,
+        )  # fmt: skip
+    assert result.abstained and result.answer == ""
+    assert "answered 'unknown'" in result.diagnostics["readings"][-1]
+    assert "answered_by" not in result.diagnostics
+    assert result.evidence  # an abstention still shows what the run read
+
+
+def test_a_made_up_answer_passes_to_the_next_model(monkeypatch, tiny_index) -> None:
+    def by_model(request: Request) -> Reply:
+        if request.body.get("model") == "weak":
+            return Reply.json(
+                {"reasoning": "", "answer": "Athens", "candidates": [], "evidence": [],
+                 "passage_ids": ["byron"], "confidence": 0.95}  # fmt: skip
+            )
+        return TinyWorld()(request)
+
+    with serve(monkeypatch, by_model):
+        result = ask(
+            tiny_index,
+            QUESTION,
+            topology="naive",
+            readers=["offline", "openai:weak", "openai:strong"],
+            abstain_threshold=1.0,
+        )
+    assert result.answer == "Missolonghi"
+    assert result.diagnostics["answered_by"] == "openai:strong"
+    assert "openai:weak passed 'Athens'" in result.diagnostics["readings"][1]
+
+
+def test_dual_agent_drafts_every_step_through_the_cascade(monkeypatch, tiny_index) -> None:
+    with serve(monkeypatch, TinyWorld()):
+        result = ask(tiny_index, QUESTION, topology="dual_agent", readers=f"offline,{MODEL}")
+    assert result.answer == "Missolonghi"
+    readings = result.diagnostics["readings"]
+    # every step is read by the offline reader first; only a step it cannot settle reaches the
+    # model (here the first hop, whose offline guess is below its point), so it makes one call
+    asked = [line.split(": ", 1)[0] for line in readings if "offline" in line]
+    assert len(set(asked)) == 2 and readings[-1].endswith("offline answered 'Missolonghi'")
+    to_model = [line for line in readings if MODEL in line]
+    assert result.usage.llm_calls == len(to_model) <= 1
+
+
+def test_the_cli_takes_readers(monkeypatch, capsys, tiny_index) -> None:
+    from graphseek.cli import main
+
+    with serve(monkeypatch, TinyWorld()):
+        code = main(
+            ["ask", str(tiny_index.path), QUESTION, "-t", "naive", "--readers",
+             f"offline,{MODEL}", "--abstain-threshold", "1.0", "--json"]  # fmt: skip
+        )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["answer"] == "Missolonghi"
+    assert out["diagnostics"]["answered_by"] == MODEL
