@@ -16,6 +16,15 @@ cross-validated figures, and the operating point; `--write` stores it (with the 
         --dataset docqa --dataset pkgdocs --dataset manpages --dataset configref \\
         --dataset changelogs --thresholds 0.3,0.4,0.5,0.6,0.7
 
+`--readers RUN.json ...` calibrates the model readers of an escalation cascade instead, from
+the runs `benchmarks/local_model.py --out` saved (rows `cascade[:topology]`): each model reading
+is scored against the question's gold answers (right / wrong; "abstained" where it failed a check
+other than its confidence) and the same rule, cross-validated, picks the confidence at or above
+which the model's grounded answer stands. `--write` stores it per model name (the benchmark's
+per-run suffix ``-rN`` removed) in `graphseek/agents/reader_points.json`:
+
+    .venv/bin/python benchmarks/calibrate.py --readers /tmp/lm_cascade.json [--write]
+
 `--by-genre` judges the rule leave-one-genre-out: for each dataset (a genre of documents) the
 threshold is chosen on the other datasets' questions, and the held one is scored at it: right,
 wrong, abstained, unanswerable questions abstained, and **visible** (the share of answerable
@@ -43,13 +52,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 POINTS = ROOT / "graphseek" / "agents" / "profiles" / "operating_points.json"
+READER_POINTS = ROOT / "graphseek" / "agents" / "reader_points.json"
 DEFAULT_SWEEP = "0.05,0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.45,0.5,0.6"
 
 
 def _args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--profile", required=True, choices=["general", "wikipedia"])
-    p.add_argument("--dataset", action="append", required=True, help="dataset name or file")
+    p.add_argument("--profile", choices=["general", "wikipedia"])
+    p.add_argument("--dataset", action="append", help="dataset name or file")
+    p.add_argument("--readers", nargs="+", metavar="RUN_JSON", default=None,
+                   help="calibrate model readers from benchmarks/local_model.py --out runs")  # fmt: skip
     p.add_argument("--questions", default="all", help="question slice for every dataset")
     p.add_argument("--topology", default="dual_agent")
     p.add_argument("--thresholds", default=DEFAULT_SWEEP)
@@ -71,8 +83,69 @@ def _commit() -> str:
         return ""
 
 
+def calibrate_readers(args: argparse.Namespace) -> int:
+    """The operating point of each model reader in the saved cascade runs (see the module
+    docstring)."""
+    import re
+
+    from graphseek.evaluation.calibration import (
+        Rates,
+        choose_threshold,
+        cross_validate,
+        reader_sweep,
+    )
+    from graphseek.evaluation.datasets import EvalQuestion
+    from graphseek.evaluation.judge import Judge
+    from graphseek.evaluation.scoring import score_answer
+
+    judge = Judge()
+    by_model: dict[str, list[tuple[float, str]]] = {}
+    for path in args.readers:
+        for row in json.loads(Path(path).read_text())["runs"]:
+            if not str(row["topology"]).startswith("cascade"):
+                continue
+            q = EvalQuestion(id=row["qid"], question=row["question"], answers=row["gold"])
+            for line in (row.get("diagnostics") or {}).get("readings", []):
+                name = re.sub(r"-r\d+$", "", line["reader"].partition(":")[2])
+                if line["reader"] == "offline" or not name:
+                    continue
+                reason = line.get("reason") or ""
+                if reason and "below its point" not in reason:
+                    outcome = "abstained"
+                else:
+                    _, _, outcome = score_answer(q, line["answer"], False, judge)
+                by_model.setdefault(name, []).append((float(line["confidence"]), outcome))
+    if not by_model:
+        print("no model readings in the runs given (rows cascade[:topology])")
+        return 1
+    thresholds = sorted(float(t) for t in args.thresholds.split(","))
+    stored: dict[str, Any] = (
+        json.loads(READER_POINTS.read_text()) if READER_POINTS.exists() else {"models": {}}
+    )
+    for name, readings in sorted(by_model.items()):
+        sweep = reader_sweep(readings, thresholds)
+        print(f"\n{name}: {len(readings)} readings")
+        print(f"{'threshold':>9} {'right':>6} {'wrong':>6} {'passed':>6} {'wrong rate':>10}")
+        for t in thresholds:
+            r = Rates.of(sweep[t])
+            print(f"{t:>9.2f} {r.right:>6} {r.wrong:>6} {r.abstained:>6} {r.wrong_rate:>10.1%}")
+        point = choose_threshold(sweep, args.target)
+        cv, chosen = cross_validate(sweep, args.folds, args.target)
+        print(f"fold thresholds: {chosen}; cross-validated right {cv.right_rate:.1%}, wrong "
+              f"{cv.wrong_rate:.1%}; operating point {point}")  # fmt: skip
+        stored.setdefault("models", {})[name] = point
+    if args.write:
+        READER_POINTS.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n")
+        print(f"stored in {READER_POINTS.relative_to(ROOT)}")
+    return 0
+
+
 def main() -> int:
     args = _args()
+    if args.readers:
+        return calibrate_readers(args)
+    if not args.profile or not args.dataset:
+        raise SystemExit("calibrate.py: --profile and --dataset are needed (or --readers RUN_JSON)")
     from graphseek import ask
     from graphseek.evaluation import cached_index
     from graphseek.evaluation.calibration import (

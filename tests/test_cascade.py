@@ -127,7 +127,9 @@ def test_the_offline_reader_settles_with_no_model_call(monkeypatch, tiny_index) 
     assert result.answer == "Missolonghi"
     assert server.requests == [] and result.usage.llm_calls == 0
     assert result.diagnostics["answered_by"] == "offline"
-    assert result.diagnostics["readings"][0].endswith("offline answered 'Missolonghi'")
+    (reading,) = result.diagnostics["readings"]
+    assert reading["reader"] == "offline" and reading["outcome"] == "answered"
+    assert reading["answer"] == "Missolonghi" and reading["question"] == HOP2
 
 
 def test_a_question_the_offline_reader_cannot_settle_goes_to_the_model(
@@ -142,8 +144,13 @@ def test_a_question_the_offline_reader_cannot_settle_goes_to_the_model(
     assert result.answer == "Missolonghi" and not result.abstained
     assert result.diagnostics["answered_by"] == MODEL
     first, second = result.diagnostics["readings"]
-    assert "offline passed" in first and "below its point 1.00" in first
-    assert f"{MODEL} answered 'Missolonghi'" in second
+    assert (first["reader"], first["outcome"]) == ("offline", "passed")
+    assert "below its point 1.00" in first["reason"]
+    assert (second["reader"], second["outcome"], second["answer"]) == (
+        MODEL,
+        "answered",
+        "Missolonghi",
+    )
     usage = result.diagnostics["reader_usage"]
     assert usage["offline"]["llm_calls"] == 0 and usage[MODEL]["llm_calls"] == 1
     assert result.usage.llm_calls == 1
@@ -152,13 +159,17 @@ def test_a_question_the_offline_reader_cannot_settle_goes_to_the_model(
     assert "[byron] Lord Byron:\n- " in prompt and "Missolonghi" in prompt
 
 
-def test_the_last_readers_abstention_stands_and_shows_the_evidence(
-    monkeypatch, tiny_index
-) -> None:
+def test_the_last_readers_abstention_stands_and_shows_the_evidence(monkeypatch, tiny_index) -> None:
     def unknown(request: Request) -> Reply:
         return Reply.json(
-            {"reasoning": "", "answer": "unknown", "candidates": [], "evidence": [],
-             "passage_ids": [], "confidence": 0.9}  # fmt: skip
+            {
+                "reasoning": "",
+                "answer": "unknown",
+                "candidates": [],
+                "evidence": [],
+                "passage_ids": [],
+                "confidence": 0.9,
+            }  # fmt: skip
         )
 
     with serve(monkeypatch, unknown):
@@ -167,7 +178,8 @@ def test_the_last_readers_abstention_stands_and_shows_the_evidence(
             abstain_threshold=1.0,
         )  # fmt: skip
     assert result.abstained and result.answer == ""
-    assert "answered 'unknown'" in result.diagnostics["readings"][-1]
+    last = result.diagnostics["readings"][-1]
+    assert last["outcome"] == "abstained" and last["reason"] == "it answered 'unknown'"
     assert "answered_by" not in result.diagnostics
     assert result.evidence  # an abstention still shows what the run read
 
@@ -176,8 +188,14 @@ def test_a_made_up_answer_passes_to_the_next_model(monkeypatch, tiny_index) -> N
     def by_model(request: Request) -> Reply:
         if request.body.get("model") == "weak":
             return Reply.json(
-                {"reasoning": "", "answer": "Athens", "candidates": [], "evidence": [],
-                 "passage_ids": ["byron"], "confidence": 0.95}  # fmt: skip
+                {
+                    "reasoning": "",
+                    "answer": "Athens",
+                    "candidates": [],
+                    "evidence": [],
+                    "passage_ids": ["byron"],
+                    "confidence": 0.95,
+                }  # fmt: skip
             )
         return TinyWorld()(request)
 
@@ -191,7 +209,8 @@ def test_a_made_up_answer_passes_to_the_next_model(monkeypatch, tiny_index) -> N
         )
     assert result.answer == "Missolonghi"
     assert result.diagnostics["answered_by"] == "openai:strong"
-    assert "openai:weak passed 'Athens'" in result.diagnostics["readings"][1]
+    weak = result.diagnostics["readings"][1]
+    assert (weak["reader"], weak["outcome"], weak["answer"]) == ("openai:weak", "passed", "Athens")
 
 
 def test_dual_agent_drafts_every_step_through_the_cascade(monkeypatch, tiny_index) -> None:
@@ -201,9 +220,10 @@ def test_dual_agent_drafts_every_step_through_the_cascade(monkeypatch, tiny_inde
     readings = result.diagnostics["readings"]
     # every step is read by the offline reader first; only a step it cannot settle reaches the
     # model (here the first hop, whose offline guess is below its point), so it makes one call
-    asked = [line.split(": ", 1)[0] for line in readings if "offline" in line]
-    assert len(set(asked)) == 2 and readings[-1].endswith("offline answered 'Missolonghi'")
-    to_model = [line for line in readings if MODEL in line]
+    asked = [r["question"] for r in readings if r["reader"] == "offline"]
+    assert len(set(asked)) == 2
+    assert (readings[-1]["reader"], readings[-1]["answer"]) == ("offline", "Missolonghi")
+    to_model = [r for r in readings if r["reader"] == MODEL]
     assert result.usage.llm_calls == len(to_model) <= 1
 
 
@@ -212,8 +232,18 @@ def test_the_cli_takes_readers(monkeypatch, capsys, tiny_index) -> None:
 
     with serve(monkeypatch, TinyWorld()):
         code = main(
-            ["ask", str(tiny_index.path), QUESTION, "-t", "naive", "--readers",
-             f"offline,{MODEL}", "--abstain-threshold", "1.0", "--json"]  # fmt: skip
+            [
+                "ask",
+                str(tiny_index.path),
+                QUESTION,
+                "-t",
+                "naive",
+                "--readers",
+                f"offline,{MODEL}",
+                "--abstain-threshold",
+                "1.0",
+                "--json",
+            ]  # fmt: skip
         )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["answer"] == "Missolonghi"

@@ -112,3 +112,17 @@ def leave_groups_out(
         t = choose_threshold(sweep, target, train)
         out[name] = (t, Rates.of([sweep[t][i] for i in held]))
     return out
+
+
+def reader_sweep(
+    readings: Sequence[tuple[float, str]], thresholds: Sequence[float]
+) -> dict[float, list[str]]:
+    """The threshold sweep of one model reader of a cascade from its readings, each (its stated
+    confidence, the outcome of its answer had it stood: "right" or "wrong", or "abstained" when
+    it failed a check other than its confidence: no answer, ungrounded). At a threshold, a
+    reading below it is an abstention (the question passes on), so `choose_threshold` picks the
+    reader's point by the same rule as a profile's."""
+    return {
+        t: [o if o != "abstained" and c >= t else "abstained" for c, o in readings]
+        for t in thresholds
+    }

@@ -214,19 +214,18 @@ def reader_agrees(
 
 
 def cascade_diagnostics(drafts: list[Draft], answer: str) -> dict[str, Any]:
-    """What the run's escalation cascades did (`Draft.readings`): one line per reading, the
-    cost per reader, and the reader whose answer the run gave (the last draft with `answer`
-    that a reader answered). Empty without readings."""
+    """What the run's escalation cascades did (`Draft.readings`): every reading with its
+    question (reader, outcome, answer, confidence, the reader's point, the reason it passed), the
+    cost per reader, and the reader whose answer the run gave (the last reading that answered
+    `answer`). Empty without readings."""
     from graphseek.agents.reading.reader import same_answer
 
-    lines: list[str] = []
+    readings: list[dict[str, Any]] = []
     cost: dict[str, dict[str, int]] = {}
     answered_by = ""
     for d in drafts:
         for r in d.readings:
-            said = f" {r.answer!r}" if r.answer else ""
-            why = f" ({r.reason})" if r.reason else ""
-            lines.append(f"{d.question}: {r.reader} {r.outcome}{said}{why}")
+            readings.append({"question": d.question, **r.model_dump(exclude={"usage"})})
             c = cost.setdefault(
                 r.reader, {"calls": 0, "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
             )
@@ -236,9 +235,9 @@ def cascade_diagnostics(drafts: list[Draft], answer: str) -> dict[str, Any]:
             c["completion_tokens"] += r.usage.completion_tokens
             if r.outcome == "answered" and answer and same_answer(r.answer, answer):
                 answered_by = r.reader
-    if not lines:
+    if not readings:
         return {}
-    out: dict[str, Any] = {"readings": lines, "reader_usage": cost}
+    out: dict[str, Any] = {"readings": readings, "reader_usage": cost}
     if answered_by:
         out["answered_by"] = answered_by
     return out

@@ -121,7 +121,7 @@ class Diagnostics(TypedDict, total=False):
     answer_read_from: str  # the model's sentence the answer (its span) was read from
     answer_misfit: str  # a model's answer refused: it does not answer, or its evidence lacks it
     answered_by: str  # the reader of an escalation cascade whose answer the run gave
-    readings: list[str]  # each cascade reading: "question: reader outcome (reason)"
+    readings: list[dict[str, Any]]  # each cascade reading: question, reader, outcome, reason, …
     reader_usage: dict[str, dict[str, int]]  # per reader: calls, prompt and completion tokens
 
 
