@@ -98,6 +98,19 @@ def _snippet(e: Any) -> str:
     )
 
 
+def _readers_line(readings: list[dict[str, Any]], diagnostics: dict[str, Any]) -> str:
+    """One line on an escalation cascade: how many drafts each reader settled and passed on,
+    with its model calls, and which reader gave the answer."""
+    parts = []
+    for name, cost in (diagnostics.get("reader_usage") or {}).items():
+        mine = [r for r in readings if r.get("reader") == name]
+        settled = sum(r.get("outcome") == "answered" for r in mine)
+        calls = f", {cost.get('llm_calls', 0)} model calls" if name != "offline" else ""
+        parts.append(f"{name} settled {settled} of {len(mine)}{calls}")
+    by = diagnostics.get("answered_by")
+    return "readers: " + "; ".join(parts) + (f"; answered by {by}" if by else "")
+
+
 def _print_result(result: Any, as_json: bool) -> None:
     if as_json:
         print(json.dumps(result.to_public_dict(), ensure_ascii=False))
@@ -119,6 +132,9 @@ def _print_result(result: Any, as_json: bool) -> None:
         console.print(f"[bold green]Answer:[/bold green] {escape(result.answer)}")
     for e in evidence:
         console.print(f"  [cyan]{escape(f'[{e.passage_id}] {e.title}')}[/cyan]: {_snippet(e)}")
+    readings = result.diagnostics.get("readings") or []
+    if readings:
+        console.print(f"[dim]{escape(_readers_line(readings, result.diagnostics))}[/dim]")
     u = result.usage
     console.print(
         f"[dim]trace: {' → '.join(result.trace)}\n"

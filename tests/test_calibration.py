@@ -97,3 +97,15 @@ def test_the_context_knows_the_same_profiles() -> None:
     from graphseek.state.context import PROFILE_NAMES
 
     assert set(PROFILE_NAMES) == set(PROFILES)
+
+
+def test_a_reader_sweep_passes_readings_below_each_threshold() -> None:
+    from graphseek.evaluation.calibration import reader_sweep
+
+    readings = [(0.9, "right"), (0.6, "wrong"), (0.95, "abstained"), (0.3, "right")]
+    sweep = reader_sweep(readings, [0.2, 0.5, 0.8])
+    assert sweep[0.2] == ["right", "wrong", "abstained", "right"]
+    assert sweep[0.5] == ["right", "wrong", "abstained", "abstained"]
+    assert sweep[0.8] == ["right", "abstained", "abstained", "abstained"]
+    # the profiles' rule: the lowest threshold whose wrong rate is at most 10%
+    assert choose_threshold(sweep) == 0.8

@@ -248,3 +248,28 @@ def test_the_cli_takes_readers(monkeypatch, capsys, tiny_index) -> None:
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["answer"] == "Missolonghi"
     assert out["diagnostics"]["answered_by"] == MODEL
+
+
+def test_the_cli_text_says_which_reader_answered(monkeypatch, capsys, tiny_index) -> None:
+    from graphseek.cli import main
+
+    with serve(monkeypatch, TinyWorld()):
+        code = main(
+            [
+                "ask",
+                str(tiny_index.path),
+                QUESTION,
+                "-t",
+                "naive",
+                "--readers",
+                f"offline,{MODEL}",
+                "--abstain-threshold",
+                "1.0",
+            ]  # fmt: skip
+        )
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and "Answer: Missolonghi" in out
+    assert (
+        f"readers: offline settled 0 of 1; {MODEL} settled 1 of 1, 1 model calls; "
+        f"answered by {MODEL}"
+    ) in out
