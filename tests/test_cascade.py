@@ -273,3 +273,24 @@ def test_the_cli_text_says_which_reader_answered(monkeypatch, capsys, tiny_index
         f"readers: offline settled 0 of 1; {MODEL} settled 1 of 1, 1 model calls; "
         f"answered by {MODEL}"
     ) in out
+
+
+def test_studio_streams_each_reader_as_a_subgraph_step(monkeypatch, tiny_index) -> None:
+    from graphseek.api import make_context
+    from graphseek.graphs import build_workflow, memory_saver
+
+    graph = build_workflow("naive").compile(checkpointer=memory_saver())
+    context = make_context(tiny_index, None, readers=f"offline,{MODEL}", abstain_threshold=1.0)
+    config = {"configurable": {"thread_id": "cascade"}}
+    with serve(monkeypatch, TinyWorld()):
+        steps = [
+            (namespace[0].split(":")[0] if namespace else "", node)
+            for namespace, update in graph.stream(
+                {"question": QUESTION}, config, context=context, subgraphs=True
+            )
+            for node in update
+        ]
+    # the escalation: two readers in turn, inside the node that drafts
+    assert steps.count(("generate_answer", "read")) == 2
+    assert ("", "finalize_answer") in steps
+    assert graph.get_state(config).values["answer"] == "Missolonghi"
