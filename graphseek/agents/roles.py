@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from graphseek.knowledge.passages import Hit
 from graphseek.state.models import (
@@ -26,6 +26,7 @@ from graphseek.state.models import (
     SubQuestion,
     Usage,
 )
+from graphseek.state.schema import Diagnostics
 
 T = TypeVar("T")
 
@@ -42,9 +43,10 @@ class Step(Generic[T]):
     degraded: tuple[str, ...] = ()
 
 
-def diagnostics_of(*steps: Step[Any]) -> dict[str, list[str]]:
+def diagnostics_of(*steps: Step[Any]) -> Diagnostics:
     """The `diagnostics` entries of steps: their notes and degradations (empty when none)."""
-    out: dict[str, list[str]] = {}
+    out: Diagnostics = {}
+    key: Literal["notes", "degraded"]
     for key in ("notes", "degraded"):
         items = [item for step in steps for item in getattr(step, key)]
         if items:

@@ -15,8 +15,6 @@ failures in order and the retries.
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
@@ -46,19 +44,31 @@ from graphseek.graphs.routing import (
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem
-from graphseek.state.schema import AdaptiveState, InputState, OutputState, Stage
+from graphseek.state.schema import (
+    Abstention,
+    AdaptiveState,
+    AdaptiveUpdate,
+    InputState,
+    OutputState,
+    Stage,
+)
 from graphseek.state.verdicts import Verification
 from graphseek.tools.retrievers import resolve_index, retrieve
 
 
-def gate_coverage(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def gate_coverage(state: AdaptiveState, runtime: Runtime[Context]) -> AdaptiveUpdate | Abstention:
     """Summarized-KB gating (§III-B1): the coverage role reads the summaries (first sentences)
     of the nearest documents and their similarity; out-of-scope questions abstain here."""
     check_entry(state, runtime)
     ctx = runtime.context
     question = " ".join(state["question"].split())
     nearest = retrieve(resolve_index(ctx), question, ctx.top_k, "dense")
-    start = {"query": question, "retries": 0, "turn": 0, "query_history": [question]}
+    start: AdaptiveUpdate = {
+        "query": question,
+        "retries": 0,
+        "turn": 0,
+        "query_history": [question],
+    }
     try:
         step = get_roles(ctx).coverage.assess(question, nearest)
     except LLMError as exc:
@@ -66,7 +76,7 @@ def gate_coverage(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, 
     verdict = step.value
     if not verdict.in_scope and "coverage" not in get_roles(ctx).offline:
         verdict = _second_gate(question, nearest, verdict, ctx)
-    update: dict[str, Any] = {
+    update: AdaptiveUpdate = {
         **start,
         "usage": step.usage,
         "trace": ["gate_coverage"],
@@ -106,7 +116,7 @@ def _second_gate(
 
 def _retrieve_stage(
     stage: Stage, state: AdaptiveState, runtime: Runtime[Context]
-) -> dict[str, Any]:
+) -> AdaptiveUpdate:
     """One stage of the progressive retriever, then the stage-wise sufficiency check (skipped
     after the last stage, which always ends retrieval)."""
     ctx = runtime.context
@@ -120,7 +130,7 @@ def _retrieve_stage(
         previous=None if first else state.get("retrieval"),
         hits=[] if first else to_hits(state.get("passages", [])),
     )
-    update: dict[str, Any] = {
+    update: AdaptiveUpdate = {
         "retrieval": found.state,
         "passages": [to_evidence(h) for h in found.hits],
         "graph_context": Overwrite(found.lines) if first else found.lines,
@@ -156,22 +166,22 @@ def _retrieve_stage(
     return update
 
 
-def retrieve_local(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_local(state: AdaptiveState, runtime: Runtime[Context]) -> AdaptiveUpdate:
     """Stage 1 (§III-C1): the 1-hop neighbourhood of the query's entity seeds."""
     return _retrieve_stage("local", state, runtime)
 
 
-def retrieve_bridge(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_bridge(state: AdaptiveState, runtime: Runtime[Context]) -> AdaptiveUpdate:
     """Stage 2 (§III-C2): bridge entities near several seeds, and short paths to them."""
     return _retrieve_stage("bridge", state, runtime)
 
 
-def retrieve_ppr(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_ppr(state: AdaptiveState, runtime: Runtime[Context]) -> AdaptiveUpdate:
     """Stage 3 (§III-C3): degree-normalised PPR, top nodes mapped back to their passages."""
     return _retrieve_stage("ppr", state, runtime)
 
 
-def generate_answer(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def generate_answer(state: AdaptiveState, runtime: Runtime[Context]) -> AdaptiveUpdate | Abstention:
     """Answer the current query from the evidence passages, relations as extra context."""
     ctx = runtime.context
     turn = state.get("turn", 0)
@@ -181,7 +191,7 @@ def generate_answer(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str
     query = state.get("query") or state["question"]
     hits = to_hits(state.get("passages", []))
     draft, usage, error = graph_draft(query, hits, state.get("graph_context", []), runtime)
-    update: dict[str, Any] = {
+    update: AdaptiveUpdate = {
         "drafts": [draft],
         "usage": usage,
         "turn": turn + 1,
@@ -194,7 +204,7 @@ def generate_answer(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str
     return update
 
 
-def triple_check(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def triple_check(state: AdaptiveState, runtime: Runtime[Context]) -> AdaptiveUpdate:
     """Triple-Check (§III-B2): relevance, grounding and adequacy of the answer against its
     evidence; the first failed check is the failure type."""
     ctx = runtime.context
@@ -202,7 +212,7 @@ def triple_check(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, A
     exhausted = budget_exhausted(state.get("usage"), 0, ctx)
     if exhausted:
         reason = f"{exhausted} before the answer was verified"
-        return abstain("triple_check", reason, verification=None)
+        return {**abstain("triple_check", reason), "verification": None}
     query = state.get("query") or state["question"]
     answer = state.get("answer", "")
     evidence = list(state.get("evidence", [])) or list(state.get("passages", []))
@@ -210,11 +220,11 @@ def triple_check(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, A
         step = get_roles(ctx).triple_checker.check(query, answer, evidence)
     except LLMError as exc:
         reason = f"Triple-Check failed: {exc}"
-        return abstain("triple_check", reason, usage=error_usage(exc), verification=None)
+        return {**abstain("triple_check", reason, usage=error_usage(exc)), "verification": None}
     verdict = step.value
     if not verdict.passed and "triple_checker" not in get_roles(ctx).offline:
         verdict = _second_reading(query, answer, evidence, verdict, ctx)
-    update: dict[str, Any] = {
+    update: AdaptiveUpdate = {
         "verification": verdict,
         "usage": step.usage,
         "trace": ["triple_check"],
@@ -264,7 +274,7 @@ def _second_reading(
     return verdict.model_copy(update={"reason": why})
 
 
-def rewrite_query(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def rewrite_query(state: AdaptiveState, runtime: Runtime[Context]) -> AdaptiveUpdate | Abstention:
     """Failure-aware rewrite (§III-B3): rewrite the query by the failed check, then retrieve
     again; a rewrite that repeats a tried query ends the loop (abstaining)."""
     ctx = runtime.context
@@ -287,7 +297,7 @@ def rewrite_query(state: AdaptiveState, runtime: Runtime[Context]) -> dict[str, 
     except LLMError as exc:
         return abstain("rewrite_query", f"rewriter failed: {exc}", usage=error_usage(exc))
     new = " ".join(step.value.split())
-    update: dict[str, Any] = {
+    update: AdaptiveUpdate = {
         "usage": step.usage,
         "trace": ["rewrite_query"],
         "retries": retries,

@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
+from typing_extensions import TypedDict, Unpack
 
 from graphseek.agents.reading.answer_fit import Fit
 from graphseek.agents.registry import get_roles, thresholds
@@ -20,7 +21,13 @@ from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Usage
 from graphseek.state.run_scope import degraded_notes
-from graphseek.state.schema import FinalizeState
+from graphseek.state.schema import (
+    Abstention,
+    Diagnostics,
+    DraftOutcome,
+    FinalizeState,
+    RunUpdate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +60,14 @@ def draft_for(
     return draft, step.usage, None
 
 
-def abstain(node: str, reason: str, **extra: Any) -> dict[str, Any]:
+class AbstainExtra(TypedDict, total=False):
+    """The keys an abstention may carry besides its reason."""
+
+    usage: Usage
+    diagnostics: Diagnostics
+
+
+def abstain(node: str, reason: str, **extra: Unpack[AbstainExtra]) -> Abstention:
     """The update of a node that gives up: abstain with `reason` (routers then go to
     `finalize_answer`), plus any `extra` keys (the usage of a failed call, say)."""
     return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
@@ -80,10 +94,10 @@ def evidence_from_drafts(drafts: list[Draft], passage_ids: list[str]) -> list[Ev
 
 def answer_or_abstain(
     draft: Draft, usage: Usage, error: str | None, threshold: float
-) -> dict[str, Any]:
+) -> DraftOutcome:
     """The update of a single-shot answer node: answer with the draft's evidence, or abstain when
     the Librarian failed or its confidence is below `threshold`."""
-    update: dict[str, Any] = {"drafts": [draft], "usage": usage, "trace": ["generate_answer"]}
+    update: DraftOutcome = {"drafts": [draft], "usage": usage, "trace": ["generate_answer"]}
     if error:
         update |= {"next_action": "abstain", "abstain_reason": f"librarian failed: {error}"}
     elif draft.answer and draft.confidence >= threshold:
@@ -129,7 +143,7 @@ def read_passages(
     return hits
 
 
-def unrecorded_degraded(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:
+def unrecorded_degraded(state: FinalizeState, runtime: Runtime[Context]) -> RunUpdate:
     """``diagnostics.degraded`` for the run's steps answered by a role's offline policy
     (`degraded_notes`: every fallback of the run) that no node recorded in the state."""
     recorded = Counter(state.get("diagnostics", {}).get("degraded") or [])
@@ -213,7 +227,7 @@ def reader_agrees(
     return draft.confidence if draft and same_answer(draft.answer, answer) else None
 
 
-def cascade_diagnostics(drafts: list[Draft], answer: str) -> dict[str, Any]:
+def cascade_diagnostics(drafts: list[Draft], answer: str) -> Diagnostics:
     """What the run's escalation cascades did (`Draft.readings`): every reading with its
     question (reader, outcome, answer, confidence, the reader's point, the reason it passed), the
     cost per reader, and the reader whose answer the run gave (the last reading that answered
@@ -237,13 +251,13 @@ def cascade_diagnostics(drafts: list[Draft], answer: str) -> dict[str, Any]:
                 answered_by = r.reader
     if not readings:
         return {}
-    out: dict[str, Any] = {"readings": readings, "reader_usage": cost}
+    out: Diagnostics = {"readings": readings, "reader_usage": cost}
     if answered_by:
         out["answered_by"] = answered_by
     return out
 
 
-def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str, Any]:
+def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> RunUpdate:
     """Write the output fields: the answer with its grounding (each item flagged whether it holds
     the answer), or an explicit abstention that shows the passages and sentences the run found
     most likely to hold the answer (`graphseek.agents.reading.evidence`). A chat model's answer
@@ -253,7 +267,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str
 
     question = state.get("question", "")
     reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
-    diagnostics: dict[str, Any] = dict(unrecorded_degraded(state, runtime).get("diagnostics", {}))
+    diagnostics: Diagnostics = {**unrecorded_degraded(state, runtime).get("diagnostics", {})}
     answering = state.get("next_action") == "answer" and bool(state.get("answer"))
     diagnostics |= cascade_diagnostics(
         list(state.get("drafts") or []), state.get("answer", "") if answering else ""
@@ -273,7 +287,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> dict[str
                 diagnostics["answer_read_from"] = fit.read_from
             answer = fit.answer
         if checked is None or checked[0].fits:
-            extra = {"diagnostics": diagnostics} if diagnostics else {}
+            extra: RunUpdate = {"diagnostics": diagnostics} if diagnostics else {}
             return {
                 "answer": answer,
                 "abstained": False,

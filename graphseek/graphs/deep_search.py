@@ -44,10 +44,12 @@ from graphseek.graphs.routing import (
     unattempted_steps,
 )
 from graphseek.state.context import Context
-from graphseek.state.models import Draft, SubQuestion, Usage
+from graphseek.state.models import Draft, EvidenceItem, SubQuestion, Usage
 from graphseek.state.schema import (
+    Abstention,
     ChannelTask,
     DeepSearchState,
+    DeepSearchUpdate,
     InputState,
     LibrarianTask,
     OutputState,
@@ -65,7 +67,9 @@ def _best_by_step(drafts: list[Draft]) -> dict[int, Draft]:
     return out
 
 
-def decompose_query(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
+def decompose_query(
+    state: DeepSearchState, runtime: Runtime[Context]
+) -> DeepSearchUpdate | Abstention:
     """Query decomposition (§3.1.1): atomic sub-queries, later ones referring to earlier
     answers as #N."""
     check_entry(state, runtime)
@@ -85,7 +89,9 @@ def decompose_query(state: DeepSearchState, runtime: Runtime[Context]) -> dict[s
     }
 
 
-def ground_queries(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
+def ground_queries(
+    state: DeepSearchState, runtime: Runtime[Context]
+) -> DeepSearchUpdate | Abstention:
     """Query grounding (§3.1.1, eq. 2): the sub-queries to search this round (expansions, else
     the plan steps whose inputs are answered), their #N replaced by the earlier answers."""
     ctx = runtime.context
@@ -123,7 +129,7 @@ def ground_queries(state: DeepSearchState, runtime: Runtime[Context]) -> dict[st
     }
 
 
-def semantic_search(task: ChannelTask, runtime: Runtime[Context]) -> dict[str, Any]:
+def semantic_search(task: ChannelTask, runtime: Runtime[Context]) -> DeepSearchUpdate:
     """The semantic channel (§3.2): descriptive evidence from passages."""
     found = semantic_channel(runtime.context, task["subquery"])
     result = ChannelResult(
@@ -139,7 +145,7 @@ def semantic_search(task: ChannelTask, runtime: Runtime[Context]) -> dict[str, A
     }
 
 
-def relational_search(task: ChannelTask, runtime: Runtime[Context]) -> dict[str, Any]:
+def relational_search(task: ChannelTask, runtime: Runtime[Context]) -> DeepSearchUpdate:
     """The relational channel (§3.2): triples matching the sub-query's triple pattern, and the
     passages they come from."""
     found = relational_channel(runtime.context, task["subquery"])
@@ -150,7 +156,7 @@ def relational_search(task: ChannelTask, runtime: Runtime[Context]) -> dict[str,
         passages=[to_evidence(h) for h in found.hits],
         triples=found.lines,
     )
-    update: dict[str, Any] = {
+    update: DeepSearchUpdate = {
         "channel_results": [result],
         "retrieved_ids": [h.passage.id for h in found.hits],
         "trace": ["relational_search"],
@@ -160,7 +166,7 @@ def relational_search(task: ChannelTask, runtime: Runtime[Context]) -> dict[str,
     return update
 
 
-def refine_context(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
+def refine_context(state: DeepSearchState, runtime: Runtime[Context]) -> DeepSearchUpdate:
     """Context refinement (§3.1.1): per sub-query, keep the passages and triples of both
     channels that help answer it (skipped, keeping everything, once a budget is spent)."""
     ctx = runtime.context
@@ -172,7 +178,7 @@ def refine_context(state: DeepSearchState, runtime: Runtime[Context]) -> dict[st
     for task in state.get("pending") or []:
         mine = [r for r in results if r.query == task["question"]]
         mine.sort(key=lambda r: r.channel != "semantic")
-        pool: dict[str, Any] = {}
+        pool: dict[str, EvidenceItem] = {}
         for r in mine:
             for e in r.passages:
                 pool.setdefault(e.passage_id, e)
@@ -196,7 +202,7 @@ def refine_context(state: DeepSearchState, runtime: Runtime[Context]) -> dict[st
                 triples=kept,
             )
         )
-    update: dict[str, Any] = {
+    update: DeepSearchUpdate = {
         "channel_results": Overwrite(refined),
         "usage": usage,
         "trace": ["refine_context"],
@@ -206,7 +212,7 @@ def refine_context(state: DeepSearchState, runtime: Runtime[Context]) -> dict[st
     return update
 
 
-def answer_subqueries(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
+def answer_subqueries(state: DeepSearchState, runtime: Runtime[Context]) -> DeepSearchUpdate:
     """Intermediate answers (§3.1.1): the Librarian answers each grounded sub-query from its
     refined context; an answer becomes the step's answer when it is the best supported one."""
     ctx = runtime.context
@@ -234,7 +240,7 @@ def answer_subqueries(state: DeepSearchState, runtime: Runtime[Context]) -> dict
         ):
             answers[str(result.step_id)] = draft.answer
             best[result.step_id] = draft
-    update: dict[str, Any] = {
+    update: DeepSearchUpdate = {
         "drafts": drafts,
         "pending": [],
         "usage": usage,
@@ -249,7 +255,7 @@ def answer_subqueries(state: DeepSearchState, runtime: Runtime[Context]) -> dict
     return update
 
 
-def draft_logic(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
+def draft_logic(state: DeepSearchState, runtime: Runtime[Context]) -> DeepSearchUpdate | Abstention:
     """Logic drafting (§3.1.2, eq. 3): the reasoning chain from the sub-queries' answers to the
     question's answer, with its gaps."""
     ctx = runtime.context
@@ -267,7 +273,7 @@ def draft_logic(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, 
     return {"logic_draft": step.value, "usage": step.usage, "trace": ["draft_logic"]}
 
 
-def verify_evidence(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
+def verify_evidence(state: DeepSearchState, runtime: Runtime[Context]) -> DeepSearchUpdate:
     """Evidence verification (§3.1.2, eq. 4): accept the draft's answer, or reject it with what
     is missing."""
     ctx = runtime.context
@@ -276,15 +282,15 @@ def verify_evidence(state: DeepSearchState, runtime: Runtime[Context]) -> dict[s
     question = " ".join(state["question"].split())
     exhausted = budget_exhausted(state.get("usage"), 0, ctx)
     if exhausted:
-        return abstain("verify_evidence", f"{exhausted} before the draft was verified",
-                        verification=None)  # fmt: skip
+        reason = f"{exhausted} before the draft was verified"
+        return {**abstain("verify_evidence", reason), "verification": None}
     try:
         step = get_roles(ctx).evidence_verifier.verify(question, drafts, logic)
     except LLMError as exc:
-        return abstain("verify_evidence", f"verifier failed: {exc}", usage=error_usage(exc),
-                        verification=None)  # fmt: skip
+        failed = abstain("verify_evidence", f"verifier failed: {exc}", usage=error_usage(exc))
+        return {**failed, "verification": None}
     verdict = step.value
-    update: dict[str, Any] = {
+    update: DeepSearchUpdate = {
         "verification": verdict,
         "usage": step.usage,
         "trace": ["verify_evidence"],
@@ -303,7 +309,9 @@ def verify_evidence(state: DeepSearchState, runtime: Runtime[Context]) -> dict[s
     }
 
 
-def expand_query(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str, Any]:
+def expand_query(
+    state: DeepSearchState, runtime: Runtime[Context]
+) -> DeepSearchUpdate | Abstention:
     """Query expansion (§3.1.2, eq. 5): new sub-queries aimed at the missing evidence; no new
     query ends the search (abstaining)."""
     ctx = runtime.context
@@ -324,7 +332,7 @@ def expand_query(state: DeepSearchState, runtime: Runtime[Context]) -> dict[str,
     except LLMError as exc:
         return abstain("expand_query", f"expander failed: {exc}", usage=error_usage(exc))
     new = step.value
-    update: dict[str, Any] = {
+    update: DeepSearchUpdate = {
         "usage": step.usage,
         "trace": ["expand_query"],
         "retries": retries,

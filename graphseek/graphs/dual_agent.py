@@ -20,8 +20,6 @@ offline policy (`on_model_failure="offline"`) is noted in `diagnostics.degraded`
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -40,10 +38,20 @@ from graphseek.graphs.routing import (
 )
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, SubQuestion
-from graphseek.state.schema import DualAgentState, InputState, LibrarianTask, OutputState
+from graphseek.state.schema import (
+    Abstention,
+    Diagnostics,
+    DualAgentState,
+    DualAgentUpdate,
+    InputState,
+    LibrarianTask,
+    OutputState,
+)
 
 
-def clarify_question(state: DualAgentState, runtime: Runtime[Context]) -> dict[str, Any]:
+def clarify_question(
+    state: DualAgentState, runtime: Runtime[Context]
+) -> DualAgentUpdate | Abstention:
     """Rewrite a question that does not start with a question word (App. P.1)."""
     check_entry(state, runtime)
     question = state["question"].strip()
@@ -51,15 +59,18 @@ def clarify_question(state: DualAgentState, runtime: Runtime[Context]) -> dict[s
         step = get_roles(runtime.context).clarifier.clarify(question)
     except LLMError as exc:
         return abstain("clarify_question", f"clarifier failed: {exc}", usage=error_usage(exc))
-    return {
+    update: DualAgentUpdate = {
         "clarified_question": step.value,
         "usage": step.usage,
         "trace": ["clarify_question"],
         "turn": 0,
-    } | _diagnostics(diagnostics_of(step))
+    }
+    return update | _diagnostics(diagnostics_of(step))
 
 
-def decompose_question(state: DualAgentState, runtime: Runtime[Context]) -> dict[str, Any]:
+def decompose_question(
+    state: DualAgentState, runtime: Runtime[Context]
+) -> DualAgentUpdate | Abstention:
     """Break the clarified question into sub-questions with dependencies (App. P.2)."""
     question = state.get("clarified_question") or state["question"]
     try:
@@ -67,15 +78,15 @@ def decompose_question(state: DualAgentState, runtime: Runtime[Context]) -> dict
     except LLMError as exc:
         return abstain("decompose_question", f"decomposer failed: {exc}", usage=error_usage(exc))
     plan = step.value or [SubQuestion(id=1, question=question)]
-    update = {"plan": plan, "usage": step.usage, "trace": ["decompose_question"]}
+    update: DualAgentUpdate = {"plan": plan, "usage": step.usage, "trace": ["decompose_question"]}
     return update | _diagnostics(diagnostics_of(step))
 
 
-def _diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
+def _diagnostics(diagnostics: Diagnostics) -> DualAgentUpdate:
     return {"diagnostics": diagnostics} if diagnostics else {}
 
 
-def _answer_with(draft: Draft, drafts: list[Draft], plan: list[SubQuestion]) -> dict[str, Any]:
+def _answer_with(draft: Draft, drafts: list[Draft], plan: list[SubQuestion]) -> DualAgentUpdate:
     """Answer with a supported draft of the last hop, grounded in its evidence and in the best
     evidence of the steps before it."""
     ids = [e.passage_id for e in draft.evidence]
@@ -90,7 +101,7 @@ def _answer_with(draft: Draft, drafts: list[Draft], plan: list[SubQuestion]) -> 
     }
 
 
-def decide_action(state: DualAgentState, runtime: Runtime[Context]) -> dict[str, Any]:
+def decide_action(state: DualAgentState, runtime: Runtime[Context]) -> DualAgentUpdate:
     """The Seeker: ask the Librarian again, answer with evidence, or abstain (App. Q); over an
     LLM Seeker, a supported draft of the last hop ends the loop and no question is asked twice."""
     ctx = runtime.context
@@ -147,8 +158,8 @@ def decide_action(state: DualAgentState, runtime: Runtime[Context]) -> dict[str,
             "turn": turn + 1,
         }
     action = step.value
-    diagnostics: dict[str, Any] = diagnostics_of(step)
-    update: dict[str, Any] = {
+    diagnostics: Diagnostics = diagnostics_of(step)
+    update: DualAgentUpdate = {
         "next_action": action.action,
         "usage": step.usage,
         "trace": ["decide_action"],

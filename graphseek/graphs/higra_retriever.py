@@ -11,7 +11,6 @@ Also here: `graph_draft`, the Librarian's draft from passages and relations, whi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -33,7 +32,15 @@ from graphseek.graphs.routing import budget_exhausted
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, Usage
-from graphseek.state.schema import HigraRetrieverState, InputState, OutputState
+from graphseek.state.schema import (
+    Abstention,
+    DraftOutcome,
+    HigraRetrieverState,
+    HigraRetrieverUpdate,
+    InputState,
+    OutputState,
+    RunUpdate,
+)
 
 
 def graph_draft(
@@ -59,13 +66,13 @@ def graph_draft(
     return draft, step.usage, None
 
 
-def notes(*texts: str) -> dict[str, Any]:
+def notes(*texts: str) -> RunUpdate:
     """A diagnostics update recording non-empty notes."""
     kept = [t for t in texts if t]
     return {"diagnostics": {"notes": kept}} if kept else {}
 
 
-def retrieve_context(state: HigraRetrieverState, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_context(state: HigraRetrieverState, runtime: Runtime[Context]) -> HigraRetrieverUpdate:
     """HiGraRetriever: seed entities, subgraph, PPR, rank fusion; the top relations and the
     combined passages (HiGraAgent §4.1-4.6)."""
     check_entry(state, runtime)
@@ -80,7 +87,9 @@ def retrieve_context(state: HigraRetrieverState, runtime: Runtime[Context]) -> d
     }
 
 
-def generate_answer(state: HigraRetrieverState, runtime: Runtime[Context]) -> dict[str, Any]:
+def generate_answer(
+    state: HigraRetrieverState, runtime: Runtime[Context]
+) -> DraftOutcome | Abstention:
     """The Librarian drafts the answer from the passages and relations; low confidence abstains."""
     ctx = runtime.context
     exhausted = budget_exhausted(state.get("usage"), 0, ctx)

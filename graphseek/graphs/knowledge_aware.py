@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -86,8 +86,11 @@ from graphseek.graphs.suggester_agent import (
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
 from graphseek.state.schema import (
+    Abstention,
+    Diagnostics,
     InputState,
     KnowledgeAwareState,
+    KnowledgeAwareUpdate,
     OutputState,
     PlannedQuery,
     SuggesterCache,
@@ -170,7 +173,9 @@ def _evidence(
 # -- nodes ------------------------------------------------------------------------------------
 
 
-def initialize_caches(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
+def initialize_caches(
+    state: KnowledgeAwareState, runtime: Runtime[Context]
+) -> KnowledgeAwareUpdate | Abstention:
     """Empty Known, history and context; Required from the planner (Algorithm 1 line 1)."""
     check_entry(state, runtime)
     ctx = runtime.context
@@ -186,7 +191,7 @@ def initialize_caches(state: KnowledgeAwareState, runtime: Runtime[Context]) -> 
     except LLMError as exc:
         return abstain("initialize_caches", f"planner failed: {exc}", usage=error_usage(exc))
     gaps = step.value
-    update: dict[str, Any] = {
+    update: KnowledgeAwareUpdate = {
         "known": Overwrite([]),
         "required": Overwrite(gaps),
         "query_history": Overwrite([]),
@@ -210,7 +215,9 @@ def initialize_caches(state: KnowledgeAwareState, runtime: Runtime[Context]) -> 
     return update
 
 
-def plan_query(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
+def plan_query(
+    state: KnowledgeAwareState, runtime: Runtime[Context]
+) -> KnowledgeAwareUpdate | Abstention:
     """The next search from Known, Required and the query history (eq. 2), as tool calls;
     never a repeat (the tool refuses one, the JSON planner is asked again)."""
     ctx = runtime.context
@@ -218,7 +225,7 @@ def plan_query(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[st
     messages = list(state.get("messages", []))
     stalled = no_progress(get_roles(ctx).planner, messages)
     if stalled:  # a model repeating itself (its repeats answered with their earlier results)
-        stop = {"no_progress_stop": stalled}
+        stop: Diagnostics = {"no_progress_stop": stalled}
         return abstain("plan_query", f"{stalled} (early stop)", diagnostics=stop)
     step = next_search(
         get_roles(ctx).planner,
@@ -234,7 +241,7 @@ def plan_query(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[st
     args = dict(search.get("args") or {}) if search else {}
     query = " ".join(str(args.get("query") or args.get("entity") or "").split())
     gap_ids = [str(g) for g in args.get("gap_ids") or []]
-    update: dict[str, Any] = {
+    update: KnowledgeAwareUpdate = {
         "usage": step.usage,
         "trace": ["plan_query"],
         "history": [
@@ -251,7 +258,7 @@ def plan_query(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[st
     }
     if step.message is not None:
         update["messages"] = [step.message]
-    diagnostics: dict[str, Any] = {}
+    diagnostics: Diagnostics = {}
     if step.notes:
         diagnostics["notes"] = step.notes
     if step.rejected:
@@ -278,7 +285,9 @@ def route_search(state: KnowledgeAwareState) -> Literal["plan_query", "update_kn
     return "update_knowledge"
 
 
-def update_knowledge(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
+def update_knowledge(
+    state: KnowledgeAwareState, runtime: Runtime[Context]
+) -> KnowledgeAwareUpdate | Abstention:
     """Known and Required from the passages the tools found (D_add) and the refined context
     (eq. 5)."""
     ctx = runtime.context
@@ -286,7 +295,7 @@ def update_knowledge(state: KnowledgeAwareState, runtime: Runtime[Context]) -> d
     found = read_results(list(state.get("messages", [])), ctx)
     planned = state.get("planned_query") or PlannedQuery(query="", gap_ids=[], reason="")
     query = found.queries[0] if found.queries else ""
-    diagnostics: dict[str, Any] = {}
+    diagnostics: Diagnostics = {}
     if found.notes:
         diagnostics["notes"] = found.notes
     if found.rejected:
@@ -303,7 +312,7 @@ def update_knowledge(state: KnowledgeAwareState, runtime: Runtime[Context]) -> d
     accepted = stated.update
     if stated.dropped:
         diagnostics["unstated_facts"] = stated.dropped
-    update: dict[str, Any] = {
+    update: KnowledgeAwareUpdate = {
         "passages": [to_evidence(h) for h in found.hits],
         "retrieved_ids": [h.passage.id for h in found.hits],
         "query_history": found.queries,
@@ -331,14 +340,14 @@ def update_knowledge(state: KnowledgeAwareState, runtime: Runtime[Context]) -> d
     return update
 
 
-def filter_context(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
+def filter_context(state: KnowledgeAwareState, runtime: Runtime[Context]) -> KnowledgeAwareUpdate:
     """Re-filter D ∪ D_add against the updated Known (eq. 3): kept segments must be exact
     substrings of their passage; the round ends here."""
     ctx = runtime.context
     turn = state.get("turn", 0) + 1
     candidates, sources = _candidates(state.get("refined_context", []), state.get("passages", []))
     texts = {pid: item.text for pid, item in sources.items()}
-    diagnostics: dict[str, Any] = {"rounds": turn}
+    diagnostics: Diagnostics = {"rounds": turn}
     usage = Usage()
     try:
         step = get_roles(ctx).context_filter.refine(_shared_view(state, ctx), candidates)
@@ -368,14 +377,14 @@ def filter_context(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dic
     }
 
 
-def select_proposal(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
+def select_proposal(state: KnowledgeAwareState, runtime: Runtime[Context]) -> KnowledgeAwareUpdate:
     """Competitive: the proposal with the fewest open gaps wins (eq. 6; ties: more Known facts,
     then the lower index); its caches become the shared Known and Required and its passages go
     on to the filter. Collaborative: the suggesters' passages are pooled."""
     ctx = runtime.context
     proposals = sorted(state.get("proposals", []), key=lambda p: p["suggester"])
     active = [p for p in proposals if p["query"]]
-    update: dict[str, Any] = {"proposals": Overwrite([]), "trace": ["select_proposal"]}
+    update: KnowledgeAwareUpdate = {"proposals": Overwrite([]), "trace": ["select_proposal"]}
     if ctx.mode == "competitive":
         update["suggester_caches"] = {str(p["suggester"]): p["cache"] for p in proposals}
     if not active:
@@ -411,7 +420,9 @@ def select_proposal(state: KnowledgeAwareState, runtime: Runtime[Context]) -> di
     return update | {"passages": list(pooled.values()), "next_action": "filter"}
 
 
-def compose_answer(state: KnowledgeAwareState, runtime: Runtime[Context]) -> dict[str, Any]:
+def compose_answer(
+    state: KnowledgeAwareState, runtime: Runtime[Context]
+) -> KnowledgeAwareUpdate | Abstention:
     """The answerer over Known and the refined context, with evidence passage ids; an explicit
     abstention while Required still has open gaps (the budget ended the search)."""
     ctx = runtime.context

@@ -90,11 +90,27 @@ class LibrarianState(LibrarianTask, LibrarianOutput):
     searches: NotRequired[int]
 
 
+class LibrarianUpdate(TypedDict, total=False):
+    """What a Librarian node returns: a partial `LibrarianState`."""
+
+    messages: list[AnyMessage]
+    drafts: list[Draft]
+    usage: Usage
+    trace: list[str]
+    query_history: list[str]
+    retrieved_ids: list[str]
+    step_answers: dict[str, Any]
+    graph_context: list[str]
+    diagnostics: Diagnostics
+    found: list[EvidenceItem]
+    searches: int
+
+
 def _last_ai(messages: list[AnyMessage]) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
-def _observed(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, Any]:
+def _observed(state: LibrarianState, runtime: Runtime[Context]) -> LibrarianUpdate:
     """The update from the tool results after the last model message: passages found (with
     their scores), graph lines, notes, and the usage of the retrieval itself."""
     index = resolve_index(runtime.context)
@@ -124,7 +140,7 @@ def _observed(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, Any
             notes.append(str(artifact["note"]))
         if isinstance(artifact.get("usage"), dict):
             usage = usage + Usage(**artifact["usage"])
-    update: dict[str, Any] = {}
+    update: LibrarianUpdate = {}
     if found:
         update["found"] = found
         update["retrieved_ids"] = [e.passage_id for e in found]
@@ -137,7 +153,7 @@ def _observed(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, Any
     return update
 
 
-def search_evidence(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, Any]:
+def search_evidence(state: LibrarianState, runtime: Runtime[Context]) -> LibrarianUpdate:
     """The Librarian's next tool calls (or none: time to draft)."""
     ctx = runtime.context
     question = state["question"]
@@ -231,7 +247,7 @@ def _finish_draft(question: str, call: Any, verdict: FinishVerdict, hits: list[H
     return ground_reply(question, reply, hits)
 
 
-def draft_answer(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, Any]:
+def draft_answer(state: LibrarianState, runtime: Runtime[Context]) -> LibrarianUpdate:
     """The draft: a `finish` call's answer grounded on the passages found, or the Librarian
     policy's draft from them (the graph relations as extra context)."""
     question = state["question"]
@@ -243,7 +259,7 @@ def draft_answer(state: LibrarianState, runtime: Runtime[Context]) -> dict[str, 
     finish_call = next((c for c in (last.tool_calls if last else []) if c["name"] == FINISH), None)
     verdict = accepted_finish(messages) or _finish_alone(last, found)
     errors = state.get("diagnostics", {}).get("errors") or []
-    update: dict[str, Any] = {"trace": ["ask_librarian"]}
+    update: LibrarianUpdate = {"trace": ["ask_librarian"]}
     if errors:
         cause = str(errors[-1]).removeprefix("librarian: ")
         draft = Draft(question=question, answer="", step_id=step_id, error=cause)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -12,11 +10,11 @@ from graphseek.agents.registry import get_roles
 from graphseek.graphs.common import add_finalize_answer, answer_or_abstain, draft_for, to_hits
 from graphseek.graphs.entry import check_entry
 from graphseek.state.context import Context
-from graphseek.state.schema import InputState, NaiveState, OutputState
+from graphseek.state.schema import DraftOutcome, InputState, NaiveState, NaiveUpdate, OutputState
 from graphseek.tools.retrievers import resolve_index, retrieve
 
 
-def retrieve_passages(state: NaiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def retrieve_passages(state: NaiveState, runtime: Runtime[Context]) -> NaiveUpdate:
     """Retrieve the top-k passages for the question with the context's retriever."""
     check_entry(state, runtime)
     ctx = runtime.context
@@ -28,7 +26,7 @@ def retrieve_passages(state: NaiveState, runtime: Runtime[Context]) -> dict[str,
     }
 
 
-def generate_answer(state: NaiveState, runtime: Runtime[Context]) -> dict[str, Any]:
+def generate_answer(state: NaiveState, runtime: Runtime[Context]) -> DraftOutcome:
     """The Librarian drafts the answer from the retrieved passages; low confidence abstains."""
     ctx = runtime.context
     draft, usage, error = draft_for(state["question"], to_hits(state.get("passages", [])), runtime)

@@ -65,7 +65,7 @@ from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
-from graphseek.state.schema import InputState, OutputState, ReactState
+from graphseek.state.schema import Diagnostics, InputState, OutputState, ReactState, ReactUpdate
 from graphseek.state.verdicts import Thought
 from graphseek.tools.lc_tools import FINISH, react_tools
 from graphseek.tools.retrievers import resolve_index
@@ -121,7 +121,7 @@ def _decide(
     return message, thought, refused + result.usage, notes
 
 
-def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
+def think(state: ReactState, runtime: Runtime[Context]) -> ReactUpdate:
     """Thought: analyse the history and decide RETRIEVE (tool calls), REASON or FINISH."""
     check_entry(state, runtime)
     ctx = runtime.context
@@ -133,7 +133,7 @@ def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
     model = isinstance(get_roles(ctx).thinker, LLMThinker)
     exhausted = budget_exhausted(state.get("usage"), step, ctx)
     if exhausted:
-        ended: dict[str, Any] = {
+        ended: ReactUpdate = {
             "next_action": "abstain",
             "abstain_reason": f"{exhausted} before the thinker could finish",
             "trace": ["think"],
@@ -144,7 +144,7 @@ def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
     stale = rounds_without_new_passages(messages) if model else 0
     if stale >= NO_PROGRESS_ROUNDS:
         why = f"{stale} rounds of tool calls in a row found no new passage"
-        stopped: dict[str, Any] = {
+        stopped: ReactUpdate = {
             "next_action": "abstain",
             "abstain_reason": f"{why} (early stop) before the thinker could finish",
             "trace": ["think"],
@@ -171,7 +171,7 @@ def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
             "usage": error_usage(exc),
             "trace": ["think"],
         }
-    update: dict[str, Any] = {
+    update: ReactUpdate = {
         "thought": thought,
         "messages": [message],
         "usage": usage,
@@ -192,7 +192,7 @@ def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
     record = {"step": step + 1, "decision": "FINISH", "query": thought.query,
               "observation": f"Finish[{thought.answer}]"}  # fmt: skip
     answer = thought.answer.strip()
-    diagnostics = {**update.get("diagnostics", {}), "early_stop": False, "turns": step}
+    diagnostics: Diagnostics = {**update.get("diagnostics", {}), "early_stop": False, "turns": step}
     if not answer:
         return update | {
             "next_action": "abstain",
@@ -220,8 +220,8 @@ def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
 
 
 def _last_word(
-    state: ReactState, runtime: Runtime[Context], why: str, abstention: dict[str, Any]
-) -> dict[str, Any]:
+    state: ReactState, runtime: Runtime[Context], why: str, abstention: ReactUpdate
+) -> ReactUpdate:
     """A model's loop that ends unfinished (`why`: its turn budget spent, or rounds with nothing
     new) answers from what it observed when the offline reader of the run's profile is sure
     enough: its draft over the observed passages at the reader's operating point (the
@@ -237,7 +237,7 @@ def _last_word(
         f"the thinker had not finished when {why}: the reader answered from the "
         f"{len(passages)} passage(s) observed (confidence {draft.confidence:.2f} >= {point:.2f})"
     )
-    diagnostics = {**abstention.get("diagnostics", {}), "notes": [note]}
+    diagnostics: Diagnostics = {**abstention.get("diagnostics", {}), "notes": [note]}
     return {
         "next_action": "answer",
         "answer": draft.answer,
@@ -249,7 +249,7 @@ def _last_word(
 
 def _refused(
     message: AIMessage, thought: Thought, verdict: FinishVerdict, record: dict[str, Any], step: int
-) -> dict[str, Any]:
+) -> ReactUpdate:
     """A refused `finish`: the model reads why (the call's result) and thinks again."""
     call = next((c for c in message.tool_calls if c["name"] == FINISH), None)
     result = [] if call is None else [
@@ -266,14 +266,14 @@ def _refused(
     }
 
 
-def _finished(state: ReactState, verdict: FinishVerdict, step: int) -> dict[str, Any]:
+def _finished(state: ReactState, verdict: FinishVerdict, step: int) -> ReactUpdate:
     """The run's end on a `finish` accepted where the calls ran (`act`)."""
     thought = Thought(reason="finish accepted", decision="FINISH", query=state["question"],
                       answer=verdict.answer[:200], sufficient=bool(verdict.answer))  # fmt: skip
     record = {"step": step, "decision": "FINISH", "query": state["question"],
               "observation": f"Finish[{verdict.answer}]"}  # fmt: skip
-    update: dict[str, Any] = {"thought": thought, "trace": ["think"], "history": [record],
-                              "diagnostics": {"early_stop": False, "turns": step}}  # fmt: skip
+    update: ReactUpdate = {"thought": thought, "trace": ["think"], "history": [record],
+                           "diagnostics": {"early_stop": False, "turns": step}}  # fmt: skip
     if not verdict.answer:
         return update | {"next_action": "abstain",
                          "abstain_reason": "the thinker found no supported answer"}  # fmt: skip
@@ -322,7 +322,7 @@ def _new_tool_messages(messages: list[AnyMessage]) -> list[ToolMessage]:
     return out[::-1]
 
 
-def observe(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
+def observe(state: ReactState, runtime: Runtime[Context]) -> ReactUpdate:
     """Observation: the passages and graph lines the tools returned join the context and the
     history (a tool error is observed as its message)."""
     ctx = runtime.context
@@ -359,7 +359,7 @@ def observe(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
         "primitive": tools[0] if len(tools) == 1 else ", ".join(tools),
         "observation": _observe(lines, new, "; ".join(notes)),
     }
-    update: dict[str, Any] = {
+    update: ReactUpdate = {
         "turn": step,
         "trace": ["observe"],
         "passages": merged,

@@ -93,6 +93,24 @@ class SuggesterState(SuggesterTask, SuggesterOutput):
     plan_reason: NotRequired[str]
 
 
+class SuggesterUpdate(TypedDict, total=False):
+    """What a suggester node returns: a partial `SuggesterState`."""
+
+    messages: list[AnyMessage]
+    proposals: list[Proposal]
+    usage: Usage
+    trace: list[str]
+    history: list[dict[str, Any]]
+    query_history: list[str]
+    retrieved_ids: list[str]
+    known: list[Fact]
+    required: list[Gap]
+    step_answers: dict[str, Any]
+    diagnostics: Diagnostics
+    searches: int
+    plan_reason: str
+
+
 def _view(state: SuggesterState, context: Context) -> KnowledgeView:
     cache = state["suggester_cache"]
     return KnowledgeView(
@@ -110,7 +128,7 @@ def _view(state: SuggesterState, context: Context) -> KnowledgeView:
     )
 
 
-def plan_search(state: SuggesterState, runtime: Runtime[Context]) -> dict[str, Any]:
+def plan_search(state: SuggesterState, runtime: Runtime[Context]) -> SuggesterUpdate:
     """The suggester's next tool calls: the model's, or the offline / JSON plan's `search_gap`
     call; none when no new query can be made (or the planner failed)."""
     ctx = runtime.context
@@ -123,12 +141,12 @@ def plan_search(state: SuggesterState, runtime: Runtime[Context]) -> dict[str, A
         call_id=f"suggester{index}-round{state['round'] + 1}",
         label=f"suggester {index} planner",
     )
-    update: dict[str, Any] = {
+    update: SuggesterUpdate = {
         "usage": step.usage,
         "searches": state.get("searches", 0) + 1,
         "plan_reason": step.reason,
     }
-    diagnostics: dict[str, Any] = {}
+    diagnostics: Diagnostics = {}
     if step.notes:
         diagnostics["notes"] = step.notes
     if step.rejected:
@@ -162,7 +180,7 @@ def route_results(state: SuggesterState) -> Literal["plan_search", "update_cache
     return "update_caches"
 
 
-def update_caches(state: SuggesterState, runtime: Runtime[Context]) -> dict[str, Any]:
+def update_caches(state: SuggesterState, runtime: Runtime[Context]) -> SuggesterUpdate:
     """Known and Required of this suggester from the passages its tools found (eq. 5), and
     its proposal for the round (competitive: a proposal only; collaborative: the update also
     goes straight into the shared caches)."""
@@ -184,8 +202,8 @@ def update_caches(state: SuggesterState, runtime: Runtime[Context]) -> dict[str,
     proposal = Proposal(suggester=index, query=query, retriever=retriever, passages=[],
                         cache=cache, open_gaps=len(open_gaps(cache["required"])),
                         known_facts=len(cache["known"]))  # fmt: skip
-    update: dict[str, Any] = {"trace": ["suggest"]}
-    diagnostics: dict[str, Any] = {}
+    update: SuggesterUpdate = {"trace": ["suggest"]}
+    diagnostics: Diagnostics = {}
     if query:
         plan = QueryPlan(query=query, gap_ids=tuple(found.gap_ids), reason=entry["reason"])
         accepted, usage, error = update_from_hits(get_roles(ctx), view, plan, found.hits)

@@ -37,6 +37,7 @@ from graphseek.agents.tool_calling import CallPlan, check_finish, plan_calls, to
 from graphseek.errors import IndexChangedError
 from graphseek.llm.text_tool_calls import call_key
 from graphseek.state.run_scope import CallRecord, run_scope
+from graphseek.state.schema import Diagnostics
 from graphseek.tools.kair_tools import SEARCH_GAP
 from graphseek.tools.retrievers import resolve_index
 
@@ -211,8 +212,9 @@ class GuardedToolNode(ToolNode):
         if len(plan.kept) != len(ai.tool_calls):  # calls were left out: the reply without them
             messages.append(ai.model_copy(update={"tool_calls": plan.kept}))
         messages += [results[str(c.get("id"))] for c in plan.kept if str(c.get("id")) in results]
+        # keyed by the tool node's messages key (a str), so a plain dict, not an update type
         update: dict[str, Any] = {self._messages_key: messages}
-        diagnostics: dict[str, Any] = {}
+        diagnostics: Diagnostics = {}
         if plan.dropped:
             diagnostics["dropped_calls"] = plan.dropped
         if plan.repeated:

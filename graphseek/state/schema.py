@@ -9,6 +9,13 @@ by several topologies types its state as the narrowest base that holds what it r
 then hands it those keys only); the Librarian and the suggester subgraphs keep their own states
 beside their nodes (`graphseek.graphs.librarian_agent`, `graphseek.graphs.suggester_agent`).
 
+What a node returns is a partial update: one `…Update` TypedDict per state (`total=False`, the
+same keys as the state except `question`, each with the type of value a node writes: a reduced
+list may also be an `Overwrite`), so mypy rejects a misspelt key or a `next_action` outside the
+topology's `Literal`. The nodes that several topologies share return the common `RunUpdate` or
+one of its narrow forms (`Abstention`, `DraftOutcome`); `tests/test_node_updates.py` checks every
+update type against its state.
+
 The TypedDicts come from `typing_extensions`: pydantic (which turns them into the JSON schemas the
 LangGraph server and Studio show) rejects `typing.TypedDict` before Python 3.12.
 """
@@ -20,6 +27,7 @@ from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from langgraph.types import Overwrite
 from typing_extensions import ReadOnly, TypedDict
 
 from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion, Usage
@@ -225,7 +233,8 @@ class ToolCallsState(TypedDict):
 class VerifiedState(TypedDict):
     """A verify-and-retry loop: the last verdict and the retries made."""
 
-    verification: NotRequired[Verification]
+    # None after a verifying node abstained before its verdict
+    verification: NotRequired[Verification | None]
     retries: NotRequired[int]
 
 
@@ -309,6 +318,132 @@ class KnowledgeAwareState(
     suggester_caches: NotRequired[Annotated[dict[str, SuggesterCache], merge_dicts]]
 
 
+# -- what a node returns: partial updates (keys must be the state's channels) --------------------
+
+
+class RunUpdate(TypedDict, total=False):
+    """The output keys any node may write (`finalize_answer` writes only these)."""
+
+    answer: str
+    abstained: bool
+    abstain_reason: str
+    evidence: list[EvidenceItem] | Overwrite
+    trace: list[str]
+    usage: Usage
+    diagnostics: Diagnostics
+    retrieved_ids: list[str]
+
+
+class Abstention(RunUpdate, total=False):
+    """What `graphseek.graphs.common.abstain` returns: a node that gives up."""
+
+    next_action: Literal["abstain"]
+
+
+class PassagesUpdate(TypedDict, total=False):
+    passages: list[EvidenceItem]
+
+
+class DraftsUpdate(TypedDict, total=False):
+    drafts: list[Draft] | Overwrite
+
+
+class DraftOutcome(RunUpdate, DraftsUpdate, total=False):
+    """What `graphseek.graphs.common.answer_or_abstain` returns: a single-shot answer node's
+    draft, answer or abstention."""
+
+    next_action: Outcome
+
+
+class RefinedContextUpdate(TypedDict, total=False):
+    refined_context: list[EvidenceItem]
+
+
+class GraphContextUpdate(TypedDict, total=False):
+    graph_context: list[str] | Overwrite
+
+
+class LoopUpdate(TypedDict, total=False):
+    turn: int
+    history: list[dict[str, Any]]
+    query_history: list[str] | Overwrite
+
+
+class StepAnswersUpdate(TypedDict, total=False):
+    step_answers: dict[str, Any] | Overwrite
+
+
+class PlanUpdate(StepAnswersUpdate, total=False):
+    plan: list[SubQuestion]
+    pending: list[LibrarianTask]
+
+
+class ToolCallsUpdate(TypedDict, total=False):
+    messages: list[AnyMessage]
+
+
+class VerifiedUpdate(TypedDict, total=False):
+    verification: Verification | None
+    retries: int
+
+
+class NaiveUpdate(RunUpdate, PassagesUpdate, DraftsUpdate, total=False):
+    next_action: Outcome
+
+
+class HigraRetrieverUpdate(
+    RunUpdate, PassagesUpdate, DraftsUpdate, GraphContextUpdate, total=False
+):
+    next_action: Outcome
+
+
+class DualAgentUpdate(
+    RunUpdate, PlanUpdate, DraftsUpdate, LoopUpdate, ToolCallsUpdate, GraphContextUpdate,
+    total=False,
+):  # fmt: skip
+    next_action: DualAgentAction
+    clarified_question: str
+
+
+class AdaptiveUpdate(
+    RunUpdate, PassagesUpdate, DraftsUpdate, GraphContextUpdate, LoopUpdate, VerifiedUpdate,
+    total=False,
+):  # fmt: skip
+    next_action: AdaptiveAction
+    query: str
+    retrieval: Any
+    sufficient: bool
+
+
+class DeepSearchUpdate(
+    RunUpdate, PlanUpdate, DraftsUpdate, GraphContextUpdate, LoopUpdate, VerifiedUpdate,
+    total=False,
+):  # fmt: skip
+    next_action: DeepSearchAction
+    channel_results: list[ChannelResult] | Overwrite
+    logic_draft: LogicDraft
+
+
+class ReactUpdate(
+    RunUpdate, PassagesUpdate, StepAnswersUpdate, GraphContextUpdate, LoopUpdate,
+    ToolCallsUpdate, total=False,
+):  # fmt: skip
+    next_action: ReactAction
+    thought: Thought
+
+
+class KnowledgeAwareUpdate(
+    RunUpdate, PassagesUpdate, RefinedContextUpdate, StepAnswersUpdate, LoopUpdate,
+    ToolCallsUpdate, total=False,
+):  # fmt: skip
+    next_action: KnowledgeAwareAction
+    known: list[Fact] | Overwrite
+    required: list[Gap] | Overwrite
+    planned_query: PlannedQuery
+    proposals: list[Proposal] | Overwrite
+    suggester_caches: dict[str, SuggesterCache] | Overwrite
+
+
 #: each topology's state by topology name
 TOPOLOGY_STATES: dict[str, type] = {
     "naive": NaiveState,
@@ -318,4 +453,15 @@ TOPOLOGY_STATES: dict[str, type] = {
     "deep_search": DeepSearchState,
     "react": ReactState,
     "knowledge_aware": KnowledgeAwareState,
+}
+
+#: each topology's node update by topology name
+TOPOLOGY_UPDATES: dict[str, type] = {
+    "naive": NaiveUpdate,
+    "higra_retriever": HigraRetrieverUpdate,
+    "dual_agent": DualAgentUpdate,
+    "adaptive": AdaptiveUpdate,
+    "deep_search": DeepSearchUpdate,
+    "react": ReactUpdate,
+    "knowledge_aware": KnowledgeAwareUpdate,
 }
