@@ -27,6 +27,7 @@ from graphseek.llm.context_window import (
     default_window,
     fit_request,
     forget_windows,
+    reply_reserve,
     server_window,
     set_context_window,
     window_for,
@@ -178,7 +179,8 @@ def test_window_order_server_setting_defaults() -> None:
         window = window_for(model)
         assert window is not None
         assert (window.tokens, window.source) == (4096, "server")
-        assert window.reply == 1024 and window.prompt == 3072  # the factory's reply limit
+        # the factory's reply limit is 1024; a 4,096-token window reserves an eighth of itself
+        assert window.reply == 512 and window.prompt == 3584
         set_context_window(model, 2048)  # smaller than the server's: it holds
         assert window_for(model).tokens == 2048  # type: ignore[union-attr]
         set_context_window(model, 10_000)  # larger: the server's limit holds
@@ -334,23 +336,24 @@ def test_pack_messages_trims_results_then_drops_old_rounds_keeping_head_and_tail
 
 def test_over_budget_request_is_refused_before_sending_and_charged() -> None:
     model = ScriptedChatModel(responses=["never"])
-    set_context_window(model, 1100)  # 1024 of it for the reply
+    set_context_window(model, 1100)  # 384 of it for the reply (`reply_reserve`)
     with pytest.raises(ContextBudgetError, match=r"context overflow \(request not sent\)") as err:
-        invoke_message(model, [("system", "Answer."), ("human", PROSE * 5)])
+        invoke_message(model, [("system", "Answer."), ("human", PROSE * 40)])
     assert model.calls == []
     assert err.value.cause == "context overflow" and err.value.kind == "request"
     assert (err.value.usage.llm_calls, err.value.usage.failed_calls) == (1, 1)
     assert err.value.usage.prompt_tokens == 0  # nothing was sent
     with pytest.raises(ContextBudgetError):
-        invoke_structured(model, Passage, [("system", "Answer."), ("human", PROSE * 5)])
+        invoke_structured(model, Passage, [("system", "Answer."), ("human", PROSE * 40)])
     assert model.calls == []
 
 
 def test_over_long_tool_loop_is_packed_and_sent() -> None:
     model = ScriptedChatModel(responses=[AIMessage("done")])
     messages = _loop(6, PROSE * 8)
-    room = sum(count_message(m) for m in messages) // 2
-    set_context_window(model, room + 1024)
+    window = sum(count_message(m) for m in messages) // 2 + 1024
+    set_context_window(model, window)
+    room = window - reply_reserve(1024, window)
     reply, _ = invoke_message(model, messages)
     assert reply.text == "done"
     sent = model.calls[0]
@@ -435,7 +438,8 @@ def test_workflows_in_a_small_window_send_nothing_over_it(
         result = ask(tiny_index, TINY_QUESTION, topology=topology, llm="openai:tiny",
                      context_window=window)  # fmt: skip
     sizes = [_body_tokens(body) for body in server.requests]
-    assert max(sizes, default=0) <= (window - 1024) * 1.02  # 1024: the reply reserved
+    # the reply reserved: the factory's 1024, an eighth of a small window (`reply_reserve`)
+    assert max(sizes, default=0) <= (window - reply_reserve(1024, window)) * 1.02
     if result.abstained:  # with a reason: the budget's, when a request could not be sent
         assert result.abstain_reason
         assert sizes or "context overflow (request not sent)" in result.abstain_reason

@@ -232,3 +232,26 @@ def test_pythonic_calls_with_an_unknown_tool_get_its_error(monkeypatch, tiny_ind
     assert any(t.startswith("(already called; result repeated") for t in texts)
     assert result.abstained and result.answer == ""
     assert_no_call_ran_twice(server)
+
+
+def test_a_small_window_reserves_a_reply_sized_to_it() -> None:
+    from graphseek.llm.context_window import MIN_REPLY_TOKENS, reply_reserve
+
+    assert reply_reserve(1024, 4096) == 512  # an eighth of a small window
+    assert reply_reserve(1024, 2048) == MIN_REPLY_TOKENS  # never below what a reply needs
+    assert reply_reserve(1024, 16384) == 1024  # a large window keeps the model's limit
+    assert reply_reserve(200, 4096) == 200  # nor above it
+
+
+@pytest.mark.parametrize("topology", ["react", "dual_agent", "adaptive", "knowledge_aware"])
+def test_a_4096_token_window_takes_every_request_with_its_reply_limit(
+    monkeypatch, tiny_index, topology
+):
+    result, server = run_weak(monkeypatch, tiny_index, topology, WeakModel(context_window=4096))
+    assert server.responder.refused == []  # type: ignore[attr-defined]
+    assert "context overflow" not in result.abstain_reason
+    # every request asks for no longer a reply than the window reserves beside its prompt
+    limits = {b.get("max_tokens") for b in server.requests}
+    assert limits == {512}, limits
+    if topology in ("react", "dual_agent"):  # tool results reach the model
+        assert any(m.get("role") == "tool" for b in server.requests for m in b["messages"])

@@ -48,6 +48,11 @@ PROBE_TIMEOUT = 2.0
 DEFAULT_REPLY_TOKENS = 1024
 #: the window of an OpenAI-compatible model of no known family
 UNKNOWN_WINDOW = 8192
+#: in a small window the reply reserved is at most this share of it (1/8: 512 of 4,096 tokens) ...
+REPLY_SHARE = 8
+#: ... but never less than this, nor more than the model's reply limit: what a role's reply needs
+#: (a tool call, a JSON draft with its reasoning)
+MIN_REPLY_TOKENS = 384
 
 #: context windows by model-name family: the first pattern found in the lower-cased name wins
 DEFAULT_WINDOWS: tuple[tuple[str, int], ...] = (
@@ -326,19 +331,56 @@ def window_for(runnable: Any) -> Window | None:
     setting = context_window_setting(model) or context_window_setting(runnable)
     server = _server_of(model)
     probed = server_window(server[0], name, server[1]) if server and name else None
-    reply = reply_tokens(model)
+    limit = reply_tokens(model)
     if probed and setting:
-        return Window(min(probed, setting), reply, "server+setting", name)
+        tokens = min(probed, setting)
+        return Window(tokens, reply_reserve(limit, tokens), "server+setting", name)
     if probed:
-        return Window(probed, reply, "server", name)
+        return Window(probed, reply_reserve(limit, probed), "server", name)
     if setting:
-        return Window(setting, reply, "setting", name)
+        return Window(setting, reply_reserve(limit, setting), "setting", name)
     if _is_test_double(model):
         return None
     table = default_window(name)
     if table is None and not _is_openai(model):
         return None  # a provider class we know nothing about: its own client will say
-    return Window(table or UNKNOWN_WINDOW, reply, "default", name)
+    tokens = table or UNKNOWN_WINDOW
+    return Window(tokens, reply_reserve(limit, tokens), "default", name)
+
+
+def reply_reserve(limit: int, window: int) -> int:
+    """The reply reserved in a `window`-token context: the model's reply `limit`, capped in a
+    small window at `1/REPLY_SHARE` of it (at least `MIN_REPLY_TOKENS`), so that a 4,096-token
+    window keeps 3,584 tokens for instructions, tools and results instead of 3,072. The request
+    then asks for no longer a reply (`fit_call`)."""
+    return min(limit, max(MIN_REPLY_TOKENS, window // REPLY_SHARE))
+
+
+def sized_model(runnable: Any) -> Any:
+    """`runnable` asking for no longer a reply than its window reserves (`reply_reserve`: a
+    small window's reply is capped below the model's limit), so that a server that counts the
+    reply into the window (vLLM) takes the request too: a binding gets the lower limit bound, a
+    chat model is copied with it; unchanged when the reserve is the model's own limit."""
+    window = window_for(runnable)
+    model = chat_model(runnable)
+    if window is None or window.reply >= reply_tokens(model) or not hasattr(model, "model_copy"):
+        return runnable
+    extra = getattr(model, "extra_body", None)
+    if isinstance(extra, Mapping) and "max_tokens" in extra:
+        update: dict[str, Any] = {"extra_body": {**extra, "max_tokens": window.reply}}
+    else:
+        update = {"max_tokens": window.reply}
+    if runnable is not model:  # a binding (tools bound): bind the limit on top
+        return runnable.bind(**update)
+    # requests are fitted to the original's window (`fit_request`); the copy only sends them
+    return model.model_copy(update=update)
+
+
+def fit_call(
+    runnable: Any, messages: Sequence[BaseMessage], tools: Sequence[Any] | None = None
+) -> tuple[Any, list[BaseMessage]]:
+    """`sized_model(runnable)` and `fit_request`'s messages for it."""
+    return sized_model(runnable), fit_request(runnable, messages, tools)
 
 
 #: tokens a role leaves free when it fills the prompt up to its model's room: a corrective
@@ -410,6 +452,8 @@ __all__ = [
     "clear_context_windows",
     "context_window_setting",
     "default_window",
+    "fit_call",
+    "sized_model",
     "fit_request",
     "forget_windows",
     "server_window",

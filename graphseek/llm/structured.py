@@ -59,7 +59,12 @@ from tenacity import (
 )
 
 from graphseek.errors import LLMError, LLMOutputError, redact
-from graphseek.llm.context_window import ContextBudgetError, fit_request
+from graphseek.llm.context_window import (
+    ContextBudgetError,
+    fit_call,
+    fit_request,
+    sized_model,
+)
 from graphseek.llm.errors import acall_with_retries, call_with_retries
 from graphseek.llm.usage import UsageCallback
 from graphseek.state.models import Usage
@@ -294,9 +299,9 @@ def invoke_message(
     with that usage on ``error.usage``."""
     usage = UsageCallback()
     config = call_config(usage, callbacks)
-    prompt = fit_request(model, to_messages(messages))
+    sized, prompt = fit_call(model, to_messages(messages))
     try:
-        reply = call_with_retries(lambda: model.invoke(prompt, config=config), _model_name(model))
+        reply = call_with_retries(lambda: sized.invoke(prompt, config=config), _model_name(model))
     except LLMError as exc:
         _charged(exc, usage)
         raise
@@ -312,10 +317,10 @@ async def ainvoke_message(
     """Async `invoke_message`."""
     usage = UsageCallback()
     config = call_config(usage, callbacks)
-    prompt = fit_request(model, to_messages(messages))
+    sized, prompt = fit_call(model, to_messages(messages))
     try:
         reply = await acall_with_retries(
-            lambda: model.ainvoke(prompt, config=config), _model_name(model)
+            lambda: sized.ainvoke(prompt, config=config), _model_name(model)
         )
     except LLMError as exc:
         _charged(exc, usage)
@@ -424,9 +429,10 @@ class _StructuredCall(Generic[T]):
         self.usage = UsageCallback()
         self.config = call_config(self.usage, callbacks)
         self.base = to_messages(messages)
-        structured, self.instruct = _structured_runnable(model, schema, method)
+        sized = sized_model(model)  # a small window's reply limit (`reply_reserve`)
+        structured, self.instruct = _structured_runnable(sized, schema, method)
         self.native = structured is not None
-        self.runnable: Runnable[Any, Any] = structured if structured is not None else model
+        self.runnable: Runnable[Any, Any] = structured if structured is not None else sized
         self.attempts = 0
         self.error: BaseException | None = None
         self.truncated = False
