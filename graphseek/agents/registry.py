@@ -11,7 +11,12 @@ With `Context.on_model_failure="offline"`, each LLM policy is built to fall back
 offline policy for a step whose model call failed after its retries
 (`graphseek.agents.structured_role.falls_back`); the offline policy is built on the first failure,
 and each fallback is noted in the run's degraded notes (`graphseek.state.run_scope.degraded_notes`,
-which `finalize_answer` reads)."""
+which `finalize_answer` reads).
+
+Every role is one row of `ROLES`: the interface its two policies implement, its LLM policy
+(`agents/<role>.py`, prompts in `agents/prompts/`), its offline policy (`agents/offline/`) and the
+`llm={...}` key whose model it uses; `build_roles` takes each LLM policy from there, and
+`tests/test_role_table.py` checks the rest against what it builds. docs/python-api.md lists them."""
 
 from __future__ import annotations
 
@@ -82,6 +87,80 @@ from graphseek.llm.budget import run_callbacks
 from graphseek.llm.factory import model_for, model_options, parse_spec
 from graphseek.state.context import Context, reader_specs
 from graphseek.state.run_scope import degraded_notes, run_scope
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """One role: the interface, the LLM policy, the offline policy, the module of the LLM
+    policy's prompts, and the role whose model (`Context.llm`) the LLM policy runs on."""
+
+    protocol: type
+    llm: type
+    offline: type
+    prompts: str
+    model: str
+
+
+def _spec(protocol: type, llm: type, offline: type, prompts: str, model: str) -> RoleSpec:
+    return RoleSpec(protocol, llm, offline, f"graphseek.agents.prompts.{prompts}", model)
+
+
+#: every role by name (the `Roles` field): interface, LLM policy, offline policy, prompts, model
+ROLES: dict[str, RoleSpec] = {
+    # dual_agent (HiGraAgent)
+    "clarifier": _spec(Clarifier, LLMClarifier, OfflineClarifier, "clarifier", "clarifier"),
+    "decomposer": _spec(Decomposer, LLMDecomposer, OfflineDecomposer, "decomposer", "decomposer"),
+    "librarian": _spec(Librarian, LLMLibrarian, OfflineLibrarian, "librarian", "librarian"),
+    # the offline Seeker runs inside `BranchingSeeker` (asks again on uncertain candidates)
+    "seeker": _spec(Seeker, LLMSeeker, BranchingSeeker, "seeker", "seeker"),
+    # knowledge_aware (KAIR)
+    "planner": _spec(Planner, LLMPlanner, OfflinePlanner, "planner", "planner"),
+    "knowledge_updater": _spec(
+        KnowledgeUpdater,
+        LLMKnowledgeUpdater,
+        OfflineKnowledgeUpdater,
+        "knowledge_updater",
+        "knowledge_updater",
+    ),
+    "context_filter": _spec(
+        ContextFilter, LLMContextFilter, OfflineContextFilter, "context_filter", "context_filter"
+    ),
+    "answerer": _spec(Answerer, LLMAnswerer, OfflineAnswerer, "answerer", "answerer"),
+    # adaptive (A2RAG)
+    "coverage": _spec(CoverageGate, LLMCoverageGate, OfflineCoverageGate, "coverage", "coverage"),
+    "sufficiency": _spec(
+        SufficiencyChecker,
+        LLMSufficiencyChecker,
+        OfflineSufficiencyChecker,
+        "sufficiency",
+        "sufficiency",
+    ),
+    "triple_checker": _spec(
+        TripleChecker, LLMTripleChecker, OfflineTripleChecker, "verifier", "verifier"
+    ),
+    "rewriter": _spec(
+        QueryRewriter, LLMQueryRewriter, OfflineQueryRewriter, "rewriter", "rewriter"
+    ),
+    # deep_search (GraphSearch)
+    "grounder": _spec(
+        QueryGrounder, LLMQueryGrounder, OfflineQueryGrounder, "grounder", "grounder"
+    ),
+    "refiner": _spec(
+        ContextRefiner, LLMContextRefiner, OfflineContextRefiner, "refiner", "refiner"
+    ),
+    "drafter": _spec(Drafter, LLMDrafter, OfflineDrafter, "drafter", "drafter"),
+    "evidence_verifier": _spec(
+        EvidenceVerifier, LLMEvidenceVerifier, OfflineEvidenceVerifier, "verifier", "verifier"
+    ),
+    "expander": _spec(Expander, LLMExpander, OfflineExpander, "expander", "expander"),
+    # react (G-RAGent)
+    "thinker": _spec(Thinker, LLMThinker, OfflineThinker, "thinker", "thinker"),
+    # higra_retriever, adaptive, deep_search and the Librarian subgraph: passages + relations
+    "graph_librarian": _spec(
+        GraphLibrarian, LLMGraphLibrarian, OfflineGraphLibrarian, "graph_librarian", "librarian"
+    ),
+}
+
 
 #: abstention threshold for drafts written by a chat model (its self-reported confidence)
 LLM_DRAFT_THRESHOLD = 0.15
@@ -191,7 +270,6 @@ def build_roles(context: Context) -> Roles:
 
     def pick(
         role: str,
-        llm_cls: Any,
         offline_factory: Any,
         cache: bool = True,
         scale: tuple[float, float] | None = None,
@@ -206,20 +284,18 @@ def build_roles(context: Context) -> Roles:
         if model is None:
             offline.add(role)
             return offline_policy()
-        return llm_policy(context, role, llm_cls, model, offline_policy, scale, **kwargs)
+        return llm_policy(context, role, ROLES[role].llm, model, offline_policy, scale, **kwargs)
 
-    clarifier = pick("clarifier", LLMClarifier, OfflineClarifier)
+    clarifier = pick("clarifier", OfflineClarifier)
     profile = context.profile
     decomposer = pick(
         "decomposer",
-        LLMDecomposer,
         lambda: OfflineDecomposer(profile),
         repair=_offline(f"decomposer:{profile_key}", lambda: OfflineDecomposer(profile)),
     )
     # the offline Librarian holds the reader's caches: one per process and profile
     librarian = pick(
         "librarian",
-        LLMLibrarian,
         lambda: OfflineLibrarian(profile=profile),
         scale=scale,
         read_by=context.read_by,
@@ -241,23 +317,21 @@ def build_roles(context: Context) -> Roles:
         offline.add("seeker")
         seeker = offline_seeker()
     else:
-        seeker = llm_policy(context, "seeker", LLMSeeker, seeker_model, offline_seeker)
+        seeker = llm_policy(context, "seeker", ROLES["seeker"].llm, seeker_model, offline_seeker)
     # KAIR: the offline updater and answerer take the run's thresholds, so they are built per run
     # around the process-wide offline Librarian
     shared_librarian = _offline(
         f"librarian:{profile_key}", lambda: OfflineLibrarian(profile=profile)
     )
-    planner = pick("planner", LLMPlanner, lambda: OfflinePlanner(profile))
+    planner = pick("planner", lambda: OfflinePlanner(profile))
     knowledge_updater = pick(
         "knowledge_updater",
-        LLMKnowledgeUpdater,
         lambda: OfflineKnowledgeUpdater(shared_librarian, threshold=max(RESOLVE_THRESHOLD, point)),
         cache=False,
     )
-    context_filter = pick("context_filter", LLMContextFilter, OfflineContextFilter)
+    context_filter = pick("context_filter", OfflineContextFilter)
     answerer = pick(
         "answerer",
-        LLMAnswerer,
         lambda: OfflineAnswerer(shared_librarian, abstain_threshold=point),
         cache=False,
     )
@@ -320,7 +394,6 @@ def _search_roles(
     def pick_as(
         model_role: str,
         name: str,
-        llm_cls: Any,
         offline_factory: Any,
         scale: tuple[float, float] | None = None,
         **kwargs: Any,
@@ -332,43 +405,35 @@ def _search_roles(
         if model is None:
             offline.add(name)
             return offline_policy()
-        return llm_policy(context, name, llm_cls, model, offline_policy, scale, **kwargs)
+        return llm_policy(context, name, ROLES[name].llm, model, offline_policy, scale, **kwargs)
 
     return {
-        "coverage": pick("coverage", LLMCoverageGate, lambda: OfflineCoverageGate(librarian)),
-        "sufficiency": pick(
-            "sufficiency", LLMSufficiencyChecker, lambda: OfflineSufficiencyChecker(librarian)
-        ),
+        "coverage": pick("coverage", lambda: OfflineCoverageGate(librarian)),
+        "sufficiency": pick("sufficiency", lambda: OfflineSufficiencyChecker(librarian)),
         "triple_checker": pick_as(
             "verifier",
             "triple_checker",
-            LLMTripleChecker,
             lambda: OfflineTripleChecker(context.profile),
         ),
         "evidence_verifier": pick_as(
             "verifier",
             "evidence_verifier",
-            LLMEvidenceVerifier,
             lambda: OfflineEvidenceVerifier(profile=context.profile),
         ),
-        "rewriter": pick("rewriter", LLMQueryRewriter, lambda: OfflineQueryRewriter(librarian)),
-        "thinker": pick(
-            "thinker", LLMThinker, lambda: OfflineThinker(librarian, point), cache=False
-        ),
+        "rewriter": pick("rewriter", lambda: OfflineQueryRewriter(librarian)),
+        "thinker": pick("thinker", lambda: OfflineThinker(librarian, point), cache=False),
         "drafter": pick(
             "drafter",
-            LLMDrafter,
             lambda: OfflineDrafter(point, profile=context.profile),
             scale=scale,
             cache=False,
         ),
-        "expander": pick("expander", LLMExpander, lambda: OfflineExpander(profile=context.profile)),
-        "refiner": pick("refiner", LLMContextRefiner, OfflineContextRefiner),
-        "grounder": pick("grounder", LLMQueryGrounder, OfflineQueryGrounder),
+        "expander": pick("expander", lambda: OfflineExpander(profile=context.profile)),
+        "refiner": pick("refiner", OfflineContextRefiner),
+        "grounder": pick("grounder", OfflineQueryGrounder),
         "graph_librarian": pick_as(
             "librarian",
             "graph_librarian",
-            LLMGraphLibrarian,
             lambda: OfflineGraphLibrarian(librarian),
             scale,
             read_by=context.read_by,
