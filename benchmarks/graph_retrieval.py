@@ -1,12 +1,24 @@
-"""Graph retrieval benchmark: Recall@2/@5 and latency of bm25, dense, hybrid, higra, progressive.
+"""Graph retrieval benchmark: Recall@2/@5 and latency of bm25, dense, hybrid, higra, progressive
+and bridge.
 
-Two dev slices, both with the offline graph (spaCy extraction, no LLM):
+Dev slices, all with the offline graph (spaCy extraction, no LLM):
 
 - 2WikiMultiHopQA: `2wikimultihopqa_corpus.json`, questions 0-199 of `questions.json`; gold =
   the corpus titles equal to the subjects of the question's evidence triples (exact match, else
   case-insensitive); subjects with no such title are left out.
 - MuSiQue: `musique_train.json` (100 questions) over `musique_train_corpus.json`; gold = the
   paragraphs marked `is_supporting`, matched on (title, text).
+- HotpotQA: `hotpotqa_train.json` (100) over its corpus; gold = the supporting titles
+  (`graphseek.evaluation.datasets`).
+- The documentation genres of `benchmarks/devsets/` (``pkgdocs``, ``manpages``, ``configref``,
+  ``changelogs``): every answerable question (gold = the passages holding the supporting
+  quotes), and for the two-hop ones the share whose second-hop passage (a quote of a document
+  other than the first one named) is in the top 5 ("2nd-hop@5").
+
+For each slice it prints the build time of the index and of the graph, the graph's size on disk
+with and without its sentence files, and the sentence layer's own seconds (from the graph
+manifest). ``--sentences none|pooled|encoded`` chooses how the graph is built (a separate cache
+directory per choice is wise: a cached graph is reused whatever it holds).
 
 The index and the graph are built once under ``--cache-dir`` (default
 ``$GRAPHSEEK_CACHE_DIR/bench-graph`` or ``~/.cache/graphseek/bench-graph``) and reused. Latency
@@ -15,8 +27,9 @@ seed step). A second part times the personalised PageRank against ``networkx.pag
 2Wiki entity graph.
 
     .venv/bin/python benchmarks/graph_retrieval.py [--data-dir ../shared/data]
-        [--datasets 2wiki,musique] [--questions 0:200] [--cache-dir DIR] [--build-only]
-        [--no-ppr-bench] [--set higra.rrf_ppr_k=10 ...]
+        [--datasets 2wiki,musique,hotpotqa,pkgdocs,manpages,configref,changelogs]
+        [--questions 0:200] [--cache-dir DIR] [--build-only] [--methods hybrid,higra,bridge]
+        [--sentences pooled] [--no-ppr-bench] [--set higra.rrf_ppr_k=10 bridge.rounds=2 ...]
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +49,14 @@ import numpy as np
 
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.passages import Hit, Passage, passage_id
+from graphseek.tools.bridge import BridgeConfig, BridgeRetriever
 from graphseek.tools.graph_access import graph_view
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ("bm25", "dense", "hybrid", "higra", "progressive")
+METHODS = ("bm25", "dense", "hybrid", "higra", "progressive", "bridge")
+GENRES = ("pkgdocs", "manpages", "configref", "changelogs")
 
 
 @dataclass
@@ -49,6 +64,7 @@ class Question:
     id: str
     text: str
     gold: set[str]  # 2wiki: titles; musique: passage ids
+    second: set[str] = field(default_factory=set)  # a genre's two-hop: second-hop passage ids
 
 
 @dataclass
@@ -107,9 +123,48 @@ def load_musique(data: Path, questions: slice) -> Slice:
     return Slice("musique", passages, out, "id")
 
 
-def ensure_index(sl: Slice, cache: Path, show_progress: bool) -> Index:
-    """Open (or build) the slice's index and offline graph under the cache directory."""
+def load_named(name: str, data: Path) -> Slice:
+    """A dataset of `graphseek.evaluation.datasets` (HotpotQA train, a documentation genre): its
+    answerable questions with gold passage ids; a genre's two-hop ones with their second hop."""
+    from graphseek.evaluation.datasets import (
+        DEVSETS,
+        _document_passages,
+        _quoted_passage,
+        load_dataset,
+    )
+
+    ds = load_dataset(name, data_dir=data, questions=None)
+    passages = _dedupe(list(ds.corpus))
+    out = []
+    for q in ds.questions:
+        if not q.answerable or not q.gold_passage_ids:
+            continue
+        second: set[str] = set()
+        supporting = q.metadata.get("supporting") or []
+        if name in DEVSETS and q.type == "two_hop" and supporting:
+            first = supporting[0]["doc"]
+            for s in supporting:
+                if s["doc"] != first:
+                    found = _quoted_passage(_document_passages(passages, s["doc"]), s["quote"])
+                    if found is not None:
+                        second.add(found.id)
+        out.append(Question(q.id, q.question, set(q.gold_passage_ids), second))
+    return Slice(name, passages, out, "id")
+
+
+def dir_bytes(path: Path, names: tuple[str, ...] = ()) -> int:
+    """Bytes of the files under `path` (only those named `names`, when given)."""
+    return sum(
+        f.stat().st_size for f in path.rglob("*") if f.is_file() and (not names or f.name in names)
+    )
+
+
+def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) -> Index:
+    """Open (or build) the slice's index and offline graph under the cache directory; print
+    the build times and sizes."""
     from graphseek.knowledge.graph.build import build_graph
+    from graphseek.knowledge.graph.sentences import SENTENCE_FILES
+    from graphseek.knowledge.graph.settings import GraphSettings
 
     path = cache / sl.name / "index"
     try:
@@ -119,12 +174,31 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool) -> Index:
     except Exception:
         t = time.perf_counter()
         index = Index.build(sl.passages, path, show_progress=show_progress)
-        print(f"[{sl.name}] index built in {time.perf_counter() - t:.0f} s -> {path}", flush=True)
+        print(f"[{sl.name}] index built in {time.perf_counter() - t:.1f} s -> {path}", flush=True)
     graph_dir = index.dir_for("graph")
     if not (graph_dir / "manifest.json").exists():
         t = time.perf_counter()
-        build_graph(index.passages, graph_dir, extractor="offline", show_progress=show_progress)
-        print(f"[{sl.name}] graph built in {time.perf_counter() - t:.0f} s -> {graph_dir}")
+        build_graph(
+            index.passages,
+            graph_dir,
+            extractor="offline",
+            show_progress=show_progress,
+            settings=GraphSettings(sentences=sentences),
+        )
+        print(f"[{sl.name}] graph built in {time.perf_counter() - t:.1f} s -> {graph_dir}")
+        index = Index.open(path)
+    manifest = json.loads((graph_dir / "manifest.json").read_text())
+    total = dir_bytes(graph_dir)
+    own = dir_bytes(graph_dir, SENTENCE_FILES)
+    timing = manifest.get("timings", {})
+    print(
+        f"[{sl.name}] graph: {total / 1e6:.1f} MB on disk, {own / 1e6:.1f} MB of it sentence "
+        f"files ({(total - own) / 1e6:.1f} MB without); build "
+        f"{timing.get('total_before_write', {}).get('seconds')} s before the write, passage pass "
+        f"{timing.get('embed_passages', {}).get('seconds')} s; sentences: "
+        f"{manifest.get('sentences')}",
+        flush=True,
+    )
     return index
 
 
@@ -136,13 +210,15 @@ def recall(hits: list[Hit], gold: set[str], kind: str, k: int) -> float:
 def run_method(name: str, fn: Callable[[str], list[Hit]], sl: Slice) -> dict[str, float]:
     questions = [q for q in sl.questions if q.gold]
     fn(questions[0].text)  # warm up lazy loads
-    latencies, r2, r5 = [], [], []
+    latencies, r2, r5, second = [], [], [], []
     for q in questions:
         t = time.perf_counter()
         hits = fn(q.text)
         latencies.append((time.perf_counter() - t) * 1000.0)
         r2.append(recall(hits, q.gold, sl.gold_kind, 2))
         r5.append(recall(hits, q.gold, sl.gold_kind, 5))
+        if q.second:
+            second.append(float(bool({h.passage.id for h in hits[:5]} & q.second)))
     ms = np.asarray(latencies)
     return {
         "R@2": statistics.mean(r2),
@@ -150,50 +226,74 @@ def run_method(name: str, fn: Callable[[str], list[Hit]], sl: Slice) -> dict[str
         "p50": float(np.percentile(ms, 50)),
         "p95": float(np.percentile(ms, 95)),
         "n": len(questions),
+        "2nd@5": statistics.mean(second) if second else float("nan"),
+        "n2": len(second),
     }
 
 
 def _overrides(pairs: list[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {"higra": {}, "progressive": {}}
+    out: dict[str, dict[str, Any]] = {"higra": {}, "progressive": {}, "bridge": {}}
+    classes = {"higra": HiGraConfig, "progressive": ProgressiveConfig, "bridge": BridgeConfig}
     for pair in pairs:
         key, _, value = pair.partition("=")
-        which, _, field = key.partition(".")
-        cls = HiGraConfig if which == "higra" else ProgressiveConfig
-        kinds = {f.name: f.type for f in fields(cls)}
-        if field not in kinds:
+        which, _, name = key.partition(".")
+        kinds = {f.name: f.type for f in fields(classes.get(which, HiGraConfig))}
+        if which not in classes or name not in kinds:
             raise SystemExit(f"unknown setting {key!r}")
-        out[which][field] = float(value) if "." in value else int(value)
+        if value in ("True", "False"):
+            out[which][name] = value == "True"
+        else:
+            out[which][name] = float(value) if "." in value else int(value)
     return out
 
 
-def bench_slice(sl: Slice, index: Index, overrides: dict[str, dict[str, Any]]) -> None:
+def bench_slice(
+    sl: Slice, index: Index, overrides: dict[str, dict[str, Any]], methods: list[str]
+) -> None:
     t = time.perf_counter()
     view = graph_view(index)
     print(f"[{sl.name}] graph view loaded in {time.perf_counter() - t:.1f} s: {view}")
-    higra = HiGraRetriever.from_index(index, replace(HiGraConfig(), **overrides["higra"]))
-    prog = ProgressiveRetriever.from_index(
-        index, replace(ProgressiveConfig(), **overrides["progressive"])
-    )
     k = 5
-    methods: dict[str, Callable[[str], list[Hit]]] = {
-        "bm25": lambda q: index.search(q, k, "bm25"),
-        "dense": lambda q: index.search(q, k, "dense"),
-        "hybrid": lambda q: index.search(q, k, "hybrid"),
-        "higra": lambda q: higra.hits(higra.retrieve(q), k),
-        "progressive": lambda q: prog.retrieve(q, k).hits,
+    table: dict[str, Callable[[], Callable[[str], list[Hit]]]] = {
+        "bm25": lambda: lambda q: index.search(q, k, "bm25"),
+        "dense": lambda: lambda q: index.search(q, k, "dense"),
+        "hybrid": lambda: lambda q: index.search(q, k, "hybrid"),
+        "higra": lambda: _higra(index, overrides["higra"], k),
+        "progressive": lambda: _progressive(index, overrides["progressive"], k),
+        "bridge": lambda: _bridge(index, overrides["bridge"], k),
     }
-    rows = {name: run_method(name, fn, sl) for name, fn in methods.items()}
-    n = rows["bm25"]["n"]
+    rows = {}
+    for name in methods:
+        t = time.perf_counter()
+        fn = table[name]()
+        if name == "bridge":
+            print(f"[{sl.name}] bridge retriever loaded in {time.perf_counter() - t:.1f} s")
+        rows[name] = run_method(name, fn, sl)
+    n = next(iter(rows.values()))["n"]
     print(f"\n{sl.name}: {n} questions with gold, {len(index)} passages")
-    print(f"{'method':12} {'R@2':>6} {'R@5':>6} {'p50 ms':>8} {'p95 ms':>8}")
+    print(f"{'method':12} {'R@2':>6} {'R@5':>6} {'p50 ms':>8} {'p95 ms':>8} {'2nd-hop@5':>10}")
     for name, row in rows.items():
-        print(f"{name:12} {row['R@2']:6.3f} {row['R@5']:6.3f} {row['p50']:8.1f} {row['p95']:8.1f}")
-    stages: dict[str, int] = {}
-    for q in sl.questions:
-        if q.gold:
-            ended = prog.retrieve(q.text, k).ended_at
-            stages[ended] = stages.get(ended, 0) + 1
-    print(f"progressive ended at: {stages}\n", flush=True)
+        second = f"{row['2nd@5']:6.3f} /{row['n2']}" if row["n2"] else ""
+        print(
+            f"{name:12} {row['R@2']:6.3f} {row['R@5']:6.3f} {row['p50']:8.1f} {row['p95']:8.1f}"
+            f" {second:>10}"
+        )
+    print(flush=True)
+
+
+def _higra(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], list[Hit]]:
+    higra = HiGraRetriever.from_index(index, replace(HiGraConfig(), **changes))
+    return lambda q: higra.hits(higra.retrieve(q), k)
+
+
+def _progressive(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], list[Hit]]:
+    prog = ProgressiveRetriever.from_index(index, replace(ProgressiveConfig(), **changes))
+    return lambda q: prog.retrieve(q, k).hits
+
+
+def _bridge(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], list[Hit]]:
+    bridge = BridgeRetriever.from_index(index, replace(BridgeConfig(), **changes))
+    return lambda q: bridge.retrieve(q, k).hits
 
 
 def bench_ppr(index: Index) -> None:
@@ -239,20 +339,32 @@ def main() -> None:
     parser.add_argument("--no-ppr-bench", action="store_true")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--set", nargs="*", default=[], help="config overrides, higra.x=v")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument(
+        "--sentences", default="pooled", choices=("pooled", "encoded", "none"),
+        help="how a graph built here makes its sentence nodes",
+    )  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     overrides = _overrides(args.set)
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        raise SystemExit(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
 
-    loaders = {
+    loaders: dict[str, Callable[[], Slice]] = {
         "2wiki": lambda: load_2wiki(args.data_dir / "2wikimultihopqa", parse_slice(args.questions)),
         "musique": lambda: load_musique(args.data_dir / "musique", slice(None)),
+        "hotpotqa": lambda: load_named("hotpotqa-train", args.data_dir),
     }
+    for genre in GENRES:
+        loaders[genre] = lambda genre=genre: load_named(genre, args.data_dir)  # type: ignore[misc]
     for name in args.datasets.split(","):
         sl = loaders[name]()
-        index = ensure_index(sl, args.cache_dir, not args.no_progress)
+        index = ensure_index(sl, args.cache_dir, not args.no_progress, args.sentences)
         if args.build_only:
             continue
-        bench_slice(sl, index, overrides)
+        bench_slice(sl, index, overrides, methods)
         if name == "2wiki" and not args.no_ppr_bench:
             bench_ppr(index)
 

@@ -46,6 +46,9 @@ FILES = (
     "graph/mention_vectors.npy",
     "graph/nodes.json",
     "graph/relation_vectors.npy",
+    "graph/sentence_vectors.npy",
+    "graph/sentences.json",
+    "graph/sentences.npz",
 )
 """Every file of an index with a graph (a test keeps this equal to what a build writes)."""
 
@@ -260,4 +263,4 @@ def test_writes_record_the_files_they_leave(
     records = integrity.recorded_files(Index.open(older).manifest) or {}
     assert set(records) == set(FILES) - {"manifest.json"}
     assert main(["stats", str(older), "--verify"]) == 0
-    assert "Verified 21 files" in capsys.readouterr().out
+    assert "Verified 24 files" in capsys.readouterr().out

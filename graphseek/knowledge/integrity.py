@@ -103,7 +103,13 @@ GRAPH_FILES = (
 """The files every graph store has had (`graphseek.knowledge.graph.store`), relative to it,
 with `GRAPH_LATER` where present."""
 
-GRAPH_LATER = ("mention_vectors.npy", "matcher.json")
+GRAPH_LATER = (
+    "mention_vectors.npy",
+    "matcher.json",
+    "sentences.json",
+    "sentences.npz",
+    "sentence_vectors.npy",
+)
 """Files later versions of the graph store added (checked where present)."""
 
 GRAPH_TABLES = (

@@ -1,4 +1,4 @@
-"""The graph retrievers `higra` and `progressive` (listed in `tools.retrievers.LAZY_RETRIEVERS`).
+"""The graph retrievers `higra`, `progressive` and `bridge` (listed in `tools.retrievers.LAZY_RETRIEVERS`).
 
 Imported by `graphseek.tools.retrievers.get_retriever` on first use, so the graph layer loads only
 when a graph retriever is asked for; this module does not import the registry back. Each is
@@ -15,6 +15,7 @@ from typing import Any
 
 from graphseek.errors import IndexBusyError
 from graphseek.knowledge.passages import Hit
+from graphseek.tools.bridge import BridgeConfig, BridgeRetriever
 from graphseek.tools.graph_access import reads_neighbourhoods, revision_of
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
@@ -24,6 +25,7 @@ _higra: weakref.WeakKeyDictionary[Any, tuple[str, HiGraRetriever]] = weakref.Wea
 _progressive: weakref.WeakKeyDictionary[Any, tuple[str, ProgressiveRetriever]] = (
     weakref.WeakKeyDictionary()
 )
+_bridge: weakref.WeakKeyDictionary[Any, tuple[str, BridgeRetriever]] = weakref.WeakKeyDictionary()
 
 
 def _cached(cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: Any, make: Any) -> Any:
@@ -65,6 +67,13 @@ def progressive_retriever(index: Any) -> ProgressiveRetriever:
     return _cached(_progressive, index, make)  # type: ignore[no-any-return]
 
 
+def bridge_retriever(index: Any) -> BridgeRetriever:
+    """The `BridgeRetriever` of an index (default `BridgeConfig`), built once per index revision
+    (the whole graph and its sentence layer in memory, whichever way the index reads its graph
+    otherwise)."""
+    return _cached(_bridge, index, lambda: BridgeRetriever.from_index(index, BridgeConfig()))  # type: ignore[no-any-return]
+
+
 def _retrying(index: Any, run: Callable[[], list[Hit]], attempts: int = 3) -> list[Hit]:
     """`run()`, again on the index's new revision when another writer committed while a graph
     kept in its store (PostgreSQL) was being read."""
@@ -94,3 +103,9 @@ def higra(index: Any, query: str, k: int) -> list[Hit]:
 def progressive(index: Any, query: str, k: int) -> list[Hit]:
     """A2RAG's progressive retriever: evidence passages, then hybrid search to fill k."""
     return _retrying(index, lambda: progressive_retriever(index).retrieve(query, k).hits)
+
+
+def bridge(index: Any, query: str, k: int) -> list[Hit]:
+    """Semantic bridging (`graphseek.tools.bridge`): question entities -> sentences -> entities,
+    then PPR with dense passage priors; dense search when the question names no entity."""
+    return _retrying(index, lambda: bridge_retriever(index).retrieve(query, k).hits)

@@ -1,7 +1,7 @@
 """Retriever registry: one name -> `fn(index, query, k) -> list[Hit]`, shared by workflows and eval.
 
 `bm25`, `dense` and `hybrid` search the passage index. The graph retrievers (`higra`,
-`progressive`) live in `graphseek.tools.graph_retrievers` and are named here in a lazy table
+`progressive`, `bridge`) live in `graphseek.tools.graph_retrievers` and are named here in a lazy table
 (name -> module and function, like `graphseek.graphs.TOPOLOGIES`): their module, which pulls in
 the graph layer, is imported only when one of them is asked for, and it does not import this
 module back. `register_retriever(name, fn)` adds a retriever for every caller (workflows and
@@ -33,6 +33,7 @@ RetrieverFn = Callable[[Any, str, int], list[Hit]]
 LAZY_RETRIEVERS: dict[str, tuple[str, str]] = {
     "higra": ("graphseek.tools.graph_retrievers", "higra"),
     "progressive": ("graphseek.tools.graph_retrievers", "progressive"),
+    "bridge": ("graphseek.tools.graph_retrievers", "bridge"),
 }
 
 _REGISTRY: dict[str, RetrieverFn] = {}

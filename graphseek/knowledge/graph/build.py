@@ -46,6 +46,8 @@ from graphseek.knowledge.graph.contextual import AheadPass, MentionVectors, enco
 from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.run_ahead import RunAhead
+from graphseek.knowledge.graph.sentence_write import write_sentence_layer
+from graphseek.knowledge.graph.sentences import SENTENCES_JSON, PooledSentences, SentenceLayer
 from graphseek.knowledge.graph.settings import GraphSettings, settings_of
 from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, SpilledArray, id_digest
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, check_target, write_store
@@ -217,6 +219,7 @@ def _contextual(
     show_progress: bool,
     ahead: AheadPass | None = None,
     threads: int | None = None,
+    sentences: PooledSentences | None = None,
 ) -> tuple[GraphSettings, SpilledArray | None, Mapping[str, np.ndarray]]:
     """With contextual alignment, one pass of the passage encoder: the passage vectors and the
     mention vectors (at most `threads` encoder threads at once: `Embedder.bulk_threads`).
@@ -231,7 +234,12 @@ def _contextual(
     limit = getattr(encoder, "bulk_threads", None)
     with limit(threads) if callable(limit) else contextlib.nullcontext():
         vectors, mentions = encode_passages(
-            encoder, passages, extractions, show_progress=show_progress, ahead=ahead
+            encoder,
+            passages,
+            extractions,
+            show_progress=show_progress,
+            ahead=ahead,
+            sentences=sentences,
         )
     release = getattr(encoder, "release_memory", None)
     if callable(release):  # the pass's batch buffers, which no later stage needs
@@ -248,11 +256,14 @@ def _new_passage_pass(
     timings: dict[str, Any],
     show_progress: bool,
     on_passage_vectors: Callable[[PassageRows], None] | None,
+    sentences: PooledSentences | None = None,
 ) -> Mapping[str, np.ndarray]:
     """An update's passage pass over the `new` passages of a store that aligns with contextual
-    vectors: their mention vectors (their passage vectors go to `on_passage_vectors`).
-    `ValueError` when `embed` cannot give contextual vectors."""
-    used, vectors, mentions = _contextual(settings, embed, new, extracted, timings, show_progress)
+    vectors: their mention vectors (their passage vectors go to `on_passage_vectors`; their
+    sentences' to `sentences`). `ValueError` when `embed` cannot give contextual vectors."""
+    used, vectors, mentions = _contextual(
+        settings, embed, new, extracted, timings, show_progress, sentences=sentences
+    )
     if used.alignment != "contextual":
         raise ValueError(
             "the store aligns entities with contextual vectors, which a custom `embed` "
@@ -274,6 +285,39 @@ def _with_new(
         stored.update(new)
         return stored
     return {**stored, **new}
+
+
+def _pooled(settings: GraphSettings) -> PooledSentences | None:
+    """Where the passage pass pools sentence vectors, when the graph has pooled sentences."""
+    return PooledSentences() if settings.sentences == "pooled" else None
+
+
+def _with_sentences(
+    store: SQLiteGraphStore,
+    settings: GraphSettings,
+    pooled: PooledSentences | None,
+    reuse: Mapping[tuple[str, int, int], np.ndarray] | None,
+) -> SQLiteGraphStore:
+    """The store with its sentence layer written (`graphseek.knowledge.graph.sentences`), opened
+    again (its manifest records the layer)."""
+    if settings.sentences == "none" and not (store.dir / SENTENCES_JSON).exists():
+        return store
+    directory = store.dir
+    store.close()
+    write_sentence_layer(directory, source=settings.sentences, pooled=pooled, reuse=reuse)
+    return SQLiteGraphStore.open(directory)
+
+
+def _stored_sentences(
+    store_dir: str | os.PathLike[str],
+) -> dict[tuple[str, int, int], Any] | None:
+    """The vectors of a store's sentences by passage and span (an update reuses them), or None
+    for a store without a sentence layer: one written before sentences were nodes, or with
+    ``sentences="none"``, or a PostgreSQL graph exported for an update (whose tables hold no
+    sentences). An update keeps such a store without one: it never encodes every sentence of
+    a store it only adds to."""
+    layer = SentenceLayer.load(store_dir)
+    return None if layer is None else layer.vectors_by_span()
 
 
 def _finish(
@@ -518,12 +562,21 @@ def build_graph(
                 ahead.close()
             raise
     embed = embed or default_embed(show_progress)
+    pooled = _pooled(settings)
     prefetch = Background(import_topic_libraries)  # during the passage pass
     if mapped is not None and mapped.mentions is not None and settings.alignment == "contextual":
         passage_vectors, mentions = mapped.passage_vectors, mapped.mentions
     else:
         settings, passage_vectors, mentions = _contextual(
-            settings, embed, items, extractions, timings, show_progress, first, plan.threads
+            settings,
+            embed,
+            items,
+            extractions,
+            timings,
+            show_progress,
+            first,
+            plan.threads,
+            sentences=pooled,
         )
     prefetch.result()
     if passage_vectors is not None and on_passage_vectors is not None:
@@ -545,6 +598,7 @@ def build_graph(
     store = _finish(
         data, out_dir, type(chosen).__name__, timings, started, show_progress, plan.cache_kib
     )
+    store = _with_sentences(store, settings, pooled, None)
     peak = peak_rss_mb()  # the process's: said only when the build raised it
     if peak is not None and peak > plan.budget_mb and peak > (peak_before or 0):
         log.warning(
@@ -591,10 +645,12 @@ def _update(
     finally:
         store.close()
     del store  # and what it read (its caches): the update holds none of it
+    reuse = _stored_sentences(store_dir)
     embed = embed or default_embed(show_progress)
+    pooled = _pooled(settings) if reuse is not None else None
     if new and settings.alignment == "contextual":
         mentions = _new_passage_pass(
-            settings, embed, new, extracted, timings, show_progress, on_passage_vectors
+            settings, embed, new, extracted, timings, show_progress, on_passage_vectors, pooled
         )
         cache.mentions = _with_new(cache.mentions, mentions)
     data = assemble(
@@ -609,7 +665,10 @@ def _update(
         timings=timings,
     )
     target = Path(store_dir if out_dir is None else out_dir)
-    return _finish(data, target, name, timings, started, show_progress)
+    written = _finish(data, target, name, timings, started, show_progress)
+    if reuse is None:  # a store without sentences stays so (see `_stored_sentences`)
+        return written
+    return _with_sentences(written, settings, pooled, reuse)
 
 
 def _unchanged(
@@ -723,11 +782,13 @@ def _delta(
         settings = settings_of(store)
     embed = embed or default_embed(show_progress)
     mentions: Mapping[str, np.ndarray] = {}
+    reuse = _stored_sentences(store_dir)
+    pooled = _pooled(settings) if reuse is not None else None
     if settings.alignment == "contextual":
         mentions = _new_passage_pass(
-            settings, embed, new, extracted, timings, show_progress, on_passage_vectors
+            settings, embed, new, extracted, timings, show_progress, on_passage_vectors, pooled
         )
-    return delta_add(
+    written = delta_add(
         store_dir,
         new,
         extracted,
@@ -739,6 +800,9 @@ def _delta(
         started=started,
         out_dir=out_dir,
     )
+    if reuse is None:  # a store without sentences stays so (see `_stored_sentences`)
+        return written
+    return _with_sentences(written, settings, pooled, reuse)
 
 
 def delete_passages(

@@ -139,6 +139,14 @@ class MentionVectors(KeyedRows):
         return contextlib.nullcontext(self._file.read)
 
 
+class SentenceSpans(Protocol):
+    """Where the passage pass pools sentences (`graphseek.knowledge.graph.sentences`)."""
+
+    def spans(self, passage: Passage) -> np.ndarray: ...
+
+    def put(self, passage_id: str, spans: np.ndarray, vectors: np.ndarray) -> None: ...
+
+
 class SpanEncoder(Protocol):
     """What contextual vectors need from an embedder (`graphseek.knowledge.embedder.Embedder`)."""
 
@@ -222,6 +230,7 @@ def encode_passages(
     batch_size: int = 64,
     show_progress: bool = False,
     ahead: AheadPass | None = None,
+    sentences: SentenceSpans | None = None,
 ) -> tuple[SpilledArray, MentionVectors]:
     """Passage vectors (rows in the order of `passages`, as `encode_texts` gives) and the
     contextual vector of every mention that has one, by mention id (`MENTION_DTYPE`). Both are
@@ -236,7 +245,8 @@ def encode_passages(
     its worker threads go from one block's batches to the next's without waiting for a
     block's last batch; the results are taken in block order all the same. `ahead`: the first
     block begun by `begin_passages` (the same vectors, with its batches run ahead not run
-    again)."""
+    again). `sentences`: the spans of each passage's sentences are pooled in the same pass and
+    handed to `sentences.put` (`graphseek.knowledge.graph.sentences.PooledSentences`)."""
     n = len(passages)
     vectors = SpilledArray.zeros(n, encoder.dim)
     mentions = MentionVectors(encoder.dim)
@@ -245,12 +255,20 @@ def encode_passages(
         found_in = {i: extractions[i].mentions for i in idx}  # one read each from a spool
         chosen = [passages[i] for i in idx]  # one read each from a spooled corpus
         spans = [mention_spans(p, found_in[i]) for p, i in zip(chosen, idx, strict=True)]
+        extra = [sentences.spans(p) for p in chosen] if sentences is not None else []
+        if extra:  # the sentences' spans after the mentions', split off below
+            spans = [np.concatenate([m, s]) for m, s in zip(spans, extra, strict=True)]
         if k == 0 and ahead is not None:
             rows, pooled = ahead.finish(spans)
         else:
             rows, pooled = encoder.encode_spans(
                 [p.content for p in chosen], spans, batch_size=batch_size
             )
+        if sentences is not None:
+            for r, (p, own) in enumerate(zip(chosen, extra, strict=True)):
+                cut = len(pooled[r]) - len(own)
+                sentences.put(p.id, own, pooled[r][cut:])
+                pooled[r] = pooled[r][:cut]
         return found_in, rows, pooled
 
     def take(idx: list[int], done: tuple[dict[int, list[Mention]], np.ndarray, list]) -> None:

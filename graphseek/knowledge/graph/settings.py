@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from graphseek.errors import IndexFormatError
 from graphseek.knowledge.graph.contextual import ALIGNMENT_VECTORS
+from graphseek.knowledge.graph.sentences import SENTENCE_VECTOR_SOURCES
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 
 VECTOR_SPACES = ("minilm", "static")
@@ -74,7 +75,19 @@ class GraphSettings:
     The manifest records the value used; stores written before the setting existed use
     "records"."""
 
+    sentences: str = "pooled"
+    """Sentence nodes (`graphseek.knowledge.graph.sentences`), one of
+    `SENTENCE_VECTOR_SOURCES`: vectors "pooled" from the passage pass (no second encoder pass;
+    a sentence past the encoder's window is encoded), each sentence "encoded" by MiniLM, or
+    "none" (no sentence layer; the `bridge` retriever then refuses the index). Stores written
+    before the setting existed have none until rebuilt."""
+
     def __post_init__(self) -> None:
+        if self.sentences not in SENTENCE_VECTOR_SOURCES:
+            raise ValueError(
+                f"unknown sentence vectors {self.sentences!r}; "
+                f"choose {', '.join(SENTENCE_VECTOR_SOURCES)}"
+            )
         if self.outside_window is not None and self.outside_window not in OUTSIDE_WINDOW:
             raise ValueError(
                 f"unknown outside_window {self.outside_window!r}; "
@@ -105,6 +118,7 @@ def settings_of(store: SQLiteGraphStore) -> GraphSettings:
     known.setdefault("vectors", "minilm")  # stores written before the settings existed
     known.setdefault("alignment", "records")
     known.setdefault("outside_window", "records")
+    known.setdefault("sentences", "none")  # stores written before sentences were nodes
     try:
         return GraphSettings(**known)
     except (TypeError, ValueError) as exc:  # pragma: no cover - manifest edited by hand

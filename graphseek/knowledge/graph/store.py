@@ -61,6 +61,7 @@ from graphseek.knowledge.graph.models import (
     TopicSubgraph,
     graph_record,
 )
+from graphseek.knowledge.graph.sentences import SentenceLayer
 from graphseek.knowledge.graph.store_writer import (
     DATABASE,
     FORMAT,
@@ -497,6 +498,12 @@ class SQLiteGraphStore:
     def hyperedge_embeddings(self) -> tuple[np.ndarray, list[str]]:
         """Vectors of the hyperedges' relation texts, rows = `hyperedges()`."""
         return self._vectors("hyperedge_vectors"), list(self._nodes()["hyperedges"])
+
+    def sentence_layer(self) -> SentenceLayer | None:
+        """The store's sentence nodes and their edges (`graphseek.knowledge.graph.sentences`),
+        None for a store without them (written before sentences were nodes, or built with
+        ``sentences="none"``)."""
+        return self._cached("sentence_layer", lambda: SentenceLayer.load(self.dir))  # type: ignore[no-any-return]
 
     # -- raw layer (for incremental updates) ----------------------------------------------------
 
