@@ -22,7 +22,7 @@ compiled once and appears in Studio as a subgraph of the node that drafts.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Literal, NotRequired
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -53,6 +53,16 @@ class CascadeState(TypedDict):
     usage: NotRequired[Annotated[Usage, add_usage]]
 
 
+class CascadeUpdate(TypedDict, total=False):
+    """What `read` writes: the next reader's turn, the draft, whether it stands, its reading."""
+
+    turn: int
+    draft: Draft
+    settled: bool
+    readings: list[Reading]
+    usage: Usage
+
+
 def _hits(items: list[EvidenceItem]) -> list[Hit]:
     return [
         Hit(passage=Passage(id=e.passage_id, title=e.title, text=e.text), score=e.score, rank=i)
@@ -65,7 +75,7 @@ def _error_usage(exc: BaseException) -> Usage:
     return usage if isinstance(usage, Usage) else Usage()
 
 
-def read(state: CascadeState, runtime: Runtime[Context]) -> dict[str, Any]:
+def read(state: CascadeState, runtime: Runtime[Context]) -> CascadeUpdate:
     """The next reader drafts the question; `judge` says whether its answer stands."""
     ctx = runtime.context
     readers = get_roles(ctx).readers
