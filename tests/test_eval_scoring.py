@@ -213,8 +213,10 @@ def test_eval_on_a_docqa_directory_and_the_reserved_heldout_name(
 
     monkeypatch.delenv("GRAPHSEEK_DOCQA_HELDOUT", raising=False)
     code = eval_main(["--dataset", "docqa-heldout", "--data-dir", str(tmp_path / "data")])
-    out = capsys.readouterr().out
-    assert code == 2 and "docqa-heldout=PATH" in out and "Traceback" not in out
+    captured = capsys.readouterr()  # the error is one line on stderr, nothing on stdout
+    err = captured.err
+    assert code == 2 and "docqa-heldout=PATH" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and "docqa-heldout" not in captured.out
 
 
 def test_unknown_topology_or_retriever_fails_before_loading(
@@ -225,7 +227,7 @@ def test_unknown_topology_or_retriever_fails_before_loading(
     missing = str(tmp_path / "no-such-data")  # never read: the names are checked first
     for option, name in (("--topology", "nosuch"), ("--retriever", "nosuch")):
         code = eval_main(["--dataset", "docqa", "--data-dir", missing, option, name])
-        out = capsys.readouterr().out
+        err = capsys.readouterr().err  # one line on stderr
         assert (
-            code == 2 and f"unknown {option[2:]} 'nosuch'" in out.lower() and "Traceback" not in out
+            code == 2 and f"unknown {option[2:]} 'nosuch'" in err.lower() and "Traceback" not in err
         )
