@@ -152,6 +152,15 @@ def load_questions(n_docqa: int, datasets: str = "") -> list[dict[str, Any]]:
     return items
 
 
+def interleaved(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`items` taking each set's questions in turn: the first of every set, then the second…"""
+    sets: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        sets.setdefault(item.get("set", "demo"), []).append(item)
+    rounds = max((len(v) for v in sets.values()), default=0)
+    return [v[i] for i in range(rounds) for v in sets.values() if i < len(v)]
+
+
 #: a row's topology name: ``naive``, ``naive:passages`` (the model reads whole passages),
 #: ``cascade`` (naive with readers offline then the model, no other role on the model),
 #: ``cascade:<topology>`` (that topology's drafts through the same cascade)
@@ -297,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--topologies", default=",".join(TOPOLOGIES), help="comma-separated")
     p.add_argument("--questions", type=int, default=5, help="docqa dev questions (after the demo)")
     p.add_argument("--no-demo", action="store_true", help="leave out the demo question")
+    p.add_argument("--by-question", action="store_true",
+                   help="every row on one question before the next, the sets' questions in turn "
+                        "(a run stopped early still compares the rows on the same questions)")  # fmt: skip
     p.add_argument("--datasets", default="",
                    help="more questions: name:N or name:A:B, comma-separated (dev genres, 2wiki)")  # fmt: skip
     p.add_argument("--max-tokens", type=int, default=1024, help="longest model reply (tokens)")
@@ -357,22 +369,24 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     try:
         items = load_questions(args.questions, args.datasets)[(1 if args.no_demo else 0) :]
+        order = [(t, item) for t in topologies for item in items]
+        if args.by_question:
+            order = [(t, item) for item in interleaved(items) for t in topologies]
         n = 0
-        for topology in topologies:
-            for item in items:
-                n += 1
-                model = f"{MODEL_ID}-r{n}"  # one name per run: its requests in the server log
-                row = run_one(item, topology, model, base, args.timeout, settings)
-                row["requests"] = _server_log(log, model)
-                rows.append(row)
-                print(f"[{time.time() - started:6.0f} s] {topology} / {row['qid']}: "
-                      f"{row['outcome']} in {row['seconds']:.0f} s, "
-                      f"{row['usage'].get('llm_calls', 0)} calls, {len(row['tool_calls'])} tools; "
-                      f"{row['abstain_reason'] or repr(row['answer'])}"[:400], flush=True)  # fmt: skip
-                if args.out:
-                    Path(args.out).write_text(
-                        json.dumps({"code": code, "args": vars(args), "runs": rows}, indent=1)
-                    )
+        for topology, item in order:
+            n += 1
+            model = f"{MODEL_ID}-r{n}"  # one name per run: its requests in the server log
+            row = run_one(item, topology, model, base, args.timeout, settings)
+            row["requests"] = _server_log(log, model)
+            rows.append(row)
+            print(f"[{time.time() - started:6.0f} s] {topology} / {row['qid']}: "
+                  f"{row['outcome']} in {row['seconds']:.0f} s, "
+                  f"{row['usage'].get('llm_calls', 0)} calls, {len(row['tool_calls'])} tools; "
+                  f"{row['abstain_reason'] or repr(row['answer'])}"[:400], flush=True)  # fmt: skip
+            if args.out:
+                Path(args.out).write_text(
+                    json.dumps({"code": code, "args": vars(args), "runs": rows}, indent=1)
+                )
     finally:
         server.terminate()
         server.wait(30)
