@@ -115,6 +115,25 @@ def test_a_model_sentence_naming_one_grounded_value_answers() -> None:
     assert not made_up.fits
 
 
+@pytest.mark.slow
+def test_among_grounded_values_the_kind_the_question_names_answers() -> None:
+    evidence = [
+        "Checkpointers: set LANGGRAPH_STRICT_MSGPACK=true or pass an explicit "
+        "allowed_msgpack_modules list when creating your checkpointer."
+    ]
+    said = (
+        "Set `LANGGRAPH_STRICT_MSGPACK=true` or pass an explicit `allowed_msgpack_modules` list "
+        "when creating your checkpointer."
+    )
+    q = "Which environment variable should be set to true so the checkpointer only loads safe types?"
+    fit = fit_answer(q, said, 0.5, evidence=evidence)
+    assert fit.fits and fit.answer == "LANGGRAPH_STRICT_MSGPACK"
+    # a question that names no kind cannot choose between the two values: nothing answers
+    other = fit_answer("How do I make the checkpointer load only safe types?", said, 0.5,
+                       evidence=evidence)  # fmt: skip
+    assert not other.fits
+
+
 def test_the_best_guess_sentence_is_shown_second_when_ranked_lower() -> None:
     from graphseek.agents.reading.evidence import with_best_guess
     from graphseek.agents.reading.sentences import RankedSentence

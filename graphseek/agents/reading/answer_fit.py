@@ -124,14 +124,42 @@ def fit_answer(
     )
 
 
+#: the kinds of value a documentation question asks for by name, and the tokens of each kind:
+#: (words of the question, a token of that kind)
+_ASKED_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (re.compile(r"\benv(?:ironment)?\s+var(?:iable)?s?\b|\bvariable\b", re.I),
+     re.compile(r"^\$?[A-Z][A-Z0-9]*_[A-Z0-9_]+$|^\$?[A-Z]{3,}$")),
+    (re.compile(r"\b(?:option|flag|switch)s?\b", re.I), re.compile(r"^--?[A-Za-z0-9]")),
+    (re.compile(r"\b(?:suffix|extension)s?\b", re.I), re.compile(r"^\.[A-Za-z0-9]+$")),
+    (re.compile(r"\b(?:file|path|directory|folder)s?\b", re.I),
+     re.compile(r"/|^[\w.-]+\.[A-Za-z0-9]{1,5}$")),
+    (re.compile(r"\b(?:port|how many|how much|number|limit|size|timeout)\b", re.I),
+     re.compile(r"^\d[\d.,]*[A-Za-z%]{0,3}$")),
+)  # fmt: skip
+
+
+def _named(token: str) -> str:
+    """A token that sets a value (``NAME=true``, ``--level=3``) as the name it sets."""
+    name, sep, _ = token.partition("=")
+    return name if sep and name else token
+
+
 def _lone_specific(question: str, answer: str, evidence: Sequence[str]) -> str:
     """The one specific token of `answer` (`specific_token_list`) that some text of `evidence` holds
-    and `question` does not; "" when there is none or more than one."""
+    and `question` does not; among several, the one of the kind the question asks for by name (an
+    environment variable, an option, a suffix, a file, a number), when exactly one is, a token
+    that sets a value (``NAME=true``) read as the name it sets; "" else."""
     from graphseek.agents.reading.sentences import known_tokens, specific_token_list
 
     tokens = specific_token_list(answer, known_tokens(question))
-    found = {t for t in tokens if any(contains(e, t) for e in evidence)}
-    return found.pop() if len(found) == 1 else ""
+    found = list(dict.fromkeys(t for t in tokens if any(contains(e, t) for e in evidence)))
+    if len(found) == 1:
+        return found[0]
+    asked = next((kind for asks, kind in _ASKED_KINDS if asks.search(question)), None)
+    if asked is None:
+        return ""
+    of_kind = list(dict.fromkeys(_named(t) for t in found if asked.search(_named(t))))
+    return of_kind[0] if len(of_kind) == 1 else ""
 
 
 def _short(text: str, n: int = 120) -> str:
