@@ -13,11 +13,25 @@ comes first: the reference row.
         --topologies naive,react,dual_agent,knowledge_aware --questions 2 --max-turns 3 \\
         --timeout 480 --out /tmp/local_model.json
 
+Rows are topologies, or ``naive:passages`` (the model reads whole passages, not the best
+sentences), ``cascade`` (``readers="offline,openai:<model>"``: the offline reader drafts, the
+model reads only what it cannot settle) and ``cascade:<topology>``. ``--datasets
+pkgdocs:0:4,manpages:0:4,2wiki:0:4`` adds dev questions (the documentation genres of
+``benchmarks/devsets``, 2Wiki read with the wikipedia profile); ``--by-question`` runs every row
+on a question before the next, the sets in turn, so that a run stopped early compares the rows
+on the same questions:
+
+    GRAPHSEEK_CACHE_DIR=/work/cache nice -n 2 .venv/bin/python benchmarks/local_model.py \\
+        --topologies cascade,naive:passages --by-question --questions 4 --no-demo --threads 2 \\
+        --datasets pkgdocs:0:4,manpages:0:4,configref:0:4,changelogs:0:4,2wiki:0:4 \\
+        --out /tmp/lm_cascade.json
+
 Printed: per topology right / wrong / abstained (the evaluation's offline rule judge; an
 unanswerable docqa question is right when abstained on), LLM calls, prompt / completion
 tokens, seconds, tool calls run (counted by a LangChain callback on every tool start),
-requests the server refused as over its window and the longest prompt (server counts), then
-the reason of every abstention. A question still running after ``--timeout`` seconds is
+requests the server refused as over its window and the longest prompt (server counts), the
+questions answered with no model call and which reader answered (cascade rows), then the reason
+of every abstention. A question still running after ``--timeout`` seconds is
 ended (its model name is cancelled at the server, so its remaining calls fail at once) and
 counted as abstained with the reason "benchmark timeout". ``--out`` writes every run with its
 answer, tool calls and the server's log of its requests (prompt / cached / completion tokens,
