@@ -23,13 +23,15 @@ directory per choice is wise: a cached graph is reused whatever it holds).
 The index and the graph are built once under ``--cache-dir`` (default
 ``$GRAPHSEEK_CACHE_DIR/bench-graph`` or ``~/.cache/graphseek/bench-graph``) and reused. Latency
 is per query, after one warm-up query, everything in one process; higra runs offline (no LLM
-seed step). A second part times the personalised PageRank against ``networkx.pagerank`` on the
-2Wiki entity graph.
+seed step). The embedder keeps recent query vectors, so only the first method's latency includes
+encoding the question, unless ``--cold-queries`` empties that cache before every query. A
+second part times the personalised PageRank against ``networkx.pagerank`` on the 2Wiki entity
+graph.
 
     .venv/bin/python benchmarks/graph_retrieval.py [--data-dir ../shared/data]
         [--datasets 2wiki,musique,hotpotqa,pkgdocs,manpages,configref,changelogs]
         [--questions 0:200] [--cache-dir DIR] [--build-only] [--methods hybrid,higra,bridge]
-        [--sentences pooled] [--no-ppr-bench] [--set higra.rrf_ppr_k=10 bridge.rounds=2 ...]
+        [--sentences pooled] [--cold-queries] [--no-ppr-bench] [--set higra.rrf_ppr_k=10 bridge.rounds=2 ...]
 """
 
 from __future__ import annotations
@@ -195,7 +197,8 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
         f"[{sl.name}] graph: {total / 1e6:.1f} MB on disk, {own / 1e6:.1f} MB of it sentence "
         f"files ({(total - own) / 1e6:.1f} MB without); build "
         f"{timing.get('total_before_write', {}).get('seconds')} s before the write, passage pass "
-        f"{timing.get('embed_passages', {}).get('seconds')} s; sentences: "
+        f"{timing.get('embed_passages', {}).get('seconds')} s, sentence layer "
+        f"{timing.get('sentence_layer', {}).get('seconds')} s; sentences: "
         f"{manifest.get('sentences')}",
         flush=True,
     )
@@ -207,11 +210,20 @@ def recall(hits: list[Hit], gold: set[str], kind: str, k: int) -> float:
     return len(got & gold) / len(gold)
 
 
-def run_method(name: str, fn: Callable[[str], list[Hit]], sl: Slice) -> dict[str, float]:
+def run_method(
+    name: str, fn: Callable[[str], list[Hit]], sl: Slice, cold: bool = False
+) -> dict[str, float]:
+    """Recall and latency of one method over the slice's questions; `cold`: the embedder's
+    cache of recent query vectors is emptied before each query, so every method's latency
+    includes encoding the question (otherwise only the first method's does)."""
+    from graphseek.knowledge.embedder import get_embedder
+
     questions = [q for q in sl.questions if q.gold]
     fn(questions[0].text)  # warm up lazy loads
     latencies, r2, r5, second = [], [], [], []
     for q in questions:
+        if cold:
+            get_embedder().clear_query_cache()
         t = time.perf_counter()
         hits = fn(q.text)
         latencies.append((time.perf_counter() - t) * 1000.0)
@@ -248,7 +260,11 @@ def _overrides(pairs: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def bench_slice(
-    sl: Slice, index: Index, overrides: dict[str, dict[str, Any]], methods: list[str]
+    sl: Slice,
+    index: Index,
+    overrides: dict[str, dict[str, Any]],
+    methods: list[str],
+    cold: bool = False,
 ) -> None:
     t = time.perf_counter()
     view = graph_view(index)
@@ -268,7 +284,7 @@ def bench_slice(
         fn = table[name]()
         if name == "bridge":
             print(f"[{sl.name}] bridge retriever loaded in {time.perf_counter() - t:.1f} s")
-        rows[name] = run_method(name, fn, sl)
+        rows[name] = run_method(name, fn, sl, cold)
     n = next(iter(rows.values()))["n"]
     print(f"\n{sl.name}: {n} questions with gold, {len(index)} passages")
     print(f"{'method':12} {'R@2':>6} {'R@5':>6} {'p50 ms':>8} {'p95 ms':>8} {'2nd-hop@5':>10}")
@@ -341,6 +357,10 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], help="config overrides, higra.x=v")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument(
+        "--cold-queries", action="store_true",
+        help="encode every question again for every method (latency includes encoding)",
+    )  # fmt: skip
+    parser.add_argument(
         "--sentences", default="pooled", choices=("pooled", "encoded", "none"),
         help="how a graph built here makes its sentence nodes",
     )  # fmt: skip
@@ -364,7 +384,7 @@ def main() -> None:
         index = ensure_index(sl, args.cache_dir, not args.no_progress, args.sentences)
         if args.build_only:
             continue
-        bench_slice(sl, index, overrides, methods)
+        bench_slice(sl, index, overrides, methods, args.cold_queries)
         if name == "2wiki" and not args.no_ppr_bench:
             bench_ppr(index)
 

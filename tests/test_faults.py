@@ -101,7 +101,10 @@ def test_a_question_of_control_characters_is_refused(
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--retriever", "nosuch"], "Unknown retriever 'nosuch'; known retrievers: bm25, dense"),
+        (
+            ["--retriever", "nosuch"],
+            "Unknown retriever 'nosuch'; known retrievers: bm25, bridge, dense",
+        ),
         (["--topology", "nosuch"], "Unknown topology 'nosuch'"),
         (
             ["--mode", "nosuch"],

@@ -273,3 +273,23 @@ def test_a_graph_without_sentences(tiny_passages, tmp_path: Path) -> None:  # ty
         assert "sentences" not in store.manifest
     with pytest.raises(ValueError, match="unknown sentence vectors"):
         GraphSettings(sentences="sometimes")
+
+
+def test_sharded_map_stages_pool_the_sentences(tiny_passages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+
+    from graphseek.knowledge.graph.build import build_graph, join_mapped, map_passages
+
+    passages = tiny_passages[:4]
+    shards = [
+        map_passages(passages[:2], in_process=True),
+        map_passages(passages[2:], in_process=True),
+    ]
+    shards = [pickle.loads(pickle.dumps(s)) for s in shards]  # as a worker sends them back
+    build_graph(
+        passages, tmp_path / "graph", mapped=join_mapped(shards), show_progress=False
+    ).close()
+    layer = SentenceLayer.load(tmp_path / "graph")
+    assert layer is not None
+    expected = sum(len(passage_sentences(p)) for p in passages)
+    assert layer.meta["vectors"] == {"pooled": expected, "reused": 0, "encoded": 0}

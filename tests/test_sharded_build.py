@@ -66,11 +66,23 @@ def same_retrieval(got: Any, expected: Any) -> None:
     names = retriever_names()
     assert {"bm25", "dense", "hybrid", "higra", "progressive"} <= set(names)
     for name in names:
+        if name == "bridge" and not (has_sentences(got) and has_sentences(expected)):
+            continue  # a PostgreSQL graph holds no sentence nodes yet (issue 57)
         for query in QUERIES:
             want = retrieve(expected, query, 5, name)
             have = retrieve(got, query, 5, name)
             assert [h.passage.id for h in have] == [h.passage.id for h in want], (name, query)
             assert [h.score for h in have] == pytest.approx([h.score for h in want], abs=1e-5)
+
+
+def has_sentences(index: Any) -> bool:
+    from graphseek.tools.bridge import NoSentenceLayerError, sentence_layer_of
+
+    try:
+        sentence_layer_of(index)
+    except NoSentenceLayerError:
+        return False
+    return True
 
 
 # -- fixtures -------------------------------------------------------------------------------------

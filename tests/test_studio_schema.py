@@ -58,7 +58,14 @@ def test_schemas_show_the_question_the_answer_and_the_described_settings(name: s
         assert "default" in prop or prop.get("type") == "object", f"{key} has no default"
         # a JSON type (an `Any` field has none); mappings such as role -> int are "object"
         assert prop.get("type") in {"string", "integer", "number", "boolean", "object"}, prop
-    assert props["retriever"]["enum"] == ["bm25", "dense", "hybrid", "higra", "progressive"]
+    assert props["retriever"]["enum"] == [
+        "bm25",
+        "dense",
+        "hybrid",
+        "higra",
+        "progressive",
+        "bridge",
+    ]
     assert props["mode"]["enum"] == ["single", "competitive", "collaborative"]
 
 

@@ -43,7 +43,7 @@ from graphseek.state.validation import (
     confine_index_path,
 )
 
-RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive"]
+RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive", "bridge"]
 Mode = Literal["single", "competitive", "collaborative"]
 Profile = Literal["general", "wikipedia"]
 OnModelFailure = Literal["abstain", "offline"]
@@ -91,8 +91,9 @@ class Context:
         default="hybrid",
         metadata=_describe(
             "Passage retriever: bm25 (lexical), dense (MiniLM + FAISS), hybrid (both, fused "
-            "with RRF), higra (HiGraRetriever over the knowledge graph) or progressive (A2RAG "
-            "local -> bridge -> PPR). Graph retrievers need an index built with a graph."
+            "with RRF), higra (HiGraRetriever over the knowledge graph), progressive (A2RAG "
+            "local -> bridge -> PPR) or bridge (question entities -> sentences -> entities, "
+            "then PPR). Graph retrievers need an index built with a graph."
         ),
     )
     top_k: int = field(default=5, metadata=_describe("Passages retrieved per query (>= 1)."))

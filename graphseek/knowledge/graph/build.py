@@ -381,6 +381,8 @@ class MappedPassages:
     passage_vectors: np.ndarray | SpilledArray | None = None
     mentions: Mapping[str, np.ndarray] | None = None
     timings: dict[str, Any] = field(default_factory=dict)
+    sentences: PooledSentences | None = None
+    """The sentence vectors the passage pass pooled (``GraphSettings.sentences="pooled"``)."""
 
 
 def map_passages(
@@ -418,9 +420,10 @@ def map_passages(
     from graphseek.knowledge.embedder import get_embedder
 
     clock = Clock()
-    vectors, spooled = encode_passages(get_embedder(), items, extractions)
+    pooled = _pooled(settings or GraphSettings())
+    vectors, spooled = encode_passages(get_embedder(), items, extractions, sentences=pooled)
     clock.record(timings, "embed_passages", len(items), mentions=len(spooled))
-    return MappedPassages(list(extractions), vectors.load(), dict(spooled), timings)
+    return MappedPassages(list(extractions), vectors.load(), dict(spooled), timings, pooled)
 
 
 class MappedJoin:
@@ -434,9 +437,14 @@ class MappedJoin:
         self._vectors: SpilledArray | None = None
         self._mentions: MentionVectors | None = None
         self._without_pass = False
+        self._sentences: PooledSentences | None = None
 
     def add(self, part: MappedPassages) -> None:
         self.extractions.extend(part.extractions)
+        if part.sentences is not None:
+            if self._sentences is None:
+                self._sentences = PooledSentences()
+            self._sentences.update(part.sentences)
         if part.passage_vectors is None or self._without_pass:
             self._without_pass = True  # a shard without the pass: none kept
             self._vectors = self._mentions = None
@@ -450,8 +458,10 @@ class MappedJoin:
 
     def result(self) -> MappedPassages:
         if self._vectors is None or self._mentions is None:
-            return MappedPassages(self.extractions)
-        return MappedPassages(self.extractions, self._vectors, self._mentions)
+            return MappedPassages(self.extractions, sentences=self._sentences)
+        return MappedPassages(
+            self.extractions, self._vectors, self._mentions, sentences=self._sentences
+        )
 
 
 def join_mapped(parts: Sequence[MappedPassages]) -> MappedPassages:
@@ -566,6 +576,8 @@ def build_graph(
     prefetch = Background(import_topic_libraries)  # during the passage pass
     if mapped is not None and mapped.mentions is not None and settings.alignment == "contextual":
         passage_vectors, mentions = mapped.passage_vectors, mapped.mentions
+        if pooled is not None and mapped.sentences is not None:
+            pooled = mapped.sentences  # pooled by the shards' passes
     else:
         settings, passage_vectors, mentions = _contextual(
             settings,

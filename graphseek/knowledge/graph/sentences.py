@@ -148,6 +148,18 @@ class PooledSentences:
     def get(self, passage_id: str) -> tuple[np.ndarray, np.ndarray] | None:
         return self._rows.get(passage_id)
 
+    def update(self, other: PooledSentences) -> None:
+        """Add another pass's rows (a shard's: `graphseek.knowledge.graph.build.MappedJoin`)."""
+        with self._lock:
+            self._rows.update(other._rows)
+
+    def __getstate__(self) -> dict[str, Any]:  # a shard's rows travel back to the driver
+        return {"rows": self._rows}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._rows = state["rows"]
+        self._lock = threading.Lock()
+
     def __len__(self) -> int:
         return sum(len(s) for s, _ in self._rows.values())
 
