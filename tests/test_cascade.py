@@ -214,6 +214,15 @@ def test_a_made_up_answer_passes_to_the_next_model(monkeypatch, tiny_index) -> N
 
 
 def test_dual_agent_drafts_every_step_through_the_cascade(monkeypatch, tiny_index) -> None:
+    import graphseek.agents.readers as readers
+
+    # uncalibrated (point 0.8), the model's 'Lord Byron' for the first hop differs from the
+    # offline guess ('English'): 0.9 x DISAGREEING is below the point, and the run abstains
+    with serve(monkeypatch, TinyWorld()):
+        result = ask(tiny_index, QUESTION, topology="dual_agent", readers=f"offline,{MODEL}")
+    assert result.abstained and result.answer == ""
+    # calibrated lower (reader_points.json), the same answer stands
+    monkeypatch.setattr(readers, "_points", lambda: {"tiny-model": 0.4})
     with serve(monkeypatch, TinyWorld()):
         result = ask(tiny_index, QUESTION, topology="dual_agent", readers=f"offline,{MODEL}")
     assert result.answer == "Missolonghi"
@@ -294,3 +303,16 @@ def test_studio_streams_each_reader_as_a_subgraph_step(monkeypatch, tiny_index) 
     assert steps.count(("generate_answer", "read")) == 2
     assert ("", "finalize_answer") in steps
     assert graph.get_state(config).values["answer"] == "Missolonghi"
+
+
+def test_a_model_answer_that_no_earlier_reader_guessed_needs_more_confidence() -> None:
+    from graphseek.agents.readers import DISAGREEING
+
+    model = Reader("openai:m", None, 0.6)
+    q = "Where did Lord Byron die?"
+    agreed, reason = judge(model, q, _draft("Missolonghi", 0.9), [BYRON], 0.4, ["Missolonghi"])
+    assert reason == "" and agreed.confidence == 0.9
+    alone, reason = judge(model, q, _draft("Missolonghi", 0.9), [BYRON], 0.4, ["London"])
+    assert alone.confidence == 0.9 * DISAGREEING and "below its point" in reason
+    first, reason = judge(model, q, _draft("Missolonghi", 0.9), [BYRON], 0.4, [])
+    assert reason == "" and first.confidence == 0.9  # no earlier guess: its own confidence

@@ -14,6 +14,10 @@ edge): an answer stands when it is an answer (not empty, not "unknown"), the rea
 grounding check finds it stated in the evidence read (for a model: the span read from its
 sentence, `graphseek.agents.reading.answer_fit.fit_answer`, that occurs in a passage read) and
 its confidence is at or above the reader's point. Otherwise the next reader reads the question.
+A model's confidence is its stated one where its answer agrees with an earlier reader's guess
+(the offline reader's answer below its point, say), else that scaled by `DISAGREEING`: on the
+0.5B model's first cascade run, the 2 answers that agreed with the offline guess were right, and
+2 of the 3 that differed were wrong, all stated at 0.9.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ from graphseek.state.models import Draft
 OFFLINE_READER = "offline"
 #: the point of a model reader with no calibrated entry: its stated confidence must be high
 DEFAULT_MODEL_POINT = 0.8
+#: a model's stated confidence, scaled when its answer differs from every earlier reader's guess
+#: for the question (a small model states 0.9 whether right or wrong; agreeing with the offline
+#: reader's guess, even one below its point, is the better sign)
+DISAGREEING = 0.5
 POINTS_FILE = "reader_points.json"
 
 #: replies that say the evidence does not answer
@@ -91,13 +99,20 @@ def says_unknown(answer: str) -> bool:
 
 
 def judge(
-    reader: Reader, question: str, draft: Draft, hits: Sequence[Hit], reader_point: float
+    reader: Reader,
+    question: str,
+    draft: Draft,
+    hits: Sequence[Hit],
+    reader_point: float,
+    earlier: Sequence[str] = (),
 ) -> tuple[Draft, str]:
-    """`draft` as it stands (a model's sentence read down to its span, evidence flagged) and the
-    reason it passes the question on, "" when it stands. `reader_point`: the offline reader's
-    operating point, which `fit_answer` reads a model's sentence at."""
+    """`draft` as it stands (a model's sentence read down to its span, evidence flagged, its
+    confidence scaled by `DISAGREEING` when `earlier` readers guessed and none guessed its
+    answer) and the reason it passes the question on, "" when it stands. `reader_point`: the
+    offline reader's operating point, which `fit_answer` reads a model's sentence at."""
     from graphseek.agents.reading.answer_fit import fit_answer
     from graphseek.agents.reading.evidence import mark_support
+    from graphseek.agents.reading.reader import same_answer
 
     if draft.error:
         return draft, f"its model call failed: {draft.error}"
@@ -117,6 +132,9 @@ def judge(
         if fit.answer not in ("yes", "no") and not any(answer_occurs(answer, t) for t in read):
             return draft, f"its answer {answer!r} is stated in none of the passages read"
         draft = draft.model_copy(update={"evidence": mark_support(draft.evidence, answer)})
+        guesses = [g for g in earlier if g.strip()]
+        if guesses and not any(same_answer(answer, g) for g in guesses):
+            draft = draft.model_copy(update={"confidence": draft.confidence * DISAGREEING})
     elif not draft.evidence:
         return draft, "its answer has no evidence"
     if draft.confidence < reader.point:

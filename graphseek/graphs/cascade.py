@@ -90,7 +90,8 @@ def read(state: CascadeState, runtime: Runtime[Context]) -> CascadeUpdate:
         draft, usage = Draft(question=question, answer="", error=str(exc)), _error_usage(exc)
     draft = draft.model_copy(update={"question": question, "step_id": state.get("step_id")})
     point, run_threshold = thresholds(ctx)
-    draft, reason = judge(reader, question, draft, hits, point)
+    earlier = [r.answer for r in state.get("readings", [])]
+    draft, reason = judge(reader, question, draft, hits, point, earlier)
     last = turn + 1 >= len(readers)
     outcome: Literal["answered", "passed", "abstained"] = (
         "answered" if not reason else "abstained" if last else "passed"
