@@ -226,7 +226,7 @@ class BridgeRetriever:
         weighted.data = np.maximum(weighted.data, 0.0)
         weighted.eliminate_zeros()
         # entities with no link left (concepts, dates, unlinked names) are not in the walk:
-        # at 2Wiki scale they were two thirds of the nodes, each an idle dangling node
+        # at 2Wiki scale they were half the entities (28,803 of 57,481), each an idle dangling node
         self._ppr_entities = np.flatnonzero(np.diff(weighted.indptr) > 0)
         linked = weighted[self._ppr_entities]
         graph = sp.bmat([[None, linked], [linked.T, None]], format="csr")
