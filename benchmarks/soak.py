@@ -383,7 +383,8 @@ class Server:
 @contextlib.contextmanager
 def langgraph_server(index_root: Path, log: Path, timeout_s: float = 300) -> Iterator[Server]:
     """`langgraph dev` on 127.0.0.1 serving this checkout's langgraph.json, with
-    $GRAPHSEEK_INDEX_DIR = `index_root` (as tests/test_studio_server.py starts it)."""
+    $GRAPHSEEK_INDEX_DIR = `index_root` (as tests/test_studio_server.py starts it), run in the
+    folder of `log`."""
     port = free_port()
     env = child_env(
         GRAPHSEEK_INDEX_DIR=str(index_root),
@@ -392,14 +393,22 @@ def langgraph_server(index_root: Path, log: Path, timeout_s: float = 300) -> Ite
         LANGGRAPH_CLI_NO_ANALYTICS="1",
         LANGGRAPH_NO_VERSION_CHECK="true",
     )
+    # the server keeps its queue in `.langgraph_api/` under its working folder: the soak's own
+    # folder (with this checkout's langgraph.json, its paths made absolute), so that runs a
+    # killed soak left queued are never resumed by a later server
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    config["dependencies"] = [str(ROOT)]
+    config["graphs"] = {k: str(ROOT / v) for k, v in config["graphs"].items()}
+    (log.parent / "langgraph.json").write_text(json.dumps(config, indent=2))
     command = [
         sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
-        "--host", "127.0.0.1", "--port", str(port), "--config", str(ROOT / "langgraph.json"),
+        "--host", "127.0.0.1", "--port", str(port), "--config", str(log.parent / "langgraph.json"),
     ]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            command, cwd=log.parent, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
     server = Server(f"http://127.0.0.1:{port}", proc, log)
     try:
         deadline = time.monotonic() + timeout_s
