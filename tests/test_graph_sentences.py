@@ -238,6 +238,18 @@ def test_store_without_sentences_is_read_and_bridge_says_rebuild(graph_index, tm
     with pytest.raises(NoSentenceLayerError, match=r"rebuild it with `graphseek index CORPUS"):
         BridgeRetriever.from_index(old)
     assert old.search("Lord Byron", 1)[0].passage.id == "byron"
+    # a workflow run with retriever "bridge" reads it by passage search, and says why
+    from graphseek.state.context import Context
+    from graphseek.tools.graph_context import NO_SENTENCES, librarian_context
+
+    context = Context(index=old, retriever="bridge", top_k=3)
+    result = librarian_context(context, "Where did Lord Byron die?")
+    assert result.note == NO_SENTENCES
+    assert [h.passage.id for h in result.hits] == [
+        h.passage.id for h in old.search("Where did Lord Byron die?", 3, "hybrid")
+    ]
+    fine = librarian_context(Context(index=graph_index, retriever="bridge", top_k=3), "Byron")
+    assert fine.note == "" and len(fine.hits) == 3
 
 
 def test_delete_drops_the_passages_sentences(graph_index, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

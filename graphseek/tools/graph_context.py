@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 STAGES = ("local", "bridge", "ppr")
 NO_GRAPH = "the index has no knowledge graph: passage search instead"
 NO_GRAPH_NOTE = NO_GRAPH
+NO_SENTENCES = (
+    "the index has no sentence nodes for the bridge retriever (rebuild it with `graphseek "
+    "index CORPUS --out DIR`): passage search instead"
+)
 #: graph lines handed to a role at most
 MAX_LINES = 40
 _NAME = re.compile(r"\b[A-Z][\w'’-]+(?:\s+(?:of|de|the|von|van)?\s*[A-Z][\w'’-]+)*")
@@ -111,8 +115,26 @@ def librarian_context(context: Context, question: str) -> GraphResult:
     run's retriever is "higra", else the retriever's passages alone."""
     if context.retriever == "higra":
         return higra_context(context, question)
+    if context.retriever == "bridge":
+        return bridge_context(context, question)
     hits = retrieve(resolve_index(context), question, context.top_k, context.retriever)
     return GraphResult(hits=hits)
+
+
+def bridge_context(context: Context, question: str) -> GraphResult:
+    """The bridge retriever's passages; on an index without sentence nodes (built before they
+    existed, or PostgreSQL) or without a graph, hybrid search with a note saying why."""
+    from graphseek.tools.bridge import NoSentenceLayerError
+    from graphseek.tools.graph_access import GraphNotFoundError
+
+    index = resolve_index(context)
+    try:
+        return GraphResult(hits=retrieve(index, question, context.top_k, "bridge"))
+    except GraphNotFoundError:
+        return GraphResult(hits=retrieve(index, question, context.top_k, "hybrid"), note=NO_GRAPH)
+    except NoSentenceLayerError:
+        hits = retrieve(index, question, context.top_k, "hybrid")
+        return GraphResult(hits=hits, note=NO_SENTENCES)
 
 
 # -- A2RAG's progressive retriever (§III-C) ------------------------------------------------------
