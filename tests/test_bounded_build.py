@@ -56,19 +56,28 @@ def reference_spill_per_text(texts, embed, cache):  # type: ignore[no-untyped-de
 
 
 def reference_encode_passages(  # type: ignore[no-untyped-def]
-    encoder, passages, extractions, *, batch_size=64, show_progress=False, ahead=None
-):
+    encoder, passages, extractions, *, batch_size=64, show_progress=False, ahead=None,
+    sentences=None,
+):  # fmt: skip
     n = len(passages)
     vectors = np.zeros((n, encoder.dim), dtype=np.float32)
     mentions = {}
     for k, idx in enumerate(contextual._blocks(passages, batch_size)):
         spans = [mention_spans(passages[i], extractions[i].mentions) for i in idx]
+        # sentence nodes (issue 57): the sentences' spans after the mentions', pooled alike
+        extra = [sentences.spans(passages[i]) for i in idx] if sentences is not None else []
+        if extra:
+            spans = [np.concatenate([m, s]) for m, s in zip(spans, extra, strict=True)]
         if k == 0 and ahead is not None:
             rows, pooled = ahead.finish(spans)
         else:
             rows, pooled = encoder.encode_spans(
                 [passages[i].content for i in idx], spans, batch_size=batch_size
             )
+        for r, own in enumerate(extra):
+            cut = len(pooled[r]) - len(own)
+            sentences.put(passages[idx[r]].id, own, pooled[r][cut:])
+            pooled[r] = pooled[r][:cut]
         vectors[idx] = rows
         for i, span_vectors in zip(idx, pooled, strict=True):
             found = np.abs(span_vectors).sum(1) > 0
