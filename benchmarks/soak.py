@@ -829,10 +829,16 @@ def crash_writes(
             except Exception as exc:
                 totals["bad"] += 1
                 problem = f"{name} kill {k}: {type(exc).__name__}: {exc}"
-            code, _, err = run_cli(["add", location, next_docs, "--quiet"])
-            if code != 0:
+            # the next command runs as a user's would: another process with the same $TMPDIR
+            # (where it finds and removes what the killed one left)
+            after = subprocess.run(
+                [sys.executable, "-m", "graphseek.cli", "add", location, next_docs, "--quiet"],
+                env=child_env(tmp), capture_output=True, cwd=ws.root,
+            )  # fmt: skip
+            if after.returncode != 0:
                 totals["next_failed"] += 1
-                problem = problem or f"{name} kill {k}: next add failed: {err.strip()}"
+                err = after.stderr.decode(errors="replace")
+                problem = problem or f"{name} kill {k}: next add failed: {err.strip()[-300:]}"
             debris = ([] if pg else leftovers(Path(location))) + [
                 p.name for p in tmp.iterdir() if p.name not in FOREIGN_TEMP
             ]
