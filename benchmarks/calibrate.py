@@ -83,13 +83,22 @@ def _commit() -> str:
         return ""
 
 
+def print_sweep(sweep: dict[float, list[str]], abstained: str = "abst.") -> None:
+    """Right / wrong / `abstained` and the wrong-answer rate at each threshold of `sweep`."""
+    from graphseek.evaluation.calibration import Rates
+
+    print(f"{'threshold':>9} {'right':>6} {'wrong':>6} {abstained:>6} {'wrong rate':>10}")
+    for t in sorted(sweep):
+        r = Rates.of(sweep[t])
+        print(f"{t:>9.2f} {r.right:>6} {r.wrong:>6} {r.abstained:>6} {r.wrong_rate:>10.1%}")
+
+
 def calibrate_readers(args: argparse.Namespace) -> int:
     """The operating point of each model reader in the saved cascade runs (see the module
     docstring)."""
     import re
 
     from graphseek.evaluation.calibration import (
-        Rates,
         choose_threshold,
         cross_validate,
         reader_sweep,
@@ -125,10 +134,7 @@ def calibrate_readers(args: argparse.Namespace) -> int:
     for name, readings in sorted(by_model.items()):
         sweep = reader_sweep(readings, thresholds)
         print(f"\n{name}: {len(readings)} readings")
-        print(f"{'threshold':>9} {'right':>6} {'wrong':>6} {'passed':>6} {'wrong rate':>10}")
-        for t in thresholds:
-            r = Rates.of(sweep[t])
-            print(f"{t:>9.2f} {r.right:>6} {r.wrong:>6} {r.abstained:>6} {r.wrong_rate:>10.1%}")
+        print_sweep(sweep, "passed")
         point = choose_threshold(sweep, args.target)
         cv, chosen = cross_validate(sweep, args.folds, args.target)
         print(f"fold thresholds: {chosen}; cross-validated right {cv.right_rate:.1%}, wrong "
@@ -216,10 +222,7 @@ def main() -> int:
     print(
         f"\n{args.profile} / {args.topology} over {', '.join(names)} ({len(sweep[thresholds[0]])} q)"
     )
-    print(f"{'threshold':>9} {'right':>6} {'wrong':>6} {'abst.':>6} {'wrong rate':>10}")
-    for t in thresholds:
-        r = Rates.of(sweep[t])
-        print(f"{t:>9.2f} {r.right:>6} {r.wrong:>6} {r.abstained:>6} {r.wrong_rate:>10.1%}")
+    print_sweep(sweep)
     point = choose_threshold(sweep, args.target)
     cv, chosen = cross_validate(sweep, args.folds, args.target)
     at = Rates.of(sweep[point])

@@ -31,8 +31,9 @@ from typing_extensions import TypedDict
 from graphseek.agents.readers import judge
 from graphseek.agents.registry import get_roles, thresholds
 from graphseek.agents.structured_role import rescale_confidence
+from graphseek.agents.text import as_hits
 from graphseek.errors import LLMError
-from graphseek.knowledge.passages import Hit, Passage
+from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Reading, Usage
 from graphseek.state.reducers import add_usage
@@ -63,14 +64,9 @@ class CascadeUpdate(TypedDict, total=False):
     usage: Usage
 
 
-def _hits(items: list[EvidenceItem]) -> list[Hit]:
-    return [
-        Hit(passage=Passage(id=e.passage_id, title=e.title, text=e.text), score=e.score, rank=i)
-        for i, e in enumerate(items, 1)
-    ]
-
-
 def _error_usage(exc: BaseException) -> Usage:
+    """What a failed model call cost (`LLMError.usage`): `graphseek.graphs.common.error_usage`,
+    which this module cannot import (common imports it to draft: an import cycle)."""
     usage = getattr(exc, "usage", None)
     return usage if isinstance(usage, Usage) else Usage()
 
@@ -82,7 +78,7 @@ def read(state: CascadeState, runtime: Runtime[Context]) -> CascadeUpdate:
     turn = state.get("turn", 0)
     reader = readers[turn]
     question = state["question"]
-    hits = _hits(list(state.get("passages", [])))
+    hits = as_hits(state.get("passages", []))
     try:
         step = reader.policy.draft(question, hits, list(state.get("relations", [])))
         draft, usage = step.value, step.usage

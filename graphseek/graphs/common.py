@@ -15,7 +15,7 @@ from typing_extensions import TypedDict, Unpack
 
 from graphseek.agents.reading.answer_fit import Fit
 from graphseek.agents.registry import get_roles, thresholds
-from graphseek.agents.text import answer_occurs, contains
+from graphseek.agents.text import answer_occurs, as_hits, contains
 from graphseek.errors import LLMError
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.state.context import Context
@@ -33,10 +33,8 @@ log = logging.getLogger(__name__)
 
 
 def to_hits(items: list[EvidenceItem]) -> list[Hit]:
-    return [
-        Hit(passage=Passage(id=e.passage_id, title=e.title, text=e.text), score=e.score, rank=i)
-        for i, e in enumerate(items, 1)
-    ]
+    """Evidence items as ranked hits (`graphseek.agents.text.as_hits`)."""
+    return as_hits(items)
 
 
 def draft_for(
