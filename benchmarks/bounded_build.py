@@ -188,7 +188,7 @@ def child(
     sampler = PhaseSampler() if phases or log else None
     if sampler is not None:
         sampler.install()
-        for name in ("_extract", "_contextual"):  # the map stages: extraction, passage pass
+        for name in ("_extract", "passage_pass"):  # the map stages: extraction, passage pass
             sampler.wrap(building, name)
         if index:  # the passage index, after the graph
             sampler.wrap(indexing, "_write_stores")

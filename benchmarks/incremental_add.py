@@ -69,12 +69,12 @@ STAGES = (
 
 #: (module, attribute path, what it is) of the functions ``--parts`` times, in the add's order
 PARTS = (
-    ("graphseek.knowledge.graph.build", "_extract", "extraction of the new passages"),
+    ("graphseek.knowledge.graph.build", "extract", "extraction of the new passages"),
     ("graphseek.knowledge.graph.build", "cache_from_store", "the vector cache read back"),
     ("graphseek.knowledge.graph.spool", "ExtractionSpool.of", "the stored extractions spooled"),
-    ("graphseek.knowledge.graph.build", "_contextual", "passage pass of the new passages"),
+    ("graphseek.knowledge.graph.build", "new_passage_pass", "passage pass of the new passages"),
     ("graphseek.knowledge.graph.build", "assemble", "alignment, linking, vectors, topics"),
-    ("graphseek.knowledge.graph.build", "_finish", "the graph store written"),
+    ("graphseek.knowledge.graph.build", "write", "the graph store written"),
     ("graphseek.knowledge.graph.store_writer", "_write_arrays", "  of which vectors, matrices"),
     ("graphseek.knowledge.graph.delta", "delta_add", "the delta add (copy, change, write)"),
     ("graphseek.knowledge.graph.delta", "_apply", "  of which the changes (not the copy)"),

@@ -57,20 +57,17 @@ PHASES = {
         "Aligner._base_vectors",
         "Aligner._decide_offline",
     ],
-    "graphseek.knowledge.graph.assemble": [
-        "_alignment_mentions",
-        "_raw_components",
-        "build_hyperedges",
-        "_extracted_relations",
+    "graphseek.knowledge.graph.stages.align": ["_alignment_mentions", "_raw_components"],
+    "graphseek.knowledge.graph.stages.topics": ["build_hyperedges", "assign_topics"],
+    "graphseek.knowledge.graph.stages.link": [
+        "extracted_relations",
         "cooccurrence_edges",
         "match_numbers",
-        "assign_topics",
-        "build_matrices",
     ],
     # the relations' parts added as they are made (the similarity edges are made while added:
     # `similar_relations` is a generator), then sorted
     "graphseek.knowledge.graph.relation_columns": ["RelationBuilder.add", "RelationBuilder.finish"],
-    "graphseek.knowledge.graph.build": ["write_store"],
+    "graphseek.knowledge.graph.stages.write": ["build_matrices", "write_store"],
     # inside the write, this thread's steps (the database is written on another meanwhile);
     # the matrices and nodes.json are written after `build_matrices`
     "graphseek.knowledge.graph.store_writer": ["_save_npy", "_save_rows", "build_matrices"],
@@ -162,7 +159,7 @@ def trace_holders(top: int) -> None:
     import functools
     import tracemalloc
 
-    from graphseek.knowledge.graph import build as building
+    from graphseek.knowledge.graph.stages import write as building
 
     tracemalloc.start()
     write = building.write_store
@@ -256,7 +253,7 @@ def print_held() -> None:
     import dataclasses
     import functools
 
-    from graphseek.knowledge.graph import build as building
+    from graphseek.knowledge.graph.stages import write as building
 
     write = building.write_store
 

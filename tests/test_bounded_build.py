@@ -27,8 +27,13 @@ from graphseek.knowledge.graph.spool import PassageSpool
 from graphseek.knowledge.passages import Passage
 
 align = importlib.import_module("graphseek.knowledge.graph.align")
-assemble = importlib.import_module("graphseek.knowledge.graph.assemble")
 building = importlib.import_module("graphseek.knowledge.graph.build")
+memory = importlib.import_module("graphseek.knowledge.graph.memory")
+align_stage = importlib.import_module("graphseek.knowledge.graph.stages.align")
+link_stage = importlib.import_module("graphseek.knowledge.graph.stages.link")
+pass_stage = importlib.import_module("graphseek.knowledge.graph.stages.passage_pass")
+topics_stage = importlib.import_module("graphseek.knowledge.graph.stages.topics")
+write_stage = importlib.import_module("graphseek.knowledge.graph.stages.write")
 contextual = importlib.import_module("graphseek.knowledge.graph.contextual")
 store_writer = importlib.import_module("graphseek.knowledge.graph.store_writer")
 
@@ -145,12 +150,13 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
     patch = pytest.MonkeyPatch()
     try:
         patch.setattr(align, "cached_encode", counted(reference_cached_encode))
-        patch.setattr(assemble, "cached_encode", counted(reference_cached_encode))
-        patch.setattr(assemble, "spill_per_text", counted(reference_spill_per_text))
-        patch.setattr(building, "encode_passages", counted(reference_encode_passages))
+        patch.setattr(memory, "cached_encode", counted(reference_cached_encode))
+        patch.setattr(topics_stage, "cached_encode", counted(reference_cached_encode))
+        patch.setattr(memory, "spill_per_text", counted(reference_spill_per_text))
+        patch.setattr(pass_stage, "encode_passages", counted(reference_encode_passages))
         patch.setattr(store_writer, "_save_rows", counted(reference_save_rows))
-        patch.setattr(building, "_extract", counted(reference_extract))
-        patch.setattr(assemble, "_raw_components", counted(reference_raw_components))
+        patch.setattr(building, "extract", counted(reference_extract))
+        patch.setattr(align_stage, "_raw_components", counted(reference_raw_components))
         build_graph(passages, root / "reference", show_progress=False)
     finally:
         patch.undo()
@@ -174,7 +180,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
 
     spilled: list[weakref.ref[np.ndarray]] = []
 
-    class Spilled(assemble.SpilledArray):  # type: ignore[misc, name-defined]
+    class Spilled(memory.SpilledArray):  # type: ignore[misc, name-defined]
         def __init__(self, array: np.ndarray) -> None:
             spilled.append(weakref.ref(array))
             super().__init__(array)
@@ -188,14 +194,14 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
         return wrapper
 
     try:
-        patch.setattr(assemble, "SpilledArray", Spilled)
+        patch.setattr(memory, "SpilledArray", Spilled)
         patch.setattr(align, "SpilledArray", Spilled)  # `spill_per_text`'s files
-        # the statistics after topics (inside `assemble`), and the write
-        patch.setattr(assemble, "build_matrices", freed("stats", assemble.build_matrices))
-        patch.setattr(building, "write_store", freed("write vectors", building.write_store))
-        patch.setattr(assemble, "match_numbers", counting("link", assemble.match_numbers))
-        patch.setattr(assemble, "assign_topics", counting("topics", assemble.assign_topics))
-        patch.setattr(building, "write_store", counting("write", building.write_store))
+        # the statistics after topics (`graph_data`), and the write
+        patch.setattr(write_stage, "build_matrices", freed("stats", write_stage.build_matrices))
+        patch.setattr(write_stage, "write_store", freed("write vectors", write_stage.write_store))
+        patch.setattr(link_stage, "match_numbers", counting("link", link_stage.match_numbers))
+        patch.setattr(topics_stage, "assign_topics", counting("topics", topics_stage.assign_topics))
+        patch.setattr(write_stage, "write_store", counting("write", write_stage.write_store))
         # the corpus in a temporary file (as `Index.build` spools a corpus folder), so the
         # build holds none of its passages between the stages that read them
         build_graph(PassageSpool.of(passages), root / "bounded", show_progress=False)
@@ -301,8 +307,8 @@ def test_a_build_under_the_least_memory_writes_the_same_store(
     try:
         patch.setattr(offline.OfflineExtractor, "_extract_forked", spy)
         patch.setattr(embedder_module, "ThreadPoolExecutor", counted_pool)
-        patch.setattr(building, "plan_memory", lambda *args, **kwargs: least_plan)
-        with caplog.at_level("WARNING", logger="graphseek.knowledge.graph.build"):
+        patch.setattr(memory, "plan_memory", lambda *args, **kwargs: least_plan)
+        with caplog.at_level("WARNING", logger="graphseek.knowledge.graph.memory"):
             build_graph(passages, tmp_path / "least", show_progress=False, memory_budget=512)
     finally:
         patch.undo()
@@ -310,9 +316,9 @@ def test_a_build_under_the_least_memory_writes_the_same_store(
     warned = [r.getMessage() for r in caplog.records]
     assert any("over the memory budget of 512 MB" in m and "1 encoder thread" in m for m in warned)
     least = tmp_path / "least"
-    memory = json.loads((least / "manifest.json").read_text())["memory"]
-    assert memory["processes"] == 1 and memory["threads"] == 1 and memory["fits"] is False
-    assert memory["cache_kib"] == 16_384 and memory["budget_mb"] == 512
+    plan = json.loads((least / "manifest.json").read_text())["memory"]
+    assert plan["processes"] == 1 and plan["threads"] == 1 and plan["fits"] is False
+    assert plan["cache_kib"] == 16_384 and plan["budget_mb"] == 512
     assert store_files(least) == store_files(bounded)
     default = json.loads((bounded / "manifest.json").read_text())["memory"]
     assert default["fits"] is True and default["cache_kib"] == 262_144

@@ -351,8 +351,8 @@ def test_mention_vectors_read_back_from_a_stored_file(tmp_path: Path) -> None:
     """An update's cache copies the store's rows into its own file in blocks; float32 rows (a
     PostgreSQL export) come back as the float16 values they were; a bad file is one line."""
     from graphseek.knowledge.graph import contextual
-    from graphseek.knowledge.graph.build import _with_new
     from graphseek.knowledge.graph.contextual import MENTION_DTYPE, MentionVectors
+    from graphseek.knowledge.graph.stages.passage_pass import with_new
 
     rng = np.random.default_rng(5)
     rows = rng.normal(size=(7, 4)).astype(MENTION_DTYPE)
@@ -367,7 +367,7 @@ def test_mention_vectors_read_back_from_a_stored_file(tmp_path: Path) -> None:
         assert list(stored) == ids
         assert np.stack([stored[m] for m in ids]).tobytes() == rows.tobytes()
     new = {"p9#m0": rows[0], "p1#m0": rows[6]}
-    merged = _with_new(stored, new)
+    merged = with_new(stored, new)
     assert merged is stored and list(merged) == [*ids, "p9#m0"]
     assert merged["p1#m0"].tobytes() == rows[6].tobytes()  # a new row replaces the stored one
     with pytest.raises(ValueError, match="rows for 6 mention ids"):

@@ -247,10 +247,10 @@ def test_a_build_bounds_the_c_heap_before_it_extracts(
 ) -> None:
     """`bound_heap` is asked before extraction, so the forked workers and the passage pass's
     threads start under it."""
-    import graphseek.knowledge.graph.build as building
+    import graphseek.knowledge.graph.memory as memory
 
     asked: list[str] = []
-    monkeypatch.setattr(building, "bound_heap", lambda: asked.append("bound") or True)
+    monkeypatch.setattr(memory, "bound_heap", lambda: asked.append("bound") or True)
     with pytest.raises(Boom):
         build_graph(CORPUS[:2], tmp_path / "g", extractor=FailingExtractor(), show_progress=False)
     assert asked == ["bound"]

@@ -197,7 +197,7 @@ def test_the_cli_builds_under_a_budget_and_records_it(
         '{"title": "Lake Beta", "text": "Lake Beta lies near Oslo, the capital of Norway."}\n'
     )
     out = tmp_path / "idx"
-    with caplog.at_level("WARNING", logger="graphseek.knowledge.graph.build"):
+    with caplog.at_level("WARNING", logger="graphseek.knowledge.graph.memory"):
         code = main(["index", str(corpus), "--out", str(out), "--quiet", "--memory-budget", "600M"])
     assert code == 0, capsys.readouterr().err
     memory = json.loads((out / "graph" / "manifest.json").read_text())["memory"]

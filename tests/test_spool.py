@@ -17,7 +17,7 @@ from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, TempF
 from graphseek.knowledge.passages import Passage
 
 spool_module = importlib.import_module("graphseek.knowledge.graph.spool")
-assemble = importlib.import_module("graphseek.knowledge.graph.assemble")
+align_stage = importlib.import_module("graphseek.knowledge.graph.stages.align")
 
 
 def extraction(k: int) -> Extraction:
@@ -120,9 +120,9 @@ def test_raw_components_equal_the_pairwise_reference() -> None:
     spool = ExtractionSpool.of(items)
     for scope in ("sentence", "passage", "none"):
         expected = reference_raw_components(items, node_of, n, scope)
-        assert assemble._raw_components(spool, node_of, n, scope) == expected
+        assert align_stage._raw_components(spool, node_of, n, scope) == expected
         assert 1 < expected < n
-    assert assemble._raw_components([], {}, 0, "sentence") == 0
+    assert align_stage._raw_components([], {}, 0, "sentence") == 0
 
 
 def test_offline_extract_to_streams_the_extractions_of_extract() -> None:
@@ -273,7 +273,7 @@ def test_alignment_reads_the_mentions_as_columns_with_shared_lists() -> None:
         for m in x.mentions:
             m.start, m.end = 1000 + len(m.id), 1010 + len(m.id)
     spool = ExtractionSpool.of(items)
-    mentions = assemble._alignment_mentions(spool)
+    mentions = align_stage._alignment_mentions(spool)
     # sorted by id; the spans served the passage pass and are dropped, with the sentences
     # (alignment reads neither); the rest is the extractions'
     expected = sorted(
@@ -284,7 +284,7 @@ def test_alignment_reads_the_mentions_as_columns_with_shared_lists() -> None:
     assert len({id(m.types) for m in mentions}) == 1  # every mention is ["PERSON"]
     assert len({id(m.aliases) for m in mentions}) == 1 and mentions[0].aliases == []
     # a list of extractions (a caller's objects) gives the same columns
-    plain = assemble._alignment_mentions(items)
+    plain = align_stage._alignment_mentions(items)
     assert list(plain) == expected
 
 
@@ -309,16 +309,16 @@ def test_npy_rows_read_a_stored_array_by_key(tmp_path: Path) -> None:
 def test_extractions_are_checked_against_their_passages_by_digest() -> None:
     """A build's check that extraction k is passage k's reads no spooled extraction, and
     names both ids when one is not."""
-    building = importlib.import_module("graphseek.knowledge.graph.build")
+    extract = importlib.import_module("graphseek.knowledge.graph.stages.extract")
     passages = [Passage(id=f"p{k}", text=f"text {k}") for k in range(4)]
     spool = ExtractionSpool.of(extraction(k) for k in range(4))
-    building._check_extractions(passages, spool, "the test")
-    building._check_extractions(passages, list(spool), "the test")
+    extract.check_extractions(passages, spool, "the test")
+    extract.check_extractions(passages, list(spool), "the test")
     swapped = ExtractionSpool.of(extraction(k) for k in (0, 2, 1, 3))
     for made in (swapped, list(swapped)):
         with pytest.raises(
             RuntimeError, match="the test returned the extraction of p2 for passage p1"
         ):
-            building._check_extractions(passages, made, "the test")
+            extract.check_extractions(passages, made, "the test")
     with pytest.raises(RuntimeError, match="3 extractions for 4 passages"):
-        building._check_extractions(passages, spool[:3], "the test")
+        extract.check_extractions(passages, spool[:3], "the test")

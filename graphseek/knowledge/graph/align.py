@@ -346,7 +346,7 @@ class Aligner:
         vectors of their record strings, or, given `mention_vectors` (contextual vectors by
         mention id, `graphseek.knowledge.graph.contextual`), by the normalised sum of their
         mentions' vectors (those with none: see `embed_outside`). `mentions` may be
-        `MentionColumns` (a build's: `graphseek.knowledge.graph.assemble`); other mentions are
+        `MentionColumns` (a build's: `graphseek.knowledge.graph.stages.align`); other mentions are
         made into columns first."""
         cache = cache or AlignmentCache()
         mentions = mention_columns(mentions)  # sorted by id

@@ -594,11 +594,11 @@ def new_relations(
     """The relations the new passages give: extracted, co-occurrence and similarity edges
     (the first two with the new passages' weights and provenance only), and the ids of those
     the store has already (a similarity edge it has is not given again)."""
-    from graphseek.knowledge.graph.assemble import _extracted_relations
+    from graphseek.knowledge.graph.stages.link import extracted_relations
 
     me = aligned.mention_entity
     types = _types_of(con, aligned, set(me.values()))
-    relations = _extracted_relations(extracted, me)
+    relations = extracted_relations(extracted, me)
     named = {m: e for m, e in me.items() if not set(types.get(e, [])) <= GENERIC_TYPES}
     relations += cooccurrence_edges(
         extracted, named, scope=settings.cooccurrence, max_group=COOCCURRENCE_MAX_GROUP

@@ -239,7 +239,7 @@ def _worker_start() -> None:
     so the parent's handler never runs here, not even in the fork hooks of other libraries.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    gc.enable()  # the parent's build runs without it (`build._without_gc`); spaCy's docs go here
+    gc.enable()  # the parent's build runs without it (`memory.bounded`); spaCy's docs go here
 
 
 _FORKED: OfflineExtractor | None = None

@@ -60,7 +60,7 @@ before a bar would be read)."""
 
 class StageEmbed:
     """The process embedder; a call over many texts shows a bar named after the current
-    stage (`label`, set by `assemble`: "aligning entities", "topics", ...)."""
+    stage (`label`, set by each stage: "aligning entities", "topics", ...)."""
 
     def __init__(self, show_progress: bool) -> None:
         from graphseek.knowledge.embedder import get_embedder

@@ -1,0 +1,197 @@
+"""How a graph build keeps its memory bounded: the one interface its stages use for it.
+
+A build's largest parts grow with the corpus and are needed from the stage that makes them to a
+much later one: the extractions, the mention vectors, the graph's vectors. The stages hand them
+here instead of holding them, and read them back when they need them:
+
+- **spill a column** (`spill`, `vectors_for_write`): a 2-D array of vectors to an unnamed
+  temporary file in ``TMPDIR`` (`graphseek.knowledge.graph.spool`), until the store write reads
+  it; the extractions and mention vectors are spooled the same way by the stages that make them;
+- **read it back** (`read_back`, `keep_rows`): the whole array, or the rows a later stage asks;
+- **release** what no later stage reads (`after_alignment`, `after_graph_vectors`,
+  `release_encoder`);
+- **a budget** (`plan_budget`, `check_peak`): how much of the build runs at once (extraction
+  processes, encoder threads, the write's page cache: `graphseek.knowledge.graph.budget`),
+  which never changes the store;
+- **the process** (`bounded`): Python's automatic garbage collection off and `malloc` kept to one
+  heap for the build (`graphseek.knowledge.heap.bound_heap`).
+
+None of it changes what a stage computes: the store is the same byte for byte whatever is
+spilled (tested in ``tests/test_bounded_build.py``). docs/scale.md says what grows with the
+corpus and how large builds are run.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from graphseek.knowledge.graph.align import cached_encode, spill_per_text
+from graphseek.knowledge.graph.budget import MemoryPlan, plan_memory
+from graphseek.knowledge.graph.clock import peak_rss_mb
+from graphseek.knowledge.graph.contextual import MentionVectors
+from graphseek.knowledge.graph.spool import SpilledArray
+from graphseek.knowledge.graph.text import clear_name_caches
+from graphseek.knowledge.heap import bound_heap
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.graph.base import Extractor
+    from graphseek.knowledge.graph.vectors import Embed, VectorCache
+
+log = logging.getLogger(__name__)
+
+Rows = np.ndarray | SpilledArray
+"""A column of vectors, in memory or spilled to a temporary file (``np.asarray`` reads it)."""
+
+
+# -- spill a column, read it back ---------------------------------------------------------------
+
+
+def spill(rows: Rows) -> SpilledArray:
+    """`rows` in a temporary file (as they are when they already are)."""
+    return rows if isinstance(rows, SpilledArray) else SpilledArray(rows)
+
+
+def read_back(rows: Rows) -> np.ndarray:
+    """Every row of `rows`, in memory."""
+    return np.asarray(rows)
+
+
+def vectors_for_write(
+    texts: list[str], strings: Embed, cache: dict[str, np.ndarray]
+) -> np.ndarray | SpilledArray:
+    """The vectors of `texts` (the graph's entities or relations), which only the store write
+    reads. A per-text encoder's (the static one) go to a file a chunk at a time as they are
+    made (`spill_per_text`): `cache` is read but not written (its views would keep the array),
+    and a text met again is encoded again, to the same vector. Another encoder's are cached and
+    kept (a batch can change a vector's last bits, and a repeated text must keep the first
+    one's)."""
+    if not getattr(strings, "per_text", False):
+        return cached_encode(texts, strings, cache)
+    return spill_per_text(texts, strings, cache)
+
+
+def keep_rows(
+    vectors: Mapping[str, np.ndarray], ids: Sequence[str], keyed_by: Sequence[str]
+) -> Mapping[str, np.ndarray]:
+    """The vectors of the mentions `ids`, kept for the store write: `vectors` itself when it
+    holds no others (a build's; a `MentionVectors` stays in its file, looked up through
+    `keyed_by`, alignment's sorted mention ids, from now on), else those of `ids` only (an
+    update's cache also holds the vectors of removed passages). Mention ids are unique, so
+    counting the mentions found is the subset test."""
+    if sum(1 for m in ids if m in vectors) == len(vectors):
+        kept = vectors
+    elif isinstance(vectors, MentionVectors):
+        kept = vectors.restrict(ids)
+    else:
+        kept = {m: vectors[m] for m in ids if m in vectors}
+    if isinstance(kept, MentionVectors):
+        kept.freeze(keyed_by)
+    return kept
+
+
+# -- release what no later stage reads ----------------------------------------------------------
+
+
+def after_alignment(cache: VectorCache) -> None:
+    """Alignment is done: only the store write reads the base vectors again (from alignment's
+    temporary file), nothing the alignment cache, and names are compared no more (their
+    caches are emptied, so linking's objects take that memory)."""
+    if cache.alignment.vectors is not cache.vectors:
+        cache.alignment.vectors = {}
+    cache.alignment.base_vectors = {}  # an update's stored rows
+    clear_name_caches()
+
+
+def after_graph_vectors(cache: VectorCache) -> None:
+    """The graph's vectors are made and spilled: the cache held views of them."""
+    cache.vectors = {}
+
+
+def release_encoder(encoder: Any) -> None:
+    """The passage pass's batch buffers, which no later stage needs."""
+    release = getattr(encoder, "release_memory", None)
+    if callable(release):
+        release()
+
+
+# -- a budget -----------------------------------------------------------------------------------
+
+
+def plan_budget(
+    passages: int, extractor: Extractor, budget: int | str | None, *, own: bool, map_stages: bool
+) -> MemoryPlan:
+    """The settings of a build of `passages` under `budget` (`plan_memory`), applied to the
+    offline extractor when the build made it (`own`; a caller's keeps its processes); without
+    `map_stages` (the sharded build's driver) only the reduce stages run here. One warning when
+    even the least memory is estimated over the budget."""
+    from graphseek.knowledge.graph.offline import OfflineExtractor
+
+    offline = extractor if isinstance(extractor, OfflineExtractor) else None
+    forked = offline.processes_for(passages) if offline is not None else 1
+    plan = plan_memory(
+        passages, budget, processes=forked, lower_processes=own, map_stages=map_stages
+    )
+    if offline is not None and own and plan.processes < forked:
+        offline.n_process = plan.processes
+    if not plan.fits:
+        log.warning(
+            "a graph build of %d passages is estimated to need about %d MB, over the memory "
+            "budget of %d MB; it runs with the least (%s) and may swap: see docs/scale.md",
+            passages,
+            plan.estimate_mb,
+            plan.budget_mb,
+            plan.describe(),
+        )
+    return plan
+
+
+def check_peak(plan: MemoryPlan, peak_before: float | None) -> None:
+    """Warn when the build raised the process's peak over its budget."""
+    peak = peak_rss_mb()
+    if peak is not None and peak > plan.budget_mb and peak > (peak_before or 0):
+        log.warning(
+            "the graph build peaked at %d MB, over its memory budget of %d MB (estimated: %d "
+            "MB); docs/scale.md says what grows with the corpus",
+            peak,
+            plan.budget_mb,
+            plan.estimate_mb,
+        )
+
+
+# -- the process --------------------------------------------------------------------------------
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def bounded(fn: _F) -> _F:
+    """Run `fn` with Python's automatic garbage collection off (as it was, after).
+
+    A build makes millions of long-lived objects (extractions, records, models, ids); each full
+    collection walks all of them, and one runs every time their number grows by a quarter. They
+    hold no reference cycles, so reference counting frees whatever the build drops; cyclic
+    garbage, if any, waits for the next collection after it. (Forked extraction workers collect
+    as usual: `offline._worker_start`.)"""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper  # type: ignore[return-value]
+
+
+def bound_process_heap() -> None:
+    """`malloc` kept to one heap, large blocks mapped on their own, for the rest of the process
+    (`bound_heap`; before extraction workers fork and encoder threads start: they inherit it)."""
+    bound_heap()

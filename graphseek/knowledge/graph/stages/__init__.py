@@ -1,0 +1,38 @@
+"""The stages of a graph build, one module each, in the order `graphseek.knowledge.graph.build`
+runs them:
+
+1. `extract`: coreference (optional), then the extractor: one `Extraction` per passage;
+2. `passage_pass`: one pass of the passage encoder: passage vectors for the index, contextual
+   mention vectors for alignment, pooled sentence vectors;
+3. `align`: exact, then semantic merging of the mentions into entities (HiGra Phase 2);
+4. `link`: entity-entity relations (Phase 3) and entity-passage links (Phase 4);
+5. `topics`: hyperedges from n-ary facts, topics by k-means over their vectors, and the vectors
+   of the graph's entities and relations;
+6. `write`: the store, written atomically, then its sentence layer.
+
+Each stage is a function with typed inputs and outputs (dataclasses named for what they hold).
+What the stages keep out of memory between them goes through `graphseek.knowledge.graph.memory`.
+`Run` is what every stage is handed: how the build runs, not what it builds (that is
+`GraphSettings`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphseek.knowledge.graph.vectors import Embed
+
+
+@dataclass
+class Run:
+    """How a build runs, the same for every stage: the encoder (`embed`: MiniLM unless a
+    caller passed one), the chat model that decides merges and predicts relations (`model`;
+    None: offline decisions), how many model calls at once, whether bars are shown, and the
+    timings each stage adds to (the manifest records them)."""
+
+    embed: Embed
+    model: Any = None
+    max_concurrency: int = 8
+    show_progress: bool = False
+    timings: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,94 @@
+"""The vectors the store keeps of the graph's entities and relations, in the graph's space
+(`GraphSettings.vectors`). The entities' begin once alignment is done (`begin_entity_vectors`;
+on a thread with static vectors, while linking runs here), the relations' once linking is done
+(`graph_vectors`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphseek.knowledge.background import Background
+from graphseek.knowledge.graph import memory
+from graphseek.knowledge.graph.clock import Clock
+from graphseek.knowledge.graph.relation_columns import RelationColumns
+from graphseek.knowledge.graph.settings import GraphSettings
+from graphseek.knowledge.graph.spool import SpilledArray
+from graphseek.knowledge.graph.stages import Run
+from graphseek.knowledge.graph.stages.align import Alignment
+from graphseek.knowledge.graph.vectors import (
+    Embed,
+    VectorCache,
+    entity_text,
+    relation_text,
+    set_stage,
+)
+
+
+@dataclass
+class GraphVectors:
+    """The entities' vectors (rows in the entities' order), the ids of the relations that have
+    one (extracted and predicted relations, unless `GraphSettings.embed_relations` is off) and
+    their vectors, each in a temporary file until the write."""
+
+    entities: SpilledArray
+    relation_ids: list[str]
+    relations: SpilledArray
+
+
+class EntityVectors:
+    """The entities' vectors under way; `take` waits for them (once: nothing is kept here)."""
+
+    def __init__(self, job: Background[np.ndarray | SpilledArray]) -> None:
+        self._job: Background[np.ndarray | SpilledArray] | None = job
+
+    def take(self) -> SpilledArray:
+        job, self._job = self._job, None
+        assert job is not None, "taken twice"
+        return memory.spill(job.result())
+
+
+def begin_entity_vectors(aligned: Alignment, strings: Embed, cache: VectorCache) -> EntityVectors:
+    """The entities' vectors, begun on a thread with static vectors (`strings`), else made now."""
+    entities = aligned.merged.entities
+    return EntityVectors(
+        Background(
+            lambda: memory.vectors_for_write(
+                [entity_text(e) for e in entities], strings, cache.vectors
+            ),
+            thread=bool(getattr(strings, "thread_safe", False)),
+        )
+    )
+
+
+def graph_vectors(
+    entity_vectors: EntityVectors,
+    relations: RelationColumns,
+    aligned: Alignment,
+    settings: GraphSettings,
+    run: Run,
+    strings: Embed,
+    cache: VectorCache,
+    n_passages: int,
+) -> GraphVectors:
+    """The relations' vectors, and the entities' once done."""
+    clock = Clock()
+    set_stage(run.embed, "embedding graph")
+    entities = aligned.merged.entities
+    names = dict(zip(entities.ids, entities.column("name"), strict=True))
+    embedded = (
+        [r for r in relations if r.kind in ("extracted", "predicted")]
+        if settings.embed_relations
+        else []
+    )
+    relation_vectors = memory.vectors_for_write(
+        [relation_text(r, names) for r in embedded], strings, cache.vectors
+    )
+    done = GraphVectors(
+        entity_vectors.take(),
+        [r.id for r in embedded],
+        memory.spill(relation_vectors),
+    )
+    clock.record(run.timings, "embed", n_passages)
+    return done
