@@ -8,8 +8,8 @@ for dense search anyway (`Embedder.encode_spans`); a base entity's vector is the
 of its mentions' vectors (`graphseek.knowledge.graph.align.Aligner`). The vectors carry the
 context the name appears in, so "Paris" the city and "Paris" the film drift apart.
 
-Measured on the dev slices (README, "Knowledge graph"): the same or better HiGra Recall@5 than
-record strings, and one transformer pass fewer per build.
+Compared with record strings, this saves a transformer pass per build; the retrieval quality
+against record strings, with the command that measures it, is in docs/performance.md.
 
 Where a mention has no span (an LLM extraction, a span past the model's 256-token window), its
 name is searched in the passage; a mention found nowhere, or past the window, gets no vector. A
@@ -46,9 +46,9 @@ from the rounded values in a build and in an update alike, so both give the same
 
 class MentionVectors(KeyedRows):
     """Contextual mention vectors by mention id, kept in an unnamed temporary file (in
-    ``TMPDIR``) instead of in memory: one float16 row per mention, 768 bytes with MiniLM, 1.7 GB
-    for the 2.2 million mentions of 100,000 passages, which a build holds from the passage pass
-    to the store write. A lookup reads its row with ``pread``, a read-only array; `take`
+    ``TMPDIR``) instead of in memory: one float16 row per mention (768 bytes with MiniLM), which
+    a build holds from the passage pass to the store write, and which grows with the corpus. A
+    lookup reads its row with ``pread``, a read-only array; `take`
     reads many in runs (`KeyedRows`). The file goes away with the last object using it
     (`restrict` makes views sharing it)."""
 
@@ -113,8 +113,8 @@ class MentionVectors(KeyedRows):
     def freeze(self, ids: Sequence[str]) -> None:
         """Look rows up through `ids` from now on (sorted and unique, among them every key
         here: alignment's mention ids, `MentionTable.ids`): an int32 row number per id instead
-        of its own index by passage (`MentionRows`; a dict with id strings of its own before,
-        about 270 MB at the 2 million vectors of 100,000 passages). Every object sharing these
+        of its own index by passage (`MentionRows`, which keeps id strings of its own). Every
+        object sharing these
         vectors sees the same keys and rows; none can be added after."""
         rows = np.fromiter(
             (self._row.get(mid, ABSENT) for mid in ids), dtype=np.int32, count=len(ids)
@@ -126,7 +126,7 @@ class MentionVectors(KeyedRows):
 
     def sorted_keys(self) -> Sequence[str]:
         """The ids, sorted: once frozen, a view of the ids they were frozen with (a
-        `MentionIds`' are made when read: no list of 2 million strings at the store write)."""
+        `MentionIds`' are made when read: no list of every mention id at the store write)."""
         if isinstance(self._row, MentionTable):
             return self._row.keys_sorted()
         return super().sorted_keys()
@@ -194,10 +194,9 @@ def mention_spans(passage: Passage, mentions: Sequence[Mention]) -> np.ndarray:
 
 BLOCK_BATCHES = 4
 """The passage pass works through blocks of `batch_size` x this many passages (longest first):
-a block's extractions, spans and pooled mention vectors are held until the block is done. With
-16 (1,024 passages), a block of passages at the model's 256-token window held 300-400 MB beside
-ONNX Runtime's working memory, the passage pass's peak (2,048 such passages: 1,126-1,242 MB
-over the pass's start with 16, 846-856 MB with 2 or 4, as fast; `benchmarks/passage_pass.py`)."""
+a block's extractions, spans and pooled mention vectors are held until the block is done, so
+larger blocks raise the passage pass's peak without making it faster
+(`benchmarks/passage_pass.py` measures both)."""
 
 
 def _blocks(passages: Sequence[Passage], batch_size: int) -> list[list[int]]:
@@ -234,9 +233,8 @@ def encode_passages(
 ) -> tuple[SpilledArray, MentionVectors]:
     """Passage vectors (rows in the order of `passages`, as `encode_texts` gives) and the
     contextual vector of every mention that has one, by mention id (`MENTION_DTYPE`). Both are
-    in temporary files (`SpilledArray`, `MentionVectors`): the passage vectors, written a
-    block at a time, were an array in memory (150 MB at 100,000 passages) during the pass, a
-    build's peak.
+    in temporary files (`SpilledArray`, `MentionVectors`): the passage vectors are written a
+    block at a time, so no array of them is held during the pass, a build's peak.
 
     Blocks of passages, longest first, under one ``embedding passages`` bar: memory beyond the
     outputs is the token ids, states and pooled vectors of the blocks under way. An encoder
@@ -322,15 +320,14 @@ def encode_passages(
 
 IN_FLIGHT = 2
 """Blocks of the passage pass under way at once (`encode_passages`, with an encoder whose
-`encode_spans` allows it): one block at a time left a worker thread idle at each block's end
-while the other ran its last batch (with blocks of 256 the pass took 151.6 s at 10,000 passages
-against 141.5 with blocks of 1,024, `benchmarks/indexing.py`)."""
+`encode_spans` allows it): with one block at a time a worker thread idles at each block's end
+while the other runs its last batch (`benchmarks/indexing.py` times the pass)."""
 
 
 BASE_ROWS = 65_536
-"""`base_vectors` stacks at most about this many mention rows at a time (whole groups): the
-float32 copy of every mention vector at once was the alignment stage's peak (about 3 GB at
-100,000 passages)."""
+"""`base_vectors` stacks at most about this many mention rows at a time (whole groups): a
+float32 copy of every mention vector at once would be the alignment stage's peak, growing with
+the corpus."""
 
 
 def base_vectors(

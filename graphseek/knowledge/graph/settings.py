@@ -13,16 +13,15 @@ VECTOR_SPACES = ("minilm", "static")
 """How a graph embeds the strings it stores vectors of (entities, relations, hyperedge
 sentences): ``"minilm"`` runs the packaged MiniLM on each; ``"static"`` averages token vectors
 distilled from it (`graphseek.knowledge.static_embedder`), at a negligible cost per string.
-Semantic merging embeds base entities with MiniLM in both (its neighbourhoods shape the graph:
-static vectors there cost 1-2 points of HiGra Recall@5 on the 2Wiki dev questions)."""
+Semantic merging embeds base entities with MiniLM in both: its neighbourhoods shape the graph,
+and static vectors there lose recall."""
 
 
 DEFAULT_TAU = {"contextual": 0.30, "records": 0.25}
 """Semantic merging's radius per kind of alignment vector. Contextual vectors of one name spread
-more than its record strings' (the same 12K 2Wiki base entities have 2,679 pairs within cosine
-distance 0.25 contextually against 18,802 as records); 0.30 was the best of 0.25 / 0.30 / 0.35
-on the dev slices (2Wiki 0-199, MuSiQue train 0-199, docqa): HiGra and progressive Recall@5 and
-@10 no lower than with record strings at 0.25 on any of them (README, "Knowledge graph")."""
+more than its record strings' (the same base entities have far fewer pairs within a radius
+contextually), so contextual alignment takes a wider one, chosen on the dev slices
+(docs/performance.md gives the recall of both with the command that measures it)."""
 
 
 OUTSIDE_WINDOW = ("names", "records")
@@ -54,8 +53,8 @@ class GraphSettings:
     vectors: str = "static"
     """The space of the stored entity, relation and hyperedge vectors, one of `VECTOR_SPACES`
     (a query is encoded in the same space when it is compared with them). Static by default:
-    a third less build time at 1,000 passages, with the same recall and answers on the dev
-    slices (README, "Command line"); stores written before the setting existed are MiniLM."""
+    a faster build with the same recall and answers on the dev slices (docs/performance.md);
+    stores written before the setting existed are MiniLM."""
     alignment: str = "contextual"
     """How semantic merging embeds base entities, one of `ALIGNMENT_VECTORS`: contextual
     mention vectors from the passage pass (`graphseek.knowledge.graph.contextual`; no second
@@ -68,10 +67,9 @@ class GraphSettings:
     candidates only (`name_pairs`, `variant_pairs`); "records": it gets its record string's
     MiniLM vector (a second encoder pass over those strings). None (the default) picks "names"
     for the offline extractor, whose mentions point at their words, so such an entity is one
-    whose every mention lies past the encoder's 256-token window (10% of the base entities of
-    1,500 2Wiki passages; embedding their records cost about 10% of the passages' tokens, for
-    55 of 1,571 merges, and the dev slices' recall moved by 0.3 point at most without them); and
-    "records" for other extractors, whose names (an LLM's) may not occur in the passage at all.
+    whose every mention lies past the encoder's 256-token window (embedding their records costs
+    a second encoder pass for few merges, with no measurable change in the dev slices' recall);
+    and "records" for other extractors, whose names (an LLM's) may not occur in the passage at all.
     The manifest records the value used; stores written before the setting existed use
     "records"."""
 
