@@ -1,8 +1,12 @@
 """A delta add: new passages into a graph store, touching only what they reach.
 
-`add_passages(..., delta=True)` (`graphseek.knowledge.graph.build`) extracts and encodes the new
-passages as the exact add does, then, instead of re-assembling the whole graph from every
-stored extraction, it changes the stored graph where the new passages reach it:
+`add_passages(..., delta=True)` (`graphseek.knowledge.graph.build`) runs the build's first two
+stages (`graphseek.knowledge.graph.stages`: extraction, the passage pass) on the new passages as
+the exact add does; then, instead of re-assembling the whole graph from every stored extraction,
+it runs the later stages on the delta (`_apply`: align, link, hyperedges and topics, write), each
+changing the stored graph where the new passages reach it, with the stages' own functions where
+they compute the same thing (`extracted_relations`, `build_hyperedges`, `embedded_relations`,
+`hyperedge_vectors`):
 
 - **alignment**: the new mentions' exact groups (`exact_groups`) become new base entities. A new
   base entity *joins a stored entity* that has one of its name keys as its name or an alias
@@ -93,6 +97,9 @@ from graphseek.knowledge.graph.records import (
 )
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.spool import stack_rows
+from graphseek.knowledge.graph.stages.embed import embedded_relations
+from graphseek.knowledge.graph.stages.link import extracted_relations
+from graphseek.knowledge.graph.stages.topics import hyperedge_vectors
 from graphseek.knowledge.graph.store import SQLiteGraphStore, aliases_and_types
 from graphseek.knowledge.graph.store_writer import (
     DATABASE,
@@ -117,7 +124,6 @@ from graphseek.knowledge.graph.text import (
 from graphseek.knowledge.graph.vectors import (
     Embed,
     entity_text,
-    hyperedge_text,
     record_text,
     relation_text,
     string_embed,
@@ -210,6 +216,8 @@ class DeltaAlignment:
     pairs: dict[tuple[str, str], tuple[float, bool]]
     """Decided pairs of base ids (a < b): new with new, and new with stored."""
     counts: dict[str, int]
+    surfaces: StoredSurfaces | None = None
+    """The matcher's surfaces of the stored entities, read while alignment searched."""
 
 
 @dataclass
@@ -594,8 +602,6 @@ def new_relations(
     """The relations the new passages give: extracted, co-occurrence and similarity edges
     (the first two with the new passages' weights and provenance only), and the ids of those
     the store has already (a similarity edge it has is not given again)."""
-    from graphseek.knowledge.graph.stages.link import extracted_relations
-
     me = aligned.mention_entity
     types = _types_of(con, aligned, set(me.values()))
     relations = extracted_relations(extracted, me)
@@ -1033,10 +1039,52 @@ def _apply(
     timings: dict[str, Any],
     copying: Background[None],
 ) -> dict[str, Any]:
-    """Every change of the delta: computed from the store (`con`: its database, read-only),
-    written into `tmp` once `copying` has copied the files it changes in place. Returns the
-    store's manifest with the new counts, for the caller to finish and write."""
+    """Every change of the delta, stage by stage as a build runs them (`graphseek.knowledge.
+    graph.build`), each on the new passages against the store (`con`: its database,
+    read-only); written into `tmp` once `copying` has copied the files it changes in place.
+    Returns the store's manifest with the new counts, for the caller to finish and write."""
+    n = len(new)
+    strings = string_embed(settings, embed)
+    # 3. alignment: the new mentions -> new entities, or stored ones they join
     clock = Clock()
+    aligned = _align(con, source, extracted, mention_vectors, settings, embed)
+    clock.record(timings, "align", n)
+    # 4. linking: relations, stored entities' new aliases, entity-passage links
+    clock = Clock()
+    relations = _link_entities(con, extracted, aligned, settings)
+    clock.record(timings, "link_entities", n)
+    clock = Clock()
+    links = _link_passages(con, source, new, extracted, aligned, relations, settings)
+    clock.record(timings, "link_passages", n)
+    # 5. hyperedges and topics; the vectors of entities and relations
+    clock = Clock()
+    topics = _topics(con, source, extracted, aligned, settings, strings)
+    clock.record(timings, "hyperedges_topics", n)
+    clock = Clock()
+    vectors = _graph_vectors(con, aligned, relations, settings, strings)
+    clock.record(timings, "embed", n)
+    # 6. write
+    clock = Clock()
+    copying.result()
+    clock.record(timings, "copy_wait", n)
+    clock = Clock()
+    manifest = _write(con, source, tmp, new, extracted, new_mentions, aligned, relations, links,
+                      topics, vectors, settings)  # fmt: skip
+    clock.record(timings, "write", n)
+    return manifest
+
+
+def _align(
+    con: sqlite3.Connection,
+    source: Path,
+    extracted: Sequence[Extraction],
+    mention_vectors: Mapping[str, np.ndarray],
+    settings: GraphSettings,
+    embed: Embed,
+) -> DeltaAlignment:
+    """The new mentions' exact groups as base entities (`new_bases`), the stored base
+    entities near each (`near_stored`, on a thread), then each decided against the store
+    (`align_new`)."""
     mentions = [m for x in extracted for m in x.mentions]
     contextual = settings.alignment == "contextual"
     bases = new_bases(mentions, mention_vectors if contextual else {}, settings, embed)
@@ -1044,11 +1092,29 @@ def _apply(
     search = Background(lambda: near_stored(source, bases.vectors, settings, stored_rows))
     stored = stored_surfaces(con)  # Python, while the search runs with the GIL released
     aligned = align_new(con, source, bases, search.result(), settings, embed)
-    clock.record(timings, "align", len(new))
-    clock = Clock()
-    strings = string_embed(settings, embed)
+    aligned.surfaces = stored
+    return aligned
+
+
+@dataclass
+class DeltaRelations:
+    """The relations the new passages give (`new_relations`), the ids of those the store has
+    already, and the aliases stored entities gain (each new name key by its most frequent
+    surface)."""
+
+    relations: list[Relation]
+    stored: set[str]
+    new_aliases: dict[str, list[str]]
+
+
+def _link_entities(
+    con: sqlite3.Connection,
+    extracted: Sequence[Extraction],
+    aligned: DeltaAlignment,
+    settings: GraphSettings,
+) -> DeltaRelations:
+    """Phase 3 on the delta: `new_relations`, and the stored entities' new aliases."""
     relations, stored_relations = new_relations(con, extracted, aligned, settings)
-    # aliases the stored entities gain: each new name key, by its most frequent surface
     new_aliases: dict[str, list[str]] = {}
     for eid, gained in aligned.joined.items():
         known = aligned.stored[eid].keys() if eid in aligned.stored else set()
@@ -1063,21 +1129,64 @@ def _apply(
                 min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0]
                 for _, c in sorted(surfaces.items())
             ]
-    clock.record(timings, "link_entities", len(new))
-    clock = Clock()
+    return DeltaRelations(relations, stored_relations, new_aliases)
+
+
+@dataclass
+class DeltaLinks:
+    """The new entity-passage links by (entity, passage), ``"mention"`` or ``"match"``, and the
+    store's common words (kept in ``matcher.json``)."""
+
+    links: dict[tuple[str, str], str]
+    common: frozenset[str]
+
+
+def _link_passages(
+    con: sqlite3.Connection,
+    source: Path,
+    new: Sequence[Passage],
+    extracted: Sequence[Extraction],
+    aligned: DeltaAlignment,
+    relations: DeltaRelations,
+    settings: GraphSettings,
+) -> DeltaLinks:
+    """Phase 4 on the delta: each new mention's entity to its passage, and the matcher's links
+    (`match_links`)."""
     matched, common = match_links(
-        con, source, new, aligned.new_entities, new_aliases, settings, stored
+        con, source, new, aligned.new_entities, relations.new_aliases, settings, aligned.surfaces
     )
     links: dict[tuple[str, str], str] = {}
-    for m in mentions:
-        owner = aligned.mention_entity.get(m.id)
-        if owner is not None:
-            links[(owner, m.passage_id)] = "mention"
+    for x in extracted:
+        for m in x.mentions:
+            owner = aligned.mention_entity.get(m.id)
+            if owner is not None:
+                links[(owner, m.passage_id)] = "mention"
     for eid, pids in matched.items():
         for pid in pids:
             links.setdefault((eid, pid), "match")
-    clock.record(timings, "link_passages", len(new))
-    clock = Clock()
+    return DeltaLinks(links, common)
+
+
+@dataclass
+class DeltaTopics:
+    """Every hyperedge the new passages give (their passages are added), those new to the store
+    with their topics (`fresh`), and the fresh ones' vectors."""
+
+    hyperedges: Sequence[HyperEdge]
+    fresh: list[HyperEdge]
+    vectors: np.ndarray
+
+
+def _topics(
+    con: sqlite3.Connection,
+    source: Path,
+    extracted: Sequence[Extraction],
+    aligned: DeltaAlignment,
+    settings: GraphSettings,
+    strings: Embed,
+) -> DeltaTopics:
+    """The new passages' hyperedges (`build_hyperedges`, as a build makes them); each new one
+    goes to the nearest stored topic (`nearest_topics`) instead of a new k-means."""
     hyperedges = build_hyperedges(
         extracted, aligned.mention_entity, min_entities=settings.min_hyperedge_entities
     )
@@ -1087,38 +1196,55 @@ def _apply(
             con, "SELECT id FROM hyperedges WHERE id IN ({})", [h.id for h in hyperedges]
         )
     }
-    fresh_hyper = [h for h in hyperedges if h.id not in stored_hyper]
-    hyper_vectors = cached_encode([hyperedge_text(h) for h in fresh_hyper], strings, {})
-    topics = nearest_topics(con, source, hyper_vectors) if fresh_hyper else []
-    fresh_hyper = [
-        h.model_copy(update={"topic_id": topic})
-        for h, topic in zip(fresh_hyper, topics, strict=True)
+    fresh = [h for h in hyperedges if h.id not in stored_hyper]
+    vectors = hyperedge_vectors(fresh, strings, {})
+    topics = nearest_topics(con, source, vectors) if fresh else []
+    fresh = [
+        h.model_copy(update={"topic_id": topic}) for h, topic in zip(fresh, topics, strict=True)
     ]
-    clock.record(timings, "hyperedges_topics", len(new))
+    return DeltaTopics(hyperedges, fresh, vectors)
 
-    clock = Clock()
+
+@dataclass
+class DeltaVectors:
+    """The vectors the delta adds: of the new entities, of the new relations that get one
+    (`embedded`), and of the stored entities whose vector text grew (`grown`: ids, rows)."""
+
+    entities: np.ndarray
+    embedded: list[Relation]
+    relations: np.ndarray
+    grown: list[str]
+    grown_vectors: np.ndarray
+
+
+def _graph_vectors(
+    con: sqlite3.Connection,
+    aligned: DeltaAlignment,
+    relations: DeltaRelations,
+    settings: GraphSettings,
+    strings: Embed,
+) -> DeltaVectors:
+    """The vectors of the new entities and relations (the relations a build embeds:
+    `embedded_relations`), and those of stored entities that gain aliases."""
     names = {e.id: e.name for e in aligned.new_entities}
     names.update({eid: s.name for eid, s in aligned.stored.items()})
-    wanted = {x for r in relations for x in (r.source, r.target)} - set(names)
+    wanted = {x for r in relations.relations for x in (r.source, r.target)} - set(names)
     names.update(dict(_in_batches(con, "SELECT id, name FROM entities WHERE id IN ({})", wanted)))
-    fresh_relations = [r for r in relations if r.id not in stored_relations]
-    embedded = (
-        [r for r in fresh_relations if r.kind in ("extracted", "predicted")]
-        if settings.embed_relations
-        else []
-    )
+    fresh = [r for r in relations.relations if r.id not in relations.stored]
+    embedded = embedded_relations(fresh, settings)
     relation_vectors = cached_encode([relation_text(r, names) for r in embedded], strings, {})
     entity_vectors = cached_encode([entity_text(e) for e in aligned.new_entities], strings, {})
     # a stored entity that gains aliases gets its vector text's vector again (its first eight
     # aliases are in the text): an exact add later finds its vector by that text
+    gained = relations.new_aliases
     grown = [
-        eid for eid in new_aliases if eid in aligned.stored and len(aligned.stored[eid].aliases) < 8
+        eid for eid in gained if eid in aligned.stored and len(aligned.stored[eid].aliases) < 8
     ]
     grown_vectors = cached_encode(
         [
             record_text(
                 aligned.stored[eid].name,
-                aligned.stored[eid].aliases + new_aliases[eid],
+                aligned.stored[eid].aliases + gained[eid],
                 aligned.stored[eid].types,
             )
             for eid in grown
@@ -1126,19 +1252,33 @@ def _apply(
         strings,
         {},
     )
-    clock.record(timings, "embed", len(new))
+    return DeltaVectors(entity_vectors, embedded, relation_vectors, grown, grown_vectors)
 
-    clock = Clock()
-    copying.result()
-    clock.record(timings, "copy_wait", len(new))
-    clock = Clock()
+
+def _write(
+    con: sqlite3.Connection,
+    source: Path,
+    tmp: Path,
+    new: Sequence[Passage],
+    extracted: Sequence[Extraction],
+    new_mentions: list[str],
+    aligned: DeltaAlignment,
+    relations: DeltaRelations,
+    links: DeltaLinks,
+    topics: DeltaTopics,
+    vectors: DeltaVectors,
+    settings: GraphSettings,
+) -> dict[str, Any]:
+    """The delta written into `tmp` (the files it changes, copied there already): the rows,
+    the ids, the vectors appended, the matrices extended, the matcher's words. Returns the
+    store's manifest with the new counts."""
     written = sqlite3.connect(tmp / DATABASE)
     try:
         written.execute("PRAGMA journal_mode=OFF")
         written.execute("PRAGMA synchronous=OFF")
         _write_rows(
-            written, new, extracted, aligned, relations, stored_relations, new_aliases, links,
-            hyperedges, fresh_hyper,
+            written, new, extracted, aligned, relations.relations, relations.stored,
+            relations.new_aliases, links.links, topics.hyperedges, topics.fresh,
         )  # fmt: skip
         manifest = json.loads((source / MANIFEST).read_text(encoding="utf-8"))
         _count(manifest, written, aligned, len(new))
@@ -1147,14 +1287,14 @@ def _apply(
     nodes = json.loads((source / "nodes.json").read_text(encoding="utf-8"))
     nodes["entities"] += [e.id for e in aligned.new_entities]
     nodes["passages"] += [p.id for p in new]
-    nodes["relations_embedded"] += [r.id for r in embedded]
-    nodes["hyperedges"] += [h.id for h in fresh_hyper]
+    nodes["relations_embedded"] += [r.id for r in vectors.embedded]
+    nodes["hyperedges"] += [h.id for h in topics.fresh]
     if new_mentions and (source / "mention_vectors.npy").exists():
         nodes.setdefault("mentions_embedded", []).extend(new_mentions)
     for name, rows in (
-        ("entity_vectors", entity_vectors),
-        ("relation_vectors", relation_vectors),
-        ("hyperedge_vectors", hyper_vectors),
+        ("entity_vectors", vectors.entities),
+        ("relation_vectors", vectors.relations),
+        ("hyperedge_vectors", topics.vectors),
         ("base_vectors", aligned.base_vectors),
     ):
         if len(rows) and rows.ndim == 2 and rows.shape[1] > 1:
@@ -1162,17 +1302,18 @@ def _apply(
         elif (source / f"{name}.npy").exists():
             shutil.copyfile(source / f"{name}.npy", tmp / f"{name}.npy")
     weights: dict[tuple[str, str], float] = defaultdict(float)
-    for r in relations:
+    for r in relations.relations:
         weights[(r.source, r.target)] += r.weight
-    _extend_matrices(source, tmp, nodes["entities"], nodes["passages"], weights, links)
-    if grown:
-        _overwrite_rows(tmp / "entity_vectors.npy", nodes["entities"], grown, grown_vectors)
+    _extend_matrices(source, tmp, nodes["entities"], nodes["passages"], weights, links.links)
+    if vectors.grown:
+        _overwrite_rows(
+            tmp / "entity_vectors.npy", nodes["entities"], vectors.grown, vectors.grown_vectors
+        )
     write_id_lists(tmp / "nodes.json", nodes)
     (tmp / MATCHER).write_text(
-        _dumps({"top_k_common": settings.top_k_common, "common_words": sorted(common)}),
+        _dumps({"top_k_common": settings.top_k_common, "common_words": sorted(links.common)}),
         encoding="utf-8",
     )
-    clock.record(timings, "write", len(new))
     return manifest
 
 

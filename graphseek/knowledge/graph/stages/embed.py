@@ -5,6 +5,7 @@ on a thread with static vectors, while linking runs here), the relations' once l
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.clock import Clock
+from graphseek.knowledge.graph.models import Relation
 from graphseek.knowledge.graph.relation_columns import RelationColumns
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.spool import SpilledArray
@@ -77,11 +79,7 @@ def graph_vectors(
     set_stage(run.embed, "embedding graph")
     entities = aligned.merged.entities
     names = dict(zip(entities.ids, entities.column("name"), strict=True))
-    embedded = (
-        [r for r in relations if r.kind in ("extracted", "predicted")]
-        if settings.embed_relations
-        else []
-    )
+    embedded = embedded_relations(relations, settings)
     relation_vectors = memory.vectors_for_write(
         [relation_text(r, names) for r in embedded], strings, cache.vectors
     )
@@ -92,3 +90,11 @@ def graph_vectors(
     )
     clock.record(run.timings, "embed", n_passages)
     return done
+
+
+def embedded_relations(relations: Iterable[Relation], settings: GraphSettings) -> list[Relation]:
+    """The relations that get a vector: extracted and predicted ones (similarity and
+    co-occurrence edges have none), unless `GraphSettings.embed_relations` is off."""
+    if not settings.embed_relations:
+        return []
+    return [r for r in relations if r.kind in ("extracted", "predicted")]

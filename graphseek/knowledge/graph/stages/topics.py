@@ -88,9 +88,7 @@ class HyperedgeTopics:
         return stage
 
     def _vectors_and_clusters(self) -> tuple[np.ndarray, np.ndarray]:
-        vectors = cached_encode(
-            [hyperedge_text(h) for h in self.hyperedges], self.strings, self.cache.vectors
-        )
+        vectors = hyperedge_vectors(self.hyperedges, self.strings, self.cache.vectors)
         return vectors, cluster_topics(vectors, self.settings.seed)
 
     def cluster(self) -> None:
@@ -123,3 +121,10 @@ class HyperedgeTopics:
         done = Topics(hyperedges, topics, memory.spill(vectors))
         self.clock.record(self.run.timings, "hyperedges_topics", n_passages)
         return done
+
+
+def hyperedge_vectors(
+    hyperedges: Sequence[HyperEdge], strings: Embed, cache: dict[str, np.ndarray]
+) -> np.ndarray:
+    """The vectors of `hyperedges`' texts in the graph's space (`strings`), through `cache`."""
+    return cached_encode([hyperedge_text(h) for h in hyperedges], strings, cache)
