@@ -169,8 +169,9 @@ def build_graph(
     if mapped is not None:
         extractions = mapped.extracted(corpus, type(chosen).__name__, timings)
     else:
-        extractions, embed, first = _extract(corpus, chosen, coreferencer, settings, embed,
-                                             show_progress, timings)  # fmt: skip
+        extractions, embed, first = _extract(
+            corpus, chosen, coreferencer, settings, embed, show_progress, timings
+        )
     run = Run(
         embed or default_embed(show_progress),
         model_of(llm, "aligner"),
@@ -184,8 +185,9 @@ def build_graph(
     pooled = pooled_sentences(settings)
     passes = mapped.passage_vectors_for(settings, pooled) if mapped is not None else None
     if passes is None:
-        passes = passage_pass(corpus, extractions, settings, run, sentences=pooled,
-                               ahead=first, threads=plan.threads)  # fmt: skip
+        passes = passage_pass(
+            corpus, extractions, settings, run, sentences=pooled, ahead=first, threads=plan.threads
+        )
     prefetch.result()
     passes.hand_on(on_passage_vectors)
     settings = passes.settings
@@ -229,8 +231,9 @@ def assemble(
 
     # 5. hyperedges and topics, the vectors of entities and relations
     topics.cluster()
-    graph = graph_vectors(entity_vectors, links.relations, aligned, settings, run, strings,
-                          cache, n)  # fmt: skip
+    graph = graph_vectors(
+        entity_vectors, links.relations, aligned, settings, run, strings, cache, n
+    )
     hyperedges = topics.finish(n)
     memory.after_graph_vectors(cache)
     return graph_data(passages, extractions, settings, aligned, links, graph, hyperedges, run)
@@ -393,9 +396,18 @@ def add_passages(
     if delta:  # 3-6 where the new passages reach the stored graph
         from graphseek.knowledge.graph.delta import delta_add
 
-        written = delta_add(store_dir, new, extracted, vectors.mentions, settings, embed=run.embed,
-                            extractor_name=name, timings=run.timings, started=started,
-                            out_dir=out_dir)  # fmt: skip
+        written = delta_add(
+            store_dir,
+            new,
+            extracted,
+            vectors.mentions,
+            settings,
+            embed=run.embed,
+            extractor_name=name,
+            timings=run.timings,
+            started=started,
+            out_dir=out_dir,
+        )
         return written if reuse is None else write_sentences(written, settings, pooled, reuse)
 
     def change(

@@ -1068,8 +1068,20 @@ def _apply(
     copying.result()
     clock.record(timings, "copy_wait", n)
     clock = Clock()
-    manifest = _write(con, source, tmp, new, extracted, new_mentions, aligned, relations, links,
-                      topics, vectors, settings)  # fmt: skip
+    manifest = _write(
+        con,
+        source,
+        tmp,
+        new,
+        extracted,
+        new_mentions,
+        aligned,
+        relations,
+        links,
+        topics,
+        vectors,
+        settings,
+    )
     clock.record(timings, "write", n)
     return manifest
 
