@@ -314,3 +314,37 @@ def test_whole_paragraphs_packs_blocks_whole_and_cuts_long_ones_at_sentences() -
     spans = chunk_spans(prose, 100, 30, whole_paragraphs=True)
     assert all(prose[s.start : s.start + 9] == "Sentence " for s in spans)
     assert any(b.start < a.end for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_a_numbered_series_of_entry_lines_are_headings_wherever_they_stand() -> None:
+    news = textwrap.dedent(
+        """\
+        GNU frob NEWS
+
+        * Noteworthy changes in release 2.1 (2022-04-07) [stable]
+
+        ** Bug fixes
+
+          frob no longer loops on empty input.
+
+        * Noteworthy changes in release 2.0 (2021-09-03) [stable]
+
+          New option --zap removes every frob.
+
+        * Noteworthy changes in release 1.9 (2020-01-07) [stable]
+
+          The default level is now 3.
+        """
+    )
+    sections = plain_document(news).sections
+    titled = {s.title.split(" > ")[0]: s.text for s in sections if s.title}
+    assert "Noteworthy changes in release 2.0 (2021-09-03) [stable]" in titled
+    assert "--zap" in titled["Noteworthy changes in release 2.0 (2021-09-03) [stable]"]
+    assert "default level" in titled["Noteworthy changes in release 1.9 (2020-01-07) [stable]"]
+
+
+def test_one_liners_between_blank_lines_are_not_a_series() -> None:
+    items = "Notes\n\n" + "\n\n".join(f"- Fix bug {n} in the parser" for n in range(5)) + "\n"
+    sections = plain_document(items).sections
+    assert not any("Fix bug" in s.title for s in sections)
+    assert "Fix bug 3" in " ".join(s.text for s in sections)

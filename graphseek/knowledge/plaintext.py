@@ -29,7 +29,11 @@ rule knows a tool, a file name or a format such as man pages):
   a changelog entry's first line above its items). In a text with no such line (a flush-left
   text), a single line at its left edge between blank lines is a heading when it is all
   capitals, numbered (`2.1 Scope`) or in title case, and looks like words (no code characters,
-  no columns). A heading candidate with nothing after it is text. Levels go by the order in which
+  no columns). A heading candidate with nothing after it is text. Headings of a **series** are
+  read anywhere: at least three one-line paragraphs after a blank line that open with the same
+  word (after the same list marker, if any), each holding a number and something else after it
+  ("* Noteworthy changes in release 3.8 (2021-08-01)", "Changes in 2.40:", "v1.5.4 (Feb
+  2023)"), as a changelog or a numbered manual writes its entries. Levels go by the order in which
   each kind of heading first appears (an underline character, with or without an overline; an
   indent with a numbering depth), as reStructuredText's do.
 - **Blocks.** A paragraph with every paragraph indented under it, and every paragraph that
@@ -62,6 +66,8 @@ MIN_WRAP_WIDTH = 60
 #: the longest line read as a heading
 MAX_HEADING_CHARS = 80
 TAB_SIZE = 8
+#: the fewest headings of one series (`_series`)
+SERIES_MIN = 3
 
 # a line of one repeated character: an underline (or overline) of a heading, else a separator
 _RULE = re.compile(r"([=\-~^*#+_])\1{2,}")
@@ -361,10 +367,51 @@ def _section_text(nodes: list[_Node]) -> str:
     return "\n\n".join("\n".join(block) for block in blocks)
 
 
+_SERIES_END = re.compile(r"[.,;!?]$")
+_FIRST_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _series(nodes: list[_Node]) -> dict[int, tuple[object, ...]]:
+    """Headings that a text numbers in a series: one-line paragraphs after a blank line that
+    open with the same word, each holding a number ("* Noteworthy changes in release 3.8
+    (2021-08-01)", "Changes in 2.40:", "version 1.31 - 2019-01-02", "v1.5.4 (Feb 2023)"), at
+    least `SERIES_MIN` of them, each followed by something that is not one of them. Lists of
+    one-liners between blank lines do not qualify: their lines follow one another."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, node in enumerate(nodes):
+        if len(node.lines) > 1 or not (node.blank_before or i == 0) or node.heading is not None:
+            continue
+        text = node.lines[0].text
+        marker = _MARKER.match(text)
+        body = text[marker.end() :] if marker else text
+        word = _FIRST_WORD.match(body)
+        if (
+            not word
+            or len(body) > MAX_HEADING_CHARS
+            or not any(c.isdigit() for c in body)
+            or _SERIES_END.search(body)
+        ):
+            continue
+        groups.setdefault(
+            (text[: marker.end()].strip() if marker else "", word.group(0).lower()), []
+        ).append(i)
+    out: dict[int, tuple[object, ...]] = {}
+    for key, members in groups.items():
+        spaced = all(b - a > 1 for a, b in zip(members, members[1:], strict=False))
+        if len(members) >= SERIES_MIN and spaced and members[-1] + 1 < len(nodes):
+            for i in members:
+                out[i] = ("series", *key)
+    return out
+
+
 def plain_document(text: str) -> PlainDocument:
     """The title and sections of a plain text, read by its layout (see the module docstring)."""
     lines = _read_lines(text)
     nodes = _nodes(lines)
+    for i, kind in _series(nodes).items():
+        text_ = nodes[i].lines[0].text
+        marker = _MARKER.match(text_)
+        nodes[i].heading = (kind, text_[marker.end() :] if marker else text_)
     wrapped = [n.indent for n in nodes if n.heading is None and n.wrapped]
     margin = min(wrapped) if wrapped else None
     flush = min((n.indent for n in nodes), default=0)
