@@ -83,20 +83,27 @@ class HyperedgeTopics:
         )
         stage = cls(hyperedges, settings, run, strings, cache, clock)
         if getattr(strings, "thread_safe", False):
-            stage.job = Background(stage._vectors_and_clusters)
+            stage.job = stage._vectors_and_clusters(thread=True)
         clock.pause()
         return stage
 
-    def _vectors_and_clusters(self) -> tuple[np.ndarray, np.ndarray]:
-        vectors = hyperedge_vectors(self.hyperedges, self.strings, self.cache.vectors)
-        return vectors, cluster_topics(vectors, self.settings.seed)
+    def _vectors_and_clusters(self, *, thread: bool) -> Background[tuple[np.ndarray, np.ndarray]]:
+        """The hyperedges' vectors and their k-means labels, on a thread or here and now."""
+        hyperedges, strings, cache = self.hyperedges, self.strings, self.cache.vectors
+        seed = self.settings.seed
+
+        def run() -> tuple[np.ndarray, np.ndarray]:
+            vectors = hyperedge_vectors(hyperedges, strings, cache)
+            return vectors, cluster_topics(vectors, seed)
+
+        return Background(run, thread=thread)
 
     def cluster(self) -> None:
         """The hyperedges' vectors and clusters, here and now unless begun on a thread."""
         self.clock.resume()
         set_stage(self.run.embed, "topics")
         if self.job is None:
-            self.job = Background(self._vectors_and_clusters, thread=False)
+            self.job = self._vectors_and_clusters(thread=False)
         self.clock.pause()
 
     def finish(self, n_passages: int) -> Topics:
