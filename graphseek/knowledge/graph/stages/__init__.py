@@ -6,9 +6,11 @@ runs them:
    mention vectors for alignment, pooled sentence vectors;
 3. `align`: exact, then semantic merging of the mentions into entities (HiGra Phase 2);
 4. `link`: entity-entity relations (Phase 3) and entity-passage links (Phase 4);
-5. `topics`: hyperedges from n-ary facts, topics by k-means over their vectors, and the vectors
-   of the graph's entities and relations;
+5. `topics`: hyperedges from n-ary facts, topics by k-means over their vectors; `embed`: the
+   vectors of the graph's entities and relations;
 6. `write`: the store, written atomically, then its sentence layer.
+
+`mapped` holds stages 1-2's results when they ran elsewhere (the sharded build's shards).
 
 Each stage is a function with typed inputs and outputs (dataclasses named for what they hold).
 What the stages keep out of memory between them goes through `graphseek.knowledge.graph.memory`.
