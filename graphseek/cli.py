@@ -10,11 +10,15 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphseek.errors import GraphseekError, IndexBusyError
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 GRAPH_VECTORS = ("static", "minilm")
 """`graphseek index --graph-vectors` choices, default first: `GraphSettings.vectors` and
@@ -191,7 +195,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return _answer(args, question, lambda: demo_index(rebuild=args.rebuild, quiet=args.json))
 
 
-def _answer(args: argparse.Namespace, question: str, load_index: Any) -> int:
+def _answer(args: argparse.Namespace, question: str, load_index: Callable[[], IndexStore]) -> int:
     """Check the arguments, open the index, ask, print. With --json exactly one object is printed
     whatever happens (an error also goes to stderr, exit 2)."""
     from graphseek.api import ask
@@ -277,7 +281,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
     )
     graph = " and its knowledge graph" if index.has_graph else ""
-    print(f"Indexed {len(index)} passages{graph} into {index.path}")
+    print(f"Indexed {len(index)} passages{graph} into {index.location_text}")
     return 0
 
 
@@ -304,7 +308,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     index = Index.open(args.index_dir)
     new = [p for p in read.values() if p.id not in index]
     if not new:
-        print(f"Nothing to add: {_count(len(read))} already in {index.path}.")
+        print(f"Nothing to add: {_count(len(read))} already in {index.location_text}.")
         return 0
     options = {"delta": True} if args.delta else None
     if args.delta and not index.has_graph:
@@ -317,7 +321,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         )
     index.add_documents(new, show_progress=not args.quiet, graph_options=options)
     there = f" ({len(read) - len(new)} already there)" if len(read) > len(new) else ""
-    print(f"Added {_count(len(new))}{there} to {index.path}; it holds {len(index)}.")
+    print(f"Added {_count(len(new))}{there} to {index.location_text}; it holds {len(index)}.")
     _print_documents(new, "+")
     return 0
 
@@ -334,7 +338,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
         index.passages, sources=args.source or (), titles=args.title or (), ids=args.id or ()
     )
     index.delete_documents([p.id for p in chosen], show_progress=not args.quiet)
-    print(f"Removed {_count(len(chosen))} from {index.path}; {len(index)} left.")
+    print(f"Removed {_count(len(chosen))} from {index.location_text}; {len(index)} left.")
     _print_documents(chosen, "-")
     return 0
 
@@ -366,12 +370,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from graphseek.knowledge.index import Index
 
     index = Index.open(args.index_dir)  # sizes, headers and counts checked here
-    verified = _verify(index, args.index_dir) if args.verify else None
+    verified = _verify(index) if args.verify else None
     if verified is not None and not index.has_graph:  # the files are what was asked about
         if args.json:
             print(json.dumps({"verified": verified}))
         else:
-            print(f"Index {index.path}: {len(index)} passages, no knowledge graph")
+            print(f"Index {index.location_text}: {len(index)} passages, no knowledge graph")
             print(_verified_line(verified))
         return 0
     from graphseek.knowledge.graph import format_stats, graph_stats
@@ -381,21 +385,21 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(json.dumps(stats if verified is None else {**stats, "verified": verified},
                          default=str))  # fmt: skip
     else:
-        print(f"Index {index.path}: {len(index)} passages")
+        print(f"Index {index.location_text}: {len(index)} passages")
         if verified is not None:
             print(_verified_line(verified))
         print(format_stats(stats))
     return 0
 
 
-def _verify(index: Any, location: str) -> dict[str, int]:
+def _verify(index: IndexStore) -> dict[str, int]:
     """`stats --verify`: every recorded file's SHA-256 against the manifest's record; the
     damaged files named in one line (`IndexFormatError`)."""
     from graphseek.errors import IndexFormatError
+    from graphseek.knowledge.index import Index
     from graphseek.knowledge.integrity import rebuild_hint, verify_index
-    from graphseek.knowledge.storage import DIRECTORY, backend_for
 
-    if backend_for(location) is not DIRECTORY:
+    if not isinstance(index, Index):
         raise ValueError(
             "--verify checks the files of a directory index; a PostgreSQL index has none "
             "(PostgreSQL checks its own pages: data checksums)."

@@ -33,15 +33,13 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 
 from graphseek.errors import (
-    CorpusError,
     IndexBusyError,
     IndexChangedError,
     IndexFormatError,
@@ -59,8 +57,29 @@ from graphseek.knowledge.dense import (
     early_graph,
     top_positions,
 )
-from graphseek.knowledge.embedders import graph_pass_vectors, passage_vectors
-from graphseek.knowledge.fusion import rrf
+from graphseek.knowledge.embedders import passage_vectors
+from graphseek.knowledge.index_build import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    GRAPH_DIR,
+    GraphAddition,
+    check_graph_options,
+    check_passages,
+    corpus_vectors,
+    delete_from_graph,
+    manifest_record,
+    prepare_build,
+    read_passages,
+    resolve_embedder,
+)
+from graphseek.knowledge.index_common import (
+    BM25_PARAMS,
+    RRF_K,
+    SEARCH_METHODS,
+    IndexCommon,
+    SearchMethod,
+    hybrid_depth,
+)
 from graphseek.knowledge.integrity import (
     INTEGRITY,
     check_index,
@@ -69,28 +88,28 @@ from graphseek.knowledge.integrity import (
     record_files,
     recorded_files,
 )
-from graphseek.knowledge.loaders import iter_corpus
-from graphseek.knowledge.passages import EMPTY_CORPUS, Hit, Passage, check_passage, duplicate_id
-from graphseek.knowledge.sharded import Sharding, sharding_for
+from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.sharded import sharding_for
 from graphseek.knowledge.sparse import BM25Index
-from graphseek.knowledge.storage import DIRECTORY, backend_for, check_graph_reads, local_path
+from graphseek.knowledge.storage import (
+    DIRECTORY,
+    IndexStore,
+    backend_for,
+    check_graph_reads,
+    local_path,
+)
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.graph.neighbourhood import DirectoryNeighbourhood
+    from graphseek.knowledge.graph.store import SQLiteGraphStore
 
 logger = logging.getLogger(__name__)
 
-SearchMethod = Literal["bm25", "dense", "hybrid"]
-SEARCH_METHODS: tuple[str, ...] = get_args(SearchMethod)
-
-FORMAT_NAME = "graphseek-index"
-FORMAT_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 PASSAGES_FILE = "passages.jsonl"
 BM25_DIR = "bm25"
 DENSE_DIR = "dense"
-GRAPH_DIR = "graph"
 RESERVED_NAMES = frozenset({MANIFEST_FILE, PASSAGES_FILE, BM25_DIR, DENSE_DIR})
-
-RRF_K = 60
-BM25_PARAMS: dict[str, Any] = {"k1": 1.5, "b": 0.75, "method": "lucene"}
 
 
 OPEN_TRIES = 5
@@ -112,14 +131,10 @@ def version_stamp(directory: Path) -> tuple[int, int] | None:
     return (st.st_ino, st.st_mtime_ns)
 
 
-def hybrid_depth(k: int) -> int:
-    """How many candidates each of BM25 and dense contributes to hybrid fusion for top-k."""
-    return max(k * 4, 20)
-
-
-class Index:
+class Index(IndexCommon):
     """A searchable passage index stored in one directory. Build with `Index.build`, reopen with
-    `Index.open`."""
+    `Index.open`. What it shares with the PostgreSQL backend (lookups, search, the embedder,
+    `ensure_graph`) is `IndexCommon`'s; the files are its own."""
 
     #: how the graph retrievers read the graph unless `Index.open(..., graph_reads=)` says
     #: otherwise (`graphseek.knowledge.storage.GRAPH_READS`)
@@ -154,10 +169,6 @@ class Index:
     def _passages(self) -> list[Passage]:
         return _read_passages(self._path / PASSAGES_FILE, rebuild_hint(self._path, self._manifest))
 
-    @cached_property
-    def _by_id(self) -> dict[str, int]:
-        return {p.id: i for i, p in enumerate(self._passages)}
-
     # ----------------------------------------------------------------------------- building
 
     @classmethod
@@ -173,7 +184,7 @@ class Index:
         embedder: str | TextEncoder | None = None,
         workers: int | None = None,
         scheduler: str | None = None,
-    ) -> Index:
+    ) -> IndexStore:
         """Index `passages` (or the corpus file/folder at that path, read as `load_corpus`
         reads it, into a `PassageSpool`) into the directory `path`, replacing an index already
         there only once the new one is complete.
@@ -198,7 +209,7 @@ class Index:
         for); the rest of the build runs here, as without them."""
         backend = backend_for(path)
         if backend is not DIRECTORY:
-            return backend.index_class().build(  # type: ignore[no-any-return]
+            return backend.index_class().build(
                 passages,
                 path,
                 show_progress=show_progress,
@@ -263,7 +274,7 @@ class Index:
         *,
         embedder: str | TextEncoder | None = None,
         graph_reads: str | None = None,
-    ) -> Index:
+    ) -> IndexStore:
         """Open the index at `path`: reads the manifest and passages; nothing is re-embedded.
         `path` chooses the backend (`graphseek.knowledge.storage.backend_for`): a
         ``postgresql://…`` URI opens a `PostgresIndex`.
@@ -280,8 +291,7 @@ class Index:
             check_graph_reads(graph_reads)
         backend = backend_for(path)
         if backend is not DIRECTORY:
-            opened = backend.index_class().open(path, embedder=embedder, graph_reads=graph_reads)
-            return opened  # type: ignore[no-any-return]
+            return backend.index_class().open(path, embedder=embedder, graph_reads=graph_reads)
         target = local_path(path)
         recover(target)
         for _ in range(OPEN_TRIES):
@@ -335,37 +345,8 @@ class Index:
     def path(self) -> Path:
         return self._path
 
-    @property
-    def manifest(self) -> dict[str, Any]:
-        return self._manifest
-
-    @property
-    def passages(self) -> list[Passage]:
-        """Every passage, in corpus order (position i = row i of `embeddings`)."""
-        return self._passages
-
-    def __len__(self) -> int:
-        return len(self._passages)
-
-    def __contains__(self, passage_id: object) -> bool:
-        return passage_id in self._by_id
-
     def __repr__(self) -> str:
         return f"Index({str(self._path)!r}, passages={len(self)})"
-
-    def get(self, passage_id: str) -> Passage:
-        """The passage with this id; KeyError if the index has none."""
-        try:
-            return self._passages[self._by_id[passage_id]]
-        except KeyError:
-            raise KeyError(
-                f"No passage with id {passage_id!r} in the index at {self._path}"
-            ) from None
-
-    def position(self, passage_id: str) -> int:
-        """The corpus position (row in `embeddings`) of a passage id; KeyError if unknown."""
-        self.get(passage_id)
-        return self._by_id[passage_id]
 
     def dir_for(self, name: str) -> Path:
         """The directory other stores (e.g. the knowledge graph, `graph`) keep inside this index.
@@ -375,20 +356,6 @@ class Index:
         if not name or name in RESERVED_NAMES or Path(name).name != name or name.startswith("."):
             raise ValueError(f"{name!r} is not a usable store name inside an index directory")
         return self._path / name
-
-    @property
-    def embedder(self) -> TextEncoder:
-        """The embedder of this index's passages and queries (the recorded one, made on first
-        use)."""
-        return self._encoder
-
-    def use_embedder(self, embedder: str | TextEncoder) -> Index:
-        """Embed queries with `embedder` (a spec or an encoder), after checking it is the one
-        the index was built with; returns this index."""
-        encoder = resolve_embedder(embedder, dim=self._manifest["embedder"]["dim"])
-        embedders.check_embedder(self._manifest["embedder"], encoder, self.location_text)
-        self.__dict__["_encoder"] = encoder
-        return self
 
     @property
     def location_text(self) -> str:
@@ -401,14 +368,7 @@ class Index:
         """Whether this index holds a knowledge graph (`graph/`)."""
         return (self._path / GRAPH_DIR / "manifest.json").is_file()
 
-    @property
-    def graph_reads(self) -> str:
-        """How the graph retrievers read this index's graph: ``"whole"`` (loaded into memory
-        once per revision, the default) or ``"neighbourhood"`` (`graph_neighbourhood()` per
-        query); chosen by `Index.open(..., graph_reads=)`."""
-        return self._graph_reads
-
-    def graph_neighbourhood(self) -> Any:
+    def graph_neighbourhood(self) -> DirectoryNeighbourhood:
         """The graph read one neighbourhood at a time (`DirectoryNeighbourhood`, this object's
         revision): what the graph retrievers read per query when this index was opened with
         ``graph_reads="neighbourhood"`` (`graphseek.knowledge.storage.reads_neighbourhoods`)."""
@@ -426,14 +386,7 @@ class Index:
             dim=int(self._manifest["embedder"]["dim"]),
         )
 
-    @cached_property
-    def graph(self) -> Any:
-        """The knowledge-graph store (`GraphStore`), opened on first use (`open_graph_store`).
-
-        Raises `IndexNotFoundError` when the index was built without one."""
-        return self.open_graph_store()
-
-    def open_graph_store(self) -> Any:
+    def open_graph_store(self) -> SQLiteGraphStore:
         """A new `SQLiteGraphStore` on this index's graph (the caller closes it);
         `IndexNotFoundError` when the index has none, or an incomplete one."""
         directory = self._path / GRAPH_DIR
@@ -452,24 +405,6 @@ class Index:
                 f"The index at {self._path} has no complete knowledge graph ({exc}); rebuild "
                 "it with `graphseek index`."
             ) from exc
-
-    def ensure_graph(
-        self, *, show_progress: bool = False, graph_options: Mapping[str, Any] | None = None
-    ) -> Index:
-        """Build the knowledge graph into this index if it has none (passages are not
-        re-embedded) and record it in the manifest, as one write of the backend
-        (`_store_graph`)."""
-        if self.has_graph:
-            return self
-        check_graph_options(self._encoder, graph_options)
-
-        def build(graph_dir: Path) -> None:
-            _build_graph(self._passages, graph_dir, show_progress, graph_options)
-
-        manifest = self._store_graph(build)
-        if manifest is not None:
-            self._take_state(manifest, self._passages)
-        return self
 
     def _store_graph(self, build: Callable[[Path], None]) -> dict[str, Any] | None:
         """Run `build` into the graph directory (it appears atomically), then rewrite the
@@ -505,7 +440,7 @@ class Index:
         The directory is rewritten atomically and this object updated; returns it."""
         items = list(passages)
         if items:
-            _check_passages(items)
+            check_passages(items)
         _check_unchanged(self._path, self._manifest)  # fail fast; again under the lock
         new = [p for p in items if p.id not in self]
         if not new:
@@ -536,21 +471,6 @@ class Index:
         items = [self._passages[i] for i in keep]
         return self._rewrite(items, lambda: vectors, update_graph, show_progress)
 
-    def _kept_positions(self, drop: set[str]) -> list[int] | None:
-        """The positions of the passages a deletion of `drop` keeps (None: nothing to delete);
-        `KeyError` for unknown ids, `CorpusError` when none would be left."""
-        unknown = sorted(drop - set(self._by_id))
-        if unknown:
-            raise KeyError(
-                f"No passages with ids {unknown[:5]} in the index at {self.location_text}"
-            )
-        if not drop:
-            return None
-        keep = [i for i, p in enumerate(self._passages) if p.id not in drop]
-        if not keep:
-            raise CorpusError("Deleting these passages would leave the index empty.")
-        return keep
-
     def _rewrite(
         self,
         items: list[Passage],
@@ -564,7 +484,7 @@ class Index:
         the new directory), then `vectors()` gives every row (it may use the graph's pass).
         `grows`: `items` are this index's passages and then new ones (`_write_stores` reuses
         what it can of this index's files)."""
-        _check_passages(items)
+        check_passages(items)
         started = time.perf_counter()
         target = self._path
         with atomic_directory(target) as tmp:
@@ -616,25 +536,6 @@ class Index:
         """This index (a directory index is not changed under an open object: a writer swaps in
         a new directory, which `Index.open` reads)."""
         return self
-
-    def _take_state(self, manifest: dict[str, Any], passages: list[Passage]) -> None:
-        """This object is the index of `manifest` and `passages` from now on (its graph store
-        closed; the backend's other state is the caller's)."""
-        self._close_graph()
-        self._manifest = manifest
-        self._passages = passages
-        self.__dict__.pop("_by_id", None)  # made again from these passages when first needed
-
-    def _close_graph(self) -> None:
-        store = self.__dict__.pop("graph", None)
-        if store is not None:
-            store.close()
-
-    @property
-    def revision(self) -> str:
-        """Changes whenever the index is rewritten (build, add or delete documents, a graph
-        added): caches of derived structures (graph views, retrievers) key on it."""
-        return str(self._manifest.get("revision") or self._manifest.get("created", ""))
 
     @property
     def embeddings(self) -> np.ndarray:
@@ -697,20 +598,7 @@ class Index:
             "it was opened; open it again to read the new version."
         )
 
-    @cached_property
-    def _encoder(self) -> TextEncoder:
-        """The recorded embedder (`embedders.embedder_for_record`), checked against the
-        manifest's name and dim."""
-        built = self._manifest["embedder"]
-        encoder = embedders.embedder_for_record(built)
-        embedders.check_embedder(built, encoder, self.location_text)
-        return encoder
-
     # ---------------------------------------------------------------------------- search
-
-    def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
-        """Embed texts with the index's embedder: float32, L2-normalised, one row per text."""
-        return self._encoder.encode(list(texts), batch_size=batch_size)
 
     def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The (position, cosine) pairs of the `k` passages nearest to one query vector, best
@@ -719,196 +607,8 @@ class Index:
         scores = np.asarray(self.embeddings @ query_vector, dtype=np.float32)
         return [(i, float(scores[i])) for i in top_positions(scores, k, positive=False)]
 
-    def search(self, query: str, k: int = 5, method: SearchMethod = "hybrid") -> list[Hit]:
-        """The `k` best passages for `query` (ranks from 1, higher scores better).
-
-        `bm25` scores are BM25 (only passages sharing a term), `dense` scores are cosine
-        similarities, `hybrid` scores are reciprocal-rank-fusion scores of the two.
-        """
-        return self.search_many([query], k=k, method=method)[0]
-
-    def search_many(
-        self, queries: Sequence[str], k: int = 5, method: SearchMethod = "hybrid"
-    ) -> list[list[Hit]]:
-        """`search` for several queries, embedding them in one batch."""
-        if method not in SEARCH_METHODS:
-            raise ValueError(
-                f"Unknown search method {method!r}; choose one of {', '.join(SEARCH_METHODS)}."
-            )
-        if isinstance(queries, str):
-            raise TypeError("search_many takes a list of queries; use search() for one query")
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
-        results: list[list[Hit]] = [[] for _ in queries]
-        active = [i for i, q in enumerate(queries) if q and q.strip()]
-        if not active:
-            return results
-        depth = k if method != "hybrid" else hybrid_depth(k)
-        sparse: list[list[tuple[int, float]]] = []
-        dense: list[list[tuple[int, float]]] = []
-        if method in ("bm25", "hybrid"):
-            sparse = [self._bm25.search(queries[i], depth) for i in active]
-        if method in ("dense", "hybrid"):
-            vectors = self.embed([queries[i] for i in active])
-            dense = self._dense.search(vectors, depth)
-        for j, i in enumerate(active):
-            if method == "bm25":
-                ranked = sparse[j]
-            elif method == "dense":
-                ranked = dense[j]
-            else:
-                fused = rrf([[p for p, _ in sparse[j]], [p for p, _ in dense[j]]], k=RRF_K)
-                ranked = fused[:k]
-            results[i] = [
-                Hit(passage=self._passages[pos], score=score, rank=rank)
-                for rank, (pos, score) in enumerate(ranked[:k], start=1)
-            ]
-        return results
-
 
 # ---------------------------------------------------------------------------------- helpers
-
-
-def read_passages(
-    passages: Iterable[Passage] | str | Path, show_progress: bool = True
-) -> tuple[Sequence[Passage], str]:
-    """The passages to index, checked, and the corpus path they came from ("" for passages given
-    in memory). Every backend's build starts here. A list (or tuple) is kept as it is; a
-    corpus file or folder (loaded behind a `reading` bar) or any other iterable goes to a
-    `PassageSpool` (a temporary file, read back by each stage: the build holds 8 bytes a
-    passage of it, not 1 KB), which a spool already is."""
-    from graphseek.knowledge.graph.spool import PassageSpool
-
-    source = ""
-    if isinstance(passages, PassageSpool):
-        return passages, source
-    if isinstance(passages, str | Path):
-        from graphseek.knowledge.progress import bar as progress_bar
-
-        source = str(passages)
-        with progress_bar("reading", None, show_progress) as bar:
-            spool = PassageSpool.of(iter_corpus(passages))  # read a file at a time
-            bar.update(len(spool))
-        return spool, source
-    if not isinstance(passages, list | tuple):
-        return PassageSpool.of(passages), source
-    items = list(passages)
-    _check_passages(items)
-    return items, source
-
-
-def prepare_build(
-    passages: Iterable[Passage] | str | Path,
-    embedder: str | TextEncoder | None,
-    *,
-    graph: bool,
-    graph_options: Mapping[str, Any] | None,
-    show_progress: bool,
-) -> tuple[TextEncoder, Sequence[Passage], str]:
-    """What every backend's build starts with: the encoder (`resolve_embedder`), the graph
-    options checked against it, and the passages (`read_passages`) with their source."""
-    encoder = resolve_embedder(embedder)
-    if graph:
-        check_graph_options(encoder, graph_options)
-    items, source = read_passages(passages, show_progress)
-    return encoder, items, source
-
-
-def corpus_vectors(
-    encoder: TextEncoder,
-    items: Sequence[Passage],
-    graph_dir: Path | None,
-    graph_options: Mapping[str, Any] | None,
-    *,
-    batch_size: int,
-    show_progress: bool,
-    sharding: Sharding | None = None,
-) -> Rows:
-    """The vectors of a corpus being built, after building its graph into `graph_dir` (None:
-    no graph) first: the graph's passage pass (contextual alignment) gives the vectors, in a
-    temporary file that `DenseIndex.build` reads a block at a time, when the encoder is the
-    packaged MiniLM; else they are encoded here. With a `sharding` the map
-    stages (extraction, the passage pass, the embeddings) run first as Dask tasks
-    (`graphseek.knowledge.sharded.map_corpus`), and the graph is built on their results."""
-    if sharding is not None:
-        from graphseek.knowledge.sharded import map_corpus
-
-        mapped = map_corpus(
-            sharding,
-            items,
-            encoder,
-            graph_options,
-            graph=graph_dir is not None,
-            batch_size=batch_size,
-            show_progress=show_progress,
-        )
-        if graph_dir is not None:
-            _build_graph(items, graph_dir, show_progress, graph_options, mapped.graph)
-        return mapped.vectors
-    computed = None
-    if graph_dir is not None:
-        computed = graph_pass_vectors(
-            encoder, _build_graph(items, graph_dir, show_progress, graph_options)
-        )
-    return passage_vectors(encoder, items, computed, batch_size, show_progress)
-
-
-class GraphAddition:
-    """Adding `new` passages to a graph (`graphseek.knowledge.graph.add_passages`), then their
-    vectors: the graph update's passage pass (contextual alignment) when it ran and the
-    encoder is MiniLM, else encoded (`vectors`). Both backends' `add_documents` use it."""
-
-    def __init__(
-        self,
-        new: list[Passage],
-        graph_options: Mapping[str, Any] | None,
-        show_progress: bool,
-    ) -> None:
-        self.new = new
-        self.options = dict(graph_options or {})
-        self.show_progress = show_progress
-        self.from_graph: list[Rows] = []  # the pass's vectors (in a temporary file)
-
-    def __call__(self, graph_dir: Path, out_dir: Path | None = None) -> None:
-        """Add the passages to the graph in `graph_dir`, written to `out_dir` (a new
-        directory) or in place."""
-        from graphseek.knowledge.graph import add_passages
-
-        add_passages(
-            graph_dir,
-            self.new,
-            show_progress=self.show_progress,
-            on_passage_vectors=self.from_graph.append,
-            out_dir=out_dir,
-            **self.options,
-        )
-
-    def vectors(self, encoder: TextEncoder, batch_size: int) -> np.ndarray:
-        computed = graph_pass_vectors(encoder, self.from_graph[0] if self.from_graph else None)
-        rows = passage_vectors(encoder, self.new, computed, batch_size, self.show_progress)
-        return np.asarray(rows, dtype=np.float32)  # the new passages' only: read whole
-
-
-def delete_from_graph(
-    graph_dir: Path, drop: set[str], show_progress: bool, out_dir: Path | None = None
-) -> None:
-    """Remove passages `drop` from the graph in `graph_dir`, with what only they supported;
-    written to `out_dir` (a new directory) or in place."""
-    from graphseek.knowledge.graph import delete_passages
-
-    delete_passages(graph_dir, drop, show_progress=show_progress, out_dir=out_dir)
-
-
-def _check_passages(items: list[Any]) -> None:
-    """What `PassageSpool.of` checks, for a list: passages, at least one, ids unique."""
-    if not items:
-        raise CorpusError(EMPTY_CORPUS)
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        p = check_passage(item, i)
-        if p.id in seen:
-            raise duplicate_id(p.id, i)
-        seen.add(p.id)
 
 
 def _check_target(target: Path) -> None:
@@ -998,91 +698,6 @@ def _reusable(directory: Path, count: int) -> int:
     except (OSError, ValueError):
         return 0
     return kept if (directory / PASSAGES_FILE).is_file() and 0 < kept <= count else 0
-
-
-def resolve_embedder(embedder: str | TextEncoder | None, dim: int | None = None) -> TextEncoder:
-    """An encoder from a spec (`embedders.embedder_for`; None: the default) or an encoder
-    object (returned as it is)."""
-    if embedder is None or isinstance(embedder, str):
-        return embedders.embedder_for(embedder, dim=dim)
-    if not all(hasattr(embedder, a) for a in ("encode", "name", "dim")):
-        raise TypeError(
-            f"embedder must be a spec string or an encoder with name, dim and encode(), "
-            f"got {type(embedder).__name__}"
-        )
-    return embedder
-
-
-def check_graph_options(encoder: TextEncoder, options: Mapping[str, Any] | None) -> None:
-    """Refuse graph vectors in the passage embedder's space (``vectors="minilm"``) with an
-    embedder other than the packaged MiniLM: the graph is embedded with MiniLM and queried
-    with the passage embedder's query vector, so the two must be one model."""
-    if embedders.is_default(encoder) or (options or {}).get("vectors", "static") != "minilm":
-        return
-    raise ValueError(
-        f"graph vectors 'minilm' share the passage embedder's space, which is "
-        f"{encoder.name} here: use the graph's static vectors (the default) with this embedder"
-    )
-
-
-def _build_graph(
-    items: Sequence[Passage],
-    directory: Path,
-    show_progress: bool,
-    options: Mapping[str, Any] | None,
-    mapped: Any = None,
-) -> Rows | None:
-    """Build the graph of `items` into `directory`; returns the passage vectors its build
-    computed (rows in the order of `items`, in a temporary file), or None when it computed
-    none. `mapped`: the results of its map stages computed elsewhere (`build_graph(...,
-    mapped=...)`)."""
-    from graphseek.knowledge.graph import build_graph
-    from graphseek.knowledge.graph.spool import SpilledArray
-
-    # on disk from the passage pass on (not held through the stages' peak)
-    vectors: list[SpilledArray] = []
-    more = {} if mapped is None else {"mapped": mapped}
-    build_graph(
-        items,
-        directory,
-        show_progress=show_progress,
-        on_passage_vectors=lambda rows: vectors.append(
-            rows if isinstance(rows, SpilledArray) else SpilledArray(rows)
-        ),
-        **dict(options or {}),
-        **more,
-    )
-    return vectors[0] if vectors else None
-
-
-def manifest_record(
-    items: Sequence[Passage],
-    encoder: TextEncoder,
-    source: str,
-    seconds: float,
-    **backend: Any,
-) -> dict[str, Any]:
-    """An index manifest: what every backend records (format, counts, embedder, fusion, a new
-    revision), with the backend's own fields (`backend`: its stores)."""
-    from graphseek.version import __version__
-
-    return {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "graphseek_version": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "source": source,
-        "counts": {
-            "passages": len(items),
-            "titles": len({p.title for p in items}),
-            "sources": len({p.source for p in items}),
-        },
-        "embedder": embedders.embedder_record(encoder),
-        **backend,
-        "fusion": {"method": "rrf", "k": RRF_K, "depth": "max(4k, 20)"},
-        "build_seconds": round(seconds, 3),
-        "revision": uuid.uuid4().hex,
-    }
 
 
 def _record_graph(directory: Path) -> Background[dict[str, dict[str, Any]]]:
@@ -1239,3 +854,35 @@ def _read_passages(path: Path, hint: str = "rebuild the index") -> list[Passage]
     except UnicodeDecodeError as exc:
         raise IndexFormatError(f"Index file {path} is damaged: not UTF-8 ({exc}); {hint}.") from exc
     return passages
+
+
+# the names callers import from here: this module's, and the shared ones it re-exports
+# (`graphseek.knowledge.index_build`, `graphseek.knowledge.index_common`)
+__all__ = [
+    "BM25_DIR",
+    "BM25_PARAMS",
+    "DENSE_DIR",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "GRAPH_DIR",
+    "MANIFEST_FILE",
+    "PASSAGES_FILE",
+    "RESERVED_NAMES",
+    "RRF_K",
+    "SEARCH_METHODS",
+    "Contents",
+    "GraphAddition",
+    "Index",
+    "SearchMethod",
+    "check_graph_options",
+    "check_passages",
+    "corpus_vectors",
+    "delete_from_graph",
+    "hybrid_depth",
+    "manifest_record",
+    "prepare_build",
+    "read_passages",
+    "resolve_embedder",
+    "select_passages",
+    "version_stamp",
+]

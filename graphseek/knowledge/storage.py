@@ -2,15 +2,24 @@
 
 Two backends store an index: a directory (`graphseek.knowledge.index.Index`: SQLite and files,
 the default) and PostgreSQL (`graphseek.knowledge.postgres.index.PostgresIndex`: pgvector,
-tables). Both implement `IndexStore`; everything above them (passage search, the graph
-retrievers and tools, the workflows) is written once against it:
+tables). Each implements `IndexStore` on its own, neither subclasses the other: what they share
+is written once as plain functions and mixins over the protocol's parts
+(`graphseek.knowledge.index_common.IndexCommon`: lookups, search, the embedder, `ensure_graph`;
+`graphseek.knowledge.index_build`: a write's passages, graph and vectors;
+`graphseek.knowledge.graph.store.GraphTables`: the graph store's SQL;
+`graphseek.knowledge.graph.neighbourhood.SharedTableReads`). Everything above them (passage
+search, the graph retrievers and tools, the workflows) takes an `IndexStore`, and mypy checks
+both backends against these protocols (the assignments at the end of this module). A new
+backend is one class implementing `IndexStore` (its graph a `GraphStore`, and, to be read per
+query, a `NeighbourhoodReads`) plus a `Backend` entry in `BACKENDS`:
 
 - `IndexStore`: passages in corpus order, lookups by id, dense / sparse / hybrid search (and
   `dense_search` by a query vector: exact in memory, or pgvector), the
   embeddings and the embedder, a manifest with a revision, the knowledge graph as a
   `GraphStore` (`open_graph_store`, loaded whole into a `GraphView` by
   `graphseek.tools.graph_access`), `sync` (take what another writer committed), and
-  `add_documents` / `delete_documents` / `ensure_graph`.
+  `add_documents` / `delete_documents` / `ensure_graph`. Its class (`IndexClass`) opens and
+  builds it.
 - `NeighbourhoodReads`: an index that can also serve its graph one neighbourhood at a time
   (`index.graph_neighbourhood()`) is read per query by `graphseek.tools.neighbourhood` instead
   of being loaded whole: PostgreSQL always (`PostgresNeighbourhood`), a directory index when
@@ -31,12 +40,19 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from graphseek.errors import InvalidRequestError
 from graphseek.knowledge.passages import Hit, Passage
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.dense import TextEncoder
+    from graphseek.knowledge.graph.models import HyperEdge, Topic
+    from graphseek.knowledge.graph.neighbourhood import Catalogue, RelationRow
+    from graphseek.knowledge.graph.store import GraphStore
+    from graphseek.knowledge.index_common import SearchMethod
 
 # -- the protocols --------------------------------------------------------------------------------
 
@@ -56,20 +72,25 @@ class IndexStore(Protocol):
     @property
     def embeddings(self) -> np.ndarray: ...
     @property
-    def embedder(self) -> Any: ...
+    def embedder(self) -> TextEncoder: ...
     @property
     def has_graph(self) -> bool: ...
+    @property
+    def graph_reads(self) -> str: ...
+    @property
+    def graph(self) -> GraphStore: ...
     def __len__(self) -> int: ...
     def __contains__(self, passage_id: object) -> bool: ...
     def get(self, passage_id: str) -> Passage: ...
     def position(self, passage_id: str) -> int: ...
     def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray: ...
-    def search(self, query: str, k: int = 5, method: Any = "hybrid") -> list[Hit]: ...
+    def search(self, query: str, k: int = 5, method: SearchMethod = "hybrid") -> list[Hit]: ...
     def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
     def search_many(
-        self, queries: Sequence[str], k: int = 5, method: Any = "hybrid"
+        self, queries: Sequence[str], k: int = 5, method: SearchMethod = "hybrid"
     ) -> list[list[Hit]]: ...
-    def open_graph_store(self) -> Any: ...
+    def open_graph_store(self) -> GraphStore: ...
+    def graph_neighbourhood(self) -> NeighbourhoodReads: ...
     def sync(self) -> IndexStore: ...
     def add_documents(
         self,
@@ -96,25 +117,46 @@ class NeighbourhoodReads(Protocol):
     source: str
     dim: int
 
-    def catalogue(self) -> Any: ...
-    def incident_relations(self, entity_ids: Iterable[str]) -> list[Any]: ...
-    def relations(self, relation_ids: Iterable[str]) -> list[Any]: ...
+    def catalogue(self) -> Catalogue: ...
+    def incident_relations(self, entity_ids: Iterable[str]) -> list[RelationRow]: ...
+    def relations(self, relation_ids: Iterable[str]) -> list[RelationRow]: ...
     def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]: ...
     def links_of_passages(self, passage_ids: Iterable[str]) -> list[tuple[str, str]]: ...
     def entity_rows(
         self, positions: Iterable[int]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
     def relation_vectors(self, relation_ids: Iterable[str]) -> dict[str, np.ndarray]: ...
-    def topics(self) -> list[Any]: ...
-    def hyperedge_labels(self) -> list[Any]: ...
+    def topics(self) -> list[Topic]: ...
+    def hyperedge_labels(self) -> list[HyperEdge]: ...
     def topic_centroids(self) -> dict[str, np.ndarray] | None: ...
-    def hyperedges(self, hyperedge_ids: Iterable[str]) -> list[Any]: ...
-    def hyperedges_of(self, entity_ids: Iterable[str]) -> list[Any]: ...
+    def hyperedges(self, hyperedge_ids: Iterable[str]) -> list[HyperEdge]: ...
+    def hyperedges_of(self, entity_ids: Iterable[str]) -> list[HyperEdge]: ...
     def relation_list(self) -> list[tuple[str, str, str, str, float, str]]: ...
     def nearest_entities(
         self, query_vector: np.ndarray, n: int
     ) -> tuple[list[int], np.ndarray]: ...
     def entity_vectors(self, positions: Sequence[int]) -> np.ndarray: ...
+
+
+class IndexClass(Protocol):
+    """A backend's index class, as the registry uses it: `open` and `build` an `IndexStore`."""
+
+    def open(
+        self, path: str | Path, *, embedder: Any = None, graph_reads: str | None = None
+    ) -> IndexStore: ...
+    def build(
+        self,
+        passages: Any,
+        path: str | Path,
+        *,
+        show_progress: bool = True,
+        batch_size: int = 64,
+        graph: bool = False,
+        graph_options: Mapping[str, Any] | None = None,
+        embedder: Any = None,
+        workers: int | None = None,
+        scheduler: str | None = None,
+    ) -> IndexStore: ...
 
 
 #: how an index's graph is read by the graph retrievers: loaded whole into a `GraphView`
@@ -130,7 +172,7 @@ def check_graph_reads(value: object) -> str:
     return str(value)
 
 
-def reads_neighbourhoods(index: Any) -> bool:
+def reads_neighbourhoods(index: object) -> bool:
     """Whether `index` serves its graph one neighbourhood at a time: it has
     `graph_neighbourhood()` and was not opened to read its graph whole (``graph_reads``)."""
     if not callable(getattr(index, "graph_neighbourhood", None)):
@@ -153,8 +195,8 @@ class Backend:
     #: whether its targets are local directories (else a URI naming a server)
     local: bool
 
-    def index_class(self) -> Any:
-        return getattr(importlib.import_module(self.module), self.cls)
+    def index_class(self) -> IndexClass:
+        return getattr(importlib.import_module(self.module), self.cls)  # type: ignore[no-any-return]
 
 
 DIRECTORY = Backend("directory", ("file",), "graphseek.knowledge.index", "Index", local=True)
@@ -207,12 +249,12 @@ def local_path(target: str | Path) -> Path:
     return Path(path_text(target)).expanduser().absolute()
 
 
-def open_index(target: str | Path, **kwargs: Any) -> Any:
+def open_index(target: str | Path, **kwargs: Any) -> IndexStore:
     """Open the index at `target` with its backend's class (`backend_for`)."""
     return backend_for(target).index_class().open(target, **kwargs)
 
 
-def build_index(passages: Any, target: str | Path, **kwargs: Any) -> Any:
+def build_index(passages: Any, target: str | Path, **kwargs: Any) -> IndexStore:
     """Build an index at `target` with its backend's class (`backend_for`)."""
     return backend_for(target).index_class().build(passages, target, **kwargs)
 
@@ -223,6 +265,7 @@ __all__ = [
     "GRAPH_READS",
     "POSTGRES",
     "Backend",
+    "IndexClass",
     "IndexStore",
     "NeighbourhoodReads",
     "backend_for",
@@ -234,3 +277,21 @@ __all__ = [
     "reads_neighbourhoods",
     "scheme_of",
 ]
+
+
+if TYPE_CHECKING:  # mypy checks each backend against the protocols (no runtime cost)
+    from graphseek.knowledge.graph.neighbourhood import DirectoryNeighbourhood
+    from graphseek.knowledge.graph.store import SQLiteGraphStore
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.postgres.graph import PostgresGraphStore
+    from graphseek.knowledge.postgres.index import PostgresIndex
+    from graphseek.knowledge.postgres.neighbourhood import PostgresNeighbourhood
+
+    _directory_class: IndexClass = Index
+    _postgres_class: IndexClass = PostgresIndex
+    _directory: type[IndexStore] = Index
+    _postgres: type[IndexStore] = PostgresIndex
+    _directory_graph: type[GraphStore] = SQLiteGraphStore
+    _postgres_graph: type[GraphStore] = PostgresGraphStore
+    _directory_reads: type[NeighbourhoodReads] = DirectoryNeighbourhood
+    _postgres_reads: type[NeighbourhoodReads] = PostgresNeighbourhood

@@ -25,9 +25,10 @@ and the vectors' rows against the manifest's counts (`graphseek.knowledge.integr
 file is one line naming it). A build refuses to replace a non-empty directory that is not a
 graph store. Another graph database can implement `GraphStore` later.
 
-This module reads a store (`SQLiteGraphStore`) and defines the `GraphStore` protocol; writing
-(`GraphData`, `write_store`, the schema) lives in `graphseek.knowledge.graph.store_writer` and
-is re-exported here.
+This module reads a store (`SQLiteGraphStore`) and defines the `GraphStore` protocol and
+`GraphTables`, the reads whose SQL every store over these tables shares (the PostgreSQL
+backend's `PostgresGraphStore` runs them on its tables); writing (`GraphData`, `write_store`,
+the schema) lives in `graphseek.knowledge.graph.store_writer` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 from scipy import sparse
@@ -83,6 +84,7 @@ __all__ = [
     "VERSION",
     "GraphData",
     "GraphStore",
+    "GraphTables",
     "SQLiteGraphStore",
     "build_matrices",
     "check_target",
@@ -149,73 +151,42 @@ class GraphStore(Protocol):
 # -- reading ------------------------------------------------------------------------------------
 
 
-class SQLiteGraphStore:
-    """A store directory opened for reading (thread-safe; results are cached in memory)."""
+class GraphTables:
+    """The reads both backends' graph stores share (`SQLiteGraphStore`, and PostgreSQL's
+    `graphseek.knowledge.postgres.graph.PostgresGraphStore`): their graph tables have the same
+    names and columns, so one SQL serves both, and both cache what they read in memory.
 
-    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
-        self.dir = directory
-        self._manifest = manifest
-        self._lock = threading.RLock()
-        uri = f"file:{(directory / DATABASE).as_posix()}?mode=ro"
-        self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        self._cache: dict[str, Any] = {}
+    A store supplies ``_manifest``, ``_lock`` (an `RLock`), ``_cache`` (a dict) and the reads it
+    does its own way: ``_rows(sql, params)`` (``?`` placeholders), ``_nodes()`` (the node id
+    lists of the matrices and vector files), ``_vectors(name)``, `adjacency`,
+    `entity_passage_matrix`, `close`."""
 
-    # -- opening --------------------------------------------------------------------------------
+    _manifest: dict[str, Any]
+    _lock: threading.RLock
+    _cache: dict[str, Any]
 
-    @classmethod
-    def open(cls, directory: str | os.PathLike[str]) -> SQLiteGraphStore:
-        """Open a store; `IndexNotFoundError` if there is none, `IndexFormatError` if it is not
-        a graph store of a supported version."""
-        path = Path(directory).expanduser().resolve()
-        recover(path)
-        manifest_path = path / MANIFEST
-        if not manifest_path.exists() or not (path / DATABASE).exists():
-            raise IndexNotFoundError(
-                f"no graph store at {path} (missing {MANIFEST} or {DATABASE}); "
-                "build one with build_graph(passages, out_dir)"
-            )
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise IndexFormatError(f"unreadable graph manifest {manifest_path}: {exc}") from exc
-        if manifest.get("format") != FORMAT:
-            raise IndexFormatError(f"{path} is not a graphseek graph store ({MANIFEST} format)")
-        if manifest.get("version") != VERSION:
-            raise IndexFormatError(
-                f"graph store {path} has version {manifest.get('version')}, this graphseek "
-                f"reads version {VERSION}; rebuild it"
-            )
-        # its files' sizes, headers and counts (milliseconds; `graphseek.knowledge.integrity`)
-        check_graph_store(path, manifest, graph_hint(path))
-        return cls(path, manifest)
+    if TYPE_CHECKING:  # the store's own reads
 
-    def close(self) -> None:
-        with self._lock:
-            self._con.close()
-
-    def __enter__(self) -> SQLiteGraphStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        counts = self._manifest.get("counts", {})
-        return f"SQLiteGraphStore({str(self.dir)!r}, {counts})"
+        def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+        def _nodes(self) -> dict[str, list[str]]: ...
+        def _vectors(self, name: str) -> np.ndarray: ...
+        def close(self) -> None: ...
 
     @property
     def manifest(self) -> dict[str, Any]:
         return self._manifest
-
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._con.execute(sql, params).fetchall()
 
     def _cached(self, key: str, fn: Any) -> Any:
         with self._lock:
             if key not in self._cache:
                 self._cache[key] = fn()
             return self._cache[key]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- passages -------------------------------------------------------------------------------
 
@@ -454,7 +425,111 @@ class SQLiteGraphStore:
             topic=topic, hyperedges=edges, entities=[entities[e] for e in ids if e in entities]
         )
 
-    # -- matrices and vectors -------------------------------------------------------------------
+    # -- vectors --------------------------------------------------------------------------------
+
+    def entity_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """Normalised MiniLM vectors of ``"name; aliases; types"``, rows = `entity_ids()`."""
+        return self._vectors("entity_vectors"), list(self._nodes()["entities"])
+
+    def relation_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """Vectors of ``"source label target"`` for extracted and predicted relations."""
+        return self._vectors("relation_vectors"), list(self._nodes()["relations_embedded"])
+
+    def hyperedge_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """Vectors of the hyperedges' relation texts, rows = `hyperedges()`."""
+        return self._vectors("hyperedge_vectors"), list(self._nodes()["hyperedges"])
+
+    # -- raw layer (for incremental updates) ----------------------------------------------------
+
+    def mention_embeddings(self) -> tuple[np.ndarray, list[str]]:
+        """Contextual mention vectors (float16) and their mention ids; empty for a store that
+        aligns record strings (or was written before contextual vectors existed)."""
+        ids = list(self._nodes().get("mentions_embedded", []))
+        if not ids:
+            return np.zeros((0, 0), dtype=np.float16), []
+        return self._vectors("mention_vectors"), ids
+
+    def embedded_texts(
+        self,
+    ) -> tuple[
+        list[tuple[str, list[str], list[str]]], list[tuple[str, str, str] | None], list[str]
+    ]:
+        """What the graph's vectors were made of, read as rows (no entity or relation objects:
+        an update's vector cache): each entity's ``(name, aliases, types)`` (rows of
+        `entity_embeddings`), each embedded relation's ``(source name, label, target name)``
+        (rows of `relation_embeddings`; None for an id no relation has), each hyperedge's relation (rows of
+        `hyperedge_embeddings`)."""
+        aliases, types = aliases_and_types(self._rows)
+        names: dict[str, str] = {}
+        entities: list[tuple[str, list[str], list[str]]] = []
+        for eid, name in self._rows("SELECT id, name FROM entities ORDER BY ord"):
+            names[eid] = name
+            entities.append((name, aliases.get(eid, []), types.get(eid, [])))
+        del aliases, types
+        triples = {
+            rid: (names.get(s, s), label, names.get(t, t))
+            for rid, s, label, t in self._rows("SELECT id, source, label, target FROM relations")
+        }
+        embedded = [triples.get(rid) for rid in self._nodes().get("relations_embedded", [])]
+        del triples
+        hyperedges = [r[0] for r in self._rows("SELECT relation FROM hyperedges ORDER BY ord")]
+        return entities, embedded, hyperedges
+
+
+class SQLiteGraphStore(GraphTables):
+    """A store directory opened for reading (thread-safe; results are cached in memory): the
+    `GraphTables` reads on ``graph.sqlite``, the matrices and vectors from their files."""
+
+    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+        self.dir = directory
+        self._manifest = manifest
+        self._lock = threading.RLock()
+        uri = f"file:{(directory / DATABASE).as_posix()}?mode=ro"
+        self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._cache: dict[str, Any] = {}
+
+    # -- opening --------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str]) -> SQLiteGraphStore:
+        """Open a store; `IndexNotFoundError` if there is none, `IndexFormatError` if it is not
+        a graph store of a supported version."""
+        path = Path(directory).expanduser().resolve()
+        recover(path)
+        manifest_path = path / MANIFEST
+        if not manifest_path.exists() or not (path / DATABASE).exists():
+            raise IndexNotFoundError(
+                f"no graph store at {path} (missing {MANIFEST} or {DATABASE}); "
+                "build one with build_graph(passages, out_dir)"
+            )
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"unreadable graph manifest {manifest_path}: {exc}") from exc
+        if manifest.get("format") != FORMAT:
+            raise IndexFormatError(f"{path} is not a graphseek graph store ({MANIFEST} format)")
+        if manifest.get("version") != VERSION:
+            raise IndexFormatError(
+                f"graph store {path} has version {manifest.get('version')}, this graphseek "
+                f"reads version {VERSION}; rebuild it"
+            )
+        # its files' sizes, headers and counts (milliseconds; `graphseek.knowledge.integrity`)
+        check_graph_store(path, manifest, graph_hint(path))
+        return cls(path, manifest)
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+    def __repr__(self) -> str:
+        counts = self._manifest.get("counts", {})
+        return f"SQLiteGraphStore({str(self.dir)!r}, {counts})"
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._con.execute(sql, params).fetchall()
+
+    # -- matrices and vectors: files ------------------------------------------------------------
 
     def _nodes(self) -> dict[str, list[str]]:
         def load() -> dict[str, list[str]]:
@@ -487,33 +562,11 @@ class SQLiteGraphStore:
     def _vectors(self, name: str) -> np.ndarray:
         return self._cached(name, lambda: np.load(self.dir / f"{name}.npy"))  # type: ignore[no-any-return]
 
-    def entity_embeddings(self) -> tuple[np.ndarray, list[str]]:
-        """Normalised MiniLM vectors of ``"name; aliases; types"``, rows = `entity_ids()`."""
-        return self._vectors("entity_vectors"), list(self._nodes()["entities"])
-
-    def relation_embeddings(self) -> tuple[np.ndarray, list[str]]:
-        """Vectors of ``"source label target"`` for extracted and predicted relations."""
-        return self._vectors("relation_vectors"), list(self._nodes()["relations_embedded"])
-
-    def hyperedge_embeddings(self) -> tuple[np.ndarray, list[str]]:
-        """Vectors of the hyperedges' relation texts, rows = `hyperedges()`."""
-        return self._vectors("hyperedge_vectors"), list(self._nodes()["hyperedges"])
-
     def sentence_layer(self) -> SentenceLayer | None:
         """The store's sentence nodes and their edges (`graphseek.knowledge.graph.sentences`),
         None for a store without them (written before sentences were nodes, or built with
         ``sentences="none"``)."""
         return self._cached("sentence_layer", lambda: SentenceLayer.load(self.dir))  # type: ignore[no-any-return]
-
-    # -- raw layer (for incremental updates) ----------------------------------------------------
-
-    def mention_embeddings(self) -> tuple[np.ndarray, list[str]]:
-        """Contextual mention vectors (float16) and their mention ids; empty for a store that
-        aligns record strings (or was written before contextual vectors existed)."""
-        ids = list(self._nodes().get("mentions_embedded", []))
-        if not ids:
-            return np.zeros((0, 0), dtype=np.float16), []
-        return self._vectors("mention_vectors"), ids
 
     def extractions(self) -> Iterator[Extraction]:
         """The stored raw extractions, one per passage in store order, read as they are taken:
@@ -536,32 +589,6 @@ class SQLiteGraphStore:
                 rest.check_done()
         finally:
             con.close()
-
-    def embedded_texts(
-        self,
-    ) -> tuple[
-        list[tuple[str, list[str], list[str]]], list[tuple[str, str, str] | None], list[str]
-    ]:
-        """What the graph's vectors were made of, read as rows (no entity or relation objects:
-        an update's vector cache): each entity's ``(name, aliases, types)`` (rows of
-        `entity_embeddings`), each embedded relation's ``(source name, label, target name)``
-        (rows of `relation_embeddings`; None for an id no relation has), each hyperedge's relation (rows of
-        `hyperedge_embeddings`)."""
-        aliases, types = aliases_and_types(self._rows)
-        names: dict[str, str] = {}
-        entities: list[tuple[str, list[str], list[str]]] = []
-        for eid, name in self._rows("SELECT id, name FROM entities ORDER BY ord"):
-            names[eid] = name
-            entities.append((name, aliases.get(eid, []), types.get(eid, [])))
-        del aliases, types
-        triples = {
-            rid: (names.get(s, s), label, names.get(t, t))
-            for rid, s, label, t in self._rows("SELECT id, source, label, target FROM relations")
-        }
-        embedded = [triples.get(rid) for rid in self._nodes().get("relations_embedded", [])]
-        del triples
-        hyperedges = [r[0] for r in self._rows("SELECT relation FROM hyperedges ORDER BY ord")]
-        return entities, embedded, hyperedges
 
     def mention_vector_file(self) -> MentionVectors:
         """The contextual mention vectors copied into a `MentionVectors` file (an update's

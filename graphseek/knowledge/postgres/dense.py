@@ -8,12 +8,15 @@ index object's and raises `Stale` when another writer has committed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from graphseek.knowledge.dense import HNSW_EF_SEARCH, HNSW_THRESHOLD
 from graphseek.knowledge.postgres.connection import read_meta, snapshot
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.postgres.index import PostgresIndex
 
 
 class Stale(Exception):
@@ -21,9 +24,10 @@ class Stale(Exception):
 
 
 class PgDenseIndex:
-    """Dense search in pgvector for a `PostgresIndex` (what `Index` needs from `DenseIndex`)."""
+    """Dense search in pgvector for a `PostgresIndex` (its `DenseRanker`, as `DenseIndex` is a
+    directory index's)."""
 
-    def __init__(self, index: Any) -> None:
+    def __init__(self, index: PostgresIndex) -> None:
         self._index = index
 
     @property

@@ -3,11 +3,11 @@ protocol, same results as `SQLiteGraphStore`), `import_graph` / `export_graph` m
 the tables and a directory store.
 
 The graph tables have the names and columns of the directory store's ``graph.sqlite`` plus a
-``rowid`` (the insertion order its readers sort by), so `PostgresGraphStore` runs
-`SQLiteGraphStore`'s own queries against them: one reading code path, identical graphs. The
-CSR matrices are not stored: they are built from the relation and link tables with the same
-`build_matrices` the directory writer uses. The graph's passages are the index's ``passages``
-table.
+``rowid`` (the insertion order its readers sort by), so `PostgresGraphStore` runs the queries
+both stores share (`graphseek.knowledge.graph.store.GraphTables`) against them: one reading
+code path, identical graphs. The CSR matrices are not stored: they are built from the relation
+and link tables with the same `build_matrices` the directory writer uses. The graph's passages
+are the index's ``passages`` table.
 
 Graph builds and updates (`build_graph`, `add_passages`, `delete_passages`) run on a directory
 store in a temporary folder and the result is imported in the writer's transaction, together with
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,15 @@ from scipy import sparse
 
 from graphseek.errors import IndexBusyError, IndexFormatError
 from graphseek.knowledge.adjacency import undirected_adjacency
+from graphseek.knowledge.graph.models import Relation
 from graphseek.knowledge.graph.passage_links import PassageLinks
+from graphseek.knowledge.graph.sentences import SentenceLayer
 from graphseek.knowledge.graph.store import (
     DATABASE,
     FORMAT,
     MANIFEST,
     VERSION,
-    SQLiteGraphStore,
+    GraphTables,
     build_matrices,
 )
 from graphseek.knowledge.postgres.schema import GRAPH_TABLES, VECTOR_KINDS
@@ -48,7 +51,7 @@ def as_array(value: Any) -> np.ndarray:
     return np.asarray(value, dtype=np.float32)
 
 
-class PostgresGraphStore(SQLiteGraphStore):
+class PostgresGraphStore(GraphTables):
     """A graph read from the tables of a Postgres index through one connection.
 
     Opened by `PostgresIndex.open_graph_store` on an autocommit connection of its own with the
@@ -56,8 +59,8 @@ class PostgresGraphStore(SQLiteGraphStore):
     checks that revision is still the stored one (`IndexBusyError` if a writer has committed
     since), so reads never mix two revisions and no transaction stays open (one would hold back
     vacuum and ``CREATE INDEX CONCURRENTLY``). On a writer's connection (`revision` None) the
-    queries run inside the writer's transaction. Results are cached in memory like
-    `SQLiteGraphStore`'s."""
+    queries run inside the writer's transaction. Results are cached in memory, as the directory
+    store's are (the `GraphTables` reads both share)."""
 
     def __init__(
         self,
@@ -69,8 +72,6 @@ class PostgresGraphStore(SQLiteGraphStore):
         owns_connection: bool = False,
         revision: str | None = None,
     ) -> None:
-        # SQLiteGraphStore.__init__ opens a SQLite file; this store has none
-        self.dir = Path(source or "postgres")
         self._manifest = manifest
         self._lock = threading.RLock()
         self._con = conn
@@ -88,12 +89,12 @@ class PostgresGraphStore(SQLiteGraphStore):
     def __repr__(self) -> str:
         return f"PostgresGraphStore({self._source!r}, {self._manifest.get('counts', {})})"
 
-    def _rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         sql = sql.replace("?", "%s")
         with self._lock:
             if self._revision is None:
                 return self._con.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
-            with self._con.transaction():  # type: ignore[attr-defined]  # psycopg, not sqlite3
+            with self._con.transaction():
                 row = self._con.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
                 if row is None or row[0] != self._revision:
                     raise IndexBusyError(
@@ -159,11 +160,16 @@ class PostgresGraphStore(SQLiteGraphStore):
 
     # indexed lookups: one entity's neighbourhood without loading the graph
 
-    def relations_of(self, entity_id: str, kind: Any = None) -> list[Any]:
+    def sentence_layer(self) -> SentenceLayer | None:
+        """None: sentence nodes are kept only in a directory store (the bridge retriever says
+        so in one line)."""
+        return None
+
+    def relations_of(
+        self, entity_id: str, kind: str | Iterable[str] | None = None
+    ) -> list[Relation]:
         if "relations" in self._cache:
             return super().relations_of(entity_id, kind)
-        from graphseek.knowledge.graph.models import Relation
-
         rows = self._rows(
             "SELECT r.id, r.source, r.label, r.target, r.weight, r.kind, "
             "coalesce((SELECT array_agg(rp.passage_id ORDER BY rp.rowid) FROM relation_passages rp "

@@ -47,17 +47,15 @@ import numpy as np
 from graphseek.errors import IndexBusyError, IndexNotFoundError, InvalidRequestError
 from graphseek.knowledge.atomic import scratch_directory
 from graphseek.knowledge.dense import TextEncoder
-from graphseek.knowledge.index import (
-    BM25_PARAMS,
+from graphseek.knowledge.index_build import (
     GRAPH_DIR,
     GraphAddition,
-    Index,
-    SearchMethod,
-    _check_passages,
+    check_passages,
     corpus_vectors,
     delete_from_graph,
     prepare_build,
 )
+from graphseek.knowledge.index_common import BM25_PARAMS, IndexCommon, SearchMethod
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.postgres.connection import (
     close_pools,
@@ -89,6 +87,10 @@ from graphseek.knowledge.sharded import sharding_for
 from graphseek.knowledge.sparse import BM25Index
 from graphseek.knowledge.storage import check_graph_reads
 
+if TYPE_CHECKING:
+    from graphseek.knowledge.postgres.graph import PostgresGraphStore
+    from graphseek.knowledge.postgres.neighbourhood import PostgresNeighbourhood
+
 logger = logging.getLogger(__name__)
 
 #: searches retried when another writer commits in between
@@ -99,8 +101,10 @@ _T = TypeVar("_T")
 __all__ = ["PostgresIndex", "close_pools"]
 
 
-class PostgresIndex(Index):
-    """An `Index` stored in one schema of a PostgreSQL database (see the module docstring).
+class PostgresIndex(IndexCommon):
+    """An index stored in one schema of a PostgreSQL database (see the module docstring): the
+    `IndexStore` protocol over tables. What it shares with the directory backend (lookups,
+    search, the embedder, `ensure_graph`) is `IndexCommon`'s; the tables are its own.
 
     Open with `Index.open(uri)` / `PostgresIndex.open(uri)`, build with `Index.build(corpus,
     uri)`, copy a directory index with `PostgresIndex.from_directory(path, uri)`. Thread-safe
@@ -117,8 +121,9 @@ class PostgresIndex(Index):
         ords: list[int],
         passages: list[Passage],
     ) -> None:
-        super().__init__(Path("."), manifest, passages)
-        self._path = location.display  # type: ignore[assignment]
+        self._graph_reads = self.default_graph_reads
+        self._manifest = manifest
+        self._passages = passages
         self._location = location
         self._pool = pool
         self._state_lock = threading.RLock()
@@ -183,18 +188,17 @@ class PostgresIndex(Index):
         return self._location.display
 
     @property
-    def path(self) -> Path:
+    def path(self) -> str:
         """The index URI (without a password); not a filesystem path."""
-        return self._location.display  # type: ignore[return-value]
+        return self._location.display
+
+    @property
+    def location_text(self) -> str:
+        """Where this index lives, as messages name it: its URI without the password."""
+        return self._location.display
 
     def __repr__(self) -> str:
         return f"PostgresIndex({self._location.display!r}, passages={len(self)})"
-
-    def dir_for(self, name: str) -> Path:
-        raise ValueError(
-            f"The index at {self._location.display} is stored in PostgreSQL and has no "
-            f"directories (asked for {name!r})."
-        )
 
     # ---------------------------------------------------------------------------- building
 
@@ -261,7 +265,14 @@ class PostgresIndex(Index):
     def from_directory(cls, directory: str | Path, uri: str) -> PostgresIndex:
         """Copy the directory index at `directory` (passages, vectors, graph) into the schema
         named by `uri`, nothing re-embedded; replaces an index already there atomically."""
+        from graphseek.knowledge.index import Index
+
         source = Index.open(directory)
+        if not isinstance(source, Index):
+            raise ValueError(
+                f"The index at {source.location_text} is not a directory index; "
+                "from_directory copies one."
+            )
         location = parse_postgres_uri(uri)
         ensure_vector_extension(location)
         graph_dir = source.dir_for(GRAPH_DIR) if source.has_graph else None
@@ -326,14 +337,14 @@ class PostgresIndex(Index):
         return BM25Index.build([p.content for p in self._passages], **BM25_PARAMS)
 
     @cached_property
-    def _dense(self) -> PgDenseIndex:  # type: ignore[override]
+    def _dense(self) -> PgDenseIndex:
         return PgDenseIndex(self)
 
     def search_many(
         self, queries: Sequence[str], k: int = 5, method: SearchMethod = "hybrid"
     ) -> list[list[Hit]]:
-        """`Index.search_many`, against one revision of the stored index (reloaded first when
-        another writer has committed)."""
+        """`IndexCommon.search_many`, against one revision of the stored index (reloaded first
+        when another writer has committed)."""
         if method == "bm25":  # no pgvector query (which checks the revision): check it here
             self.sync()
         return self._fresh(lambda: super(PostgresIndex, self).search_many(queries, k, method))
@@ -362,7 +373,7 @@ class PostgresIndex(Index):
     def has_graph(self) -> bool:
         return bool(self._manifest.get("graph"))
 
-    def open_graph_store(self) -> Any:
+    def open_graph_store(self) -> PostgresGraphStore:
         """A `PostgresGraphStore` on its own connection, reading this object's revision."""
         from graphseek.knowledge.postgres.graph import PostgresGraphStore
 
@@ -392,7 +403,7 @@ class PostgresIndex(Index):
             revision=self.revision,
         )
 
-    def graph_neighbourhood(self) -> Any:
+    def graph_neighbourhood(self) -> PostgresNeighbourhood:
         """The graph read one neighbourhood at a time (`PostgresNeighbourhood`, this object's
         revision): what the graph retrievers use instead of loading the graph."""
         from graphseek.knowledge.postgres.neighbourhood import PostgresNeighbourhood
@@ -501,7 +512,7 @@ class PostgresIndex(Index):
         (writers serialised by the index's advisory lock). Returns this object, updated."""
         items = list(passages)
         if items:
-            _check_passages(items)
+            check_passages(items)
         started = time.perf_counter()
         with self._writing() as conn:
             new = [p for p in items if p.id not in self]
@@ -547,12 +558,3 @@ class PostgresIndex(Index):
         kept = None if old is None else np.ascontiguousarray(old[keep])
         self._adopt(manifest, items, ords, kept)
         return self
-
-
-if TYPE_CHECKING:  # both backends implement the storage protocol (checked by mypy)
-    from graphseek.knowledge.postgres.neighbourhood import PostgresNeighbourhood
-    from graphseek.knowledge.storage import IndexStore, NeighbourhoodReads
-
-    _directory: type[IndexStore] = Index
-    _postgres: type[IndexStore] = PostgresIndex
-    _neighbourhood: type[NeighbourhoodReads] = PostgresNeighbourhood

@@ -32,7 +32,7 @@ neighbourhood, not the graph.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,11 +47,14 @@ from graphseek.knowledge.graph.neighbourhood import (
 from graphseek.knowledge.graph.store import aliases_and_types, vector_space
 from graphseek.knowledge.postgres.graph import as_array
 
+if TYPE_CHECKING:
+    from graphseek.knowledge.postgres.index import PostgresIndex
+
 
 class PostgresNeighbourhood(SharedTableReads):
     """Indexed, batched reads of one revision of a Postgres index's graph."""
 
-    def __init__(self, index: Any) -> None:
+    def __init__(self, index: PostgresIndex) -> None:
         self._index = index
         self._pool = index._pool
         self.revision: str = index.revision
