@@ -7,7 +7,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -23,6 +23,9 @@ from graphseek.state.validation import (  # re-exported: the API's checks live t
     check_question,
     max_question_chars,
 )
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 __all__ = [
     "MAX_QUESTION_CHARS",
@@ -94,7 +97,7 @@ def public_usage(usage: Usage) -> dict[str, Any]:
     }
 
 
-def _as_index(index: Any) -> Any:
+def _as_index(index: IndexStore | str | Path) -> IndexStore:
     if isinstance(index, (str, Path)):
         from graphseek.knowledge.index import Index
 
@@ -102,11 +105,11 @@ def _as_index(index: Any) -> Any:
     return index
 
 
-def _reopened(index: Any) -> Any:
+def _reopened(index: IndexStore) -> IndexStore:
     """The version now at an index's directory (`IndexChangedError` said it was replaced)."""
     from graphseek.knowledge.index import Index
 
-    return Index.open(index.path, graph_reads=index.graph_reads)
+    return Index.open(index.location_text, graph_reads=index.graph_reads)
 
 
 _SETTINGS = [f.name for f in dataclasses.fields(Context) if f.name not in ("index", "llm")]
@@ -133,14 +136,16 @@ def check_settings(topology: str = "dual_agent", llm: Any = None, **settings: An
         resolve_spec(llm, "default")
 
 
-def make_context(index: Any = None, llm: Any = None, **settings: Any) -> Context:
+def make_context(
+    index: IndexStore | str | Path | None = None, llm: Any = None, **settings: Any
+) -> Context:
     """A `Context` from keyword settings, ignoring those left as None."""
     clean = {k: v for k, v in settings.items() if v is not None}
     return Context(index=_as_index(index) if index is not None else None, llm=llm, **clean)
 
 
 def ask(
-    index: Any,
+    index: IndexStore | str | Path,
     question: str,
     topology: str = "dual_agent",
     llm: Any = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
@@ -20,6 +20,9 @@ from graphseek.evaluation.datasets import Dataset
 from graphseek.evaluation.index_cache import cached_index
 from graphseek.evaluation.metrics import aggregate, recall_at_k, retrieval_prf
 from graphseek.evaluation.records import passage_ids
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 __all__ = [
     "RetrievalReport",
@@ -31,11 +34,11 @@ __all__ = [
     "registered_retrievers",
 ]
 
-RetrieverFn = Callable[[Any, str, int], list[str]]
+RetrieverFn = Callable[["IndexStore", str, int], list[str]]
 """`fn(index, query, k) -> ranked passage ids`."""
 
 
-def register_retriever(name: str, fn: Callable[[Any, str, int], list[Any]]) -> None:
+def register_retriever(name: str, fn: Callable[[IndexStore, str, int], list[Any]]) -> None:
     """Register `fn(index, query, k) -> list[Hit]` as retriever `name` in the shared registry
     (`graphseek.tools.retrievers`), where both the workflows and this evaluation find it."""
     from graphseek.tools.retrievers import register_retriever as register
@@ -50,8 +53,8 @@ def registered_retrievers() -> list[str]:
     return retriever_names()
 
 
-def _as_ids(name: str, fn: Callable[[Any, str, int], list[Any]]) -> RetrieverFn:
-    def ids(index: Any, query: str, k: int) -> list[str]:
+def _as_ids(name: str, fn: Callable[[IndexStore, str, int], list[Any]]) -> RetrieverFn:
+    def ids(index: IndexStore, query: str, k: int) -> list[str]:
         return passage_ids(fn(index, query, k))
 
     ids.__name__ = f"retrieve_{name}"
@@ -100,14 +103,14 @@ class RetrievalReport(BaseModel):
 
 def evaluate_retrieval(
     dataset: Dataset,
-    retrievers: Sequence[str] | Mapping[str, Callable[[Any, str, int], list[Any]]] = (
+    retrievers: Sequence[str] | Mapping[str, Callable[[IndexStore, str, int], list[Any]]] = (
         "bm25",
         "dense",
         "hybrid",
     ),
     k_values: Sequence[int] = (2, 5, 10),
     *,
-    index: Any = None,
+    index: IndexStore | None = None,
     index_dir: str | Path | None = None,
     f1_k: int = 5,
     progress: bool = False,

@@ -11,7 +11,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 
 def checkpoint_serializer() -> Any:
@@ -81,7 +84,7 @@ _savers: dict[Any, Any] = {}
 _savers_lock = threading.RLock()
 
 
-def checkpointer_for(index: Any) -> Any:
+def checkpointer_for(index: IndexStore | None) -> Any:
     """The checkpointer a run over `index` uses by default: a `PostgresSaver` in the index's
     own database and schema when it is stored in PostgreSQL (one per database and schema in
     this process), else None (no checkpoints)."""

@@ -29,7 +29,7 @@ import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,6 +46,9 @@ from graphseek.tools.graph_access import (
 )
 from graphseek.tools.higra import offline_seeds
 from graphseek.tools.ppr import PageRank
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 
 class NoSentenceLayerError(IndexNotFoundError):
@@ -180,7 +183,7 @@ class BridgeRetriever:
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
-    def from_index(cls, index: Any, config: BridgeConfig | None = None) -> BridgeRetriever:
+    def from_index(cls, index: IndexStore, config: BridgeConfig | None = None) -> BridgeRetriever:
         """The retriever of an index's graph and sentence layer; `NoSentenceLayerError` (one
         line, how to rebuild) when the graph has no sentence nodes."""
         view = graph_view(index)
@@ -405,7 +408,7 @@ class BridgeRetriever:
         return result
 
 
-def sentence_layer_of(index: Any) -> SentenceLayer:
+def sentence_layer_of(index: IndexStore) -> SentenceLayer:
     """The sentence layer of an index's graph; `NoSentenceLayerError` when it has none."""
     opener = getattr(index, "open_graph_store", None)
     store = opener() if opener is not None else None

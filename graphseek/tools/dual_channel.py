@@ -22,7 +22,7 @@ import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from graphseek.tools.graph_access import (
     resolve_entity,
 )
 
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
+
 _PLACEHOLDER = re.compile(r"^(\?\w*|(?:entity)?\s*#\s*\d+)$", re.IGNORECASE)
 _PATTERN_TEXT = re.compile(r"^\s*\(?\s*(?P<body>.*?)\s*\)?\s*$")
 MAX_CANDIDATES = 3
@@ -43,7 +46,7 @@ MAX_CANDIDATES = 3
 DENSE_MATCH = 0.5
 
 
-def semantic_query(index: Any, query: str, k: int = 5) -> list[Hit]:
+def semantic_query(index: IndexStore, query: str, k: int = 5) -> list[Hit]:
     """The `k` passages most relevant to one semantic sub-query (the index's hybrid search)."""
     return list(index.search(query, k=k, method="hybrid"))
 

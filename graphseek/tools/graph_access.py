@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -65,6 +65,10 @@ from graphseek.tools.passage_search import (
     passage_lookup_for,
     passage_search_for,
 )
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.graph.store import GraphStore
+    from graphseek.knowledge.storage import IndexStore
 
 __all__ = [
     "GraphNotFoundError",
@@ -109,12 +113,12 @@ _views: weakref.WeakKeyDictionary[Any, tuple[str, GraphView]] = weakref.WeakKeyD
 _views_lock = threading.Lock()
 
 
-def revision_of(index: Any) -> str:
+def revision_of(index: IndexStore) -> str:
     """`index.revision` (changes when the index is rewritten), "" for objects without one."""
     return str(getattr(index, "revision", ""))
 
 
-def graph_view(index: Any) -> GraphView:
+def graph_view(index: IndexStore | GraphView) -> GraphView:
     """The knowledge graph of `index` as a `GraphView` (loaded once per index object and
     revision: after `index.add_documents` / `delete_documents` it is loaded again).
 
@@ -132,13 +136,13 @@ def graph_view(index: Any) -> GraphView:
         return cached[1]
 
 
-def set_graph_view(index: Any, view: GraphView) -> None:
+def set_graph_view(index: IndexStore, view: GraphView) -> None:
     """Attach a view to an index object (tests, or a graph built in memory)."""
     with _views_lock:
         _views[index] = (revision_of(index), view)
 
 
-def load_graph_view(index: Any) -> GraphView:
+def load_graph_view(index: IndexStore) -> GraphView:
     """Read the graph store of `index` (`IndexStore.open_graph_store`, either backend) into a
     `GraphView`. (When the index serves neighbourhoods, `graphseek.tools.neighbourhood` reads
     per query instead.)"""
@@ -153,12 +157,12 @@ def load_graph_view(index: Any) -> GraphView:
     except IndexNotFoundError as exc:
         raise GraphNotFoundError(str(exc)) from exc
     try:
-        return view_of_store(store, source=str(index.path))
+        return view_of_store(store, source=index.location_text)
     finally:
         store.close()
 
 
-def view_of_store(store: Any, source: str = "") -> GraphView:
+def view_of_store(store: GraphStore, source: str = "") -> GraphView:
     """A `GraphView` of an open graph store (`graphseek.knowledge.graph.store.GraphStore`)."""
     entities = store.entities()
     relations = store.relations()

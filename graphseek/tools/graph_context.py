@@ -16,7 +16,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphseek.knowledge.passages import Hit
 from graphseek.llm import model_for_context
@@ -24,6 +24,9 @@ from graphseek.llm.budget import run_callbacks
 from graphseek.state.context import Context
 from graphseek.state.models import Usage
 from graphseek.tools.retrievers import resolve_index, retrieve
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ class GraphResult:
     state: Any = None  # the progressive retriever's state (adaptive)
 
 
-def knowledge_graph(index: Any) -> Any | None:
+def knowledge_graph(index: IndexStore) -> Any | None:
     """The index's `GraphView`, or None when it has none."""
     from graphseek.tools.graph_access import GraphNotFoundError, graph_view
 
@@ -62,7 +65,7 @@ def knowledge_graph(index: Any) -> Any | None:
         return None
 
 
-def has_knowledge_graph(index: Any) -> bool:
+def has_knowledge_graph(index: IndexStore) -> bool:
     """Whether the index has a knowledge graph, without loading one kept in its store
     (PostgreSQL: read per query)."""
     from graphseek.tools.graph_access import reads_neighbourhoods
@@ -185,7 +188,7 @@ def progressive_stage(
 
 
 def _fallback_stage(
-    index: Any, stage: str, query: str, hits: Sequence[Hit], context: Context
+    index: IndexStore, stage: str, query: str, hits: Sequence[Hit], context: Context
 ) -> list[Hit]:
     """Passage-only stand-ins: local = hybrid search; bridge = BM25 on the query plus the names
     the passages found so far mention (a 2-hop expansion); ppr = a deeper dense search."""

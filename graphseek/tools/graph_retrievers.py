@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphseek.errors import IndexBusyError
 from graphseek.knowledge.passages import Hit
@@ -19,6 +19,9 @@ from graphseek.tools.bridge import BridgeConfig, BridgeRetriever
 from graphseek.tools.graph_access import reads_neighbourhoods, revision_of
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 _lock = threading.Lock()
 _higra: weakref.WeakKeyDictionary[Any, tuple[str, HiGraRetriever]] = weakref.WeakKeyDictionary()
@@ -28,7 +31,9 @@ _progressive: weakref.WeakKeyDictionary[Any, tuple[str, ProgressiveRetriever]] =
 _bridge: weakref.WeakKeyDictionary[Any, tuple[str, BridgeRetriever]] = weakref.WeakKeyDictionary()
 
 
-def _cached(cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: Any, make: Any) -> Any:
+def _cached(
+    cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: IndexStore, make: Any
+) -> Any:
     """One retriever per index object and revision (rebuilt after the index is rewritten)."""
     revision = revision_of(index)
     with _lock:
@@ -41,7 +46,7 @@ def _cached(cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: Any, 
     return retriever
 
 
-def higra_retriever(index: Any) -> HiGraRetriever:
+def higra_retriever(index: IndexStore) -> HiGraRetriever:
     """The `HiGraRetriever` of an index (default `HiGraConfig`), built once per index revision."""
 
     def make() -> HiGraRetriever:
@@ -54,7 +59,7 @@ def higra_retriever(index: Any) -> HiGraRetriever:
     return _cached(_higra, index, make)  # type: ignore[no-any-return]
 
 
-def progressive_retriever(index: Any) -> ProgressiveRetriever:
+def progressive_retriever(index: IndexStore) -> ProgressiveRetriever:
     """The `ProgressiveRetriever` of an index, built once per index revision."""
 
     def make() -> ProgressiveRetriever:
@@ -67,14 +72,14 @@ def progressive_retriever(index: Any) -> ProgressiveRetriever:
     return _cached(_progressive, index, make)  # type: ignore[no-any-return]
 
 
-def bridge_retriever(index: Any) -> BridgeRetriever:
+def bridge_retriever(index: IndexStore) -> BridgeRetriever:
     """The `BridgeRetriever` of an index (default `BridgeConfig`), built once per index revision
     (the whole graph and its sentence layer in memory, whichever way the index reads its graph
     otherwise)."""
     return _cached(_bridge, index, lambda: BridgeRetriever.from_index(index, BridgeConfig()))  # type: ignore[no-any-return]
 
 
-def _retrying(index: Any, run: Callable[[], list[Hit]], attempts: int = 3) -> list[Hit]:
+def _retrying(index: IndexStore, run: Callable[[], list[Hit]], attempts: int = 3) -> list[Hit]:
     """`run()`, again on the index's new revision when another writer committed while a graph
     kept in its store (PostgreSQL) was being read."""
     for attempt in range(attempts):
@@ -88,7 +93,7 @@ def _retrying(index: Any, run: Callable[[], list[Hit]], attempts: int = 3) -> li
     raise AssertionError("unreachable")
 
 
-def higra(index: Any, query: str, k: int) -> list[Hit]:
+def higra(index: IndexStore, query: str, k: int) -> list[Hit]:
     """HiGraRetriever's passages: the final context, then the rest of the fused ranking."""
 
     def run() -> list[Hit]:
@@ -100,12 +105,12 @@ def higra(index: Any, query: str, k: int) -> list[Hit]:
     return _retrying(index, run)
 
 
-def progressive(index: Any, query: str, k: int) -> list[Hit]:
+def progressive(index: IndexStore, query: str, k: int) -> list[Hit]:
     """A2RAG's progressive retriever: evidence passages, then hybrid search to fill k."""
     return _retrying(index, lambda: progressive_retriever(index).retrieve(query, k).hits)
 
 
-def bridge(index: Any, query: str, k: int) -> list[Hit]:
+def bridge(index: IndexStore, query: str, k: int) -> list[Hit]:
     """Semantic bridging (`graphseek.tools.bridge`): question entities -> sentences -> entities,
     then PPR with dense passage priors; dense search when the question names no entity."""
     return _retrying(index, lambda: bridge_retriever(index).retrieve(query, k).hits)

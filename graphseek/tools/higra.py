@@ -33,7 +33,7 @@ import copy
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -53,6 +53,9 @@ from graphseek.tools.graph_access import (
     top_positions,
 )
 from graphseek.tools.ppr import PageRank
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 SeedSource = Literal["llm", "mention", "similarity", "given"]
 
@@ -414,7 +417,7 @@ class HiGraRetriever:
         self.config = config or HiGraConfig()
 
     @classmethod
-    def from_index(cls, index: Any, config: HiGraConfig | None = None) -> HiGraRetriever:
+    def from_index(cls, index: IndexStore, config: HiGraConfig | None = None) -> HiGraRetriever:
         search = passage_search_for(index)
         view = graph_view(index)
         return cls(view, search, embed=search.embed, lookup=index.get, config=config)
@@ -740,7 +743,12 @@ def _ms(t: float) -> float:
 
 
 def higra_retrieve(
-    index: Any, query: str, k: int = 5, *, config: HiGraConfig | None = None, model: Any = None
+    index: IndexStore,
+    query: str,
+    k: int = 5,
+    *,
+    config: HiGraConfig | None = None,
+    model: Any = None,
 ) -> HiGraResult:
     """HiGraRetriever over an index's graph; `result.hits` holds the context passages."""
     retriever = HiGraRetriever.from_index(index, config)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.tools import BaseTool, tool
 from langgraph.prebuilt import ToolRuntime
@@ -50,11 +50,15 @@ from graphseek.tools.graph_access import (
 from graphseek.tools.neighbourhood import local_graph, run_stage
 from graphseek.tools.retrievers import resolve_index, retrieve
 
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
+
 DEFAULT_CHAR_BUDGET = 4000
 NO_GRAPH = (
     "This index has no knowledge graph, so graph tools cannot run; use search_passages "
     "instead (a graph is built with `graphseek index --graph`)."
 )
+
 
 Artifact = dict[str, Any]
 ToolOutput = tuple[str, Artifact]
@@ -122,7 +126,9 @@ def _graph_output(result: GraphText, budget: int) -> ToolOutput:
     return text, {"passage_ids": list(result.passage_ids), "entity_ids": list(result.entity_ids)}
 
 
-def _run_graph(runtime: ToolRuntime[Context], fn: Callable[[Any, int], ToolOutput]) -> ToolOutput:
+def _run_graph(
+    runtime: ToolRuntime[Context], fn: Callable[[IndexStore, int], ToolOutput]
+) -> ToolOutput:
     index = resolve_index(runtime.context)
     if reads_neighbourhoods(index):  # a graph kept in its store
         if not getattr(index, "has_graph", False):
@@ -135,7 +141,7 @@ def _run_graph(runtime: ToolRuntime[Context], fn: Callable[[Any, int], ToolOutpu
     return fn(index, char_budget(runtime.context))
 
 
-def _graph_reader(index: Any) -> tuple[Any, Any]:
+def _graph_reader(index: IndexStore) -> tuple[Any, Any]:
     """(view to find entities in, `LocalGraph` or None): over a graph kept in its store
     (PostgreSQL) the catalogue view and a reader of neighbourhoods, so a tool reads the rows
     around its entities; otherwise the whole graph's view and None."""
@@ -238,7 +244,10 @@ class NeighborCheckArgs(EntityArgs, StepQuery):
 
 @tool(args_schema=SearchPassagesArgs, response_format="content_and_artifact")
 def search_passages(
-    query: str, runtime: ToolRuntime[Context], k: int = 5, method: str = "hybrid"
+    query: str,
+    runtime: ToolRuntime[Context],
+    k: int = 5,
+    method: Literal["hybrid", "bm25", "dense"] = "hybrid",
 ) -> ToolOutput:
     """Search the document collection for passages relevant to a query. Returns passages as
     [passage id] Title: text. Use the passage ids to cite evidence."""
@@ -255,7 +264,7 @@ def search_entities(query: str, runtime: ToolRuntime[Context], k: int = 8) -> To
     by name or description. Returns their ids, names, aliases and types, for the other graph
     tools."""
 
-    def run(index: Any, budget: int) -> ToolOutput:
+    def run(index: IndexStore, budget: int) -> ToolOutput:
         view, local = _graph_reader(index)
         qv = index.embed([query])[0] if query.strip() else None
         ranked = view.rank_entities(query, k, view.graph_query(query, qv))
@@ -292,7 +301,7 @@ def neighbors(
     """List the relations of an entity in the knowledge graph, as (subject, relation, object)
     with the passages they come from. Give relation words to keep only matching ones."""
 
-    def run(index: Any, budget: int) -> ToolOutput:
+    def run(index: IndexStore, budget: int) -> ToolOutput:
         view, local = _graph_reader(index)
         e = resolve_entity(view, entity)
         if e is None:
@@ -331,7 +340,7 @@ def higra_retrieve(query: str, runtime: ToolRuntime[Context], k: int = 5) -> Too
     question names, walks their graph neighbourhood and returns the most relevant relations
     and passages. Good for questions about named entities and their connections."""
 
-    def run(index: Any, budget: int) -> ToolOutput:
+    def run(index: IndexStore, budget: int) -> ToolOutput:
         from graphseek.llm import model_for_context
         from graphseek.llm.budget import run_callbacks
         from graphseek.tools.graph_retrievers import higra_retriever
@@ -375,7 +384,7 @@ def bridge_discovery(
     two of them, and the short relation paths through them, with their passages. Use it when
     a question links entities that no single passage mentions together."""
 
-    def run(index: Any, budget: int) -> ToolOutput:
+    def run(index: IndexStore, budget: int) -> ToolOutput:
         view, local = _graph_reader(index)
         state = _seed_state(view, entities)
         if len(state.entity_seeds) < 2:
@@ -410,7 +419,7 @@ def ppr_search(entities: list[str], runtime: ToolRuntime[Context], k: int = 5) -
     them, mapped back to the passages the top entities come from). Use it when direct search
     fails and the answer lies a few hops from entities you know."""
 
-    def run(index: Any, budget: int) -> ToolOutput:
+    def run(index: IndexStore, budget: int) -> ToolOutput:
         view, local = _graph_reader(index)
         state = _seed_state(view, entities)
         if not state.entity_seeds:
@@ -433,7 +442,7 @@ def relational_query(patterns: list[TripleArg], runtime: ToolRuntime[Context]) -
     placeholders like ?x for unknowns; a chain of patterns resolves them hop by hop. Returns the
     matching triples, the values found for each placeholder, and their passages."""
 
-    def run(index: Any, budget: int) -> ToolOutput:
+    def run(index: IndexStore, budget: int) -> ToolOutput:
         items = [
             dual_channel.TriplePattern(p.subject, p.relation, p.object)
             if isinstance(p, TripleArg)
@@ -466,7 +475,7 @@ def _merge_hits(*groups: Sequence[Hit], k: int) -> list[Hit]:
 
 
 def run_primitive(
-    index: Any,
+    index: IndexStore,
     primitive: str,
     query: str,
     topic: str = "",

@@ -37,7 +37,7 @@ import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -70,6 +70,9 @@ from graphseek.tools.progressive import (
     stage_local,
     stage_ppr,
 )
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 #: cached properties of the catalogue view that every per-query view shares
 _SHARED = (
@@ -455,7 +458,7 @@ _remote: weakref.WeakKeyDictionary[Any, tuple[str, RemoteGraph]] = weakref.WeakK
 _remote_lock = threading.Lock()
 
 
-def remote_graph(index: Any) -> RemoteGraph:
+def remote_graph(index: IndexStore) -> RemoteGraph:
     """The catalogue and neighbourhood reader of `index` (read once per index revision)."""
     revision = revision_of(index)
     with _remote_lock:
@@ -488,7 +491,7 @@ class HiGraNeighbourhood(HiGraRetriever):
         self.remote = remote
 
     @classmethod
-    def from_index(cls, index: Any, config: HiGraConfig | None = None) -> HiGraNeighbourhood:
+    def from_index(cls, index: IndexStore, config: HiGraConfig | None = None) -> HiGraNeighbourhood:
         search = passage_search_for(index)
         return cls(remote_graph(index), search, embed=search.embed, lookup=index.get, config=config)
 
@@ -536,7 +539,7 @@ class ProgressiveNeighbourhood(ProgressiveRetriever):
 
     @classmethod
     def from_index(
-        cls, index: Any, config: ProgressiveConfig | None = None
+        cls, index: IndexStore, config: ProgressiveConfig | None = None
     ) -> ProgressiveNeighbourhood:
         search = passage_search_for(index)
         return cls(remote_graph(index), search, embed=search.embed, lookup=index.get, config=config)
@@ -604,7 +607,7 @@ def run_stage(
     return view, stage_ppr(view, state, cfg, passage_ranking=passage_ranking, scores=scores)
 
 
-def local_graph(index: Any) -> LocalGraph | None:
+def local_graph(index: IndexStore) -> LocalGraph | None:
     """A fresh `LocalGraph` of `index` when it serves its graph one neighbourhood at a time
     (`reads_neighbourhoods`), else None (load the whole graph with `graph_view`)."""
     if not reads_neighbourhoods(index):
@@ -612,12 +615,12 @@ def local_graph(index: Any) -> LocalGraph | None:
     return LocalGraph(remote_graph(index))
 
 
-def higra_neighbourhood(index: Any, config: HiGraConfig | None = None) -> HiGraNeighbourhood:
+def higra_neighbourhood(index: IndexStore, config: HiGraConfig | None = None) -> HiGraNeighbourhood:
     return HiGraNeighbourhood.from_index(index, config or HiGraConfig())
 
 
 def progressive_neighbourhood(
-    index: Any, config: ProgressiveConfig | None = None
+    index: IndexStore, config: ProgressiveConfig | None = None
 ) -> ProgressiveNeighbourhood:
     return ProgressiveNeighbourhood.from_index(index, config or ProgressiveConfig())
 

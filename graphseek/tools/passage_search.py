@@ -4,7 +4,7 @@ reused (`passage_search_for`), and passage lookup by id (`passage_lookup_for`)."
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from graphseek.knowledge.fusion import rrf
 
 if TYPE_CHECKING:
     from graphseek.knowledge.passages import Passage
+    from graphseek.knowledge.storage import IndexStore
 
 
 # -- passage search -------------------------------------------------------------------------------
@@ -29,7 +30,7 @@ class IndexPassageSearch:
     """The index's hybrid search (BM25 and dense, RRF k=60, as `Index.search(method="hybrid")`),
     taking a query vector already computed so that one embedding serves every similarity."""
 
-    def __init__(self, index: Any) -> None:
+    def __init__(self, index: IndexStore) -> None:
         self.index = index
 
     def embed(self, query: str) -> np.ndarray:
@@ -51,9 +52,9 @@ class IndexPassageSearch:
         return rrf([sparse, dense], k=RRF_K)[:k]
 
 
-def passage_search_for(index: Any) -> IndexPassageSearch:
+def passage_search_for(index: IndexStore) -> IndexPassageSearch:
     return IndexPassageSearch(index)
 
 
-def passage_lookup_for(index: Any) -> Callable[[str], Passage]:
+def passage_lookup_for(index: IndexStore) -> Callable[[str], Passage]:
     return index.get  # type: ignore[no-any-return]

@@ -42,7 +42,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -62,6 +62,9 @@ from graphseek.tools.graph_access import (
 from graphseek.tools.higra import offline_seeds
 from graphseek.tools.names import seed_stopwords
 from graphseek.tools.ppr import BatchRows, csr_rows, push_pagerank, top_nodes
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 StepName = Literal["stage_local", "stage_bridge", "stage_ppr", "done"]
 STAGE_NAMES = {1: "local", 2: "bridge", 3: "ppr"}
@@ -598,7 +601,7 @@ class ProgressiveRetriever:
 
     @classmethod
     def from_index(
-        cls, index: Any, config: ProgressiveConfig | None = None
+        cls, index: IndexStore, config: ProgressiveConfig | None = None
     ) -> ProgressiveRetriever:
         search = passage_search_for(index)
         return cls(graph_view(index), search, embed=search.embed, lookup=index.get, config=config)
@@ -676,7 +679,7 @@ def _ms(t: float) -> float:
 
 
 def progressive_retrieve(
-    index: Any, query: str, k: int = 5, *, config: ProgressiveConfig | None = None
+    index: IndexStore, query: str, k: int = 5, *, config: ProgressiveConfig | None = None
 ) -> ProgressiveResult:
     """All stages with escalation over an index's graph; `result.hits` are the top-k passages."""
     return ProgressiveRetriever.from_index(index, config).retrieve(query, k)

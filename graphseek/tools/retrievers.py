@@ -18,16 +18,20 @@ import logging
 import os
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphseek.errors import ContextError, GraphseekError
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context, index_path_problem, resolve_index_path
 from graphseek.tools.run_settings import run_setting
 
+if TYPE_CHECKING:
+    from graphseek.knowledge.index_common import SearchMethod
+    from graphseek.knowledge.storage import IndexStore
+
 logger = logging.getLogger(__name__)
 
-RetrieverFn = Callable[[Any, str, int], list[Hit]]
+RetrieverFn = Callable[["IndexStore", str, int], list[Hit]]
 
 #: retrievers imported on first use: name -> (module, function)
 LAZY_RETRIEVERS: dict[str, tuple[str, str]] = {
@@ -66,7 +70,7 @@ def get_retriever(name: str) -> RetrieverFn:
 
 
 def retrieve(
-    index: Any, query: str, k: int, name: str = "hybrid", *, reranker: str | None = None
+    index: IndexStore, query: str, k: int, name: str = "hybrid", *, reranker: str | None = None
 ) -> list[Hit]:
     """The top-`k` hits of retriever `name`. With a reranker (`reranker`, a spec of
     `graphseek.knowledge.rerank`; None: the current run's ``Context.reranker``, none outside a
@@ -89,27 +93,28 @@ def retrieve(
         return [h.model_copy(update={"rank": r}) for r, h in enumerate(hits[:k], start=1)]
 
 
-def _method(method: str) -> RetrieverFn:
-    def search(index: Any, query: str, k: int) -> list[Hit]:
+def _method(method: SearchMethod) -> RetrieverFn:
+    def search(index: IndexStore, query: str, k: int) -> list[Hit]:
         return list(index.search(query, k=k, method=method))
 
     search.__name__ = f"search_{method}"
     return search
 
 
-for _m in ("bm25", "dense", "hybrid"):
+_SEARCH_METHODS: tuple[SearchMethod, ...] = ("bm25", "dense", "hybrid")
+for _m in _SEARCH_METHODS:
     register_retriever(_m, _method(_m))
 
 
 @lru_cache(maxsize=8)
-def _open_index(path: str, stamp: tuple[int, int]) -> Any:
+def _open_index(path: str, stamp: tuple[int, int]) -> IndexStore:
     from graphseek.knowledge.index import Index
 
     return Index.open(path)
 
 
 @lru_cache(maxsize=8)
-def _open_remote(uri: str) -> Any:
+def _open_remote(uri: str) -> IndexStore:
     from graphseek.knowledge.storage import open_index
 
     return open_index(uri)
@@ -125,7 +130,7 @@ def _manifest_stamp(path: str) -> tuple[int, int]:
     return (st.st_ino, st.st_mtime_ns)
 
 
-def resolve_index(context: Any) -> Any:
+def resolve_index(context: Any) -> IndexStore:
     """The index of a run: `context.index` if given, else the one at `context.index_path`
     (relative paths resolve against `$GRAPHSEEK_INDEX_DIR`, else the working directory; a
     served context opens only what `ServedContext.index_location` allows), opened once per path
