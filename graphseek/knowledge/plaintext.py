@@ -400,7 +400,7 @@ def _series(nodes: list[_Node]) -> dict[int, tuple[object, ...]]:
         spaced = all(b - a > 1 for a, b in zip(members, members[1:], strict=False))
         if len(members) >= SERIES_MIN and spaced and members[-1] + 1 < len(nodes):
             for i in members:
-                out[i] = ("series", *key)
+                out[i] = ("numbered", *key)
     return out
 
 
@@ -408,10 +408,10 @@ def plain_document(text: str) -> PlainDocument:
     """The title and sections of a plain text, read by its layout (see the module docstring)."""
     lines = _read_lines(text)
     nodes = _nodes(lines)
-    for i, kind in _series(nodes).items():
-        text_ = nodes[i].lines[0].text
-        marker = _MARKER.match(text_)
-        nodes[i].heading = (kind, text_[marker.end() :] if marker else text_)
+    for i, numbered in _series(nodes).items():
+        line = nodes[i].lines[0].text
+        marker = _MARKER.match(line)
+        nodes[i].heading = (numbered, line[marker.end() :] if marker else line)
     wrapped = [n.indent for n in nodes if n.heading is None and n.wrapped]
     margin = min(wrapped) if wrapped else None
     flush = min((n.indent for n in nodes), default=0)
