@@ -25,6 +25,10 @@ per-run suffix ``-rN`` removed) in `graphseek/agents/reader_points.json`:
 
     .venv/bin/python benchmarks/calibrate.py --readers /tmp/lm_cascade.json [--write]
 
+`--reader-models DIR` reads each dataset with the reader fitted without it (the models
+`benchmarks/fit_reader.py --write-logo DIR` stores), so that with `--by-genre` both the reader's
+weights and the threshold are chosen on the other genres; use its own `--out`.
+
 `--by-genre` judges the rule leave-one-genre-out: for each dataset (a genre of documents) the
 threshold is chosen on the other datasets' questions, and the held one is scored at it: right,
 wrong, abstained, unanswerable questions abstained, and **visible** (the share of answerable
@@ -70,6 +74,12 @@ def _args() -> argparse.Namespace:
     p.add_argument("--out", default="eval-out/calibrate")
     p.add_argument("--write", action="store_true", help="store the operating point")
     p.add_argument("--by-genre", action="store_true", help="leave-one-dataset-out figures")
+    p.add_argument(
+        "--reader-models",
+        default=None,
+        help="a folder of reader_model-<dataset>.json (benchmarks/fit_reader.py --write-logo): "
+        "each dataset is read by the reader fitted without it",
+    )
     return p.parse_args()
 
 
@@ -146,6 +156,22 @@ def calibrate_readers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_with(path: Path) -> None:
+    """Every extractive reader (the process-wide one, and those the Librarians make) uses the
+    model stored at `path` (which must exist) instead of the package's."""
+    from graphseek.agents.reading import reader
+
+    if not path.is_file():
+        raise SystemExit(f"calibrate.py: no reader model {path}")
+    model = reader.load_model(path)
+    reader.get_reader().model = model
+    reader.load_model = lambda path=None: model  # type: ignore[assignment]
+    from graphseek.agents import registry
+
+    registry._OFFLINE_CACHE.clear()  # the cached Librarians made their readers with the last one
+    print(f"reading with {path.name}", flush=True)
+
+
 def main() -> int:
     args = _args()
     if args.readers:
@@ -187,6 +213,8 @@ def main() -> int:
         for name in args.dataset:
             dataset = load_dataset(name, questions=questions)
             names.append(dataset.name)
+            if args.reader_models:
+                _read_with(Path(args.reader_models) / f"reader_model-{dataset.name}.json")
             index = cached_index(dataset, graph=True)
             for q in dataset.questions:  # every threshold of a question in turn: its
                 for t in thresholds:  # passages stay in the reader's cache

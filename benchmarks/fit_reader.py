@@ -312,9 +312,27 @@ def threshold_for(theta: np.ndarray, data: list[Example], max_wrong: float) -> f
     return 0.95
 
 
-def leave_one_genre_out(data: list[Example], l2: float, max_wrong: float) -> None:
+def model_json(theta: np.ndarray, data: list[Example], k: int, l2: float, point: float) -> dict:
+    """The reader model file's content for weights `theta` fitted on `data`."""
+    return {
+        "weights": {name: round(float(w), 5) for name, w in zip(FEATURES, theta, strict=False)},
+        "support": round(float(theta[len(FEATURES)]), 5),
+        "null": round(float(theta[-1]), 5),
+        "bias": 0.0,
+        "operating_point": point,
+        "fitted_on": f"{len(data)} dev questions: "
+        + ", ".join(f"{n} {s}" for s, n in Counter(ex.source for ex in data).items())
+        + f"; top {k} passages; l2 {l2}; benchmarks/fit_reader.py",
+    }
+
+
+def leave_one_genre_out(
+    data: list[Example], l2: float, max_wrong: float, write: Path | None = None, k: int = 5
+) -> None:
     """For each documentation source (docqa and the genres; MuSiQue is always fitted on): the
-    weights and the threshold fitted on every other source, scored on the held one."""
+    weights and the threshold fitted on every other source, scored on the held one. `write`: a
+    folder to store each held source's model in (`reader_model-<source>.json`), for
+    `benchmarks/calibrate.py --reader-models`."""
     held_sources = [s for s in dict.fromkeys(ex.source for ex in data) if s != "musique-train"]
     if len(held_sources) < 2:
         return
@@ -328,6 +346,11 @@ def leave_one_genre_out(data: list[Example], l2: float, max_wrong: float) -> Non
         theta = fit(train, l2)
         t = threshold_for(theta, train, max_wrong)
         r = report(theta, test, True, t)
+        if write is not None:
+            write.mkdir(parents=True, exist_ok=True)
+            name = held.removesuffix("-dev")
+            text = json.dumps(model_json(theta, train, k, l2, t), indent=2) + "\n"
+            (write / f"reader_model-{name}.json").write_text(text)
         print(
             f"{held:<12} {len(test):>4} {t:>6.2f} {r['top1']:>7.1%} {r['right']:>7.1%} "
             f"{r['wrong']:>7.1%} {r['abstained']:>8.1%}"
@@ -352,6 +375,12 @@ def main() -> int:
     )
     ap.add_argument("--sources", default="", help="comma-separated sources to fit on (default all)")
     ap.add_argument("--dry-run", action="store_true", help="report only; write nothing")
+    ap.add_argument(
+        "--write-logo",
+        type=Path,
+        default=None,
+        help="store each held genre's model (fitted on the others) in this folder",
+    )
     ap.add_argument(
         "--genres",
         default="pkgdocs,manpages,configref,changelogs",
@@ -381,7 +410,7 @@ def main() -> int:
         f"{sum(not ex.positive[-1] for ex in data) / len(data):.1%}"
     )
 
-    leave_one_genre_out(data, args.l2, args.max_wrong)
+    leave_one_genre_out(data, args.l2, args.max_wrong, args.write_logo, args.k)
 
     rng = np.random.default_rng(0)
     folds = rng.permutation(len(data)) % 5
@@ -436,16 +465,7 @@ def main() -> int:
         print(f"  {name:<18} {w:+.3f}")
     if args.dry_run:
         return 0
-    model = {
-        "weights": {name: round(float(w), 5) for name, w in zip(FEATURES, theta, strict=False)},
-        "support": round(float(theta[len(FEATURES)]), 5),
-        "null": round(float(theta[-1]), 5),
-        "bias": 0.0,
-        "operating_point": point,
-        "fitted_on": f"{len(data)} dev questions: "
-        + ", ".join(f"{n} {s}" for s, n in Counter(ex.source for ex in data).items())
-        + f"; top {args.k} passages; l2 {args.l2}; benchmarks/fit_reader.py",
-    }
+    model = model_json(theta, data, args.k, args.l2, point)
     args.out.write_text(json.dumps(model, indent=2) + "\n")
     print(f"\nwrote {args.out}")
     return 0

@@ -216,15 +216,21 @@ def test_a_made_up_answer_passes_to_the_next_model(monkeypatch, tiny_index) -> N
 def test_dual_agent_drafts_every_step_through_the_cascade(monkeypatch, tiny_index) -> None:
     import graphseek.agents.readers as readers
 
-    # uncalibrated (point 0.8), the model's 'Lord Byron' for the first hop differs from the
-    # offline guess ('English'): 0.9 x DISAGREEING is below the point, and the run abstains
+    # the offline reader's first-hop guess ('English', about 0.51) is below the run's point
+    # (0.55 here), so that hop goes to the model. Uncalibrated (point 0.8), the model's 'Lord
+    # Byron' differs from the offline guess: 0.9 x DISAGREEING is below its point: abstention
+    point = {"abstain_threshold": 0.55}
     with serve(monkeypatch, TinyWorld()):
-        result = ask(tiny_index, QUESTION, topology="dual_agent", readers=f"offline,{MODEL}")
+        result = ask(
+            tiny_index, QUESTION, topology="dual_agent", readers=f"offline,{MODEL}", **point
+        )
     assert result.abstained and result.answer == ""
     # calibrated lower (reader_points.json), the same answer stands
     monkeypatch.setattr(readers, "_points", lambda: {"tiny-model": 0.4})
     with serve(monkeypatch, TinyWorld()):
-        result = ask(tiny_index, QUESTION, topology="dual_agent", readers=f"offline,{MODEL}")
+        result = ask(
+            tiny_index, QUESTION, topology="dual_agent", readers=f"offline,{MODEL}", **point
+        )
     assert result.answer == "Missolonghi"
     readings = result.diagnostics["readings"]
     # every step is read by the offline reader first; only a step it cannot settle reaches the

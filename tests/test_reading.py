@@ -26,7 +26,15 @@ from graphseek.knowledge.passages import Hit, Passage
         ("Which city hosts the conference?", "place"),
         ("Which exception is raised on a timeout?", "code"),
         ("Which library does the tool use for YAML?", "name"),
-        ("Which environment variable turns on logging?", "code"),
+        ("Which environment variable turns on logging?", "envvar"),
+        ("Which option makes the copy exit at once?", "option"),
+        ("Which command-line flag turns off colours?", "option"),
+        ("How do I make it print the offset of each string?", "option"),
+        ("Which directory does it copy the dotfiles from?", "path"),
+        ("Which item do I use to cap the open files?", "key"),
+        ("Which program does login start for the user?", "command"),
+        ("What exit code tells me that nothing was found?", "number"),
+        ("Which gzip release first produced rsync-friendly output?", "version"),
         ("What is the default port of the server?", "number"),
         ("What is the latest version that supports Python 2.7?", "version"),
         ("Starting with which release were the loggers moved out?", "version"),
@@ -38,6 +46,24 @@ from graphseek.knowledge.passages import Hit, Passage
 )
 def test_expected_kind_from_wh_word_and_head_noun(question: str, primary: str) -> None:
     assert analyse_question(question).primary == primary
+
+
+@pytest.mark.parametrize(
+    ("question", "primary"),
+    [
+        ("I switched my editor. Where does it write its log if I didn't pass --log?", "place"),
+        ("When I run strings on an image, how do I get it to show each offset?", "option"),
+        ("When adduser creates a home, which directory does it copy the dotfiles from?", "path"),
+        ("It checks two environment variables; which one does it read first?", "envvar"),
+        ("Since version 8.5, which signature algorithm do ssh and sshd try first?", "code"),
+        ("When did the director of the film die?", "date"),
+        ("In which country was the director of film X, Y born?", "place"),
+    ],
+)
+def test_the_kind_is_read_from_the_clause_that_asks(question: str, primary: str) -> None:
+    assert analyse_question(question).primary == primary
+    # the words that set the scene still count as the question's words
+    assert analyse_question(question).words >= analyse_question(question.split(",")[-1]).words
 
 
 def test_relation_words_leave_out_the_names() -> None:
@@ -235,6 +261,24 @@ def test_an_acronym_of_question_words_is_in_the_question() -> None:
         ),
         ("Pygments supports over 500 languages.", "over 500 languages", "number"),
         ("The limit is 100*1024*1024 bytes.", "100*1024*1024 bytes", "number"),
+        ("If unset, the age defaults to -1, which never expires.", "-1", "number"),
+        # the literals of documentation, each with its own kind
+        ("The --force-enable-socket flag wins over the other.", "--force-enable-socket", "option"),
+        (
+            "Set CTEST_OUTPUT_ON_FAILURE to print failing output.",
+            "CTEST_OUTPUT_ON_FAILURE",
+            "envvar",
+        ),
+        (
+            "The history goes to $XDG_DATA_HOME/lesshst by default.",
+            "$XDG_DATA_HOME/lesshst",
+            "path",
+        ),
+        ("With no file, nm reads a.out in the current directory.", "a.out", "path"),
+        ("Skeleton files are copied from /etc/skel.", "/etc/skel", "path"),
+        ("Set PollIntervalMaxSec= to bound the interval.", "PollIntervalMaxSec", "key"),
+        ("nofile maximum number of open file descriptors", "nofile", "key"),
+        ("The sixth field is read by fsck(8) at boot.", "fsck", "command"),
     ],
 )
 def test_technical_candidate_spans(sentence: str, span: str, kind: str) -> None:
@@ -246,3 +290,36 @@ def test_technical_candidate_spans(sentence: str, span: str, kind: str) -> None:
     assert (span, kind) in found
     # every span is an exact piece of its sentence
     assert all(sentence[s.start : s.end] == s.text for s in sentence_spans(sent))
+
+
+@pytest.mark.parametrize(
+    ("title", "values"),
+    [
+        ("tar-NEWS: version 1.31 - Sergey Poznyakoff, 2019-01-02", ["1.31"]),
+        ("gzip-NEWS: Noteworthy changes in release 1.7 (2016-03-27) [stable]", ["1.7"]),
+        ("binutils-NEWS: Changes in 2.40:", ["2.40"]),
+        ("tblib: 3.2.1 (2025-10-31)", ["3.2.1"]),
+        ("toolbelt: 1.0.0 -- 2023-05-01 > Fixed Bugs", ["1.0.0"]),
+        ("manual: 2.1 Scope", []),
+        ("README", []),
+    ],
+)
+def test_the_release_a_heading_names(title: str, values: list[str]) -> None:
+    from graphseek.agents.reading.reader import heading_values
+
+    assert heading_values(title) == values
+
+
+def test_a_release_is_read_from_the_heading_its_passage_stands_under() -> None:
+    text = "New option --zstd makes tar use zstd as its compression program."
+    hits = [
+        Hit(
+            passage=Passage.from_title_text("tar-NEWS: version 1.31 - 2019-01-02", text),
+            score=1.0,
+            rank=1,
+        )
+    ]
+    ranked = get_reader().rank("From which tar release can I create zstd archives?", hits)
+    assert ranked and "1.31" in [c.text for c in ranked]
+    heading = next(c for c in ranked if c.text == "1.31")
+    assert heading.kind == "version" and heading.sentence == text

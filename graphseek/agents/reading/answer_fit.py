@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from graphseek.agents.reading.literals import asked_token
 from graphseek.agents.reading.question import analyse_question, in_question
 from graphseek.agents.text import contains, normalize
 from graphseek.knowledge.passages import Hit, Passage
@@ -124,20 +125,6 @@ def fit_answer(
     )
 
 
-#: the kinds of value a documentation question asks for by name, and the tokens of each kind:
-#: (words of the question, a token of that kind)
-_ASKED_KINDS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
-    (re.compile(r"\benv(?:ironment)?\s+var(?:iable)?s?\b|\bvariable\b", re.I),
-     re.compile(r"^\$?[A-Z][A-Z0-9]*_[A-Z0-9_]+$|^\$?[A-Z]{3,}$")),
-    (re.compile(r"\b(?:option|flag|switch)s?\b", re.I), re.compile(r"^--?[A-Za-z0-9]")),
-    (re.compile(r"\b(?:suffix|extension)s?\b", re.I), re.compile(r"^\.[A-Za-z0-9]+$")),
-    (re.compile(r"\b(?:file|path|directory|folder)s?\b", re.I),
-     re.compile(r"/|^[\w.-]+\.[A-Za-z0-9]{1,5}$")),
-    (re.compile(r"\b(?:port|how many|how much|number|limit|size|timeout)\b", re.I),
-     re.compile(r"^\d[\d.,]*[A-Za-z%]{0,3}$")),
-)  # fmt: skip
-
-
 def _named(token: str) -> str:
     """A token that sets a value (``NAME=true``, ``--level=3``) as the name it sets."""
     name, sep, _ = token.partition("=")
@@ -155,7 +142,7 @@ def _lone_specific(question: str, answer: str, evidence: Sequence[str]) -> str:
     found = list(dict.fromkeys(t for t in tokens if any(contains(e, t) for e in evidence)))
     if len(found) == 1:
         return found[0]
-    asked = next((kind for asks, kind in _ASKED_KINDS if asks.search(question)), None)
+    asked = asked_token(question)
     if asked is None:
         return ""
     of_kind = list(dict.fromkeys(_named(t) for t in found if asked.search(_named(t))))

@@ -9,8 +9,9 @@ in backticks, a flag such as `--force-enable-socket`, a numbered standard such a
 dotted, hyphenated or underscored lower-case name such as "grpc_tools.protoc", and every
 identifier-like token), `version` ("3.12", "v3.2", "6.1.1"), `licence` ("MIT", "GPLv2",
 "Apache License 2.0", "MPL 2.0"), and numbers with a unit, a bound ("over 500") or as an
-expression ("100*1024*1024 bytes"). Spans are character offsets into the sentence, so an
-answer is always an exact span of its evidence.
+expression ("100*1024*1024 bytes"). The literals of technical writing (`literals`: an `option`, an `envvar`,
+a `path`, a `key`, a `command`) are proposed with their own kinds. Spans are character offsets
+into the sentence, so an answer is always an exact span of its evidence.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from graphseek.agents.reading.literals import literal_spans
 
 LABEL_KIND = {
     "PERSON": "person",
@@ -83,6 +86,8 @@ _STANDARD = re.compile(r"\b(?:RFC|PEP|ISO|IEEE|ECMA|BCP|STD)[\s-]?\d+(?:[-:.]\d+
 # lower-case names joined by dots, hyphens or underscores: modules, packages, settings, files
 # ("grpc_tools.protoc", "prometheus-client", "mark-symlinked-directories", "langgraph.json")
 _DOTTED = re.compile(r"(?<![\w.-])[a-z][a-z\d]*(?:[._-][a-z\d]+)+(?![\w-])")
+# a negative number, written as a value ("-1" for "never"): after a space, "=" or "("
+_NEGATIVE = re.compile(r"(?:(?<=[\s(=])|^)-\d+(?:\.\d+)?(?![\w.-])")
 _YEAR = re.compile(r"(?<![\w.])(?:1[5-9]|20)\d\d(?![\w.])")
 _MONTH = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
@@ -169,6 +174,10 @@ def sentence_spans(sent: Any) -> list[Span]:
     for pattern in (_FLAG, _STANDARD, _DOTTED):
         for m in pattern.finditer(text):
             add(m.group(0), "code", m.start(), m.end(), "code")
+    for m in _NEGATIVE.finditer(text):
+        add(m.group(0), "number", m.start(), m.end(), "pattern")
+    for literal, kind, s, e in literal_spans(text):
+        add(literal, kind, s, e, "literal")
     for m in _IDENTIFIER.finditer(text):
         s, e = m.start(), m.end()
         if any(cs <= s and e <= ce and (cs, ce) != (s, e) for cs, ce in covered):

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from graphseek.agents.reading.literals import asked_kinds, named_kinds
 from graphseek.agents.text import STOPWORDS, content_words, normalize, question_names
 
 Kinds = tuple[tuple[str, float], ...]
@@ -83,6 +84,8 @@ _PREP_WH = re.compile(
     r"onto|upon|among|across|against|between|via|per|over|besides|about|behind|inside)\s+"
     r"(which|what|whom|whose)\b"
 )
+#: the kinds a head noun leaves open, which a named literal narrows ("which item" -> a key)
+_OPEN_KINDS = frozenset({"code", "name", "thing", "document"})
 _GENERIC_HEADS = frozenset("kind type sort name one form part thing".split())
 
 
@@ -188,10 +191,13 @@ def _head_noun(low: str) -> str:
         low,
     )
     if m:
-        words = m.group(1).split()
+        words = [w for w in m.group(1).split() if w not in STOPWORDS]
+        # the noun that names a class ("Which gzip release first ..." -> "release"), else the last
         for w in reversed(words):
-            if w not in STOPWORDS:
+            if _kinds_for_noun(w) is not None:
                 return w
+        if words:
+            return words[-1]
     # "What is the default port of X?" -> "port", "What is the latest psutil version that ...?"
     # -> "version": the last word of the noun group after "the" (adjectives and names before it)
     m = re.match(
@@ -216,11 +222,40 @@ def _who_head(low: str) -> str:
     return m.group(1) if m else ""
 
 
+_ASKS = r"(?:which|what|who|whom|whose|when|where|how|why)"
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z`$'\"(])")
+_LEAD_CLAUSE = re.compile(rf"[,;]\s+({_ASKS}\b.*)$", re.I)
+
+
+def asking_clause(question: str) -> str:
+    """The clause that asks: the last sentence that ends with "?" (else the last that holds a
+    wh-word), after a leading clause that sets the scene ("I switched my editor ... . Where does
+    it write its log?" -> "Where does it write its log?"; "When adduser creates a home
+    directory, which directory does it copy ...?" -> "which directory does it copy ...?")."""
+    q = _clean(question)
+    sentences = [s for s in _SENTENCE_BREAK.split(q) if s.strip()] or [q]
+    asking = [s for s in sentences if s.rstrip().endswith("?")] or [
+        s for s in sentences if re.search(rf"\b{_ASKS}\b", s, re.I)
+    ]
+    clause = (asking or sentences)[-1].strip()
+    words = clause.lower().split()
+    first = words[0] if words else ""
+    # "When I run strings ..., how do I ...?": a "when" or "where" with no verb after it opens a
+    # subordinate clause, not the question
+    scene = first in ("when", "where") and len(words) > 1 and words[1] not in _AUX
+    if scene or (first not in _WH and first not in _AUX and not _PREP_WH.match(clause.lower())):
+        m = _LEAD_CLAUSE.search(clause)
+        if m:
+            clause = m.group(1)
+    return clause
+
+
 @lru_cache(maxsize=4096)
 def analyse_question(question: str) -> AnswerSpec:
-    """The `AnswerSpec` of `question` (pure; cached)."""
+    """The `AnswerSpec` of `question` (pure; cached). Its kinds are read from the clause that
+    asks (`asking_clause`); its words and names from the whole question."""
     q = _clean(question)
-    low = q.lower().rstrip("?").strip()
+    low = asking_clause(q).lower().rstrip("?").strip()
     m = _PREP_WH.match(low)
     wh = m.group(1) if m else (low.split()[0] if low.split() else "")
     body = low[m.start(1) :] if m else low
@@ -250,7 +285,8 @@ def analyse_question(question: str) -> AnswerSpec:
     elif wh == "when":
         kinds = (("date", 1.0), ("number", 0.4))
     elif wh == "where":
-        kinds = (("place", 1.0), ("org", 0.85), ("name", 0.6), ("thing", 0.5))
+        # a place, or in documentation a file or directory ("Where does it write its log?")
+        kinds = (("place", 1.0), ("path", 0.95), ("org", 0.85), ("name", 0.6), ("thing", 0.5))
     elif wh == "why":
         kinds = (("thing", 1.0),)
     elif wh == "how":
@@ -280,6 +316,15 @@ def analyse_question(question: str) -> AnswerSpec:
             kinds = _FREE_TEXT
     else:
         kinds = _FREE_TEXT
+    # the literal the head noun phrase names ("which environment variable", "what exit code"),
+    # or a how-to ("how do I make it ...")
+    at = re.search(rf"\b{re.escape(head)}\b", body) if head else None
+    literal = asked_kinds(body[: at.end()] if at else body) if at or wh == "how" else None
+    if literal is None and head in ("one", "ones"):
+        # "It checks two variables; which one does it read first?": the noun said before
+        literal = named_kinds(q)
+    if literal is not None and wh in ("which", "what", "how") and kinds[0][0] in _OPEN_KINDS:
+        kinds = literal  # a literal named where the head says only "a name" or "a thing"
     head_words = frozenset(content_words(head)) if head else frozenset()
     relation_words = frozenset(w for w in words if w not in name_words)
     return AnswerSpec(

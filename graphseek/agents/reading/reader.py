@@ -70,6 +70,7 @@ FEATURES = (
     "extra_words",  # words beyond six
     "bare_noun",  # a one-word common noun
     "named_entity",  # spaCy's NER proposed it
+    "heading",  # read from the passage's section title ("version 1.31") under which it stands
 )
 
 
@@ -99,8 +100,10 @@ class ReaderModel:
 
 #: the hand-set weights the reader was first written with (the fallback)
 HAND_MODEL = ReaderModel(
-    weights=(0.20, 0.15, 0.25, 0.15, 0.05, 0.30, 0.10, 0.25, -0.4, 0.12, 0.08, -0.04, -0.08, 0.0)
-)
+    weights=(
+        0.20, 0.15, 0.25, 0.15, 0.05, 0.30, 0.10, 0.25, -0.4, 0.12, 0.08, -0.04, -0.08, 0.0, 0.0
+    )
+)  # fmt: skip
 MODEL_FILE = "reader_model.json"
 #: the first five `FEATURES` describe the sentence, the rest the span in it
 SENTENCE_FEATURES = 5
@@ -128,7 +131,8 @@ def load_model(path: Any = None) -> ReaderModel:
         else:
             text = open(path, encoding="utf-8").read()  # noqa: SIM115
         data = json.loads(text)
-        weights = tuple(float(data["weights"][name]) for name in FEATURES)
+        # a feature the stored model predates weighs nothing
+        weights = tuple(float(data["weights"].get(name, 0.0)) for name in FEATURES)
         return ReaderModel(
             weights=weights,
             bias=float(data.get("bias", 0.0)),
@@ -313,6 +317,28 @@ def text_blocks(text: str) -> list[str]:
     return [b for b in out if b] or [" ".join(text.split())]
 
 
+_HEADING_VERSION = re.compile(r"(?<=[\s(v])v?\d+(?:\.\d+)+[a-z]*\d*(?![\w.])")
+
+
+def heading_values(title: str) -> list[str]:
+    """The release numbers the section part of a passage's title names ("tar-NEWS: version 1.31
+    - 2019-01-02" -> ["1.31"], "Changes in 2.40:" -> ["2.40"]): what every sentence under that
+    heading is about; not a number that opens a heading of words ("2.1 Scope")."""
+    _, sep, section = title.partition(":")
+    if not sep:
+        return []
+    for heading in reversed(section.split(" > ")):  # the nearest heading that names one
+        text = f" {heading.strip()}"
+        out = []
+        for m in _HEADING_VERSION.finditer(text):
+            if m.start() <= 1 and re.match(r"\s+[A-Z][a-z]", text[m.end() :]):
+                continue  # "2.1 Scope": the number of a section, not of a release
+            out.append(m.group(0))
+        if out:
+            return list(dict.fromkeys(out))
+    return []
+
+
 def _document_name(title: str) -> str:
     return title.split(":", 1)[0].strip()
 
@@ -417,7 +443,12 @@ class ExtractiveReader:
         head = match_keys(spec.head_words)
         model = self.model
         pool: dict[str, Candidate] = {}
+        # each passage's best sentence (by `sentence_score`), for the values of its heading
+        best_sentences: dict[str, tuple[_Parsed, _Sentence, tuple[float, ...]]] = {}
         for doc, sent, sentence_features, s_score in self._scored_sentences(spec, hits, rel):
+            held = best_sentences.get(doc.passage.id)
+            if held is None or s_score > sentence_score(held[2]):
+                best_sentences[doc.passage.id] = (doc, sent, sentence_features)
             title_norm = normalize(doc.passage.title)
             doc_norm = normalize(_document_name(doc.passage.title))
             for span in sent.spans:
@@ -430,7 +461,7 @@ class ExtractiveReader:
                 inq = in_question(span.text, spec)
                 if inq >= 0.99:
                     continue
-                if not spec.wants_document and (
+                if not (spec.wants_document or spec.weight("path") >= 0.9) and (
                     key in (title_norm, doc_norm) or _FILE_NAME.search(span.text)
                 ):
                     continue
@@ -449,6 +480,7 @@ class ExtractiveReader:
                     1.0 if span.source == "chunk" and span.kind == "thing" and n_words == 1
                     else 0.0,  # a bare common noun ("version", "library") says little
                     1.0 if span.source == "ent" else 0.0,
+                    0.0,  # a span of the sentence, not of its heading
                 )  # fmt: skip
                 score = model.score(features)
                 prev = pool.get(key)
@@ -460,6 +492,22 @@ class ExtractiveReader:
                     )  # fmt: skip
                 else:
                     pool[key] = replace(prev, support=prev.support + 1)
+        for doc, sent, sentence_features in best_sentences.values():
+            for text in heading_values(doc.passage.title) if spec.weight("version") else ():
+                key = normalize(text)
+                if in_question(text, spec) >= 0.99:
+                    continue
+                features = (
+                    *sentence_features, 0.0, 0.0, spec.weight("version"), 0.0,
+                    0.0, 0.0, 0.0, 0.0, 0.0, 1.0,
+                )  # fmt: skip
+                score = model.score(features)
+                prev = pool.get(key)
+                if prev is None or score > prev.score:
+                    pool[key] = Candidate(
+                        text, "version", score, sent.text, doc.passage,
+                        sentence_score(features), prev.support + 1 if prev else 1, features,
+                    )  # fmt: skip
         ranked = [
             replace(c, score=c.score + model.support * min(c.support - 1, 3)) for c in pool.values()
         ]
