@@ -39,7 +39,7 @@ QUERIES = [
     "Greek War of Independence sieges",
     "programmable computer",
 ]
-RETRIEVERS = ["bm25", "dense", "hybrid", "higra", "progressive"]
+RETRIEVERS = ["bm25", "dense", "hybrid", "higra", "progressive", "bridge"]
 NEW = Passage(
     id="lisbon",
     title="Xavier Quill",
@@ -565,7 +565,7 @@ def test_hnsw_index_exists_and_schema_is_versioned(pg_index: Any) -> None:
         ).fetchone()
         versions = conn.execute(f"SELECT version FROM {loc.schema}.schema_version").fetchall()
     assert "hnsw" in indexdef and "vector_cosine_ops" in indexdef
-    assert versions == [(1,), (2,), (3,), (4,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,)]
 
 
 def test_newer_schema_version_and_foreign_schema_are_refused(
@@ -620,6 +620,9 @@ def test_a_version_1_index_is_migrated_when_opened(
             conn.execute(f"DROP INDEX old.{name}")
         conn.execute("DROP TABLE old.bm25_files")
         conn.execute("DROP TABLE old.entity_rows")
+        conn.execute("DROP TABLE old.sentences")
+        conn.execute("DROP TABLE old.entity_sentences")
+        conn.execute("DELETE FROM old.meta WHERE key = 'sentence_layer'")
         conn.execute("DELETE FROM old.schema_version WHERE version > 1")
     assert state() == ([1], set())
     opened: list[Any] = []

@@ -17,7 +17,8 @@ query, a `NeighbourhoodReads`) plus a `Backend` entry in `BACKENDS`:
   `dense_search` by a query vector: exact in memory, or pgvector), the
   embeddings and the embedder, a manifest with a revision, the knowledge graph as a
   `GraphStore` (`open_graph_store`, loaded whole into a `GraphView` by
-  `graphseek.tools.graph_access`), `sync` (take what another writer committed), and
+  `graphseek.tools.graph_access`; its sentence nodes by `GraphStore.sentence_layer`, files in a
+  directory, tables in PostgreSQL), `sync` (take what another writer committed), and
   `add_documents` / `delete_documents` / `ensure_graph`. Its class (`IndexClass`) opens and
   builds it.
 - `NeighbourhoodReads`: an index that can also serve its graph one neighbourhood at a time

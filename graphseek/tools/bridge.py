@@ -409,21 +409,18 @@ class BridgeRetriever:
 
 
 def sentence_layer_of(index: IndexStore) -> SentenceLayer:
-    """The sentence layer of an index's graph; `NoSentenceLayerError` when it has none."""
-    opener = getattr(index, "open_graph_store", None)
-    store = opener() if opener is not None else None
+    """The sentence layer of an index's graph (`GraphStore.sentence_layer`, either backend);
+    `NoSentenceLayerError` when it has none."""
+    store = index.open_graph_store()
     try:
-        reader = getattr(store, "sentence_layer", None)
-        layer = reader() if reader is not None else None
+        layer = store.sentence_layer()
     finally:
-        if store is not None:
-            store.close()
+        store.close()
     if layer is None:
-        where = getattr(index, "path", index)
         raise NoSentenceLayerError(
-            f"The index at {where} has no sentence nodes (its graph was built before graphseek "
-            "kept sentences, or on a backend without them), which the bridge retriever needs; "
-            "rebuild it with `graphseek index CORPUS --out DIR`."
+            f"The index at {index.location_text} has no sentence nodes (its graph was built "
+            "before graphseek kept sentences, or without them), which the bridge retriever "
+            "needs; rebuild it with `graphseek index CORPUS --out DIR`."
         )
     return layer
 

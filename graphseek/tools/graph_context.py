@@ -126,7 +126,8 @@ def librarian_context(context: Context, question: str) -> GraphResult:
 
 def bridge_context(context: Context, question: str) -> GraphResult:
     """The bridge retriever's passages; on an index without sentence nodes (built before they
-    existed, or PostgreSQL) or without a graph, hybrid search with a note saying why."""
+    existed, or with ``sentences="none"``) or without a graph, hybrid search with a note saying
+    why."""
     from graphseek.tools.bridge import NoSentenceLayerError
     from graphseek.tools.graph_access import GraphNotFoundError
 

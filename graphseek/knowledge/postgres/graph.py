@@ -7,7 +7,9 @@ The graph tables have the names and columns of the directory store's ``graph.sql
 both stores share (`graphseek.knowledge.graph.store.GraphTables`) against them: one reading
 code path, identical graphs. The CSR matrices are not stored: they are built from the relation
 and link tables with the same `build_matrices` the directory writer uses. The graph's passages
-are the index's ``passages`` table.
+are the index's ``passages`` table. The sentence layer (sentence nodes, entity–sentence edges,
+sentence vectors) lives in ``sentences`` and ``entity_sentences`` (schema v5) and is read back as
+the `SentenceLayer` a directory store's files give (`PostgresGraphStore.sentence_layer`).
 
 Graph builds and updates (`build_graph`, `add_passages`, `delete_passages`) run on a directory
 store in a temporary folder and the result is imported in the writer's transaction, together with
@@ -30,7 +32,7 @@ from graphseek.errors import IndexBusyError, IndexFormatError
 from graphseek.knowledge.adjacency import undirected_adjacency
 from graphseek.knowledge.graph.models import Relation
 from graphseek.knowledge.graph.passage_links import PassageLinks
-from graphseek.knowledge.graph.sentences import SentenceLayer
+from graphseek.knowledge.graph.sentences import LAYER_VERSION, SENTENCE_DTYPE, SentenceLayer
 from graphseek.knowledge.graph.store import (
     DATABASE,
     FORMAT,
@@ -39,7 +41,19 @@ from graphseek.knowledge.graph.store import (
     GraphTables,
     build_matrices,
 )
-from graphseek.knowledge.postgres.schema import GRAPH_TABLES, VECTOR_KINDS
+from graphseek.knowledge.postgres.schema import GRAPH_TABLES, SENTENCE_TABLES, VECTOR_KINDS
+
+SENTENCE_META = "sentence_layer"
+"""The ``meta`` key of the sentence layer's record (its counts and vector source)."""
+
+
+def as_half(value: Any) -> np.ndarray:
+    """A pgvector ``halfvec`` value (`pgvector.HalfVector` or text) as a float16 array."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    elif isinstance(value, str):
+        value = json.loads(value)
+    return np.asarray(value, dtype=SENTENCE_DTYPE)
 
 
 def as_array(value: Any) -> np.ndarray:
@@ -161,9 +175,68 @@ class PostgresGraphStore(GraphTables):
     # indexed lookups: one entity's neighbourhood without loading the graph
 
     def sentence_layer(self) -> SentenceLayer | None:
-        """None: sentence nodes are kept only in a directory store (the bridge retriever says
-        so in one line)."""
-        return None
+        """The graph's sentence nodes and their edges, read from ``sentences`` and
+        ``entity_sentences`` (passages and entities in the store's order, the vectors float16
+        as stored), the same `SentenceLayer` as the directory store's files; None for a graph
+        without them (built with ``sentences="none"``, or migrated from schema v4)."""
+        return self._cached("sentence_layer", self._read_sentences)  # type: ignore[no-any-return]
+
+    def _read_sentences(self) -> SentenceLayer | None:
+        found = self._rows("SELECT value FROM meta WHERE key = ?", (SENTENCE_META,))
+        if not found:
+            return None
+        meta = dict(found[0][0])
+        hint = "rebuild the index with `graphseek index CORPUS --out URI`"
+        if meta.get("version") != LAYER_VERSION:
+            raise IndexFormatError(
+                f"{self._source}: sentence layer version {meta.get('version')}, this graphseek "
+                f"reads version {LAYER_VERSION}; {hint}"
+            )
+        nodes = self._nodes()
+        passage_ids, entity_ids = list(nodes["passages"]), list(nodes["entities"])
+        passage_pos = {pid: j for j, pid in enumerate(passage_ids)}
+        entity_pos = {eid: i for i, eid in enumerate(entity_ids)}
+        rows = self._rows(
+            "SELECT passage_id, start_char, end_char, embedding FROM sentences ORDER BY ord"
+        )
+        n = len(rows)
+        if n != int(meta.get("sentences", -1)) or any(r[0] not in passage_pos for r in rows):
+            raise IndexFormatError(
+                f"the sentence layer of {self._source} does not hold together ({n} sentence "
+                f"rows, {meta.get('sentences')} recorded, or a sentence of an unknown passage); "
+                f"{hint}"
+            )
+        dim = len(as_half(rows[0][3])) if rows else int(meta.get("dim", 0))
+        vectors = np.zeros((n, dim), dtype=SENTENCE_DTYPE)
+        for k, row in enumerate(rows):
+            vectors[k] = as_half(row[3])
+        edge_rows = [
+            (entity_pos[eid], int(sentence), int(kind))
+            for eid, sentence, kind in self._rows(
+                "SELECT entity_id, sentence, kind FROM entity_sentences"
+            )
+            if eid in entity_pos
+        ]
+        edges = sparse.csr_matrix(
+            (
+                np.array([r[2] for r in edge_rows], dtype=np.int8),
+                (
+                    np.array([r[0] for r in edge_rows], dtype=np.int64),
+                    np.array([r[1] for r in edge_rows], dtype=np.int64),
+                ),
+            ),
+            shape=(len(entity_ids), n),
+        )
+        return SentenceLayer(
+            passage_ids=passage_ids,
+            passage=np.array([passage_pos[r[0]] for r in rows], dtype=np.int32),
+            start=np.array([r[1] for r in rows], dtype=np.int32),
+            end=np.array([r[2] for r in rows], dtype=np.int32),
+            vectors=vectors,
+            entity_ids=entity_ids,
+            edges=edges,
+            meta=meta,
+        )
 
     def relations_of(
         self, entity_id: str, kind: str | Iterable[str] | None = None
@@ -210,9 +283,9 @@ def _copy_rows(cur: Any, table: str, columns: tuple[str, ...], rows: Any) -> int
 
 def delete_graph(cur: Any) -> None:
     """Remove every graph row (inside the writer's transaction)."""
-    for table in (*GRAPH_TABLES, "graph_vectors", "entity_rows"):
+    for table in (*GRAPH_TABLES, "graph_vectors", "entity_rows", *SENTENCE_TABLES):
         cur.execute(f"DELETE FROM {table}")
-    cur.execute("DELETE FROM meta WHERE key = 'graph_manifest'")
+    cur.execute("DELETE FROM meta WHERE key = ANY(%s)", (["graph_manifest", SENTENCE_META],))
 
 
 def import_graph(cur: Any, directory: Path, passage_ids: list[str]) -> dict[str, Any]:
@@ -262,12 +335,69 @@ def import_graph(cur: Any, directory: Path, passage_ids: list[str]) -> dict[str,
             ((kind, i, ids[i], vectors[i]) for i in range(len(vectors))),
         )
     _copy_entity_rows(cur, sparse.load_npz(directory / "adjacency_entity.npz"))
+    import_sentences(cur, directory, list(passage_ids), list(nodes["entities"]))
     cur.execute(
         "INSERT INTO meta (key, value) VALUES ('graph_manifest', %s) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (Jsonb(manifest),),
     )
     return manifest  # type: ignore[no-any-return]
+
+
+def import_sentences(
+    cur: Any, directory: Path, passage_ids: list[str], entity_ids: list[str]
+) -> SentenceLayer | None:
+    """Copy the sentence layer of the directory store at `directory` (none: nothing) into the
+    (emptied) ``sentences`` and ``entity_sentences`` and its record into ``meta``. Its passages
+    and entities must be the store's (`passage_ids`, `entity_ids`): the layer is written from
+    the store it sits in."""
+    from pgvector import HalfVector
+    from psycopg.types.json import Jsonb
+
+    layer = SentenceLayer.load(directory)
+    if layer is None:
+        return None
+    if layer.passage_ids != passage_ids or layer.entity_ids != entity_ids:
+        raise IndexFormatError(
+            f"graph store {directory}: its sentence layer was written for other passages or "
+            "entities than the store's; rebuild the index"
+        )
+    vectors = np.asarray(layer.vectors, dtype=SENTENCE_DTYPE)
+    _copy_rows(
+        cur,
+        "sentences",
+        ("ord", "passage_id", "start_char", "end_char", "embedding"),
+        (
+            (k, passage_ids[p], s, e, HalfVector(vectors[k]))
+            for k, (p, s, e) in enumerate(
+                zip(layer.passage.tolist(), layer.start.tolist(), layer.end.tolist(), strict=True)
+            )
+        ),
+    )
+    edges = layer.edges.tocoo()
+    _copy_rows(
+        cur,
+        "entity_sentences",
+        ("entity_id", "sentence", "kind"),
+        (
+            (entity_ids[i], k, kind)
+            for i, k, kind in zip(
+                edges.row.tolist(), edges.col.tolist(), edges.data.tolist(), strict=True
+            )
+        ),
+    )
+    record = {
+        **layer.meta,
+        "sentences": len(layer),
+        "edges": int(edges.nnz),
+        "dim": int(vectors.shape[1]),
+    }
+    cur.execute(
+        "INSERT INTO meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (SENTENCE_META, Jsonb(record)),
+    )
+    return layer
 
 
 def _copy_entity_rows(cur: Any, adjacency: Any) -> int:
@@ -329,4 +459,7 @@ def export_graph(store: PostgresGraphStore, directory: Path) -> Path:
     sparse.save_npz(directory / "entity_passage.npz", incidence)
     (directory / "nodes.json").write_text(json.dumps(store._nodes()), encoding="utf-8")
     (directory / MANIFEST).write_text(json.dumps(store.manifest, default=str), encoding="utf-8")
+    layer = store.sentence_layer()
+    if layer is not None:  # an update reuses its vectors (`SentenceLayer.vectors_by_span`)
+        layer.save(directory)
     return directory

@@ -15,6 +15,11 @@ Every index lives in its own PostgreSQL schema (the URI's ``schema=``). Tables:
   entity); the graph's passages are the ``passages`` table above.
 - ``graph_vectors``: the graph's entity / relation / hyperedge / base-entity / contextual
   mention vectors, by kind and row.
+- the sentence layer (v5; `graphseek.knowledge.graph.sentences`): ``sentences`` (one row per
+  sentence node, passage by passage: its passage, its span of the passage's content, its vector
+  as pgvector ``halfvec``, the layer's float16 exactly), ``entity_sentences`` (the entity–
+  sentence edges and their kind, by entity and by sentence), and the layer's counts and vector
+  source in ``meta`` under ``sentence_layer`` (absent: the graph has no sentence nodes).
 
 Versions. ``schema_version`` records every migration applied. `migrate` applies, in order and
 inside the caller's transaction (which holds the index's advisory lock), the steps a schema
@@ -37,6 +42,11 @@ migration: append a new one.
   bytes, written with the graph. Push PPR (progressive's Stage 3) reads the rows of the nodes it
   pushes from it, one indexed read per round, instead of their relations. An index migrated from
   v3 has none until its next write; its readers read the relations instead (same rows).
+- v5: the sentence layer's tables, ``sentences`` and ``entity_sentences``, written with the graph
+  (a build, ``from_directory``, every add and delete). The bridge retriever scores only the
+  sentences linked to its active entities, in memory, so the vectors get no HNSW index. An
+  index migrated from v4 has no sentence nodes until it is rebuilt (an add keeps a graph without
+  them so, as a directory store's does).
 """
 
 from __future__ import annotations
@@ -152,12 +162,25 @@ CREATE TABLE entity_rows (ord bigint PRIMARY KEY, degree integer NOT NULL,
     neighbours bytea NOT NULL, weights bytea NOT NULL);
 """
 
+_V5 = """
+CREATE TABLE sentences (ord bigint PRIMARY KEY, passage_id text NOT NULL,
+    start_char integer NOT NULL, end_char integer NOT NULL, embedding halfvec NOT NULL);
+CREATE INDEX ix_sentences_passage ON sentences (passage_id);
+CREATE TABLE entity_sentences (entity_id text NOT NULL, sentence bigint NOT NULL,
+    kind smallint NOT NULL, PRIMARY KEY (entity_id, sentence));
+CREATE INDEX ix_entity_sentences_sentence ON entity_sentences (sentence);
+"""
+
+#: the sentence layer's tables (removed and written with the graph)
+SENTENCE_TABLES = ("sentences", "entity_sentences")
+
 #: (version, description, SQL); applied in order, each in the writer's transaction
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "passages with pgvector HNSW, graph tables, graph vectors, meta", _V1),
     (2, "indexes for the per-query neighbourhood reads", _V2),
     (3, "bm25s postings stored with the index", _V3),
     (4, "the undirected entity graph's rows, for push PPR", _V4),
+    (5, "sentence nodes: sentences (halfvec) and entity-sentence edges", _V5),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
