@@ -155,6 +155,7 @@ def _ask_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "topology": args.topology,
         "llm": args.llm,
         "retriever": args.retriever,
+        "bridge_seeds": args.bridge_seeds,
         "agents": args.agents,
         "mode": args.mode,
         "top_k": args.top_k,
@@ -507,6 +508,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "with their neighbours (default) or whole passages",
     )
     p.add_argument("--retriever", default=None, help="bm25, dense, hybrid (default), higra, …")
+    p.add_argument(
+        "--bridge-seeds",
+        action="store_true",
+        default=None,
+        help="higra and progressive: add the entities semantic bridging reaches from the "
+        "question's entities to their seeds (needs sentence nodes; default off)",
+    )
     p.add_argument("--top-k", type=int, default=None, help="passages per retrieval")
     p.add_argument("--max-turns", type=int, default=None, help="Seeker turn budget")
     p.add_argument("--max-llm-calls", type=int, default=None, help="LLM-call budget (default 60)")

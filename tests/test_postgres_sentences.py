@@ -108,6 +108,30 @@ def test_bridge_ranks_the_same_on_both_backends(copied: Any, directory_index: An
     assert not result.fallback and result.passage_ids == ["ada", "milbanke", "byron"]
 
 
+@pytest.mark.parametrize("name", ["higra", "progressive"])
+def test_the_bridge_seeds_option_ranks_the_same_on_both_backends(
+    copied: Any, directory_index: Any, name: str
+) -> None:
+    """`Context.bridge_seeds` (issue 57 item 2) over PostgreSQL: the bridged entities come from
+    the stored layer, and the retrievers, read one neighbourhood at a time, rank as the
+    directory's do."""
+    from graphseek.knowledge.index import Index
+    from graphseek.tools import graph_retrievers as gr
+
+    reopened = Index.open(copied.uri)
+    retrieve = getattr(gr, name)
+    for query in QUERIES:
+        bridged = gr.bridge_seeds_for(reopened, query)
+        reference = gr.bridge_seeds_for(directory_index, query)
+        assert [e for e, _ in bridged] == [e for e, _ in reference], query
+        assert [w for _, w in bridged] == pytest.approx([w for _, w in reference], abs=1e-6)
+        expected = retrieve(directory_index, query, 5, bridge_seeds=True)
+        got = retrieve(reopened, query, 5, bridge_seeds=True)
+        assert [h.passage.id for h in got] == [h.passage.id for h in expected], query
+    on = retrieve(reopened, QUERIES[0], 5, bridge_seeds=True)
+    assert on != retrieve(reopened, QUERIES[0], 5)
+
+
 def test_an_add_on_postgres_equals_a_rebuild(
     pg_server: Any, copied: Any, tiny_passages: list[Passage], tmp_path: Path
 ) -> None:

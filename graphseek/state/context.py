@@ -96,6 +96,17 @@ class Context:
             "then PPR). Graph retrievers need an index built with a graph."
         ),
     )
+    bridge_seeds: bool = field(
+        default=False,
+        metadata=_describe(
+            "higra and progressive (also the adaptive workflow's stages): add to the entities "
+            "the question names the ones semantic bridging reaches from them (the bridge "
+            "retriever's rounds: through the sentences most like the question that name them, "
+            "to the other entities those sentences name), at most 3, best first, so their "
+            "subgraph and PageRank reach a second hop no question word names. Needs an index "
+            "with sentence nodes (ignored without them). Off: they retrieve as before."
+        ),
+    )
     top_k: int = field(default=5, metadata=_describe("Passages retrieved per query (>= 1)."))
     reranker: str = field(
         default="",
@@ -278,6 +289,8 @@ class Context:
             )
         if not isinstance(self.retriever, str) or not self.retriever:
             problems.append(f"retriever must be a name, got {self.retriever!r}")
+        if not isinstance(self.bridge_seeds, bool):
+            problems.append(f"bridge_seeds must be true or false, got {self.bridge_seeds!r}")
         if self.read_by not in get_args(ReadBy):
             problems.append(f"read_by must be 'sentences' or 'passages', got {self.read_by!r}")
         if reader_specs(self.readers) is None:

@@ -44,7 +44,7 @@ from graphseek.tools.graph_access import (
     match_mentions,
     single_threaded_blas,
 )
-from graphseek.tools.higra import offline_seeds
+from graphseek.tools.higra import Seed, offline_seeds
 from graphseek.tools.ppr import PageRank
 
 if TYPE_CHECKING:
@@ -252,7 +252,7 @@ class BridgeRetriever:
             return self._retrieve(query, k)
 
     def _retrieve(self, query: str, k: int) -> BridgeResult:
-        cfg, view, layer = self.config, self.view, self.layer
+        cfg, view = self.config, self.view
         timings: dict[str, float] = {}
         t0 = t = time.perf_counter()
         qv = self.embed(query)
@@ -263,74 +263,15 @@ class BridgeRetriever:
         else:
             dense = self.dense(dv, depth)
         timings["similarity"] = _ms(t)
-        mentions = match_mentions(view, query)
-        seeds = offline_seeds(
-            view,
-            query,
-            [],
-            max_seeds=cfg.max_seeds,
-            per_mention=cfg.seeds_per_mention,
-            mentions=mentions,
-        )
-        # (numbers and dates stay seeds: dropping them cost 0.2-1 point of Recall@5 on 2Wiki,
-        # MuSiQue and HotpotQA for 3.5 on configref)
-        seeds = [s for s in seeds if s.source == "mention"]
-        if not seeds:
+        t = time.perf_counter()
+        activation = self._activate(query, qv)
+        if activation is None:
             ids = [pid for pid, _ in dense[:k]]
             result = BridgeResult(
                 query, ids, [s for _, s in dense[:k]], [], {}, [], fallback=True, timings=timings
             )
             return self._with_hits(result)
-
-        # bridging rounds
-        t = time.perf_counter()
-        ne = self._n_entities
-        weights = np.zeros(ne)
-        tier = np.zeros(ne, dtype=np.int64)
-        current: dict[int, float] = {}
-        for s in seeds:
-            e = view.entity_pos[s.entity_id]
-            current[e] = 1.0
-            weights[e] = 1.0
-            tier[e] = 1
-        used = np.zeros(len(layer), dtype=bool)
-        spread = self._all_edges if cfg.title_edges else self._named_edges
-        bridges: list[Bridge] = []
-        vectors = layer.vectors
-        for round_no in range(1, cfg.rounds + 1):
-            following: dict[int, float] = {}
-            for e, score in current.items():
-                if score < cfg.threshold:
-                    continue
-                row = spread.indices[spread.indptr[e] : spread.indptr[e + 1]]
-                row = row[~used[row]]
-                if not len(row):
-                    continue
-                sims = vectors[row].astype(np.float32) @ qv
-                top = np.argsort(-sims, kind="stable")[: cfg.sentences_per_round]
-                for j in top.tolist():
-                    sentence, sim = int(row[j]), float(sims[j])
-                    used[sentence] = True
-                    named = self._sentence_entities
-                    reached = named.indices[named.indptr[sentence] : named.indptr[sentence + 1]]
-                    gained = []
-                    value = score * sim
-                    if value < cfg.threshold:
-                        continue
-                    for other in reached.tolist():
-                        if other == e or not self._named[other]:
-                            continue
-                        weights[other] += value
-                        if tier[other] == 0:
-                            tier[other] = round_no + 1
-                        if value > following.get(other, 0.0):
-                            following[other] = value
-                        gained.append(view.names[other])
-                    if gained:
-                        bridges.append(self._bridge(round_no, e, sentence, sim, gained))
-            if not following:
-                break
-            current = following
+        seeds, weights, tier, bridges = activation
         timings["bridging"] = _ms(t)
 
         # passage priors and PPR
@@ -388,6 +329,90 @@ class BridgeRetriever:
             timings=timings,
         )
         return self._with_hits(result)
+
+    def bridged(self, query: str, limit: int) -> list[tuple[str, float]]:
+        """The entities the bridging rounds activate for `query` beyond its seeds (the ones it
+        names), best first: (entity id, summed activation), at most `limit`; [] when the query
+        names no entity. What `Context.bridge_seeds` adds to higra's and progressive's seeds."""
+        with single_threaded_blas():
+            activation = self._activate(query, self.embed(query))
+        if activation is None:
+            return []
+        _, weights, tier, _ = activation
+        reached = np.flatnonzero(tier > 1)
+        order = reached[np.lexsort((reached, -weights[reached]))][:limit]
+        return [(self.view.entity_ids[int(e)], float(weights[e])) for e in order]
+
+    def _activate(
+        self, query: str, qv: np.ndarray
+    ) -> tuple[list[Seed], np.ndarray, np.ndarray, list[Bridge]] | None:
+        """The question's entity seeds, then the bridging rounds (the module docstring, step 2):
+        the seeds, each entity's summed activation (`weights`), the round it was first reached
+        (`tier`: 1 for a seed, 0 never) and the bridges; None when the question names no
+        entity."""
+        cfg, view, layer = self.config, self.view, self.layer
+        mentions = match_mentions(view, query)
+        seeds = offline_seeds(
+            view,
+            query,
+            [],
+            max_seeds=cfg.max_seeds,
+            per_mention=cfg.seeds_per_mention,
+            mentions=mentions,
+        )
+        # (numbers and dates stay seeds: dropping them cost 0.2-1 point of Recall@5 on 2Wiki,
+        # MuSiQue and HotpotQA for 3.5 on configref)
+        seeds = [s for s in seeds if s.source == "mention"]
+        if not seeds:
+            return None
+        ne = self._n_entities
+        weights = np.zeros(ne)
+        tier = np.zeros(ne, dtype=np.int64)
+        current: dict[int, float] = {}
+        for s in seeds:
+            e = view.entity_pos[s.entity_id]
+            current[e] = 1.0
+            weights[e] = 1.0
+            tier[e] = 1
+        used = np.zeros(len(layer), dtype=bool)
+        spread = self._all_edges if cfg.title_edges else self._named_edges
+        bridges: list[Bridge] = []
+        vectors = layer.vectors
+        for round_no in range(1, cfg.rounds + 1):
+            following: dict[int, float] = {}
+            for e, score in current.items():
+                if score < cfg.threshold:
+                    continue
+                row = spread.indices[spread.indptr[e] : spread.indptr[e + 1]]
+                row = row[~used[row]]
+                if not len(row):
+                    continue
+                sims = vectors[row].astype(np.float32) @ qv
+                top = np.argsort(-sims, kind="stable")[: cfg.sentences_per_round]
+                for j in top.tolist():
+                    sentence, sim = int(row[j]), float(sims[j])
+                    used[sentence] = True
+                    named = self._sentence_entities
+                    reached = named.indices[named.indptr[sentence] : named.indptr[sentence + 1]]
+                    gained = []
+                    value = score * sim
+                    if value < cfg.threshold:
+                        continue
+                    for other in reached.tolist():
+                        if other == e or not self._named[other]:
+                            continue
+                        weights[other] += value
+                        if tier[other] == 0:
+                            tier[other] = round_no + 1
+                        if value > following.get(other, 0.0):
+                            following[other] = value
+                        gained.append(view.names[other])
+                    if gained:
+                        bridges.append(self._bridge(round_no, e, sentence, sim, gained))
+            if not following:
+                break
+            current = following
+        return seeds, weights, tier, bridges
 
     def _bridge(
         self, round_no: int, source: int, sentence: int, sim: float, gained: Sequence[str]

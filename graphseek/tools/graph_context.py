@@ -107,6 +107,7 @@ def higra_context(context: Context, query: str) -> GraphResult:
         model=model_for_context(context, "entity_recognition"),
         max_retries=context.max_retries,
         callbacks=run_callbacks(context),
+        extra_seeds=_bridged(context, index, query),
     )
     hits = result.hits or retriever.hits(result, 2 * context.top_k)
     lines = [relation_line(r.source, r.label, r.target) for r in result.relations]
@@ -165,7 +166,12 @@ def progressive_stage(
     step: pr.StepName
     if stage == "local" or previous is None:
         step = "stage_local"
-        state = pr.start(view, query, query_vector=search.embed(query) if query.strip() else None)
+        state = pr.start(
+            view,
+            query,
+            query_vector=search.embed(query) if query.strip() else None,
+            extra_seeds=[e for e, _ in _bridged(context, index, query)],
+        )
     else:
         step = "stage_bridge" if stage == "bridge" else "stage_ppr"
         state = previous
@@ -186,6 +192,15 @@ def progressive_stage(
             lines.append(relation_line(*view.relation_triple(pos)))
     note = "" if state.entity_seeds else "no entity of the query is in the graph"
     return GraphResult(hits=found, lines=lines, note=note, state=state)
+
+
+def _bridged(context: Context, index: IndexStore, query: str) -> list[tuple[str, float]]:
+    """The entities semantic bridging adds to the seeds when `context.bridge_seeds` is on."""
+    if not context.bridge_seeds:
+        return []
+    from graphseek.tools.graph_retrievers import bridge_seeds_for
+
+    return bridge_seeds_for(index, query)
 
 
 def _fallback_stage(

@@ -57,7 +57,7 @@ from graphseek.tools.ppr import PageRank
 if TYPE_CHECKING:
     from graphseek.knowledge.storage import IndexStore
 
-SeedSource = Literal["llm", "mention", "similarity", "given"]
+SeedSource = Literal["llm", "mention", "similarity", "given", "bridge"]
 
 
 @dataclass(frozen=True)
@@ -435,12 +435,15 @@ class HiGraRetriever:
         seeds: Sequence[str] | None = None,
         max_retries: int = 2,
         callbacks: Sequence[Any] = (),
+        extra_seeds: Sequence[tuple[str, float]] = (),
     ) -> HiGraResult:
         """Run the six phases for `query`. `model`: a chat model for seed recognition (None:
         offline), its request seen by `callbacks` (the run's budget guard); `seeds`: entity ids
-        (or names) to use instead of recognition."""
+        (or names) to use instead of recognition; `extra_seeds`: (entity id, weight) pairs
+        added to the recognised seeds, each restarting the PageRanks with its weight (a seed's
+        is 1): the entities semantic bridging reached (`Context.bridge_seeds`)."""
         with single_threaded_blas():
-            return self._retrieve(query, model, seeds, max_retries, callbacks)
+            return self._retrieve(query, model, seeds, max_retries, callbacks, extra_seeds)
 
     def _retrieve(
         self,
@@ -449,6 +452,7 @@ class HiGraRetriever:
         seeds: Sequence[str] | None,
         max_retries: int,
         callbacks: Sequence[Any] = (),
+        extra_seeds: Sequence[tuple[str, float]] = (),
     ) -> HiGraResult:
         cfg, view = self.config, self.view
         timings: dict[str, float] = {}
@@ -498,7 +502,13 @@ class HiGraRetriever:
                 per_mention=cfg.seeds_per_mention,
                 mentions=mentions or None,
             )
-        seed_pos = list(dict.fromkeys(view.entity_pos[s.entity_id] for s in chosen))
+        restart_weight = dict.fromkeys((view.entity_pos[s.entity_id] for s in chosen), 1.0)
+        for eid, weight in extra_seeds:
+            e = view.entity_pos.get(eid)
+            if e is not None and e not in restart_weight and weight > 0:
+                restart_weight[e] = float(weight)
+                chosen.append(Seed(eid, view.names[e], "bridge", float(weight)))
+        seed_pos = list(restart_weight)
         timings["seeds"] = _ms(t)
 
         # phase 3: subgraph (`view` from here on holds it: the whole graph, or, over a graph
@@ -514,7 +524,7 @@ class HiGraRetriever:
         if len(seed_pos):
             local = {int(e): i for i, e in enumerate(entities)}
             sub = self._subgraph_matrix(view, entities, relations, query)
-            restart = {local[s]: 1.0 for s in seed_pos}
+            restart = {local[s]: restart_weight[s] for s in seed_pos}
             ent_scores = PageRank.from_adjacency(sub).run(
                 restart, alpha=cfg.alpha, tol=cfg.tol, max_iter=cfg.max_iter
             )

@@ -544,10 +544,16 @@ class ProgressiveNeighbourhood(ProgressiveRetriever):
         search = passage_search_for(index)
         return cls(remote_graph(index), search, embed=search.embed, lookup=index.get, config=config)
 
-    def _retrieve(self, query: str, k: int, entity_seeds: Sequence[str] | None) -> Any:
+    def _retrieve(
+        self,
+        query: str,
+        k: int,
+        entity_seeds: Sequence[str] | None,
+        extra_seeds: Sequence[str] = (),
+    ) -> Any:
         token = _local_graph.set(LocalGraph(self.remote))
         try:
-            return super()._retrieve(query, k, entity_seeds)
+            return super()._retrieve(query, k, entity_seeds, extra_seeds)
         finally:
             _local_graph.reset(token)
 

@@ -238,8 +238,11 @@ def start(
     query_vector: np.ndarray | None = None,
     config: ProgressiveConfig | None = None,
     entity_seeds: Sequence[str] | None = None,
+    extra_seeds: Sequence[str] = (),
 ) -> ProgressiveState:
-    """Extract and align the seeds of `query` (or take `entity_seeds` ids as given)."""
+    """Extract and align the seeds of `query` (or take `entity_seeds` ids as given), then add
+    `extra_seeds` (entity ids: the entities semantic bridging reached, `Context.bridge_seeds`);
+    the relation seeds are the words left after the query's own entities."""
     cfg = config or ProgressiveConfig()
     if entity_seeds is None:
         candidates = [e for e, _ in view.rank_entities(query, cfg.candidate_top_k, query_vector)]
@@ -251,7 +254,9 @@ def start(
     }
     return ProgressiveState(
         query=query,
-        entity_seeds=[e for e in dict.fromkeys(entity_seeds) if e in view.entity_pos],
+        entity_seeds=[
+            e for e in dict.fromkeys([*entity_seeds, *extra_seeds]) if e in view.entity_pos
+        ],
         relation_seeds=relation_seeds(view, query, covered),
         answer_labels=answer_labels(query),
         comparison=is_comparison(query),
@@ -607,14 +612,24 @@ class ProgressiveRetriever:
         return cls(graph_view(index), search, embed=search.embed, lookup=index.get, config=config)
 
     def retrieve(
-        self, query: str, k: int = 5, *, entity_seeds: Sequence[str] | None = None
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        entity_seeds: Sequence[str] | None = None,
+        extra_seeds: Sequence[str] = (),
     ) -> ProgressiveResult:
-        """Seeds, then the stages with escalation; the top-`k` passages as hits."""
+        """Seeds (`start`: recognised, or `entity_seeds`, plus `extra_seeds`), then the stages
+        with escalation; the top-`k` passages as hits."""
         with single_threaded_blas():
-            return self._retrieve(query, k, entity_seeds)
+            return self._retrieve(query, k, entity_seeds, extra_seeds)
 
     def _retrieve(
-        self, query: str, k: int, entity_seeds: Sequence[str] | None
+        self,
+        query: str,
+        k: int,
+        entity_seeds: Sequence[str] | None,
+        extra_seeds: Sequence[str] = (),
     ) -> ProgressiveResult:
         view, cfg = self.view, self.config
         timings: dict[str, float] = {}
@@ -626,7 +641,14 @@ class ProgressiveRetriever:
         timings["similarity"] = _ms(t)
         t = time.perf_counter()
         gv = view.graph_query(query, qv)
-        state = start(view, query, query_vector=gv, config=cfg, entity_seeds=entity_seeds)
+        state = start(
+            view,
+            query,
+            query_vector=gv,
+            config=cfg,
+            entity_seeds=entity_seeds,
+            extra_seeds=extra_seeds,
+        )
         timings["seeds"] = _ms(t)
         step: StepName = "stage_local"
         while step != "done":
