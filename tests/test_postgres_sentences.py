@@ -190,3 +190,27 @@ def test_a_graph_without_sentences_has_no_layer_on_postgres(
     index.add_documents([tiny_passages[3]])
     with Index.open(index.uri).open_graph_store() as store:
         assert store.sentence_layer() is None
+
+
+def test_a_delta_add_on_postgres_keeps_the_layer(pg_server: Any, directory_index: Any) -> None:
+    """`graph_options={"delta": True}`: the graph exported with its layer, changed as a delta,
+    written back; the new passage's sentences join, every stored one keeps its vector."""
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.postgres import PostgresIndex
+
+    index = PostgresIndex.from_directory(directory_index.path, uri_for(pg_server, "delta_layer"))
+    before = layer_of(index)
+    new = Passage(
+        id="lisbon",
+        title="Xavier Quill",
+        text="Xavier Quill was a Portuguese cartographer born in Lisbon in 1701.",
+        source="tiny",
+    )
+    index.add_documents([new], graph_options={"delta": True})
+    after = layer_of(Index.open(index.uri))
+    assert after.passage_ids == [*before.passage_ids, "lisbon"]
+    assert after.meta["vectors"]["reused"] == len(before)
+    old = before.vectors_by_span()
+    for key, vector in after.vectors_by_span().items():
+        if key in old:
+            np.testing.assert_array_equal(vector, old[key])
