@@ -211,6 +211,7 @@ def ask(
             # it: the run read nothing of the new one; answer again over the new version
             if saver is not None:
                 raise
+            assert context.index is not None  # make_context opened it
             context = dataclasses.replace(context, index=_reopened(context.index))
             out = workflow.invoke(
                 {"question": text},

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
@@ -48,6 +48,9 @@ from graphseek.evaluation.retrieval import (
     registered_retrievers,
 )
 from graphseek.evaluation.system import ApiSystem, SystemFn
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 __all__ = [
     "RECALL_KS",
@@ -85,7 +88,7 @@ def _check_unique(datasets: Sequence[Dataset], configs: Sequence[EvalConfig]) ->
 
 
 def ask_one(
-    system: SystemFn, index: Any, task: Task, judge: Judge, *, measure_cpu: bool = True
+    system: SystemFn, index: IndexStore, task: Task, judge: Judge, *, measure_cpu: bool = True
 ) -> dict[str, Any]:
     """Ask one question and return its scored record; an ordinary exception becomes a record
     with `error` set (an `ImportError` propagates: a broken installation, not a hard question).
@@ -116,7 +119,7 @@ def run_evaluation(
     system: SystemFn | None = None,
     judge: Judge | None = None,
     concurrency: int = 1,
-    index_factory: Callable[[Dataset], Any] | None = None,
+    index_factory: Callable[[Dataset], IndexStore] | None = None,
     index_dir: str | Path | None = None,
     llm_cache: str | Path | None = None,
     progress: bool = True,
@@ -143,7 +146,7 @@ def run_evaluation(
     if index_factory is None:
         graph = needs_graph(configs)
 
-        def index_factory(ds: Dataset) -> Any:
+        def index_factory(ds: Dataset) -> IndexStore:
             return cached_index(ds, index_dir, graph=graph)
 
     path = out / RECORDS_FILE
@@ -158,7 +161,7 @@ def run_evaluation(
         for i, q in enumerate(ds.questions)
         if (cfg.name, ds.name, q.id) not in skip
     ]
-    indexes: dict[str, Any] = {}
+    indexes: dict[str, IndexStore] = {}
     for ds in datasets:
         if any(t[0] is ds for t in tasks):
             indexes[ds.name] = index_factory(ds)

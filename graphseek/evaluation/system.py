@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphseek.evaluation.configs import EvalConfig
 from graphseek.evaluation.datasets import EvalQuestion
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
 
 __all__ = ["ApiSystem", "SystemFn"]
 
 _OFFLINE_SPECS = {"offline", "scripted", "none", ""}
 
-SystemFn = Callable[[Any, EvalQuestion, EvalConfig], Any]
+SystemFn = Callable[["IndexStore", EvalQuestion, EvalConfig], Any]
 """`system(index, question, config) -> result` with the attributes (or keys) of
 `graphseek.api.Result`: answer, abstained, evidence, retrieved_ids, trace, usage, diagnostics."""
 
@@ -42,7 +45,7 @@ class ApiSystem:
                 self._models[config.name] = _with_cache(config.llm, config.cache)
             return self._models[config.name]
 
-    def __call__(self, index: Any, question: EvalQuestion, config: EvalConfig) -> Any:
+    def __call__(self, index: IndexStore, question: EvalQuestion, config: EvalConfig) -> Any:
         from graphseek.api import ask
 
         return ask(

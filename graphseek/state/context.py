@@ -30,7 +30,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from pydantic import ConfigDict
 from pydantic.json_schema import SkipJsonSchema
@@ -42,6 +42,11 @@ from graphseek.state.validation import (
     check_served_reranker,
     confine_index_path,
 )
+
+if TYPE_CHECKING:
+    from graphseek.knowledge.storage import IndexStore
+else:  # the state layer imports no knowledge module at run time; the schema's pydantic sees Any
+    IndexStore = Any
 
 RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive", "bridge"]
 Mode = Literal["single", "competitive", "collaborative"]
@@ -248,7 +253,7 @@ class Context:
     )
     seed: int = field(default=0, metadata=_describe("Seed for anything randomised."))
     # -- Python only (not in the schema, dropped from a server client's context) ------------------
-    index: SkipJsonSchema[Any] = field(default=None, repr=False, compare=False)
+    index: SkipJsonSchema[IndexStore | None] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # names and limits (one error naming the field); then every bad budget in one line
