@@ -139,9 +139,10 @@ def stored_sentences(
     store_dir: str | os.PathLike[str],
 ) -> dict[tuple[str, int, int], Any] | None:
     """The vectors of a store's sentences by passage and span (an update reuses them), or None
-    for a store without a sentence layer: one written before sentences were nodes, or with
-    ``sentences="none"``, or a PostgreSQL graph exported for an update (whose tables hold no
-    sentences). An update keeps such a store without one: it never encodes every sentence of
-    a store it only adds to."""
+    for a store without a sentence layer: one written before sentences were nodes (a PostgreSQL
+    graph migrated from schema v4 among them), or with ``sentences="none"``. A PostgreSQL graph
+    exported for an update carries its sentence layer (`export_graph`), so its vectors are
+    reused as a directory store's are. An update keeps a store without one as it is: it never
+    encodes every sentence of a store it only adds to."""
     layer = SentenceLayer.load(store_dir)
     return None if layer is None else layer.vectors_by_span()
