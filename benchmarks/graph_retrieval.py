@@ -28,10 +28,16 @@ encoding the question, unless ``--cold-queries`` empties that cache before every
 second part times the personalised PageRank against ``networkx.pagerank`` on the 2Wiki entity
 graph.
 
+``--bridge-seeds`` adds the rows ``higra+bridge`` and ``progressive+bridge`` (after ``higra`` and
+``progressive``, for those in ``--methods``): the same retrievers seeded also on the entities
+semantic bridging reaches (`Context.bridge_seeds`: at most ``MAX_BRIDGE_SEEDS``, from a bridge
+retriever with the ``bridge.`` settings of ``--set``); the bridging is in their latency.
+
     .venv/bin/python benchmarks/graph_retrieval.py [--data-dir ../shared/data]
         [--datasets 2wiki,musique,hotpotqa,pkgdocs,manpages,configref,changelogs]
         [--questions 0:200] [--cache-dir DIR] [--build-only] [--methods hybrid,higra,bridge]
-        [--sentences pooled] [--cold-queries] [--no-ppr-bench] [--set higra.rrf_ppr_k=10 bridge.rounds=2 ...]
+        [--sentences pooled] [--cold-queries] [--no-ppr-bench] [--bridge-seeds]
+        [--set higra.rrf_ppr_k=10 bridge.rounds=2 ...]
 """
 
 from __future__ import annotations
@@ -53,11 +59,14 @@ from graphseek.knowledge.index import Index
 from graphseek.knowledge.passages import Hit, Passage, passage_id
 from graphseek.tools.bridge import BridgeConfig, BridgeRetriever
 from graphseek.tools.graph_access import graph_view
+from graphseek.tools.graph_retrievers import MAX_BRIDGE_SEEDS
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("bm25", "dense", "hybrid", "higra", "progressive", "bridge")
+#: the rows `--bridge-seeds` adds, each after the method it seeds
+SEEDED = {"higra": "higra+bridge", "progressive": "progressive+bridge"}
 GENRES = ("pkgdocs", "manpages", "configref", "changelogs")
 
 
@@ -270,14 +279,7 @@ def bench_slice(
     view = graph_view(index)
     print(f"[{sl.name}] graph view loaded in {time.perf_counter() - t:.1f} s: {view}")
     k = 5
-    table: dict[str, Callable[[], Callable[[str], list[Hit]]]] = {
-        "bm25": lambda: lambda q: index.search(q, k, "bm25"),
-        "dense": lambda: lambda q: index.search(q, k, "dense"),
-        "hybrid": lambda: lambda q: index.search(q, k, "hybrid"),
-        "higra": lambda: _higra(index, overrides["higra"], k),
-        "progressive": lambda: _progressive(index, overrides["progressive"], k),
-        "bridge": lambda: _bridge(index, overrides["bridge"], k),
-    }
+    table = method_table(index, overrides, k)
     rows = {}
     for name in methods:
         t = time.perf_counter()
@@ -287,24 +289,79 @@ def bench_slice(
         rows[name] = run_method(name, fn, sl, cold)
     n = next(iter(rows.values()))["n"]
     print(f"\n{sl.name}: {n} questions with gold, {len(index)} passages")
-    print(f"{'method':12} {'R@2':>6} {'R@5':>6} {'p50 ms':>8} {'p95 ms':>8} {'2nd-hop@5':>10}")
+    print(f"{'method':18} {'R@2':>6} {'R@5':>6} {'p50 ms':>8} {'p95 ms':>8} {'2nd-hop@5':>10}")
     for name, row in rows.items():
         second = f"{row['2nd@5']:6.3f} /{row['n2']}" if row["n2"] else ""
         print(
-            f"{name:12} {row['R@2']:6.3f} {row['R@5']:6.3f} {row['p50']:8.1f} {row['p95']:8.1f}"
+            f"{name:18} {row['R@2']:6.3f} {row['R@5']:6.3f} {row['p50']:8.1f} {row['p95']:8.1f}"
             f" {second:>10}"
         )
     print(flush=True)
 
 
-def _higra(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], list[Hit]]:
+def method_table(
+    index: Index, overrides: dict[str, dict[str, Any]], k: int
+) -> dict[str, Callable[[], Callable[[str], list[Hit]]]]:
+    """Each method's name -> a maker of its `fn(question) -> hits` (top `k`); the ``+bridge``
+    rows add what `_bridged` reaches (with the bridge overrides) to their seeds."""
+    reach = _bridged(index, overrides["bridge"])
+    return {
+        "bm25": lambda: lambda q: index.search(q, k, "bm25"),
+        "dense": lambda: lambda q: index.search(q, k, "dense"),
+        "hybrid": lambda: lambda q: index.search(q, k, "hybrid"),
+        "higra": lambda: _higra(index, overrides["higra"], k),
+        "progressive": lambda: _progressive(index, overrides["progressive"], k),
+        "bridge": lambda: _bridge(index, overrides["bridge"], k),
+        "higra+bridge": lambda: _higra(index, overrides["higra"], k, reach),
+        "progressive+bridge": lambda: _progressive(index, overrides["progressive"], k, reach),
+    }
+
+
+def with_seeded(methods: list[str]) -> list[str]:
+    """`methods` with ``higra+bridge`` after ``higra`` and ``progressive+bridge`` after
+    ``progressive`` (`--bridge-seeds`)."""
+    out: list[str] = []
+    for name in methods:
+        out += [name] if name not in SEEDED or SEEDED[name] in methods else [name, SEEDED[name]]
+    return out
+
+
+def _bridged(index: Index, changes: dict[str, Any]) -> Callable[[str], list[tuple[str, float]]]:
+    """`bridged(question)`: what `Context.bridge_seeds` adds to the seeds (at most
+    `MAX_BRIDGE_SEEDS` entities with their activations), from a bridge retriever with
+    `changes`, built on first use."""
+    made: list[BridgeRetriever] = []
+
+    def bridged(q: str) -> list[tuple[str, float]]:
+        if not made:
+            made.append(BridgeRetriever.from_index(index, replace(BridgeConfig(), **changes)))
+        return made[0].bridged(q, MAX_BRIDGE_SEEDS)
+
+    return bridged
+
+
+def _higra(
+    index: Index,
+    changes: dict[str, Any],
+    k: int,
+    bridged: Callable[[str], list[tuple[str, float]]] | None = None,
+) -> Callable[[str], list[Hit]]:
     higra = HiGraRetriever.from_index(index, replace(HiGraConfig(), **changes))
-    return lambda q: higra.hits(higra.retrieve(q), k)
+    if bridged is None:
+        return lambda q: higra.hits(higra.retrieve(q), k)
+    return lambda q: higra.hits(higra.retrieve(q, extra_seeds=bridged(q)), k)
 
 
-def _progressive(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], list[Hit]]:
+def _progressive(
+    index: Index,
+    changes: dict[str, Any],
+    k: int,
+    bridged: Callable[[str], list[tuple[str, float]]] | None = None,
+) -> Callable[[str], list[Hit]]:
     prog = ProgressiveRetriever.from_index(index, replace(ProgressiveConfig(), **changes))
-    return lambda q: prog.retrieve(q, k).hits
+    if bridged is None:
+        return lambda q: prog.retrieve(q, k).hits
+    return lambda q: prog.retrieve(q, k, extra_seeds=[e for e, _ in bridged(q)]).hits
 
 
 def _bridge(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], list[Hit]]:
@@ -364,13 +421,21 @@ def main() -> None:
         "--sentences", default="pooled", choices=("pooled", "encoded", "none"),
         help="how a graph built here makes its sentence nodes",
     )  # fmt: skip
+    parser.add_argument(
+        "--bridge-seeds", action="store_true",
+        help="add the rows higra+bridge and progressive+bridge: seeded also on the entities "
+        "semantic bridging reaches (Context.bridge_seeds)",
+    )  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     overrides = _overrides(args.set)
     methods = [m for m in args.methods.split(",") if m]
-    unknown = set(methods) - set(METHODS)
+    unknown = set(methods) - set(METHODS) - set(SEEDED.values())
     if unknown:
-        raise SystemExit(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
+        known = (*METHODS, *SEEDED.values())
+        raise SystemExit(f"unknown methods {sorted(unknown)}; choose from {known}")
+    if args.bridge_seeds:
+        methods = with_seeded(methods)
 
     loaders: dict[str, Callable[[], Slice]] = {
         "2wiki": lambda: load_2wiki(args.data_dir / "2wikimultihopqa", parse_slice(args.questions)),

@@ -149,3 +149,98 @@ def _without_option(name: str, index: Any, query: str, k: int) -> list[Any]:
 def _byron(index: Any) -> list[str]:
     with index.open_graph_store() as store:
         return [e.id for e in store.entities() if e.name == "Lord Byron"]
+
+
+# -- the option in the retrieval evaluation and the benchmark --------------------------------------
+
+
+def _dataset(passages: list[Passage]) -> Any:
+    from graphseek.evaluation.datasets import Dataset, EvalQuestion
+
+    question = EvalQuestion(
+        id="byron", question=QUESTION, answers=["Missolonghi"], gold_passage_ids=["ada", "byron"]
+    )
+    return Dataset(name="tiny", questions=[question], corpus=passages)
+
+
+def test_eval_retrieval_only_takes_the_option_from_context(
+    graph_index: Any, tiny_passages: list[Passage], tmp_path: Any
+) -> None:
+    """`graphseek eval --retrieval-only --context bridge_seeds=true`: outside a run the
+    retrievers cannot read the context, so the evaluation passes the option to those that take
+    it, as rows `higra+bridge` and `progressive+bridge`; the others, and the rows with it off,
+    are the plain retrievers'. Settings no retriever takes are left alone, as before."""
+    from graphseek.errors import ContextError
+    from graphseek.evaluation.cli import _parse_context, run_eval
+    from graphseek.tools.graph_retrievers import higra, progressive
+
+    def report(context: dict[str, Any] | None, out: str) -> Any:
+        return run_eval(
+            [_dataset(tiny_passages)],
+            retrieval_only=True,
+            retrievers=["bm25", "higra", "progressive"],
+            context=context,
+            out=tmp_path / out,
+            progress=False,
+            index_factory=lambda ds: graph_index,
+        )["retrieval"][0]
+
+    on = _parse_context(["bridge_seeds=true", "top_k=3"])
+    assert on == {"bridge_seeds": True, "top_k": 3}
+    reports = {
+        "default": report(None, "default"),
+        "off": report({"bridge_seeds": False}, "off"),
+        "on": report(on, "on"),
+    }
+    names = {key: [s.retriever for s in r.scores] for key, r in reports.items()}
+    assert names["default"] == names["off"] == ["bm25", "higra", "progressive"]
+    assert names["on"] == ["bm25", "higra+bridge", "progressive+bridge"]
+    ranked = {
+        key: {row["retriever"]: row["ranked"] for row in r.per_question}
+        for key, r in reports.items()
+    }
+    assert ranked["default"] == ranked["off"]
+    assert ranked["on"]["bm25"] == ranked["off"]["bm25"]
+    for name, fn in (("higra", higra), ("progressive", progressive)):
+        assert ranked["off"][name] == ids(fn(graph_index, QUESTION, 10, bridge_seeds=False))
+        assert ranked["on"][f"{name}+bridge"] == ids(
+            fn(graph_index, QUESTION, 10, bridge_seeds=True)
+        )
+    recall = {key: {s.retriever: s.recall[2] for s in r.scores} for key, r in reports.items()}
+    assert recall["off"]["higra"] == 0.5 and recall["on"]["higra+bridge"] == 1.0
+    assert "| higra+bridge |" in (tmp_path / "on" / "table.md").read_text(encoding="utf-8")
+    with pytest.raises(ContextError, match="bridge_seeds must be true or false"):
+        report({"bridge_seeds": "yes"}, "bad")
+
+
+def test_the_benchmark_rows_with_bridge_seeds(graph_index: Any) -> None:
+    """`benchmarks/graph_retrieval.py --bridge-seeds`: `higra+bridge` and `progressive+bridge`
+    follow their retrievers and rank as the registry's functions with `bridge_seeds=True`
+    (with no `--set`); the plain rows as with it off."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from graphseek.tools import graph_retrievers as gr
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "graph_retrieval.py"
+    spec = importlib.util.spec_from_file_location("bench_graph_retrieval", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["bench_graph_retrieval"] = bench
+    spec.loader.exec_module(bench)
+
+    assert bench.with_seeded(["bm25", "higra", "progressive", "bridge"]) == [
+        "bm25", "higra", "higra+bridge", "progressive", "progressive+bridge", "bridge",
+    ]  # fmt: skip
+    assert bench.with_seeded(["hybrid", "higra+bridge", "higra"]) == [
+        "hybrid", "higra+bridge", "higra",
+    ]  # fmt: skip
+    table = bench.method_table(graph_index, bench._overrides([]), 5)
+    for name in ("higra", "progressive"):
+        plain, seeded = table[name](), table[f"{name}+bridge"]()
+        fn = getattr(gr, name)
+        for query in [QUESTION, *OTHERS]:
+            assert ids(plain(query)) == ids(fn(graph_index, query, 5, bridge_seeds=False)), query
+            assert ids(seeded(query)) == ids(fn(graph_index, query, 5, bridge_seeds=True)), query
+    assert "byron" in ids(table["higra+bridge"]()(QUESTION)[:2])

@@ -25,6 +25,7 @@ from graphseek.evaluation.judge import Judge
 from graphseek.evaluation.report import write_report
 from graphseek.evaluation.retrieval import (
     RetrievalReport,
+    configured_retrievers,
     evaluate_retrieval,
     registered_retrievers,
 )
@@ -111,7 +112,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         "--context",
         action="append",
         metavar="KEY=VALUE",
-        help="extra setting passed to every run, e.g. top_k=5 or max_turns=4; repeatable",
+        help="extra setting passed to every run, e.g. top_k=5 or max_turns=4; repeatable. With "
+        "--retrieval-only, the retriever settings: bridge_seeds=true scores higra and "
+        "progressive seeded by semantic bridging (rows higra+bridge, progressive+bridge)",
     )
     parser.add_argument(
         "--llm-context",
@@ -209,7 +212,8 @@ def run_eval(
     """Load the datasets, run (or resume) the evaluation and write the report under `out`.
 
     Returns {"out", "records", "summary", "retrieval"}. With `retrieval_only` the retrievers
-    are scored alone (`evaluate_retrieval`) and written to `retrieval.json` and the report.
+    are scored alone (`evaluate_retrieval`) and written to `retrieval.json` and the report;
+    of `context` they take only the retriever settings (`configured_retrievers`).
     `system` and `index_factory` replace `graphseek.api.ask` and the cached index (tests).
     """
     out_dir = Path(out)
@@ -228,12 +232,13 @@ def run_eval(
     if retrieval_only:
         names = list(retrievers or RETRIEVAL_ONLY_DEFAULT)
         graph = any(name not in ("bm25", "dense", "hybrid") for name in names)
+        fns = configured_retrievers(names, context)
         for ds in loaded:
             if index_factory is not None:
                 index = index_factory(ds)
             else:
                 index = cached_index(ds, index_dir, graph=graph)
-            reports.append(evaluate_retrieval(ds, names, k_values, index=index, progress=progress))
+            reports.append(evaluate_retrieval(ds, fns, k_values, index=index, progress=progress))
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "retrieval.json").write_text(
             json.dumps([r.model_dump(mode="json") for r in reports], indent=1), encoding="utf-8"

@@ -8,6 +8,8 @@ ranked passage ids or hits; nothing is registered for them.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +30,7 @@ __all__ = [
     "RetrievalReport",
     "RetrieverFn",
     "RetrieverScores",
+    "configured_retrievers",
     "evaluate_retrieval",
     "get_retriever",
     "register_retriever",
@@ -61,19 +64,59 @@ def _as_ids(name: str, fn: Callable[[IndexStore, str, int], list[Any]]) -> Retri
     return ids
 
 
-def get_retriever(name: str) -> RetrieverFn:
-    """Retriever `name` from the shared registry, as `fn(index, query, k) -> ranked ids`.
-
-    Raises KeyError naming the known retrievers when there is none of that name."""
+def _registered(name: str) -> Callable[..., list[Any]]:
+    """The registry's function `name`; KeyError naming the known retrievers when none."""
     from graphseek.tools.retrievers import get_retriever as lookup
 
     try:
-        fn = lookup(name)
+        return lookup(name)
     except ValueError:
         raise KeyError(
             f"unknown retriever {name!r}; registered: {', '.join(registered_retrievers())}"
         ) from None
-    return _as_ids(name, fn)
+
+
+def get_retriever(name: str) -> RetrieverFn:
+    """Retriever `name` from the shared registry, as `fn(index, query, k) -> ranked ids`.
+
+    Raises KeyError naming the known retrievers when there is none of that name."""
+    return _as_ids(name, _registered(name))
+
+
+#: `Context` settings that a registered retriever function takes as a keyword (in a run it reads
+#: them from the run's context), each with the suffix of the row of a retriever it turns on
+RETRIEVER_SETTINGS = {"bridge_seeds": "bridge"}
+
+
+def _keywords(fn: Callable[..., Any]) -> set[str]:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: it takes no setting
+        return set()
+    return {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def configured_retrievers(
+    names: Sequence[str], settings: Mapping[str, Any] | None = None
+) -> dict[str, Callable[[IndexStore, str, int], list[Any]]]:
+    """Retrievers `names` from the shared registry with the settings of `settings` (a run's
+    `--context`) that they take (`RETRIEVER_SETTINGS`), by the name of their row: outside a
+    run a retriever cannot read the context, so `graphseek eval --retrieval-only --context
+    bridge_seeds=true` passes it here. A retriever a setting turns on is named with its
+    suffix (`higra+bridge`); one that takes none of them, or has them off, keeps its name.
+    Other settings are left alone; a bad value fails as `Context` fails it."""
+    given = {key: value for key, value in (settings or {}).items() if key in RETRIEVER_SETTINGS}
+    if given:
+        from graphseek.state.context import Context
+
+        Context(**given)  # ContextError (a ValueError) naming a bad value
+    out: dict[str, Callable[[IndexStore, str, int], list[Any]]] = {}
+    for name in names:
+        fn = _registered(name)
+        applied = {key: value for key, value in given.items() if key in _keywords(fn)}
+        row = name + "".join(f"+{RETRIEVER_SETTINGS[key]}" for key, on in applied.items() if on)
+        out[row] = functools.partial(fn, **applied) if applied else fn
+    return out
 
 
 class RetrieverScores(BaseModel):
