@@ -53,3 +53,30 @@ def test_a_model_token_of_the_asked_kind() -> None:
 def test_a_dotted_key_with_a_placeholder_is_one_key() -> None:
     spans = {(t, k) for t, k, _, _ in literal_spans("Set submodule.<name>.shallow to true.")}
     assert ("submodule.<name>.shallow", "key") in spans
+
+
+def test_options_written_together_are_one_answer() -> None:
+    from graphseek.agents.reading.literals import option_aliases
+
+    assert option_aliases("-s, --spaces break at spaces")["-s"] == {"-s", "--spaces"}
+    assert option_aliases("-w, --width=WIDTH use WIDTH columns")["--width"] == {"-w", "--width"}
+    assert option_aliases("-a --all Scan the whole file")["-a"] == {"-a", "--all"}
+    assert option_aliases("Use -a and -b together") == {}
+
+
+def test_the_reader_pools_an_option_with_its_alias() -> None:
+    from graphseek.agents.reading.reader import get_reader
+    from graphseek.knowledge.passages import Hit, Passage
+
+    text = (
+        "-b, --bytes\ncount bytes\n\n-s, --spaces\nbreak at spaces\n\n-w, --width=WIDTH\nset width"
+    )
+    hits = [Hit(passage=Passage.from_title_text("fold: OPTIONS", text), score=1.0, rank=1)]
+    question = "Which fold option makes it break lines at spaces?"
+    reader = get_reader()
+    ranked = reader.rank(question, hits)
+    best = ranked[0]
+    assert best.text in ("-s", "--spaces") and best.aliases == {"-s", "--spaces"} - {best.text}
+    # the alias's probability counts for the answer, not against it
+    alone = [c for c in ranked if c.text not in best.aliases]
+    assert reader.confidence(ranked) > reader.confidence(alone)

@@ -279,6 +279,7 @@ def test_an_acronym_of_question_words_is_in_the_question() -> None:
         ("Set PollIntervalMaxSec= to bound the interval.", "PollIntervalMaxSec", "key"),
         ("nofile maximum number of open file descriptors", "nofile", "key"),
         ("The sixth field is read by fsck(8) at boot.", "fsck", "command"),
+        ("Use .include to read another file first.", ".include", "key"),
     ],
 )
 def test_technical_candidate_spans(sentence: str, span: str, kind: str) -> None:
@@ -323,3 +324,13 @@ def test_a_release_is_read_from_the_heading_its_passage_stands_under() -> None:
     assert ranked and "1.31" in [c.text for c in ranked]
     heading = next(c for c in ranked if c.text == "1.31")
     assert heading.kind == "version" and heading.sentence == text
+
+
+def test_a_dotted_release_is_a_version_not_a_quantity() -> None:
+    from graphseek.agents.reading.candidates import sentence_spans
+    from graphseek.knowledge.nlp import get_nlp
+
+    sent = next(get_nlp()("It uses 4 threads (since dpkg 1.21.9).").sents)
+    kinds = {(s.text, s.kind) for s in sentence_spans(sent)}
+    assert ("1.21.9", "version") in kinds and ("1.21.9", "number") not in kinds
+    assert ("4", "number") in kinds

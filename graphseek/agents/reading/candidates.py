@@ -147,6 +147,8 @@ def sentence_spans(sent: Any) -> list[Span]:
             return  # a span across code-span marks ("cmarkgfm` `pipenv") is two things
         if not re.search(r"[A-Za-z0-9]", t):
             return
+        if kind == "number" and re.fullmatch(r"\d+(?:\.\d+){2,}", t):
+            return  # "1.21.9", "10.0.0.1": a version or an address, not a quantity
         out.append(Span(t, kind, s, e, source))
 
     for ent in sent.ents:

@@ -26,7 +26,12 @@ from typing import NamedTuple
 #: the literal kinds, as `AnswerSpec.kinds` and `candidates.Span.kind` name them
 LITERAL_KINDS = ("option", "envvar", "path", "key", "command")
 
-OPTION = re.compile(r"(?<![\w/$.-])(?:--[A-Za-z0-9][\w-]*|-[A-Za-z][\w-]*)(?:=[\w.<>{}-]+)?")
+OPTION = re.compile(r"(?<![\w/$.-])(?:--[A-Za-z0-9][\w-]*|-[A-Za-z][\w-]*)")
+_OPT = r"(?:--[A-Za-z0-9][\w-]*|-[A-Za-z0-9][\w-]*)(?:[= ]?(?:<[\w-]+>|[A-Z][A-Z_]*|\[[^\]]*\]))?"
+# options written together as one: "-s, --spaces", "-w, --width=WIDTH", "-q | --quiet", and
+# at the start of a sentence (a term of an option list) "-a --all"
+_ALIASES = re.compile(rf"(?<![\w/$.-]){_OPT}(?:\s*[,|]\s*{_OPT})+")
+_TERM = re.compile(rf"^{_OPT}(?:\s+{_OPT})+(?=\s)")
 ENVVAR = re.compile(
     r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?"
     r"|(?<![\w$.-])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w.-])"
@@ -39,6 +44,7 @@ PATH = re.compile(
 KEY = re.compile(
     r"(?<![\w.$-])[A-Za-z][\w.-]*(?==)"  # a setting written with its value: "PollIntervalMaxSec="
     r"|^[A-Z][\w-]+(?=:\s)"  # a field at the start of its line: "Protected: yes"
+    r"|(?<![\w./-])\.[a-z][a-z_]{2,}(?![\w./-])"  # a dot-directive: ".include", ".pragma"
     # a dotted key with a placeholder: "submodule.<name>.shallow", "remote.<name>.url"
     r"|(?<![\w.$/-])[a-z][\w-]*(?:\.(?:<[\w-]+>|[a-z][\w-]*))*\.<[\w-]+>(?:\.[a-z][\w-]*)+"
 )
@@ -73,7 +79,7 @@ ASKED: tuple[Asked, ...] = (
           re.compile(r"/|^[\w.-]+\.[A-Za-z0-9]{1,5}$")),
     Asked(re.compile(r"\b(?:exit|return|status)\s+(?:code|status|value)s?\b|\bport\b|"
                      r"\bhow (?:many|much)\b|\bnumber\b|\blimit\b|\bsize\b|\btimeout\b", re.I),
-          (("number", 1.0), ("code", 0.5), ("name", 0.3)),
+          (("number", 1.0), ("code", 0.2)),
           _NUMBER_TOKEN),
     Asked(re.compile(r"\b(?:key|directive|field|item|setting|keyword|entry|(?<!command[- ])line|stanza)s?\b", re.I),
           (("key", 1.0), ("code", 0.85), ("name", 0.6), ("option", 0.5), ("thing", 0.4)),
@@ -138,6 +144,22 @@ def literal_spans(text: str) -> list[tuple[str, str, int, int]]:
         if len(word) >= 3 and not _english(word.replace("-", " ").split()[0]):
             out.append((word, "key", m.start(), m.end()))
             out.append((word, "command", m.start(), m.end()))
+    return out
+
+
+def option_aliases(text: str) -> dict[str, frozenset[str]]:
+    """Each option of `text` written together with others as one ("-s, --spaces"; a term that
+    opens the text, "-a --all"), mapped to the names of the group: an answer and its alias."""
+    out: dict[str, frozenset[str]] = {}
+    runs = [m.group(0) for m in _ALIASES.finditer(text)]
+    term = _TERM.match(text)
+    if term:
+        runs.append(term.group(0))
+    for run in runs:
+        names = frozenset(m.group(0) for m in OPTION.finditer(run))
+        if len(names) > 1:
+            for name in names:
+                out[name] = out.get(name, frozenset()) | names
     return out
 
 

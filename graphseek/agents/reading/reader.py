@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.agents.reading.candidates import Span, sentence_spans
+from graphseek.agents.reading.literals import LITERAL_KINDS, option_aliases
 from graphseek.agents.reading.question import (
     AnswerSpec,
     analyse_question,
@@ -182,6 +183,7 @@ class Candidate:
     sentence_score: float  # rarity-weighted coverage of the question by the sentence
     support: int = 1
     features: tuple[float, ...] = ()  # `FEATURES`, the inputs of the score (fitting reads them)
+    aliases: frozenset[str] = frozenset()  # other names of the same answer ("-s" / "--spaces")
 
 
 def _stem(word: str) -> str:
@@ -446,6 +448,7 @@ class ExtractiveReader:
         # each passage's best sentence (by `sentence_score`), for the values of its heading
         best_sentences: dict[str, tuple[_Parsed, _Sentence, tuple[float, ...]]] = {}
         for doc, sent, sentence_features, s_score in self._scored_sentences(spec, hits, rel):
+            aliases = option_aliases(sent.text)
             held = best_sentences.get(doc.passage.id)
             if held is None or s_score > sentence_score(held[2]):
                 best_sentences[doc.passage.id] = (doc, sent, sentence_features)
@@ -459,6 +462,8 @@ class ExtractiveReader:
                 if not key:
                     continue
                 inq = in_question(span.text, spec)
+                if span.kind in LITERAL_KINDS and span.text not in spec.question:
+                    inq = 0.0  # "--spaces" for "... break at spaces": the literal is new
                 if inq >= 0.99:
                     continue
                 if not (spec.wants_document or spec.weight("path") >= 0.9) and (
@@ -484,11 +489,12 @@ class ExtractiveReader:
                 )  # fmt: skip
                 score = model.score(features)
                 prev = pool.get(key)
+                also = aliases.get(span.text, frozenset()) - {span.text}
                 if prev is None or score > prev.score:
                     support = prev.support + 1 if prev else 1
                     pool[key] = Candidate(
                         span.text, span.kind, score, sent.text, doc.passage, s_score, support,
-                        features,
+                        features, also,
                     )  # fmt: skip
                 else:
                     pool[key] = replace(prev, support=prev.support + 1)
@@ -560,7 +566,7 @@ class ExtractiveReader:
         for c in ranked[1:]:
             if len(alternatives) >= self.max_alternatives or c.score < best.score - margin:
                 break
-            if not any(_same_answer(c.text, x.text) for x in [best, *alternatives]):
+            if not any(_one_answer(c, x) for x in [best, *alternatives]):
                 alternatives.append(c)
         return Draft(
             question=question,
@@ -585,7 +591,7 @@ class ExtractiveReader:
             return confidence(best.score, second, best.sentence_score)
         top = max(ranked[0].score, null)
         mass = [math.exp(c.score - top) for c in ranked]
-        same = sum(m for c, m in zip(ranked, mass, strict=True) if _same_answer(c.text, best.text))
+        same = sum(m for c, m in zip(ranked, mass, strict=True) if _one_answer(c, best))
         return self.model.calibrated(same / (sum(mass) + math.exp(null - top)))
 
     def bridges(
@@ -609,6 +615,11 @@ class ExtractiveReader:
 def same_answer(a: str, b: str) -> bool:
     """The same answer, normalised, or one inside the other (both longer than 3 characters)."""
     return _same_answer(a, b)
+
+
+def _one_answer(a: Candidate, b: Candidate) -> bool:
+    """The same answer, or names of one answer written together ("-s, --spaces")."""
+    return _same_answer(a.text, b.text) or a.text in b.aliases or b.text in a.aliases
 
 
 def _same_answer(a: str, b: str) -> bool:
