@@ -10,9 +10,9 @@ of tools: a literal that is not an English word (`nofile`, `basenc`) is a key or
 prose words are read as noun phrases elsewhere (`candidates.sentence_spans`).
 
 `literal_spans(text)` gives the literals of a sentence with their kinds; `asked_kinds(clause)`
-the kinds a question's asking clause names ("Which option ...", "Which environment variable ...", "Where does it
-write ...", "How do I make it ..."); `is_literal(token, kind)` whether a token is of a kind. The
-reader (`reader.ExtractiveReader`) weighs a span by how well its kind fits the question's, and
+the kinds a question's asking clause names ("Which option ...", "Which environment variable
+...", "How do I make it ..."); `asked_token(question)` what a whole answer of the named kind
+looks like; `option_aliases(text)` the options written together as one. The reader (`reader.ExtractiveReader`) weighs a span by how well its kind fits the question's, and
 the model-answer check (`answer_fit`) keeps, among several grounded tokens, the one of the kind
 the question asks for.
 """
@@ -161,13 +161,3 @@ def option_aliases(text: str) -> dict[str, frozenset[str]]:
             for name in names:
                 out[name] = out.get(name, frozenset()) | names
     return out
-
-
-def is_literal(token: str, kind: str) -> bool:
-    """Whether the whole of `token` is a literal of `kind`."""
-    pattern = {"option": OPTION, "envvar": ENVVAR, "path": PATH, "key": KEY}.get(kind)
-    if pattern is None:
-        return any(t == token and k == kind for t, k, _, _ in literal_spans(token))
-    if kind == "key":
-        return bool(re.fullmatch(r"[A-Za-z][\w.-]*", token))
-    return bool(pattern.fullmatch(token))
