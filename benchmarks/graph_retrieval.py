@@ -186,6 +186,7 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
         t = time.perf_counter()
         index = Index.build(sl.passages, path, show_progress=show_progress)
         print(f"[{sl.name}] index built in {time.perf_counter() - t:.1f} s -> {path}", flush=True)
+    assert isinstance(index, Index), "the benchmark reads a directory index's graph folder"
     graph_dir = index.dir_for("graph")
     if not (graph_dir / "manifest.json").exists():
         t = time.perf_counter()
@@ -198,6 +199,7 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
         )
         print(f"[{sl.name}] graph built in {time.perf_counter() - t:.1f} s -> {graph_dir}")
         index = Index.open(path)
+        assert isinstance(index, Index)
     manifest = json.loads((graph_dir / "manifest.json").read_text())
     total = dir_bytes(graph_dir)
     own = dir_bytes(graph_dir, SENTENCE_FILES)
