@@ -34,6 +34,7 @@ from graphseek.agents.structured_role import rescale_confidence
 from graphseek.agents.text import as_hits
 from graphseek.errors import LLMError
 from graphseek.knowledge.passages import Hit
+from graphseek.llm.usage import error_usage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Reading, Usage
 from graphseek.state.reducers import add_usage
@@ -64,13 +65,6 @@ class CascadeUpdate(TypedDict, total=False):
     usage: Usage
 
 
-def _error_usage(exc: BaseException) -> Usage:
-    """What a failed model call cost (`LLMError.usage`): `graphseek.graphs.common.error_usage`,
-    which this module cannot import (common imports it to draft: an import cycle)."""
-    usage = getattr(exc, "usage", None)
-    return usage if isinstance(usage, Usage) else Usage()
-
-
 def read(state: CascadeState, runtime: Runtime[Context]) -> CascadeUpdate:
     """The next reader drafts the question; `judge` says whether its answer stands."""
     ctx = runtime.context
@@ -83,7 +77,7 @@ def read(state: CascadeState, runtime: Runtime[Context]) -> CascadeUpdate:
         step = reader.policy.draft(question, hits, list(state.get("relations", [])))
         draft, usage = step.value, step.usage
     except LLMError as exc:
-        draft, usage = Draft(question=question, answer="", error=str(exc)), _error_usage(exc)
+        draft, usage = Draft(question=question, answer="", error=str(exc)), error_usage(exc)
     draft = draft.model_copy(update={"question": question, "step_id": state.get("step_id")})
     point, run_threshold = thresholds(ctx)
     earlier = [r.answer for r in state.get("readings", [])]

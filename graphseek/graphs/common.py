@@ -18,6 +18,7 @@ from graphseek.agents.registry import get_roles, thresholds
 from graphseek.agents.text import answer_occurs, as_hits, contains
 from graphseek.errors import LLMError
 from graphseek.knowledge.passages import Hit, Passage
+from graphseek.llm.usage import error_usage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Usage
 from graphseek.state.run_scope import degraded_notes
@@ -69,12 +70,6 @@ def abstain(node: str, reason: str, **extra: Unpack[AbstainExtra]) -> Abstention
     """The update of a node that gives up: abstain with `reason` (routers then go to
     `finalize_answer`), plus any `extra` keys (the usage of a failed call, say)."""
     return {"next_action": "abstain", "abstain_reason": reason, "trace": [node], **extra}
-
-
-def error_usage(exc: BaseException) -> Usage:
-    """What a failed model call cost (`LLMError.usage`), zero when unknown."""
-    usage = getattr(exc, "usage", None)
-    return usage if isinstance(usage, Usage) else Usage()
 
 
 def evidence_from_drafts(drafts: list[Draft], passage_ids: list[str]) -> list[EvidenceItem]:

@@ -28,7 +28,6 @@ from graphseek.errors import LLMError
 from graphseek.graphs.common import (
     abstain,
     add_finalize_answer,
-    error_usage,
     evidence_from_drafts,
     to_hits,
 )
@@ -43,6 +42,7 @@ from graphseek.graphs.routing import (
     route_unless_failed,
     unattempted_steps,
 )
+from graphseek.llm.usage import error_usage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, SubQuestion, Usage
 from graphseek.state.schema import (

@@ -27,7 +27,7 @@ from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import SeekerView, diagnostics_of
 from graphseek.agents.seeker import GATE_CONFIDENCE, new_questions, supported_draft
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, add_finalize_answer, error_usage, evidence_from_drafts
+from graphseek.graphs.common import abstain, add_finalize_answer, evidence_from_drafts
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.librarian_agent import librarian_agent
 from graphseek.graphs.routing import (
@@ -36,6 +36,7 @@ from graphseek.graphs.routing import (
     route_plan,
     route_unless_failed,
 )
+from graphseek.llm.usage import error_usage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, SubQuestion
 from graphseek.state.schema import (

@@ -37,9 +37,9 @@ from graphseek.agents.roles import KnowledgeView, Planner, QueryPlan
 from graphseek.agents.structured_role import offline_policy
 from graphseek.agents.tool_calling import ToolsUnsupportedError, rounds_without_new_passages
 from graphseek.errors import LLMError
-from graphseek.graphs.common import error_usage
 from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
+from graphseek.llm.usage import error_usage
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
 from graphseek.tools.kair_tools import SEARCH_GAP, STOP, kair_tools

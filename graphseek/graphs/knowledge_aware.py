@@ -62,7 +62,7 @@ from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment, diagnostics_of
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, add_finalize_answer, error_usage
+from graphseek.graphs.common import abstain, add_finalize_answer
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,
@@ -83,6 +83,7 @@ from graphseek.graphs.suggester_agent import (
     suggester_agent,
     suggester_retriever,
 )
+from graphseek.llm.usage import error_usage
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
 from graphseek.state.schema import (

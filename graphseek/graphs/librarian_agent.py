@@ -49,10 +49,10 @@ from graphseek.agents.tool_calling import (
     rounds_without_new_passages,
 )
 from graphseek.errors import LLMError
-from graphseek.graphs.common import error_usage
 from graphseek.graphs.higra_retriever import graph_draft
 from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
+from graphseek.llm.usage import error_usage
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem, Usage
 from graphseek.state.reducers import add_usage, append_unique, dedupe_evidence, merge_dicts

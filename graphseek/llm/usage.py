@@ -189,3 +189,10 @@ def _tokens(response: LLMResult, messages: list[BaseMessage]) -> tuple[int, int]
         int(token_usage.get("prompt_tokens", 0) or 0),
         int(token_usage.get("completion_tokens", 0) or 0),
     )
+
+
+def error_usage(exc: BaseException) -> Usage:
+    """What a failed model call cost (`LLMError.usage`, charged by `graphseek.llm.structured`),
+    zero when unknown."""
+    usage = getattr(exc, "usage", None)
+    return usage if isinstance(usage, Usage) else Usage()
