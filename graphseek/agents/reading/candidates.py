@@ -9,9 +9,9 @@ in backticks, a flag such as `--force-enable-socket`, a numbered standard such a
 dotted, hyphenated or underscored lower-case name such as "grpc_tools.protoc", and every
 identifier-like token), `version` ("3.12", "v3.2", "6.1.1"), `licence` ("MIT", "GPLv2",
 "Apache License 2.0", "MPL 2.0"), and numbers with a unit, a bound ("over 500") or as an
-expression ("100*1024*1024 bytes"). The literals of technical writing (`literals`: an `option`, an `envvar`,
-a `path`, a `key`, a `command`) are proposed with their own kinds. Spans are character offsets
-into the sentence, so an answer is always an exact span of its evidence.
+expression ("100*1024*1024 bytes"). The literals of technical writing (`literals`: an `option`,
+an `envvar`, a `path`, a `key`, a `command`) are proposed with their own kinds. Spans are
+character offsets into the sentence, so an answer is always an exact span of its evidence.
 """
 
 from __future__ import annotations

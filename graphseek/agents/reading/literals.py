@@ -12,9 +12,10 @@ prose words are read as noun phrases elsewhere (`candidates.sentence_spans`).
 `literal_spans(text)` gives the literals of a sentence with their kinds; `asked_kinds(clause)`
 the kinds a question's asking clause names ("Which option ...", "Which environment variable
 ...", "How do I make it ..."); `asked_token(question)` what a whole answer of the named kind
-looks like; `option_aliases(text)` the options written together as one. The reader (`reader.ExtractiveReader`) weighs a span by how well its kind fits the question's, and
-the model-answer check (`answer_fit`) keeps, among several grounded tokens, the one of the kind
-the question asks for.
+looks like; `option_aliases(text)` the options written together as one. The reader
+(`reader.ExtractiveReader`) weighs a span by how well its kind fits the question's, and the
+model-answer check (`answer_fit`) keeps, among several grounded tokens, the one of the kind the
+question asks for.
 """
 
 from __future__ import annotations

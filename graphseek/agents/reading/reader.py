@@ -161,6 +161,7 @@ class _Sentence:
     heads: list[int]  # index of each token's head within the sentence (root: itself)
     verbs: list[bool]  # whether each token is a verb
     meta: bool
+    aliases: dict[str, frozenset[str]]  # options written together (`literals.option_aliases`)
 
 
 @dataclass
@@ -230,8 +231,9 @@ def _parse_sentence(sent: Any, index: int) -> _Sentence:
     alts = [_stem(t.text) for t in toks]
     verbs = [t.pos_ in {"VERB", "AUX"} for t in toks]
     return _Sentence(
-        text, index, sentence_spans(sent), starts, ends, stems, alts, heads, verbs, meta
-    )
+        text, index, sentence_spans(sent), starts, ends, stems, alts, heads, verbs, meta,
+        option_aliases(text),
+    )  # fmt: skip
 
 
 def _token_range(sent: _Sentence, start: int, end: int) -> list[int]:
@@ -445,13 +447,14 @@ class ExtractiveReader:
         head = match_keys(spec.head_words)
         model = self.model
         pool: dict[str, Candidate] = {}
-        # each passage's best sentence (by `sentence_score`), for the values of its heading
-        best_sentences: dict[str, tuple[_Parsed, _Sentence, tuple[float, ...]]] = {}
+        # for a version question, each passage's best sentence (by `sentence_score`): the
+        # sentence a release its heading names is read from
+        by_heading = spec.weight("version") > 0.0
+        best_sentences: dict[str, tuple[_Parsed, _Sentence, tuple[float, ...], float]] = {}
         for doc, sent, sentence_features, s_score in self._scored_sentences(spec, hits, rel):
-            aliases = option_aliases(sent.text)
             held = best_sentences.get(doc.passage.id)
-            if held is None or s_score > sentence_score(held[2]):
-                best_sentences[doc.passage.id] = (doc, sent, sentence_features)
+            if by_heading and (held is None or s_score > held[3]):
+                best_sentences[doc.passage.id] = (doc, sent, sentence_features, s_score)
             title_norm = normalize(doc.passage.title)
             doc_norm = normalize(_document_name(doc.passage.title))
             for span in sent.spans:
@@ -489,7 +492,7 @@ class ExtractiveReader:
                 )  # fmt: skip
                 score = model.score(features)
                 prev = pool.get(key)
-                also = aliases.get(span.text, frozenset()) - {span.text}
+                also = sent.aliases.get(span.text, frozenset()) - {span.text}
                 if prev is None or score > prev.score:
                     support = prev.support + 1 if prev else 1
                     pool[key] = Candidate(
@@ -498,8 +501,8 @@ class ExtractiveReader:
                     )  # fmt: skip
                 else:
                     pool[key] = replace(prev, support=prev.support + 1)
-        for doc, sent, sentence_features in best_sentences.values():
-            for text in heading_values(doc.passage.title) if spec.weight("version") else ():
+        for doc, sent, sentence_features, s_score in best_sentences.values():
+            for text in heading_values(doc.passage.title):
                 key = normalize(text)
                 if in_question(text, spec) >= 0.99:
                     continue
@@ -511,8 +514,8 @@ class ExtractiveReader:
                 prev = pool.get(key)
                 if prev is None or score > prev.score:
                     pool[key] = Candidate(
-                        text, "version", score, sent.text, doc.passage,
-                        sentence_score(features), prev.support + 1 if prev else 1, features,
+                        text, "version", score, sent.text, doc.passage, s_score,
+                        prev.support + 1 if prev else 1, features,
                     )  # fmt: skip
         ranked = [
             replace(c, score=c.score + model.support * min(c.support - 1, 3)) for c in pool.values()
