@@ -67,6 +67,20 @@ def assert_same_layer(got: SentenceLayer, expected: SentenceLayer, atol: float =
     np.testing.assert_array_equal(got.edges.toarray(), expected.edges.toarray())
 
 
+def assert_same_bridge(got_index: Any, expected_index: Any) -> None:
+    """`bridge` ranks the same passages for every query of `QUERIES` on both indexes, with
+    scores within `SCORE_TOLERANCE`."""
+    from graphseek.tools.retrievers import retrieve
+
+    for query in QUERIES:
+        expected = retrieve(expected_index, query, 5, "bridge")
+        got = retrieve(got_index, query, 5, "bridge")
+        assert [h.passage.id for h in got] == [h.passage.id for h in expected], query
+        assert [h.score for h in got] == pytest.approx(
+            [h.score for h in expected], abs=SCORE_TOLERANCE
+        )
+
+
 def test_the_layer_reads_back_as_the_directory_stores(copied: Any, directory_index: Any) -> None:
     import psycopg
 
@@ -93,16 +107,9 @@ def test_the_layer_reads_back_as_the_directory_stores(copied: Any, directory_ind
 def test_bridge_ranks_the_same_on_both_backends(copied: Any, directory_index: Any) -> None:
     from graphseek.knowledge.index import Index
     from graphseek.tools.graph_retrievers import bridge_retriever
-    from graphseek.tools.retrievers import retrieve
 
     reopened = Index.open(copied.uri)
-    for query in QUERIES:
-        expected = retrieve(directory_index, query, 5, "bridge")
-        got = retrieve(reopened, query, 5, "bridge")
-        assert [h.passage.id for h in got] == [h.passage.id for h in expected], query
-        assert [h.score for h in got] == pytest.approx(
-            [h.score for h in expected], abs=SCORE_TOLERANCE
-        )
+    assert_same_bridge(reopened, directory_index)
     # the second hop: Ada Lovelace -> (Annabella Milbanke's sentence) -> Lord Byron
     result = bridge_retriever(reopened).retrieve(QUERIES[0], 3)
     assert not result.fallback and result.passage_ids == ["ada", "milbanke", "byron"]
@@ -139,7 +146,6 @@ def test_an_add_on_postgres_equals_a_rebuild(
     spans, edges, vectors) and the bridge rankings are a rebuild's
     (`copied`: all eight passages). Then Warsaw deleted again: its sentences are gone."""
     from graphseek.knowledge.index import Index
-    from graphseek.tools.retrievers import retrieve
 
     index = Index.build(
         tiny_passages[:-1], uri_for(pg_server, "sentences_add"), show_progress=False, graph=True
@@ -154,13 +160,7 @@ def test_an_add_on_postgres_equals_a_rebuild(
     assert added.meta["vectors"]["reused"] == len(before)
     assert added.meta["vectors"]["pooled"] == len(added) - len(before)
     assert_same_layer(added, rebuilt)  # the vectors too, bit for bit
-    for query in QUERIES:
-        expected = retrieve(copied, query, 5, "bridge")
-        got = retrieve(reopened, query, 5, "bridge")
-        assert [h.passage.id for h in got] == [h.passage.id for h in expected], query
-        assert [h.score for h in got] == pytest.approx(
-            [h.score for h in expected], abs=SCORE_TOLERANCE
-        )
+    assert_same_bridge(reopened, copied)
 
     index.delete_documents(["warsaw"])
     after = layer_of(Index.open(index.uri))
