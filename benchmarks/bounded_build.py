@@ -205,7 +205,11 @@ def child(
             passages, out, graph=True, graph_options=options, show_progress=log is not None
         )
     else:
-        building.build_graph(passages, out, show_progress=log is not None, memory_budget=budget)
+        run = {"memory_budget": budget, "show_progress": log is not None}
+        if hasattr(building, "RunOptions"):
+            building.build_graph(passages, out, run=building.RunOptions(**run))
+        else:  # a baseline from before `RunOptions` (`--against`)
+            building.build_graph(passages, out, **run)
     seconds = time.perf_counter() - started
     tree_peak = tree.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -120,7 +120,6 @@ def main() -> int:
             passages,
             args.out / name,
             extractor=OfflineExtractor(n_process=args.n_process, show_progress=True),
-            show_progress=True,
         )
         report(f"{name} offline graph", store)
         store.close()
@@ -143,9 +142,7 @@ def main() -> int:
                 docs = docs[: args.limit]
             covered = sum(importer.covers(p) for p in passages)
             print(f"corpus passages covered by the OpenIE file: {covered:,} of {len(passages):,}")
-            store = build_graph(
-                docs, args.out / f"{name}-openie", extractor=importer, show_progress=True
-            )
+            store = build_graph(docs, args.out / f"{name}-openie", extractor=importer)
             report(f"{name} OpenIE graph", store)
             store.close()
     return 0

@@ -175,7 +175,7 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
     the build times and sizes."""
     from graphseek.knowledge.graph.build import build_graph
     from graphseek.knowledge.graph.sentences import SENTENCE_FILES
-    from graphseek.knowledge.graph.settings import GraphSettings
+    from graphseek.knowledge.graph.settings import GraphSettings, RunOptions
 
     path = cache / sl.name / "index"
     try:
@@ -194,7 +194,7 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
             index.passages,
             graph_dir,
             extractor="offline",
-            show_progress=show_progress,
+            run=RunOptions(show_progress=show_progress),
             settings=GraphSettings(sentences=sentences),
         )
         print(f"[{sl.name}] graph built in {time.perf_counter() - t:.1f} s -> {graph_dir}")

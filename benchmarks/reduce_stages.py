@@ -324,6 +324,7 @@ def main() -> None:
     from graphseek.knowledge.graph.build import MappedPassages, build_graph
     from graphseek.knowledge.graph.contextual import MentionVectors, encode_passages
     from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.settings import RunOptions
     from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool
     from graphseek.knowledge.graph.store import SQLiteGraphStore
 
@@ -362,8 +363,7 @@ def main() -> None:
             passages,
             out,
             mapped=MappedPassages(spool, vectors, mentions),
-            show_progress=False,
-            memory_budget=args.memory_budget,
+            run=RunOptions(memory_budget=args.memory_budget, show_progress=False),
         )
         seconds = time.perf_counter() - started
         print(f"stages after the passage pass, and the write: {seconds:.0f} s")

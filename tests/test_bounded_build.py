@@ -23,6 +23,7 @@ from demo_builds import demo_copies, store_files, store_manifest
 from graphseek.knowledge.graph import build_graph
 from graphseek.knowledge.graph.contextual import MENTION_DTYPE, mention_spans
 from graphseek.knowledge.graph.exact import components
+from graphseek.knowledge.graph.settings import QUIET, RunOptions
 from graphseek.knowledge.graph.spool import PassageSpool
 from graphseek.knowledge.passages import Passage
 
@@ -157,7 +158,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
         patch.setattr(store_writer, "_save_rows", counted(reference_save_rows))
         patch.setattr(building, "extract", counted(reference_extract))
         patch.setattr(align_stage, "_raw_components", counted(reference_raw_components))
-        build_graph(passages, root / "reference", show_progress=False)
+        build_graph(passages, root / "reference", run=QUIET)
     finally:
         patch.undo()
     # the reference build ran the reference functions
@@ -204,7 +205,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[P
         patch.setattr(write_stage, "write_store", counting("write", write_stage.write_store))
         # the corpus in a temporary file (as `Index.build` spools a corpus folder), so the
         # build holds none of its passages between the stages that read them
-        build_graph(PassageSpool.of(passages), root / "bounded", show_progress=False)
+        build_graph(PassageSpool.of(passages), root / "bounded", run=QUIET)
     finally:
         patch.undo()
     # ... and the graph's vectors (base, entities, relations, hyperedges) in files at the write
@@ -309,7 +310,9 @@ def test_a_build_under_the_least_memory_writes_the_same_store(
         patch.setattr(embedder_module, "ThreadPoolExecutor", counted_pool)
         patch.setattr(memory, "plan_memory", lambda *args, **kwargs: least_plan)
         with caplog.at_level("WARNING", logger="graphseek.knowledge.graph.memory"):
-            build_graph(passages, tmp_path / "least", show_progress=False, memory_budget=512)
+            build_graph(
+                passages, tmp_path / "least", run=RunOptions(memory_budget=512, show_progress=False)
+            )
     finally:
         patch.undo()
     assert made == [] and pools == []  # extraction in this process, the pass on this thread

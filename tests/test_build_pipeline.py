@@ -8,7 +8,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import graphseek.knowledge.graph as graph_package
+from graphseek.errors import InvalidRequestError
+from graphseek.knowledge.graph.settings import GraphSettings, RunOptions, graph_arguments
 
 GRAPH = Path(graph_package.__file__).parent
 STAGES = sorted((GRAPH / "stages").glob("*.py"))
@@ -89,3 +93,79 @@ def test_no_stage_handles_memory_itself() -> None:
         for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
             used = set(_calls(function)) & MEMORY_CALLS
             assert not used, f"{path.name}:{function.name} calls {sorted(used)}"
+
+
+# -- settings in one object, the run in another -------------------------------------------------
+
+
+def test_the_build_takes_its_settings_and_its_run_as_one_object_each() -> None:
+    """No entry point of the build repeats a `GraphSettings` or `RunOptions` field as a
+    parameter of its own: what is built is `settings`, how it runs is `run`."""
+    import inspect
+
+    from graphseek.knowledge.graph.build import (
+        add_passages,
+        build_graph,
+        delete_passages,
+        map_passages,
+    )
+
+    fields = set(GraphSettings.__dataclass_fields__) | set(RunOptions.__dataclass_fields__)
+    for entry in (build_graph, map_passages, add_passages, delete_passages):
+        repeated = set(inspect.signature(entry).parameters) & fields
+        assert not repeated, f"{entry.__name__} repeats {sorted(repeated)}"
+
+
+def test_flat_graph_options_become_settings_and_a_run() -> None:
+    options = {"tau": 0.4, "vectors": "minilm", "memory_budget": "2G", "llm": "openai:m"}
+    arguments = graph_arguments(options, False)
+    assert arguments == {
+        "settings": GraphSettings(tau=0.4, vectors="minilm"),
+        "run": RunOptions(memory_budget="2G", show_progress=False),
+        "llm": "openai:m",
+    }
+    assert options == {"tau": 0.4, "vectors": "minilm", "memory_budget": "2G", "llm": "openai:m"}
+    whole = GraphSettings(theta=7)
+    assert graph_arguments({"settings": whole}, True)["settings"] is whole
+    assert graph_arguments(None, True) == {"settings": GraphSettings(), "run": RunOptions()}
+    update = graph_arguments({"delta": True, "max_concurrency": 2}, True, update=True)
+    assert update == {"delta": True, "run": RunOptions(max_concurrency=2)}
+
+
+def test_graph_options_the_build_does_not_take_are_refused() -> None:
+    with pytest.raises(InvalidRequestError, match="unknown graph options: delta, tua"):
+        graph_arguments({"tua": 0.5, "delta": True}, False)
+    with pytest.raises(InvalidRequestError, match="unknown graph option: theta"):
+        graph_arguments({"theta": 50}, False, update=True)  # an update keeps the store's
+    with pytest.raises(InvalidRequestError, match="both settings and its fields"):
+        graph_arguments({"settings": GraphSettings(), "theta": 50}, False)
+
+
+SHARED_WITH_THE_BUILD = {
+    "exact_groups",  # stage 3: the exact rule
+    "name_pairs",  # stage 3: candidates
+    "_decide_offline",  # stage 3: the offline merge decision
+    "extracted_relations",  # stage 4: the extracted relations of aligned mentions
+    "cooccurrence_edges",  # stage 4: co-occurrence edges
+    "similarity_edges",  # stage 4: similarity edges of pairs kept apart
+    "build_hyperedges",  # stage 5: n-ary facts -> hyperedges
+    "hyperedge_vectors",  # stage 5: the hyperedges' vectors
+    "embedded_relations",  # stage 5: which relations get a vector
+    "insert_passages",  # stage 6: the store's table writers
+    "insert_entities",
+    "insert_relations",
+    "insert_hyperedges",
+}
+
+
+def test_the_delta_calls_the_build_stage_functions_it_shares() -> None:
+    """Where the delta computes what a build's stage computes, it calls that stage's function
+    (the delta module's docstring says which stages keep their own algorithm, and why)."""
+    tree = ast.parse((GRAPH / "delta.py").read_text())
+    called = {
+        name
+        for function in ast.walk(tree)
+        if isinstance(function, ast.FunctionDef)
+        for name in _calls(function)
+    }
+    assert SHARED_WITH_THE_BUILD <= called, sorted(SHARED_WITH_THE_BUILD - called)

@@ -26,7 +26,7 @@ from graphseek.knowledge.graph.contextual import (
 from graphseek.knowledge.graph.models import Mention
 from graphseek.knowledge.graph.offline import OfflineExtractor
 from graphseek.knowledge.graph.records import EntityRecord
-from graphseek.knowledge.graph.settings import GraphSettings, settings_of
+from graphseek.knowledge.graph.settings import QUIET, GraphSettings, settings_of
 from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 from graphseek.knowledge.graph.text import stable_id
@@ -569,11 +569,11 @@ def test_contextual_update_and_delete_equal_a_rebuild(tiny_passages, tmp_path: P
         base = np.asarray(got.alignment_state()[2])
         assert_close(base, np.asarray(want.alignment_state()[2]), rtol=HALF_STEPS)
 
-    full = build_graph(tiny_passages, tmp_path / "full", show_progress=False)
-    build_graph(tiny_passages[:5], tmp_path / "grown", show_progress=False).close()
-    grown = add_passages(tmp_path / "grown", tiny_passages[5:], show_progress=False)
+    full = build_graph(tiny_passages, tmp_path / "full", run=QUIET)
+    build_graph(tiny_passages[:5], tmp_path / "grown", run=QUIET).close()
+    grown = add_passages(tmp_path / "grown", tiny_passages[5:], run=QUIET)
     assert_same(grown, full)
-    part = build_graph(tiny_passages[:5], tmp_path / "part", show_progress=False)
+    part = build_graph(tiny_passages[:5], tmp_path / "part", run=QUIET)
     shrunk = delete_passages(tmp_path / "full", [p.id for p in tiny_passages[5:]])
     assert_same(shrunk, part)
     assert len(shrunk.mention_embeddings()[1]) == len(part.mention_embeddings()[1])
@@ -596,7 +596,7 @@ def test_a_build_runs_the_first_batches_ahead_with_the_same_result(
     def build(name: str) -> tuple[np.ndarray, SQLiteGraphStore]:
         vectors: list[SpilledArray] = []
         store = build_graph(
-            tiny_passages, tmp_path / name, show_progress=False, on_passage_vectors=vectors.append
+            tiny_passages, tmp_path / name, run=QUIET, on_passage_vectors=vectors.append
         )
         # the pass's vectors come in their temporary file; np.asarray reads them
         assert isinstance(vectors[0], SpilledArray) and len(vectors[0]) == len(tiny_passages)
@@ -618,12 +618,12 @@ def test_custom_embed_aligns_record_strings(tiny_passages, tmp_path: Path) -> No
     def embed(texts):  # noqa: ANN001, ANN202
         return get_embedder().encode(list(texts))
 
-    store = build_graph(tiny_passages[:4], tmp_path / "g", show_progress=False, embed=embed)
+    store = build_graph(tiny_passages[:4], tmp_path / "g", run=QUIET, embed=embed)
     assert store.manifest["settings"]["alignment"] == "records"
     assert store.mention_embeddings()[1] == []
     with pytest.raises(ValueError, match="custom `embed`"):
-        build_graph(tiny_passages[:2], tmp_path / "h", show_progress=False).close()
-        add_passages(tmp_path / "h", tiny_passages[2:4], show_progress=False, embed=embed)
+        build_graph(tiny_passages[:2], tmp_path / "h", run=QUIET).close()
+        add_passages(tmp_path / "h", tiny_passages[2:4], run=QUIET, embed=embed)
 
 
 def test_adding_to_an_index_encodes_the_new_passages_once(

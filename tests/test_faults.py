@@ -335,6 +335,7 @@ def test_ctrl_c_during_extraction_waits_for_the_run_ahead_thread(
     from graphseek.knowledge.embedder import SpanPass
     from graphseek.knowledge.graph import build_graph
     from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.settings import QUIET
 
     release, ended = threading.Event(), threading.Event()
 
@@ -352,7 +353,7 @@ def test_ctrl_c_during_extraction_waits_for_the_run_ahead_thread(
     monkeypatch.setattr(SpanPass, "run_ahead", slow_batch)
     monkeypatch.setattr(OfflineExtractor, "extract_to", interrupted)  # what a build calls
     with pytest.raises(KeyboardInterrupt):
-        build_graph(tiny_passages, tmp_path / "graph", show_progress=False)
+        build_graph(tiny_passages, tmp_path / "graph", run=QUIET)
     assert ended.is_set()
 
 

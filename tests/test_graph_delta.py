@@ -18,7 +18,7 @@ from test_graph_store import CORPUS, build, snapshot
 from graphseek.knowledge.graph import SQLiteGraphStore, add_passages
 from graphseek.knowledge.graph import delta as delta_module
 from graphseek.knowledge.graph.models import Entity, graph_record
-from graphseek.knowledge.graph.settings import settings_of
+from graphseek.knowledge.graph.settings import QUIET, GraphSettings, settings_of
 from graphseek.knowledge.passages import Passage
 
 FORD_AGAIN = Passage.from_title_text(
@@ -48,7 +48,7 @@ def test_a_delta_add_gives_the_rebuilds_graph_on_a_small_corpus(
     """No bridge between stored entities and no topic count change: the same entities,
     relations, links and hyperedges as a rebuild; the topics are the nearest stored ones."""
     out = copy_of(stores["half"], tmp_path)
-    updated = add_passages(out, CORPUS[3:] + CORPUS[:1], show_progress=False, delta=True)
+    updated = add_passages(out, CORPUS[3:] + CORPUS[:1], run=QUIET, delta=True)
     with SQLiteGraphStore.open(stores["full"]) as full:
         # the delta's new cosines come from its own search of the stored vectors, the
         # rebuild's from a search of every pair (two float kernels): "similar" relation
@@ -69,7 +69,7 @@ def test_a_delta_add_gives_the_rebuilds_graph_on_a_small_corpus(
 
 def test_the_store_a_delta_writes_reads_back_whole(stores: dict[str, Path], tmp_path: Path) -> None:
     out = copy_of(stores["half"], tmp_path)
-    updated = add_passages(out, CORPUS[3:], show_progress=False, delta=True)
+    updated = add_passages(out, CORPUS[3:], run=QUIET, delta=True)
     ids = updated.entity_ids()
     vectors, rows = updated.entity_embeddings()
     assert rows == ids and vectors.shape == (len(ids), 384)
@@ -104,7 +104,7 @@ def test_a_stored_entity_keeps_its_id_and_gains_the_new_mentions(
     with SQLiteGraphStore.open(out) as before:
         (ford,) = before.find_entities("John Ford")
         american = before.find_entities("American")[0]
-    updated = add_passages(out, [FORD_AGAIN], show_progress=False, delta=True)
+    updated = add_passages(out, [FORD_AGAIN], run=QUIET, delta=True)
     (after,) = updated.find_entities("John Ford")
     assert after.id == ford.id
     assert FORD_AGAIN.id in updated.passages_of(ford.id)
@@ -123,8 +123,8 @@ def test_an_exact_add_after_a_delta_gives_the_rebuild_again(
     stores: dict[str, Path], tmp_path: Path
 ) -> None:
     out = copy_of(stores["half"], tmp_path)
-    add_passages(out, CORPUS[3:5], show_progress=False, delta=True).close()
-    exact = add_passages(out, CORPUS[5:], show_progress=False)
+    add_passages(out, CORPUS[3:5], run=QUIET, delta=True).close()
+    exact = add_passages(out, CORPUS[5:], run=QUIET)
     with SQLiteGraphStore.open(stores["full"]) as full:
         assert_close(snapshot(exact), snapshot(full))  # cosines from other searches
         assert [t.model_dump() for t in exact.topics()] == [t.model_dump() for t in full.topics()]
@@ -187,7 +187,7 @@ def test_a_failing_delta_leaves_the_store_as_it_was(
 
     monkeypatch.setattr(delta_module, "_extend_matrices", boom)
     with pytest.raises(RuntimeError, match="disk full"):
-        add_passages(out, CORPUS[3:], show_progress=False, delta=True)
+        add_passages(out, CORPUS[3:], run=QUIET, delta=True)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["graph"]  # nothing left behind
 
@@ -195,7 +195,7 @@ def test_a_failing_delta_leaves_the_store_as_it_was(
 def test_a_delta_add_refuses_an_llm_aligner(stores: dict[str, Path], tmp_path: Path) -> None:
     out = copy_of(stores["half"], tmp_path)
     with pytest.raises(ValueError, match="delta add decides merges offline"):
-        add_passages(out, CORPUS[3:], show_progress=False, delta=True, llm=_never_called())
+        add_passages(out, CORPUS[3:], run=QUIET, delta=True, llm=_never_called())
     manifest = json.loads((out / "manifest.json").read_text())
     assert "delta" not in manifest
 
@@ -221,7 +221,7 @@ def test_a_build_keeps_its_common_words_and_a_delta_reads_them(
 
     monkeypatch.setattr(delta_module, "top_common_words", recount)
     out = copy_of(stores["half"], tmp_path)
-    add_passages(out, CORPUS[3:], show_progress=False, delta=True).close()
+    add_passages(out, CORPUS[3:], run=QUIET, delta=True).close()
     assert json.loads((out / "matcher.json").read_text()) == kept
 
 
@@ -232,8 +232,8 @@ def test_stats_say_how_many_delta_adds_wait_for_a_rebuild(
 
     out = copy_of(stores["half"], tmp_path)
     assert "delta adds" not in format_stats(graph_stats(out))
-    add_passages(out, CORPUS[3:5], show_progress=False, delta=True).close()
-    add_passages(out, CORPUS[5:], show_progress=False, delta=True).close()
+    add_passages(out, CORPUS[3:5], run=QUIET, delta=True).close()
+    add_passages(out, CORPUS[5:], run=QUIET, delta=True).close()
     text = format_stats(graph_stats(out))
     assert "delta adds" in text and "2 (3 passages) since the last build" in text
 
@@ -243,8 +243,8 @@ def test_a_delta_add_to_a_store_aligned_with_record_strings(tmp_path: Path) -> N
     from graphseek.knowledge.graph import build_graph
 
     out = tmp_path / "graph"
-    build_graph(CORPUS[3:5], out, show_progress=False, alignment="records").close()
-    updated = add_passages(out, [FORD_AGAIN], show_progress=False, delta=True)
+    build_graph(CORPUS[3:5], out, run=QUIET, settings=GraphSettings(alignment="records")).close()
+    updated = add_passages(out, [FORD_AGAIN], run=QUIET, delta=True)
     assert updated.manifest["settings"]["alignment"] == "records"
     (ford,) = updated.find_entities("John Ford")
     assert FORD_AGAIN.id in updated.passages_of(ford.id)
@@ -262,7 +262,7 @@ def test_a_delete_after_a_delta_gives_the_rebuild_of_what_is_left(
     from graphseek.knowledge.graph import delete_passages
 
     out = copy_of(stores["half"], tmp_path)
-    add_passages(out, CORPUS[3:], show_progress=False, delta=True).close()
+    add_passages(out, CORPUS[3:], run=QUIET, delta=True).close()
     after = delete_passages(out, [CORPUS[0].id])
     rebuilt = build(CORPUS[1:], tmp_path / "rebuilt")
     # cosines from other searches: within a tolerance (the fixture's nearest to the candidate
@@ -277,8 +277,8 @@ def test_an_exact_add_after_a_delta_keeps_the_stored_merge_decisions(tmp_path: P
     add must still find the pairs it decided before (Steph / Stephen Curry stay one)."""
     out = tmp_path / "graph"
     build(CORPUS[3:], out).close()
-    add_passages(out, CORPUS[:3], show_progress=False, delta=True).close()
-    exact = add_passages(out, [FORD_AGAIN], show_progress=False)
+    add_passages(out, CORPUS[:3], run=QUIET, delta=True).close()
+    exact = add_passages(out, [FORD_AGAIN], run=QUIET)
     rebuilt = build([*CORPUS[3:], *CORPUS[:3], FORD_AGAIN], tmp_path / "rebuilt")
     # cosines from other searches: within a tolerance (the fixture's nearest to the candidate
     # threshold is 0.0018 from it)
@@ -296,7 +296,7 @@ def test_a_stored_entity_that_gains_aliases_gets_its_vector_again(tmp_path: Path
     more = Passage.from_title_text(
         "Golden State", "The Golden State Warriors, also called the Dubs, won in 2015."
     )
-    updated = add_passages(out, [more], show_progress=False, delta=True)
+    updated = add_passages(out, [more], run=QUIET, delta=True)
     grown = [e for e in updated.entities() if more.id in e.passage_ids and len(e.passage_ids) > 1]
     assert grown
     settings = settings_of(updated)

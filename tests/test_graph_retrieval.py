@@ -491,11 +491,12 @@ def test_index_without_graph_names_the_command(tiny_index: object) -> None:
 @pytest.mark.slow
 def test_higra_end_to_end_on_an_offline_graph(tmp_path: Path, tiny_passages: list[Passage]) -> None:
     from graphseek.knowledge.graph.build import build_graph
+    from graphseek.knowledge.graph.settings import QUIET
     from graphseek.knowledge.index import Index
     from graphseek.tools.retrievers import retrieve, retriever_names
 
     index = Index.build(tiny_passages, tmp_path / "index", show_progress=False)
-    build_graph(index.passages, index.dir_for("graph"), show_progress=False)
+    build_graph(index.passages, index.dir_for("graph"), run=QUIET)
     index = Index.open(tmp_path / "index")
     assert {"higra", "progressive"} <= set(retriever_names())
 

@@ -270,13 +270,13 @@ def test_delete_drops_the_passages_sentences(graph_index, tmp_path: Path) -> Non
 
 def test_a_graph_without_sentences(tiny_passages, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from graphseek.knowledge.graph import SQLiteGraphStore, build_graph
-    from graphseek.knowledge.graph.settings import GraphSettings, settings_of
+    from graphseek.knowledge.graph.settings import QUIET, GraphSettings, settings_of
 
     build_graph(
         tiny_passages[:3],
         tmp_path / "graph",
         settings=GraphSettings(sentences="none"),
-        show_progress=False,
+        run=QUIET,
     ).close()
     assert not any((tmp_path / "graph" / name).exists() for name in SENTENCE_FILES)
     with SQLiteGraphStore.open(tmp_path / "graph") as store:
@@ -291,6 +291,7 @@ def test_sharded_map_stages_pool_the_sentences(tiny_passages, tmp_path: Path) ->
     import pickle
 
     from graphseek.knowledge.graph.build import build_graph, join_mapped, map_passages
+    from graphseek.knowledge.graph.settings import QUIET
 
     passages = tiny_passages[:4]
     shards = [
@@ -298,9 +299,7 @@ def test_sharded_map_stages_pool_the_sentences(tiny_passages, tmp_path: Path) ->
         map_passages(passages[2:], in_process=True),
     ]
     shards = [pickle.loads(pickle.dumps(s)) for s in shards]  # as a worker sends them back
-    build_graph(
-        passages, tmp_path / "graph", mapped=join_mapped(shards), show_progress=False
-    ).close()
+    build_graph(passages, tmp_path / "graph", mapped=join_mapped(shards), run=QUIET).close()
     layer = SentenceLayer.load(tmp_path / "graph")
     assert layer is not None
     expected = sum(len(passage_sentences(p)) for p in passages)

@@ -24,6 +24,7 @@ from graphseek.knowledge.graph import (
     format_stats,
     graph_stats,
 )
+from graphseek.knowledge.graph.settings import QUIET, GraphSettings
 from graphseek.knowledge.passages import Passage
 
 CORPUS = [
@@ -73,7 +74,7 @@ def snapshot(store: SQLiteGraphStore) -> dict[str, object]:
 
 
 def build(passages: Sequence[Passage], out: Path) -> SQLiteGraphStore:
-    return build_graph(passages, out, show_progress=False, theta=50, top_k_common=20)
+    return build_graph(passages, out, run=QUIET, settings=GraphSettings(theta=50, top_k_common=20))
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +201,7 @@ def test_the_raw_layer_reads_back_as_the_extractions_written(tmp_path: Path) -> 
 def test_incremental_add_equals_rebuild(store: SQLiteGraphStore, tmp_path: Path) -> None:
     out = tmp_path / "graph"
     build(CORPUS[:3], out).close()
-    updated = add_passages(out, CORPUS[3:] + CORPUS[:1], show_progress=False)  # one repeat
+    updated = add_passages(out, CORPUS[3:] + CORPUS[:1], run=QUIET)  # one repeat
     assert sorted(updated.passage_ids()) == sorted(p.id for p in CORPUS)
     # the update searches only its new entities' cosines, the rebuild every pair's (two float
     # kernels): "similar" relation weights within a tolerance. No cosine of the fixture is
@@ -252,7 +253,7 @@ def test_a_build_bounds_the_c_heap_before_it_extracts(
     asked: list[str] = []
     monkeypatch.setattr(memory, "bound_heap", lambda: asked.append("bound") or True)
     with pytest.raises(Boom):
-        build_graph(CORPUS[:2], tmp_path / "g", extractor=FailingExtractor(), show_progress=False)
+        build_graph(CORPUS[:2], tmp_path / "g", extractor=FailingExtractor(), run=QUIET)
     assert asked == ["bound"]
 
 
@@ -263,7 +264,7 @@ def test_interrupted_build_keeps_the_previous_store(
     shutil.copytree(store.dir, out)
     before = snapshot(SQLiteGraphStore.open(out))
     with pytest.raises(Boom):
-        build_graph(CORPUS[:2], out, extractor=FailingExtractor(), show_progress=False)
+        build_graph(CORPUS[:2], out, extractor=FailingExtractor(), run=QUIET)
     assert gc.isenabled()  # the build pauses automatic collection, and gives it back on failure
 
     import graphseek.knowledge.graph.store_writer as store_module
@@ -310,17 +311,17 @@ def test_stats_on_a_directory(store_dir: Path) -> None:
 
 def test_errors(tmp_path: Path, store_dir: Path) -> None:
     with pytest.raises(CorpusError, match="empty"):
-        build_graph([], tmp_path / "g", show_progress=False)
+        build_graph([], tmp_path / "g", run=QUIET)
     clash = [Passage(id="p1", text="a"), Passage(id="p1", text="b")]
     with pytest.raises(CorpusError, match="p1"):
-        build_graph(clash, tmp_path / "g", show_progress=False)
+        build_graph(clash, tmp_path / "g", run=QUIET)
     with pytest.raises(IndexNotFoundError):
         SQLiteGraphStore.open(tmp_path / "nothing")
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep me")
     with pytest.raises(IndexFormatError, match="refusing"):
-        build_graph(CORPUS[:1], precious, show_progress=False)
+        build_graph(CORPUS[:1], precious, run=QUIET)
     assert (precious / "notes.txt").read_text() == "keep me"
     copy = tmp_path / "copy"
     shutil.copytree(store_dir, copy)
@@ -395,7 +396,9 @@ def test_llm_pipeline_with_a_scripted_model(tmp_path: Path) -> None:
         Passage.from_title_text("A", "Stephen Curry plays for the Golden State Warriors."),
         Passage.from_title_text("B", "Steph Curry, the Warriors guard, plays at their arena."),
     ]
-    store = build_graph(passages, tmp_path / "g", llm=model, show_progress=False, tau=0.5)
+    store = build_graph(
+        passages, tmp_path / "g", llm=model, run=QUIET, settings=GraphSettings(tau=0.5)
+    )
     assert store.manifest["extractor"] == "LLMExtractor"
     # an LLM's names need not occur in the passage: those without a vector embed records
     assert store.manifest["settings"]["outside_window"] == "records"

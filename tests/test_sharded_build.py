@@ -150,7 +150,7 @@ def test_unknown_graph_options_fail_before_any_task(tmp_path: Path) -> None:
     from graphseek.errors import InvalidRequestError
 
     few = demo_copies(1, "sharded")[:3]
-    with pytest.raises(InvalidRequestError, match="unknown graph option for a sharded build: tua"):
+    with pytest.raises(InvalidRequestError, match="unknown graph option: tua"):
         Index.build(few, tmp_path / "x", graph=True, graph_options={"tua": 0.5}, workers=2)
     assert not (tmp_path / "x").exists()
 

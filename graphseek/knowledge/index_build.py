@@ -138,14 +138,14 @@ class GraphAddition:
         """Add the passages to the graph in `graph_dir`, written to `out_dir` (a new
         directory) or in place."""
         from graphseek.knowledge.graph import add_passages
+        from graphseek.knowledge.graph.settings import graph_arguments
 
         add_passages(
             graph_dir,
             self.new,
-            show_progress=self.show_progress,
             on_passage_vectors=self.from_graph.append,
             out_dir=out_dir,
-            **self.options,
+            **graph_arguments(self.options, self.show_progress, update=True),
         )
 
     def vectors(self, encoder: TextEncoder, batch_size: int) -> np.ndarray:
@@ -160,8 +160,9 @@ def delete_from_graph(
     """Remove passages `drop` from the graph in `graph_dir`, with what only they supported;
     written to `out_dir` (a new directory) or in place."""
     from graphseek.knowledge.graph import delete_passages
+    from graphseek.knowledge.graph.settings import RunOptions
 
-    delete_passages(graph_dir, drop, show_progress=show_progress, out_dir=out_dir)
+    delete_passages(graph_dir, drop, run=RunOptions(show_progress=show_progress), out_dir=out_dir)
 
 
 def check_passages(items: list[Any]) -> None:
@@ -190,10 +191,15 @@ def resolve_embedder(embedder: str | TextEncoder | None, dim: int | None = None)
 
 
 def check_graph_options(encoder: TextEncoder, options: Mapping[str, Any] | None) -> None:
-    """Refuse graph vectors in the passage embedder's space (``vectors="minilm"``) with an
-    embedder other than the packaged MiniLM: the graph is embedded with MiniLM and queried
-    with the passage embedder's query vector, so the two must be one model."""
-    if embedders.is_default(encoder) or (options or {}).get("vectors", "static") != "minilm":
+    """Check a build's graph options before the corpus is read: options the build does not
+    know (`graph_arguments`), and graph vectors in the passage embedder's space
+    (``vectors="minilm"``) with an embedder other than the packaged MiniLM: the graph is
+    embedded with MiniLM and queried with the passage embedder's query vector, so the two must
+    be one model."""
+    from graphseek.knowledge.graph.settings import graph_arguments
+
+    settings = graph_arguments(options, False)["settings"]
+    if embedders.is_default(encoder) or settings.vectors != "minilm":
         return
     raise ValueError(
         f"graph vectors 'minilm' share the passage embedder's space, which is "
@@ -210,23 +216,22 @@ def build_graph_into(
 ) -> Rows | None:
     """Build the graph of `items` into `directory`; returns the passage vectors its build
     computed (rows in the order of `items`, in a temporary file), or None when it computed
-    none. `mapped`: the results of its map stages computed elsewhere (`build_graph(...,
-    mapped=...)`)."""
+    none. `options`: the flat ``graph_options`` (`graph_arguments`). `mapped`: the results of
+    its map stages computed elsewhere (`build_graph(..., mapped=...)`)."""
     from graphseek.knowledge.graph import build_graph
+    from graphseek.knowledge.graph.settings import graph_arguments
     from graphseek.knowledge.graph.spool import SpilledArray
 
     # on disk from the passage pass on (not held through the stages' peak)
     vectors: list[SpilledArray] = []
-    more = {} if mapped is None else {"mapped": mapped}
     build_graph(
         items,
         directory,
-        show_progress=show_progress,
         on_passage_vectors=lambda rows: vectors.append(
             rows if isinstance(rows, SpilledArray) else SpilledArray(rows)
         ),
-        **dict(options or {}),
-        **more,
+        mapped=mapped,
+        **graph_arguments(options, show_progress),
     )
     return vectors[0] if vectors else None
 

@@ -123,23 +123,11 @@ def shard_bounds(n: int, workers: int, shard_size: int = SHARD_PASSAGES) -> list
 
 
 def checked_graph_options(graph_options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The graph options as `build_graph` takes them, checked before any task runs: an option
-    it does not know would otherwise fail only after the map stages."""
-    import inspect
+    """The graph options as `map_passages` takes them (`graph_arguments`), checked before any
+    task runs."""
+    from graphseek.knowledge.graph.settings import graph_arguments
 
-    from graphseek.knowledge.graph.build import build_graph
-
-    options = dict(graph_options or {})
-    known = inspect.signature(build_graph).parameters
-    unknown = sorted(
-        (set(options) - set(known)) | ({"mapped", "on_passage_vectors"} & set(options))
-    )
-    if unknown:
-        raise InvalidRequestError(
-            f"unknown graph option{'s' if len(unknown) > 1 else ''} for a sharded build: "
-            f"{', '.join(unknown)}"
-        )
-    return options
+    return graph_arguments(graph_options, False)
 
 
 def map_shard(

@@ -24,7 +24,8 @@ Where things are:
   `mention_columns`, `relation_columns`, `mention_table`, `merge_pairs`, `passage_links`,
   `read_sequence`) each behave as the list or dict they replace, so a stage reads as if they
   were one; `budget` estimates a build's peak;
-- `store` and `store_writer`: the store on disk; `settings`: what a build is (`GraphSettings`).
+- `store` and `store_writer`: the store on disk; `settings`: what a build is (`GraphSettings`)
+  and how it runs (`RunOptions`).
 """
 
 from graphseek.knowledge.graph.align import Aligner, AlignmentCache, MergeGroups
@@ -50,7 +51,7 @@ from graphseek.knowledge.graph.models import (
 from graphseek.knowledge.graph.offline import OfflineExtractor
 from graphseek.knowledge.graph.openie import OpenIEImporter, OpenIEStats
 from graphseek.knowledge.graph.records import types_compatible
-from graphseek.knowledge.graph.settings import GraphSettings
+from graphseek.knowledge.graph.settings import GraphSettings, RunOptions
 from graphseek.knowledge.graph.stats import format_stats, graph_stats
 from graphseek.knowledge.graph.store import GraphStore, SQLiteGraphStore
 
@@ -78,6 +79,7 @@ __all__ = [
     "RawRelation",
     "Relation",
     "RuleCoreferencer",
+    "RunOptions",
     "SQLiteGraphStore",
     "Topic",
     "TopicSubgraph",

@@ -11,6 +11,8 @@ Passages are loaded and chunked before they reach a build (`graphseek.knowledge.
 5. hyperedges and topics (G-RAGent), and the vectors of entities and relations;
 6. write the store atomically (`graphseek.knowledge.graph.store`), then its sentence layer.
 
+What is built is one `GraphSettings` (saved in the store's manifest); how a build runs (memory
+budget, model calls at once, progress bars) is one `RunOptions`, which never changes the store.
 What the stages keep out of memory between them, and the memory budget, are
 `graphseek.knowledge.graph.memory`'s: no stage holds more than it computes.
 
@@ -20,7 +22,8 @@ Incremental updates keep the raw extractions and the alignment cache in the stor
 passages with everything only they supported. Linking, hyperedges and topics are recomputed (they
 depend on corpus-wide counts) with cached embeddings: stages 3-6 again (`assemble`). With the
 offline decisions, the result is the graph a full rebuild of the same passages would give. A
-delta add (`graphseek.knowledge.graph.delta`) changes only what the new passages reach.
+delta add (`graphseek.knowledge.graph.delta`) runs stages 1-2 here, then changes only what the
+new passages reach; its docstring lists the stage functions it shares and why the rest differ.
 """
 
 from __future__ import annotations
@@ -45,7 +48,13 @@ from graphseek.knowledge.graph.contextual import AheadPass, encode_passages
 from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.run_ahead import RunAhead
-from graphseek.knowledge.graph.settings import GraphSettings, settings_of
+from graphseek.knowledge.graph.settings import (
+    QUIET,
+    GraphSettings,
+    RunOptions,
+    graph_arguments,
+    settings_of,
+)
 from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, SpilledArray
 from graphseek.knowledge.graph.stages import Run
 from graphseek.knowledge.graph.stages.align import align
@@ -72,7 +81,6 @@ from graphseek.knowledge.graph.vectors import (
     Embed,
     VectorCache,
     cache_from_store,
-    default_embed,
     string_embed,
 )
 from graphseek.knowledge.passages import Passage
@@ -81,10 +89,12 @@ __all__ = [
     "MappedJoin",
     "MappedPassages",
     "PassageRows",
+    "RunOptions",
     "add_passages",
     "assemble",
     "build_graph",
     "delete_passages",
+    "graph_arguments",
     "join_mapped",
     "map_passages",
 ]
@@ -102,66 +112,48 @@ def build_graph(
     passages: Iterable[Passage],
     out_dir: str | os.PathLike[str],
     *,
+    settings: GraphSettings | None = None,
+    run: RunOptions | None = None,
     extractor: Extractor | str | None = None,
     llm: Any = None,
     coreferencer: Coreferencer | None = None,
-    settings: GraphSettings | None = None,
     embed: Embed | None = None,
-    max_concurrency: int = 8,
-    show_progress: bool = True,
     on_passage_vectors: Callable[[PassageRows], None] | None = None,
     mapped: MappedPassages | None = None,
-    memory_budget: int | str | None = None,
-    tau: float | None = None,
-    theta: int = GraphSettings.theta,
-    top_k_common: int = GraphSettings.top_k_common,
-    cooccurrence: str = GraphSettings.cooccurrence,
-    vectors: str = GraphSettings.vectors,
-    alignment: str = GraphSettings.alignment,
-    outside_window: str | None = GraphSettings.outside_window,
 ) -> SQLiteGraphStore:
     """Build the HiGra graph of `passages` into the directory `out_dir` (atomically); returns
     the opened store.
 
-    What is built is `settings` (`GraphSettings`; `tau`, `theta`, `top_k_common`,
-    `cooccurrence`, `vectors`, `alignment` and `outside_window` are its fields, taken when no
-    `settings` is given, as the command line and `Index.build` pass them). How it runs:
-    `extractor`, an `Extractor`, ``"offline"`` or ``"llm"`` (None: ``"llm"`` when `llm`
-    resolves to a chat model, else ``"offline"``); `llm` (a spec, a role mapping or a chat
-    model; roles ``"extractor"`` and ``"aligner"``) also decides semantic merges and predicts
-    Phase 3 relations, offline without it; `embed`, the encoder (MiniLM by default; a custom
-    one gives no contextual vectors, so alignment falls back to record strings).
+    What is built is `settings` (`GraphSettings`, saved in the store's manifest); how the
+    build runs is `run` (`RunOptions`: the memory budget, model calls at once, progress bars;
+    the same store whatever they are). The models: `extractor`, an `Extractor`, ``"offline"``
+    or ``"llm"`` (None: ``"llm"`` when `llm` resolves to a chat model, else ``"offline"``);
+    `llm` (a spec, a role mapping or a chat model; roles ``"extractor"`` and ``"aligner"``)
+    also decides semantic merges and predicts Phase 3 relations, offline without it; `embed`,
+    the encoder (MiniLM by default; a custom one gives no contextual vectors, so alignment
+    falls back to record strings). `graph_arguments` turns a flat ``graph_options`` mapping
+    into these arguments.
 
     With contextual alignment the passage pass's vectors (rows in the order of `passages`, a
     `PassageRows`) go to `on_passage_vectors`: an index stores them instead of encoding
     twice. `mapped`: the map stages' results computed elsewhere (`map_passages` with the same
-    options, e.g. on Dask workers): extraction and the passage pass do not run here.
-    `memory_budget` (MB, or a size such as ``"4G"``; None: half the machine's memory) chooses
-    how much runs at once (`graphseek.knowledge.graph.memory`; the same store whatever it is)."""
+    settings, e.g. on Dask workers): extraction and the passage pass do not run here."""
+    run = run or RunOptions()
     started, peak_before = time.perf_counter(), peak_rss_mb()
     corpus = _checked(passages)
     if not corpus:
         raise CorpusError("cannot build a graph from an empty corpus (no passages given)")
     check_target(out_dir)
     memory.bound_process_heap()  # before workers fork and encoder threads start
-    settings = settings or GraphSettings(
-        tau=tau,
-        theta=theta,
-        top_k_common=top_k_common,
-        cooccurrence=cooccurrence,
-        vectors=vectors,
-        alignment=alignment,
-        outside_window=outside_window,
-    )
-    chosen = resolve_extractor(extractor, llm, show_progress, max_concurrency)
+    chosen = resolve_extractor(extractor, llm, run.show_progress, run.max_concurrency)
     plan = memory.plan_budget(
         len(corpus),
         chosen,
-        memory_budget,
+        run.memory_budget,
         own=not isinstance(extractor, Extractor),
         map_stages=mapped is None,
     )
-    settings = _outside_window(settings, chosen)
+    settings = _outside_window(settings or GraphSettings(), chosen)
     timings: dict[str, Any] = {}
 
     # 1. extraction (the passage pass's first batches run ahead while the extractor loads)
@@ -170,15 +162,9 @@ def build_graph(
         extractions = mapped.extracted(corpus, type(chosen).__name__, timings)
     else:
         extractions, embed, first = _extract(
-            corpus, chosen, coreferencer, settings, embed, show_progress, timings
+            corpus, chosen, coreferencer, settings, embed, run.show_progress, timings
         )
-    run = Run(
-        embed or default_embed(show_progress),
-        model_of(llm, "aligner"),
-        max_concurrency,
-        show_progress,
-        timings,
-    )
+    stage_run = Run.of(run, embed, model_of(llm, "aligner"), timings)
 
     # 2. the passage pass: vectors for the index, mention vectors for alignment
     prefetch = Background(import_topic_libraries)  # meanwhile
@@ -186,7 +172,13 @@ def build_graph(
     passes = mapped.passage_vectors_for(settings, pooled) if mapped is not None else None
     if passes is None:
         passes = passage_pass(
-            corpus, extractions, settings, run, sentences=pooled, ahead=first, threads=plan.threads
+            corpus,
+            extractions,
+            settings,
+            stage_run,
+            sentences=pooled,
+            ahead=first,
+            threads=plan.threads,
         )
     prefetch.result()
     passes.hand_on(on_passage_vectors)
@@ -194,12 +186,12 @@ def build_graph(
 
     # 3-5. align, link, hyperedges and topics
     data = assemble(
-        corpus, extractions, settings, run, VectorCache.fresh(settings, passes.mentions)
+        corpus, extractions, settings, stage_run, VectorCache.fresh(settings, passes.mentions)
     )
     data.manifest["memory"] = plan.as_manifest()
 
     # 6. write
-    store = write(data, out_dir, type(chosen).__name__, run, started, plan.cache_kib)
+    store = write(data, out_dir, type(chosen).__name__, stage_run, started, plan.cache_kib)
     store = write_sentences(store, settings, passes.sentences, None)
     memory.check_peak(plan, peak_before)
     return store
@@ -299,24 +291,23 @@ def _extract(
 def map_passages(
     passages: Sequence[Passage],
     *,
+    settings: GraphSettings | None = None,
+    run: RunOptions | None = None,
     extractor: Extractor | str | None = None,
     llm: Any = None,
     coreferencer: Coreferencer | None = None,
-    alignment: str = GraphSettings.alignment,
-    settings: GraphSettings | None = None,
     embed: Embed | None = None,
-    max_concurrency: int = 8,
     in_process: bool = False,
-    **_reduce_options: Any,
 ) -> MappedPassages:
     """Stages 1-2 of `build_graph` over `passages` (one shard): extraction, then, with
     contextual alignment and the default embedder, the passage pass. Takes `build_graph`'s
-    options (those of the later stages are not used here). `in_process`: the offline
-    extractor parses in this process (a Dask worker is a daemon process, which may not start
-    its own workers; the result is the same)."""
+    arguments (`run`'s memory budget and progress bars are the driver's). `in_process`: the
+    offline extractor parses in this process (a Dask worker is a daemon process, which may not
+    start its own workers; the result is the same)."""
     memory.bound_process_heap()
     items = list(passages)
-    chosen = resolve_extractor(extractor, llm, False, max_concurrency)
+    settings = settings or GraphSettings()
+    chosen = resolve_extractor(extractor, llm, False, (run or RunOptions()).max_concurrency)
     if in_process:
         from graphseek.knowledge.graph.offline import OfflineExtractor
 
@@ -324,14 +315,14 @@ def map_passages(
             chosen.n_process = 1
     timings: dict[str, Any] = {}
     extractions = extract(items, chosen, coreferencer, timings)
-    contextual = (settings.alignment if settings is not None else alignment) == "contextual"
+    contextual = settings.alignment == "contextual"
     # plain lists and dicts go back to the driver (the spool files are this process's)
     if not contextual or embed is not None:
         return MappedPassages(list(extractions), timings=timings)
     from graphseek.knowledge.embedder import get_embedder
 
     clock = Clock()
-    pooled = pooled_sentences(settings or GraphSettings())
+    pooled = pooled_sentences(settings)
     vectors, spooled = encode_passages(get_embedder(), items, extractions, sentences=pooled)
     clock.record(timings, "embed_passages", len(items), mentions=len(spooled))
     return MappedPassages(list(extractions), vectors.load(), dict(spooled), timings, pooled)
@@ -348,17 +339,16 @@ def add_passages(
     llm: Any = None,
     coreferencer: Coreferencer | None = None,
     embed: Embed | None = None,
-    max_concurrency: int = 8,
-    show_progress: bool = True,
+    run: RunOptions | None = None,
     on_passage_vectors: Callable[[PassageRows], None] | None = None,
     out_dir: str | os.PathLike[str] | None = None,
     delta: bool = False,
 ) -> SQLiteGraphStore:
     """Add passages to a store: only passages whose id is new are extracted, then aligned
-    against the existing entities; the settings are the store's. With contextual alignment
-    the new passages' vectors (rows in their order) go to `on_passage_vectors`. The result is
-    written to `out_dir` (a new directory; the store is left as it was) or, by default, in
-    place. Returns the store written.
+    against the existing entities; the settings are the store's (`run`: how the update runs,
+    as a build's). With contextual alignment the new passages' vectors (rows in their order)
+    go to `on_passage_vectors`. The result is written to `out_dir` (a new directory; the store
+    is left as it was) or, by default, in place. Returns the store written.
 
     By default the graph is re-assembled from every stored extraction: the store a rebuild of
     all the passages gives. With `delta`, only what the new passages reach changes
@@ -380,18 +370,19 @@ def add_passages(
         raise ValueError(
             "a delta add decides merges offline; add with delta=False to align with an LLM"
         )
-    chosen = resolve_extractor(extractor, llm, show_progress, max_concurrency)
+    run = run or RunOptions()
+    chosen = resolve_extractor(extractor, llm, run.show_progress, run.max_concurrency)
     name = recorded or type(chosen).__name__
-    run = Run(embed or default_embed(show_progress), None, max_concurrency, show_progress)
+    stage_run = Run.of(run, embed)
 
     # 1. extraction of the new passages
-    extracted = extract(new, chosen, coreferencer, run.timings)
+    extracted = extract(new, chosen, coreferencer, stage_run.timings)
     # 2. their passage pass, with the store's settings
     reuse = stored_sentences(store_dir)  # a store without sentences stays so
     pooled = pooled_sentences(settings) if reuse is not None else None
     vectors = PassageVectors(settings, None, {}, pooled)
     if settings.alignment == "contextual":
-        vectors = new_passage_pass(new, extracted, settings, run, sentences=pooled)
+        vectors = new_passage_pass(new, extracted, settings, stage_run, sentences=pooled)
     vectors.hand_on(on_passage_vectors)
     if delta:  # 3-6 where the new passages reach the stored graph
         from graphseek.knowledge.graph.delta import delta_add
@@ -402,9 +393,9 @@ def add_passages(
             extracted,
             vectors.mentions,
             settings,
-            embed=run.embed,
+            embed=stage_run.embed,
             extractor_name=name,
-            timings=run.timings,
+            timings=stage_run.timings,
             started=started,
             out_dir=out_dir,
         )
@@ -416,8 +407,8 @@ def add_passages(
         return old + new, itertools.chain(old_x, extracted)
 
     # 3-6 over every passage, the stored vectors reused
-    run.model = model_of(llm, "aligner")
-    return _update(store_dir, change, run, started, name=name, new=vectors, out_dir=out_dir)
+    stage_run.model = model_of(llm, "aligner")
+    return _update(store_dir, change, stage_run, started, name=name, new=vectors, out_dir=out_dir)
 
 
 def delete_passages(
@@ -426,13 +417,12 @@ def delete_passages(
     *,
     llm: Any = None,
     embed: Embed | None = None,
-    max_concurrency: int = 8,
-    show_progress: bool = False,
+    run: RunOptions = QUIET,
     out_dir: str | os.PathLike[str] | None = None,
 ) -> SQLiteGraphStore:
     """Remove passages, and every entity, relation and hyperedge only they supported.
     Unknown ids are ignored. Written to `out_dir` (a new directory) or, by default, in place.
-    Returns the store written."""
+    Returns the store written. `run`: how it runs (no progress bars by default)."""
     started = time.perf_counter()
     drop = set(passage_ids)
 
@@ -441,13 +431,9 @@ def delete_passages(
     ) -> tuple[list[Passage], Iterable[Extraction]]:
         return [p for p in old if p.id not in drop], (x for x in old_x if x.passage_id not in drop)
 
-    run = Run(
-        embed or default_embed(show_progress),
-        model_of(llm, "aligner"),
-        max_concurrency,
-        show_progress,
+    return _update(
+        store_dir, change, Run.of(run, embed, model_of(llm, "aligner")), started, out_dir=out_dir
     )
-    return _update(store_dir, change, run, started, out_dir=out_dir)
 
 
 @memory.bounded

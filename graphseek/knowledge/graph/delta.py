@@ -37,6 +37,31 @@ they compute the same thing (`extracted_relations`, `build_hyperedges`, `embedde
   or updated in one SQLite transaction, vectors appended to their ``.npy`` files, the sparse
   matrices extended), then swapped in atomically, as a build's are.
 
+What the delta shares with a build, stage by stage (`tests/test_build_pipeline.py` checks that
+it calls the shared functions), and why the rest is its own:
+
+- **1-2, extraction and the passage pass**: the build's `extract` and `new_passage_pass` (run
+  by `add_passages`); nothing of its own.
+- **3, alignment**: shares `exact_groups`, the candidate rules (`name_pairs`, `variant_pairs`,
+  `radius_pair_rows`) and the offline decision (`Aligner._decide_offline`). Its own is
+  `align_new`: `stages.align.align` merges base entities with base entities over the whole
+  corpus (union-find over every candidate pair), while the delta decides a new base entity
+  against a stored *entity's* record and never merges two stored entities, so it reads the
+  store's rows, not the corpus's pairs.
+- **4, linking**: shares `extracted_relations`, `cooccurrence_edges` and `similarity_edges`.
+  Its own is `new_relations` (only the new passages' relations; similarity edges capped
+  against the stored ones) and `match_links`: Phase 4's `theta` counts and `top_k_common`
+  words are corpus-wide, which `stages.link.link_passages` gets by matching every passage; the
+  delta counts only the names it hits, in the new and then the stored passages.
+- **5, hyperedges, topics, vectors**: shares `build_hyperedges`, `hyperedge_vectors`,
+  `embedded_relations`, `entity_text` and `relation_text`. Its own is `nearest_topics`: topics
+  are a k-means over every hyperedge vector (`stages.topics.HyperedgeTopics`), which rerun
+  would renumber every topic, so a new hyperedge joins the nearest stored centroid.
+- **6, the write**: shares the table writers (`insert_passages`, `insert_entities`,
+  `insert_relations`, `insert_hyperedges`, ...). Its own is `_write`: `stages.write.write`
+  writes a whole new store; the delta copies the store, then changes rows, appends vectors and
+  extends the matrices.
+
 The result is not byte for byte the store a rebuild gives: the k-means topics, matcher links
 whose counts cross `theta`, entity names and vectors that more mentions would change, and
 bridges between stored entities are a rebuild's to redo (`graphseek index`, or an exact add).

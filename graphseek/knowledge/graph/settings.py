@@ -1,10 +1,15 @@
-"""`GraphSettings`: how a graph is built, as saved in and read back from a store's manifest."""
+"""What a graph build takes: `GraphSettings`, what is built (saved in and read back from a
+store's manifest), and `RunOptions`, how the build runs (never saved: the store is the same
+whatever they are). `graph_arguments` turns the flat ``graph_options`` mapping of `Index.build`
+and the command line into the two."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
 
-from graphseek.errors import IndexFormatError
+from graphseek.errors import IndexFormatError, InvalidRequestError
 from graphseek.knowledge.graph.contextual import ALIGNMENT_VECTORS
 from graphseek.knowledge.graph.sentences import SENTENCE_VECTOR_SOURCES
 from graphseek.knowledge.graph.store import SQLiteGraphStore
@@ -108,6 +113,67 @@ class GraphSettings:
         """`tau`, resolved (never None after construction)."""
         assert self.tau is not None
         return self.tau
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a build or an update runs: the resources it takes, not what it builds."""
+
+    memory_budget: int | str | None = None
+    """MB, or a size such as ``"4G"``; None: half the machine's memory. Chooses how much runs at
+    once (extraction processes, encoder threads, the write's cache:
+    `graphseek.knowledge.graph.memory`)."""
+    max_concurrency: int = 8
+    """Model calls at once (an LLM extractor, aligner or relation predictor)."""
+    show_progress: bool = True
+    """Progress bars on stderr."""
+
+
+QUIET = RunOptions(show_progress=False)
+"""The default run, without progress bars."""
+
+MODELS = ("extractor", "llm", "coreferencer", "embed")
+"""The ``graph_options`` keys that name a build's models, passed on as they are: `extractor`
+(an `Extractor`, ``"offline"`` or ``"llm"``), `llm` (a chat model spec, a role mapping or a
+model), `coreferencer`, `embed` (the encoder)."""
+
+_SETTINGS = frozenset(f.name for f in fields(GraphSettings))
+_RUN = frozenset(f.name for f in fields(RunOptions))
+
+
+def graph_arguments(
+    options: Mapping[str, Any] | None,
+    show_progress: bool,
+    *,
+    update: bool = False,
+) -> dict[str, Any]:
+    """The flat ``graph_options`` of `Index.build` and `add_documents` as the keyword arguments
+    of `build_graph` (`update` False) or `add_passages` (`update` True): `GraphSettings`'
+    fields (or a whole ``settings``) into `settings`, `RunOptions`' fields into `run` (with
+    `show_progress` unless they name it), the `MODELS` and an update's ``delta`` as they are.
+    An update takes the store's settings, so its options name none. `InvalidRequestError`
+    names the options it does not take."""
+    given = dict(options or {})
+    known = set(MODELS) | _RUN | ({"delta"} if update else _SETTINGS | {"settings"})
+    unknown = sorted(set(given) - known)
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        raise InvalidRequestError(f"unknown graph option{plural}: {', '.join(unknown)}")
+    run = RunOptions(**{"show_progress": show_progress, **_take(given, _RUN)})
+    if update:
+        return {**given, "run": run}
+    chosen = _take(given, _SETTINGS)
+    settings = given.pop("settings", None)
+    if settings is not None and chosen:
+        raise InvalidRequestError(
+            f"graph options give both settings and its fields ({', '.join(sorted(chosen))})"
+        )
+    return {**given, "settings": settings or GraphSettings(**chosen), "run": run}
+
+
+def _take(given: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """The entries of `given` named in `names`, removed from it."""
+    return {k: given.pop(k) for k in sorted(given.keys() & names)}
 
 
 def settings_of(store: SQLiteGraphStore) -> GraphSettings:

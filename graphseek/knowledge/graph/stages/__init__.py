@@ -14,8 +14,8 @@ runs them:
 
 Each stage is a function with typed inputs and outputs (dataclasses named for what they hold).
 What the stages keep out of memory between them goes through `graphseek.knowledge.graph.memory`.
-`Run` is what every stage is handed: how the build runs, not what it builds (that is
-`GraphSettings`).
+`Run` is what every stage is handed: how the build runs (its `RunOptions`, with the models and the
+timings), not what it builds (that is `GraphSettings`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphseek.knowledge.graph.vectors import Embed
+from graphseek.knowledge.graph.settings import RunOptions
+from graphseek.knowledge.graph.vectors import Embed, default_embed
 
 
 @dataclass
@@ -38,3 +39,21 @@ class Run:
     max_concurrency: int = 8
     show_progress: bool = False
     timings: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        options: RunOptions,
+        embed: Embed | None = None,
+        model: Any = None,
+        timings: dict[str, Any] | None = None,
+    ) -> Run:
+        """The stages' run of a build or an update run as `options` say, with `embed` (None:
+        MiniLM) and the aligner `model` (None: offline decisions)."""
+        return cls(
+            embed or default_embed(options.show_progress),
+            model,
+            options.max_concurrency,
+            options.show_progress,
+            {} if timings is None else timings,
+        )
