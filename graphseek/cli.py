@@ -287,8 +287,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 DELTA_HINT_PASSAGES = 20_000
-"""From this many passages, an exact `add` says that `--delta` exists (an exact add of 100
-passages into 10,000 took 71 s here, into 100,000 296 s; a delta add 20 and 24-30 s)."""
+"""From this many passages, an exact `add` says that `--delta` exists: an exact add re-assembles
+the whole graph, which takes minutes at this size, while a delta add's time grows little with
+the store (docs/scale.md gives both, with the command that measures them)."""
 
 
 def cmd_add(args: argparse.Namespace) -> int:

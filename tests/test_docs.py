@@ -77,3 +77,57 @@ def test_relative_links_and_their_anchors_resolve(page: Path) -> None:
         if fragment and target.suffix == ".md":
             known = anchors(target.read_text(encoding="utf-8"))
             assert fragment in known, f"{page.name} links to {href}: no such heading"
+
+
+FIGURE = re.compile(
+    r"\d ?(ms|us|µs)\b"  # a latency
+    r"|\d(\.\d+)? ?x (faster|slower|fewer|more|less)\b"  # a speed-up
+    r"|\btook [\d~]|\bwent from\b|\bwas [\d~]"  # a before and after
+    r"|[KMG]B/s\b"  # a throughput
+    r"|\d ?[KMG]B (less|more|saved|smaller|lower)\b"  # a memory saving
+)
+"""How a benchmark figure reads in prose: a latency, a speed-up, a before and after, a
+throughput, a memory saving. Such figures belong in docs/, beside the command that measures
+them."""
+
+
+def prose_of(source: str) -> list[tuple[int, str]]:
+    """The docstrings (module, class, function, attribute) and comments of a module, with the
+    line each starts on."""
+    import ast
+    import io
+    import tokenize
+
+    found = [
+        (t.start[0], t.string)
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            found.append((node.lineno, node.value.value))
+    return found
+
+
+def test_prose_of_finds_docstrings_and_comments() -> None:
+    source = '"""Top."""\nX = 1\n"""About X."""\n\n\ndef f():  # why\n    """Does."""\n'
+    assert sorted(prose_of(source)) == [(1, "Top."), (3, "About X."), (6, "# why"), (7, "Does.")]
+    assert FIGURE.search("a query went from 12 to 35") and FIGURE.search("about 7 ms")
+    assert not FIGURE.search("the 2 MB default of SQLite's page cache")
+
+
+def test_no_docstring_or_comment_quotes_a_benchmark_figure() -> None:
+    """Docstrings and comments in `graphseek/` say what the code does and why, not what a
+    benchmark printed (`FIGURE`); the figures are in docs/, each with its command."""
+    quoted = [
+        f"{path.relative_to(ROOT)}:{line}: {match.group(0)!r}"
+        for path in sorted((ROOT / "graphseek").rglob("*.py"))
+        for line, text in prose_of(path.read_text(encoding="utf-8"))
+        for match in [FIGURE.search(text)]
+        if match
+    ]
+    assert not quoted, "\n".join(quoted)

@@ -22,8 +22,8 @@ bytes of each file, nothing read whole):
   and BM25 hold one row per passage, the graph's entity and hyperedge vectors one row per
   entity and hyperedge of its manifest, and the graph has the index's passages.
 
-``PRAGMA quick_check`` is not run: it reads every page (33 ms for the 17 MB store of 580
-passages here, so seconds for the 100,000-passage store's gigabytes). The passage file is
+``PRAGMA quick_check`` is not run: it reads every page, which takes seconds for the gigabytes
+of a large store. The passage file is
 read whole by `Index.open` anyway, and checked there (lines that parse, the manifest's count).
 
 An index written before the record existed is checked the same way against its layout
@@ -32,8 +32,8 @@ a damaged head are found in it too; a byte changed in the middle of a file, in e
 index, is found only by its checksum.
 
 **Verified on demand** (`verify_index`, ``graphseek stats --verify``): every recorded file's
-SHA-256 is computed and compared (about 1 GB/s here: seconds at 100,000 passages, hence never
-when opening).
+SHA-256 is computed and compared (every byte read: seconds for a large index, hence never when
+opening).
 
 Any damage is an `IndexFormatError` of one line naming the file and the command that rebuilds
 the index (`rebuild_hint`).

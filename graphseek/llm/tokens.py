@@ -10,14 +10,13 @@ With the model's own tokenizer where one is available offline, else a conservati
   into rather than characters: one token per digit (Qwen splits numbers into digits), per pair of
   punctuation marks or symbols, per non-ASCII character and per line break, and ``1 + len // 6``
   per run of ASCII letters (a common word is one token, a long name two or three); then `SAFETY`
-  more. Why not characters / 4: on a small local model (Qwen2.5 0.5B behind llama.cpp, issue 25)
-  a tool-loop request the character rule put at ~12.8K tokens was 27,318 for the server.
-  Measured against Qwen2.5's own tokenizer (the GGUF's vocabulary and chat template, through
-  cyllama): docqa prose is 4.5 characters a token and the estimate 1.37 times the real count;
-  react's tool definitions 1.39 times; 30 whole graphseek requests (all topologies, messages,
-  tool calls, results and tools, as the template renders them) 1.24 to 1.42 times. The margin
-  is kept on purpose: vocabularies of 32K tokens (Mistral, Phi-3) cut English about a fifth
-  finer than Qwen's, and a count that comes out low sends a request the server refuses.
+  more. Why not characters / 4: a tool-loop request is mostly JSON, ids, digits and names,
+  which a small model's vocabulary splits far finer than prose, so the character rule counts
+  such a request well under what the server counts, and the server refuses it. The estimate
+  is meant to stay above a real tokenizer's count for prose, tool definitions and whole
+  requests (docs/performance.md gives its ratio to Qwen2.5's tokenizer). The margin is kept on
+  purpose: vocabularies of 32K tokens (Mistral, Phi-3) cut English finer than Qwen's, and a
+  count that comes out low sends a request the server refuses.
 - Every message costs `MESSAGE_OVERHEAD` more (the chat template's role markers), every tool
   call in a reply `CALL_OVERHEAD`, and tool definitions are counted as their JSON plus
   `TOOLS_OVERHEAD` (the template's tool preamble).

@@ -40,8 +40,9 @@ def single_threaded_blas() -> AbstractContextManager[Any]:
     """A context in which numpy's OpenBLAS runs on one thread.
 
     Retrieval's matrix-vector products are small; with more threads, OpenBLAS workers keep
-    spinning after each call and starve the query encoder (torch, its own thread pool): on a
-    2-core machine a query embedding went from ~12 ms to ~35 ms. torch is not affected.
+    spinning after each call and starve the query encoder (its own thread pool), which on a
+    machine with few cores makes each query embedding several times slower. The encoder's own
+    threads are not affected.
     """
     global _blas_controller
     try:

@@ -60,8 +60,8 @@ def _load_kernel(name: str) -> Any:
     """One of scipy's compiled sparse kernels, or None.
 
     ``csr_matvec`` (``y += A @ x`` into a given buffer): through ``A @ x`` each power-iteration
-    step pays ~10 us of scipy's Python dispatch and a fresh output array, most of a step on a
-    small graph. ``csc_matvec`` and ``csr_row_index``: a push round's scatter and gather, in C."""
+    step pays scipy's Python dispatch and a fresh output array, most of a step on a small
+    graph. ``csc_matvec`` and ``csr_row_index``: a push round's scatter and gather, in C."""
     try:
         from scipy.sparse import _sparsetools
 

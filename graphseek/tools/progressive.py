@@ -90,11 +90,10 @@ class ProgressiveConfig:
     top_m: int = 10
     max_passages: int = 10
     #: residual threshold of the push PPR (`graphseek.tools.ppr.push_pagerank`: a node is
-    #: pushed once its residual reaches push_eps * its number of neighbours). On the 2Wiki
-    #: graph (56K entities) 1e-6 keeps the Recall@2/5/10 of exact PPR (power iteration, tol
-    #: 1e-7) on dev questions 0-199 within 0.3 point at ~7 ms; 1e-5 costs ~2 ms and reads 7x
-    #: fewer rows but moves R@5 by -1.5 / +0.8 point on questions 0-99 / 100-199
-    #: (`benchmarks/retrieval.py --exact-ppr` prints progressive beside the exact-PPR baseline)
+    #: pushed once its residual reaches push_eps * its number of neighbours). The default is
+    #: the largest that keeps progressive's Recall@k that of exact PPR (power iteration) on the
+    #: dev slices: a larger one reads fewer rows but moves recall (`benchmarks/retrieval.py
+    #: --exact-ppr` prints both; docs/performance.md gives the figures)
     push_eps: float = 1e-6
 
 

@@ -67,9 +67,9 @@ LINK_MB = (SMALL, (10_000, 1_043), (100_000, 1_580))
 MB), the same builds."""
 WRITE_MB = (SMALL, (10_000, 903), (100_000, 1_438))
 """The store write less SQLite's page cache, (passages, MB): the write's top in the same
-builds less the cache it filled (the database's size, up to the cache). Those builds kept the
-name caches of `text.py` to the end, which builds now empty after alignment: an estimate on
-the safe side."""
+builds less the cache it filled (the database's size, up to the cache). The builds it follows
+kept the name caches of `text.py` to the end, which a build empties after alignment: an
+estimate on the safe side."""
 DATABASE_KB = 21
 """``graph.sqlite`` per passage (KB): the page cache fills up to the database's size."""
 CACHE_CHOICES_KIB = (CACHE_KIB, 65_536, 16_384)

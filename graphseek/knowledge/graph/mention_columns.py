@@ -143,8 +143,8 @@ class MentionColumns(ReadSequence[Mention]):
         return len(self.ids)
 
     def _item(self, k: int) -> Mention:
-        # every slot set here, without `Mention.__init__` (its keyword and default handling
-        # took 1.2 us of the 1.3 an item took: alignment makes each mention twice)
+        # every slot set here, without `Mention.__init__`: its keyword and default handling
+        # would be most of an item's cost, and alignment makes each mention twice
         m = _new(Mention)
         m.id = self.ids[k]
         m.passage_id = self.passages[self._passage[k]]
