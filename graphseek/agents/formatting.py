@@ -16,7 +16,7 @@ same text (a stable prompt prefix).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -25,7 +25,7 @@ from graphseek.knowledge.passages import Hit
 from graphseek.llm.context_window import text_room
 from graphseek.llm.packing import cut_text
 from graphseek.llm.tokens import estimate_tokens
-from graphseek.state.models import Draft, SubQuestion
+from graphseek.state.models import Draft, SentenceBridge, SubQuestion
 
 NO_PASSAGES = "(no passages found)"
 #: characters of passages a prompt shows at most (a role may set its own)
@@ -55,6 +55,35 @@ def _fit_block(
     return cut if len(cut) - head >= MIN_CUT_CHARS else ""
 
 
+def _pack(
+    blocks: Iterable[tuple[str, int]],
+    max_chars: int,
+    max_tokens: int | None,
+    count: Callable[[str], int],
+    cut_last: bool,
+) -> list[str]:
+    """The `(block, head)` pairs, in order, joined by blank lines within `max_chars` characters
+    and (when given) `max_tokens` tokens as `count` counts them; at the first block that does
+    not fit, the rest are left out, and with `cut_last` that block is cut at a sentence boundary
+    after its `head` characters (id and title) when enough of its text fits (`_fit_block`)."""
+    out: list[str] = []
+    used_chars = used_tokens = 0
+    for block, head in blocks:
+        sep = 2 if out else 0
+        chars = max_chars - used_chars - sep
+        tokens = None if max_tokens is None else max_tokens - used_tokens - sep
+        size = count(block) if tokens is not None else 0
+        if len(block) > chars or (tokens is not None and size > tokens):
+            cut = _fit_block(block, head, chars, tokens, count) if cut_last else ""
+            if cut:
+                out.append(cut)
+            break
+        out.append(block)
+        used_chars += len(block) + sep
+        used_tokens += size + sep
+    return out
+
+
 def format_passages(
     hits: Sequence[Hit],
     max_chars: int = PASSAGE_CHARS,
@@ -64,25 +93,13 @@ def format_passages(
     """`[id] title: text` blocks, best first, packed into `max_chars` characters and (when given)
     `max_tokens` tokens as `count` counts them; the first block that does not fit is cut at a
     sentence boundary and the rest left out (see the module docstring)."""
-    blocks: list[str] = []
-    used_chars = used_tokens = 0
+    blocks = []
     for hit in hits:
         p = hit.passage
         head = f"[{p.id}] {p.title}: " if p.title else f"[{p.id}] "
-        block = head + p.text
-        sep = 2 if blocks else 0
-        chars = max_chars - used_chars - sep
-        tokens = None if max_tokens is None else max_tokens - used_tokens - sep
-        size = count(block) if max_tokens is not None else 0
-        if len(block) > chars or (tokens is not None and size > tokens):
-            cut = _fit_block(block, len(head), chars, tokens, count)
-            if cut:
-                blocks.append(cut)
-            break
-        blocks.append(block)
-        used_chars += len(block) + sep
-        used_tokens += size + sep
-    return "\n\n".join(blocks) if blocks else NO_PASSAGES
+        blocks.append((head + p.text, len(head)))
+    packed = _pack(blocks, max_chars, max_tokens, count, cut_last=True)
+    return "\n\n".join(packed) if packed else NO_PASSAGES
 
 
 def format_sentences(
@@ -106,23 +123,14 @@ def format_sentences(
     groups: dict[str, list[Any]] = {}
     for s in chosen:
         groups.setdefault(s.passage.id, []).append(s)
-    blocks: list[str] = []
-    used_chars = used_tokens = 0
+    blocks = []
     for sentences in groups.values():
         p = sentences[0].passage
         head = f"[{p.id}] {p.title}:" if p.title else f"[{p.id}]"
         lines = [f"- {s.context}" for s in sorted(sentences, key=lambda s: s.index)]
-        block = "\n".join([head, *lines])
-        sep = 2 if blocks else 0
-        size = count(block) if max_tokens is not None else 0
-        if used_chars + sep + len(block) > max_chars or (
-            max_tokens is not None and used_tokens + sep + size > max_tokens
-        ):
-            break
-        blocks.append(block)
-        used_chars += len(block) + sep
-        used_tokens += size + sep
-    return "\n\n".join(blocks) if blocks else format_passages(hits, max_chars, max_tokens, count)
+        blocks.append(("\n".join([head, *lines]), len(head)))
+    packed = _pack(blocks, max_chars, max_tokens, count, cut_last=False)
+    return "\n\n".join(packed) if packed else format_passages(hits, max_chars, max_tokens, count)
 
 
 def with_evidence(
@@ -193,3 +201,20 @@ def format_history(drafts: Sequence[Draft], max_chars: int = 6000) -> str:
     dropped = len(blocks) - len(kept)
     note = [f"({dropped} earlier question(s) left out)"] if dropped else []
     return cut_text("\n\n".join([*note, *reversed(kept)]), max_chars)
+
+
+#: sentence bridges shown to a model Seeker at most, and each sentence's characters at most
+MAX_SHOWN_BRIDGES = 3
+BRIDGE_SENTENCE_CHARS = 200
+
+
+def format_bridges(bridges: Sequence[SentenceBridge]) -> str:
+    """The candidate bridges block of the Seeker's prompt (`SEEKER_BRIDGES`): one line per
+    entity, `- entity (from source) [passage id] "sentence"`; empty when there are none."""
+    if not bridges:
+        return ""
+    lines = [
+        f'- {b.entity} (from {b.source}) [{b.passage_id}] "{cut_text(b.sentence, BRIDGE_SENTENCE_CHARS)}"'
+        for b in bridges[:MAX_SHOWN_BRIDGES]
+    ]
+    return "\n".join(lines)

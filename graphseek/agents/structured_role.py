@@ -317,13 +317,15 @@ def render_summaries(hits: Sequence[Hit]) -> str:
 
 
 def render_evidence(items: Sequence[EvidenceItem], max_chars: int = 4000) -> str:
-    """`[id] title: sentence or text` blocks, cut to a character budget."""
+    """`[id] title: body` blocks, cut to a character budget; the body is an item's sentence with
+    its neighbours (`context`: "-S, --source" is said by the line after it), else its sentence,
+    else its passage's text."""
     if not items:
         return "(no evidence)"
     blocks: list[str] = []
     used = 0
     for e in items:
-        body = e.sentence or e.text
+        body = e.context or e.sentence or e.text
         block = f"[{e.passage_id}] {e.title}: {body}" if e.title else f"[{e.passage_id}] {body}"
         if used + len(block) > max_chars and blocks:
             break
