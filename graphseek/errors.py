@@ -91,6 +91,13 @@ class IndexChangedError(GraphseekError):
     it, before one of its files was read: open it again. Reading on would mix two versions."""
 
 
+class DatabaseUnavailableError(GraphseekError):
+    """The PostgreSQL server of an index stayed unreachable (stopped, restarting, the network
+    down) for longer than a read waits for it (`graphseek.knowledge.postgres.connection`
+    `RECONNECT_SECONDS`), or dropped the connection of a write, whose transaction then did not
+    commit."""
+
+
 class InvalidRequestError(GraphseekError, ValueError):
     """An argument of a run (question, topology, retriever, budget, …) is not acceptable."""
 

@@ -137,6 +137,34 @@ def test_a_reader_opened_before_an_add_never_reads_the_new_files(
     assert "quill" not in {h.passage.id for h in writer.search("Lisbon", k=3, method="bm25")}
 
 
+def test_graph_store_arrays_read_after_a_swap_are_refused(ws: Any, tmp_path: Path) -> None:
+    """The graph store's files read on first use (vectors, matrices, node ids, sentence layer)
+    are checked against the version the store opened, as the index's own files are: a store
+    swapped in since gives `IndexChangedError`, never the new version's arrays against the old
+    one's tables. A reader opened afterwards reads the new version."""
+    from graphseek.knowledge.atomic import swap_into_place
+
+    path = tmp_path / "idx"
+    shutil.copytree(ws.golden, path)
+    index = Index.open(path)
+    store = index.open_graph_store()  # graph.sqlite opened, no array read yet
+    fresh = tmp_path / "fresh"
+    shutil.copytree(ws.golden, fresh)
+    swap_into_place(fresh, path)  # what a writer's add does, with the same content
+    reads = [store.entity_embeddings, store.relation_embeddings, store.hyperedge_embeddings,
+             store.adjacency, store.entity_passage_matrix, store.sentence_layer]  # fmt: skip
+    for read in reads:
+        with pytest.raises(IndexChangedError, match="open the index again"):
+            read()
+    store.close()
+    with pytest.raises(IndexChangedError):
+        index.open_graph_store()
+    with pytest.raises(IndexChangedError):
+        index.graph_neighbourhood()
+    with Index.open(path).open_graph_store() as reopened:
+        assert [len(read()) for read in (reopened.entity_embeddings, reopened.adjacency)]
+
+
 def test_a_graph_tool_does_not_turn_a_changed_index_into_a_tool_error() -> None:
     from graphseek.graphs.tool_loop import tool_error_result
 

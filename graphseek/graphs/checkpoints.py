@@ -54,10 +54,12 @@ def postgres_saver(target: Any) -> Any:
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
+    from graphseek.knowledge.postgres import connection
     from graphseek.knowledge.postgres.uri import parse_postgres_uri
 
     location = getattr(target, "location", None) or parse_postgres_uri(str(target))
-    with _savers_lock:  # CREATE SCHEMA / setup() race between concurrent first callers
+
+    def make() -> Any:
         import psycopg
 
         with psycopg.connect(location.conninfo, autocommit=True) as conn:
@@ -72,12 +74,24 @@ def postgres_saver(target: Any) -> Any:
                 "row_factory": dict_row,
                 "options": f"-c search_path={location.schema}",
             },
+            # a server restart leaves broken connections in the pool: each is checked when
+            # taken, and replaced (`graphseek.knowledge.postgres.connection`)
+            check=ConnectionPool.check_connection,
+            timeout=connection.POOL_TIMEOUT_SECONDS,
             open=True,
             name=f"graphseek-checkpoints-{location.schema}",
         )
-        saver = PostgresSaver(pool, serde=checkpoint_serializer())  # type: ignore[arg-type]
-        saver.setup()
-    return saver
+        try:
+            saver = PostgresSaver(pool, serde=checkpoint_serializer())  # type: ignore[arg-type]
+            saver.setup()
+        except BaseException:
+            pool.close()
+            raise
+        return saver
+
+    with _savers_lock:  # CREATE SCHEMA / setup() race between concurrent first callers
+        # a server restarting: wait for it as reads do, then one line (`DatabaseUnavailableError`)
+        return connection.reconnecting(location, make)
 
 
 _savers: dict[Any, Any] = {}

@@ -34,7 +34,8 @@ from langgraph.prebuilt.tool_node import TOOL_CALL_ERROR_TEMPLATE
 from langgraph.runtime import Runtime
 
 from graphseek.agents.tool_calling import CallPlan, check_finish, plan_calls, tool_schemas
-from graphseek.errors import IndexChangedError
+from graphseek.errors import DatabaseUnavailableError, IndexChangedError
+from graphseek.knowledge.postgres.connection import is_disconnect
 from graphseek.llm.text_tool_calls import call_key
 from graphseek.state.run_scope import CallRecord, run_scope
 from graphseek.state.schema import Diagnostics
@@ -110,9 +111,10 @@ class _Shared:
 def tool_error_result(exc: Exception) -> str:
     """A failed tool call's result, as `ToolNode(handle_tool_errors=True)` writes it, for the
     model to read; except an index rewritten under the run (`IndexChangedError`), which ends
-    the run so that its caller can answer again over the new version (an error result would
-    read as "nothing found")."""
-    if isinstance(exc, IndexChangedError):
+    the run so that its caller can answer again over the new version, and a database that
+    went away (`DatabaseUnavailableError`, a dropped PostgreSQL connection), which ends it in
+    that error (an error result would read as "nothing found")."""
+    if isinstance(exc, (IndexChangedError, DatabaseUnavailableError)) or is_disconnect(exc):
         raise exc
     return TOOL_CALL_ERROR_TEMPLATE.format(error=repr(exc))
 

@@ -44,6 +44,17 @@ _held: set[Path] = set()
 _held_lock = threading.Lock()
 
 
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """The identity of the file at `path` now: its inode and modification time (a writer that
+    swaps a new directory in, or replaces the file, changes both); None when there is none.
+    Readers compare a manifest's stamp before and after reading the files it describes."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns)
+
+
 def lock_path(target: Path) -> Path:
     """The lock file of `target`: a hidden sibling, ``.<name>.lock``."""
     return target.parent / f".{target.name}.lock"

@@ -379,11 +379,14 @@ class Index(IndexCommon):
                 f"The index at {self._path} has no knowledge graph; rebuild it with "
                 "`graphseek index CORPUS --out DIR` (graphs are built unless --no-graph)."
             )
-        return DirectoryNeighbourhood(
-            self._path / GRAPH_DIR,
-            revision=self.revision,
-            source=str(self._path),
-            dim=int(self._manifest["embedder"]["dim"]),
+        # it opens every file it reads when made: made of this object's version, or not at all
+        return self._read(
+            lambda: DirectoryNeighbourhood(
+                self._path / GRAPH_DIR,
+                revision=self.revision,
+                source=str(self._path),
+                dim=int(self._manifest["embedder"]["dim"]),
+            )
         )
 
     def open_graph_store(self) -> SQLiteGraphStore:

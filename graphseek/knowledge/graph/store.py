@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 import numpy as np
 from scipy import sparse
 
-from graphseek.errors import IndexFormatError, IndexNotFoundError
-from graphseek.knowledge.atomic import recover
+from graphseek.errors import IndexChangedError, IndexFormatError, IndexNotFoundError
+from graphseek.knowledge.atomic import file_stamp, recover
 from graphseek.knowledge.graph.contextual import MentionVectors
 from graphseek.knowledge.graph.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import (
@@ -480,11 +480,23 @@ class GraphTables:
 
 class SQLiteGraphStore(GraphTables):
     """A store directory opened for reading (thread-safe; results are cached in memory): the
-    `GraphTables` reads on ``graph.sqlite``, the matrices and vectors from their files."""
+    `GraphTables` reads on ``graph.sqlite``, the matrices and vectors from their files.
 
-    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+    ``graph.sqlite`` is opened with the store, so its reads stay on the opened version; the
+    other files are read when first needed, each checked to be of the opened version (its
+    manifest's inode and time, `stamp`, as `Index` checks its own files): a store swapped in by
+    a writer since (graphseek add, remove, index) raises `IndexChangedError` instead of
+    reading the new version's arrays against the old one's tables."""
+
+    def __init__(
+        self,
+        directory: Path,
+        manifest: dict[str, Any],
+        stamp: tuple[int, int] | None = None,
+    ) -> None:
         self.dir = directory
         self._manifest = manifest
+        self._stamp = stamp
         self._lock = threading.RLock()
         uri = f"file:{(directory / DATABASE).as_posix()}?mode=ro"
         self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
@@ -499,6 +511,7 @@ class SQLiteGraphStore(GraphTables):
         path = Path(directory).expanduser().resolve()
         recover(path)
         manifest_path = path / MANIFEST
+        stamp = file_stamp(manifest_path)  # before anything is read: a swap since is seen
         if not manifest_path.exists() or not (path / DATABASE).exists():
             raise IndexNotFoundError(
                 f"no graph store at {path} (missing {MANIFEST} or {DATABASE}); "
@@ -517,7 +530,38 @@ class SQLiteGraphStore(GraphTables):
             )
         # its files' sizes, headers and counts (milliseconds; `graphseek.knowledge.integrity`)
         check_graph_store(path, manifest, graph_hint(path))
-        return cls(path, manifest)
+        store = cls(path, manifest, stamp)
+        try:
+            store.check_version()  # the database opened is of the manifest read
+        except IndexChangedError:
+            store.close()
+            raise
+        return store
+
+    def check_version(self) -> None:
+        """`IndexChangedError` when the store at this directory is no longer the version this
+        object opened (a writer swapped another in)."""
+        if self._stamp is not None and file_stamp(self.dir / MANIFEST) != self._stamp:
+            raise IndexChangedError(
+                f"The knowledge graph at {self.dir} was rewritten (graphseek add, remove or "
+                "index) after it was opened; open the index again to read the new version."
+            )
+
+    def _file(self, key: str, read: Callable[[], Any]) -> Any:
+        """`read()` of one of this store's files, on first use (then cached), checked to be of
+        the opened version before and after it is read."""
+
+        def checked() -> Any:
+            self.check_version()
+            try:
+                value = read()
+            except Exception:
+                self.check_version()  # a file of a swapped-out version: say so
+                raise
+            self.check_version()
+            return value
+
+        return self._cached(key, checked)
 
     def close(self) -> None:
         with self._lock:
@@ -537,18 +581,18 @@ class SQLiteGraphStore(GraphTables):
         def load() -> dict[str, list[str]]:
             return json.loads((self.dir / "nodes.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
-        return self._cached("nodes", load)  # type: ignore[no-any-return]
+        return self._file("nodes", load)  # type: ignore[no-any-return]
 
     def adjacency(self, include_passages: bool = False) -> tuple[sparse.csr_matrix, list[str]]:
         """The cached CSR adjacency and its node ids: entities only, or entities followed by
         passages (entity-passage links weigh 1)."""
         nodes = self._nodes()
         if include_passages:
-            matrix = self._cached(
+            matrix = self._file(
                 "adjacency_full", lambda: sparse.load_npz(self.dir / "adjacency_full.npz").tocsr()
             )
             return matrix, nodes["entities"] + nodes["passages"]
-        matrix = self._cached(
+        matrix = self._file(
             "adjacency_entity", lambda: sparse.load_npz(self.dir / "adjacency_entity.npz").tocsr()
         )
         return matrix, list(nodes["entities"])
@@ -556,19 +600,19 @@ class SQLiteGraphStore(GraphTables):
     def entity_passage_matrix(self) -> tuple[sparse.csr_matrix, list[str], list[str]]:
         """CSR incidence (entities x passages) with its row and column ids."""
         nodes = self._nodes()
-        matrix = self._cached(
+        matrix = self._file(
             "entity_passage", lambda: sparse.load_npz(self.dir / "entity_passage.npz").tocsr()
         )
         return matrix, list(nodes["entities"]), list(nodes["passages"])
 
     def _vectors(self, name: str) -> np.ndarray:
-        return self._cached(name, lambda: np.load(self.dir / f"{name}.npy"))  # type: ignore[no-any-return]
+        return self._file(name, lambda: np.load(self.dir / f"{name}.npy"))  # type: ignore[no-any-return]
 
     def sentence_layer(self) -> SentenceLayer | None:
         """The store's sentence nodes and their edges (`graphseek.knowledge.graph.sentences`),
         None for a store without them (written before sentences were nodes, or built with
         ``sentences="none"``)."""
-        return self._cached("sentence_layer", lambda: SentenceLayer.load(self.dir))  # type: ignore[no-any-return]
+        return self._file("sentence_layer", lambda: SentenceLayer.load(self.dir))  # type: ignore[no-any-return]
 
     def extractions(self) -> Iterator[Extraction]:
         """The stored raw extractions, one per passage in store order, read as they are taken:
@@ -598,7 +642,10 @@ class SQLiteGraphStore(GraphTables):
         ids = list(self._nodes().get("mentions_embedded", []))
         if not ids:
             return MentionVectors(0)
-        return MentionVectors.from_npy(self.dir / "mention_vectors.npy", ids)
+        self.check_version()
+        vectors = MentionVectors.from_npy(self.dir / "mention_vectors.npy", ids)
+        self.check_version()
+        return vectors
 
     def alignment_state(
         self, *, vectors: bool = True

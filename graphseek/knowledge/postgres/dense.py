@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphseek.knowledge.dense import HNSW_EF_SEARCH, HNSW_THRESHOLD
-from graphseek.knowledge.postgres.connection import read_meta, snapshot
+from graphseek.knowledge.postgres.connection import read_meta, reconnecting, snapshot
 
 if TYPE_CHECKING:
     from graphseek.knowledge.postgres.index import PostgresIndex
@@ -56,19 +56,23 @@ class PgDenseIndex:
             return [[] for _ in range(len(query_vectors))]
         index = self._index
         revision, position = index.revision, index._position_of_ord
-        out = []
-        with index._pool.connection() as conn, snapshot(conn):
-            if read_meta(conn, "revision") != revision:
-                raise Stale
-            if len(self) <= HNSW_THRESHOLD:
-                conn.execute("SET LOCAL enable_indexscan = off")  # exact, like IndexFlatIP
-            else:
-                conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(HNSW_EF_SEARCH, k))}")
-            for vector in query_vectors:
-                rows = conn.execute(
-                    "SELECT ord, 1 - (embedding <=> %(q)s) FROM passages "
-                    "ORDER BY embedding <=> %(q)s LIMIT %(k)s",
-                    {"q": vector, "k": k},
-                ).fetchall()
-                out.append([(position[int(o)], float(s)) for o, s in rows])
-        return out
+
+        def read() -> list[list[tuple[int, float]]]:
+            out = []
+            with index._pool.connection() as conn, snapshot(conn):
+                if read_meta(conn, "revision") != revision:
+                    raise Stale
+                if len(self) <= HNSW_THRESHOLD:
+                    conn.execute("SET LOCAL enable_indexscan = off")  # exact, like IndexFlatIP
+                else:
+                    conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(HNSW_EF_SEARCH, k))}")
+                for vector in query_vectors:
+                    rows = conn.execute(
+                        "SELECT ord, 1 - (embedding <=> %(q)s) FROM passages "
+                        "ORDER BY embedding <=> %(q)s LIMIT %(k)s",
+                        {"q": vector, "k": k},
+                    ).fetchall()
+                    out.append([(position[int(o)], float(s)) for o, s in rows])
+            return out
+
+        return reconnecting(index.location, read)

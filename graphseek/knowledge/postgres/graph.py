@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from graphseek.knowledge.graph.store import (
     GraphTables,
     build_matrices,
 )
+from graphseek.knowledge.postgres.connection import is_disconnect
 from graphseek.knowledge.postgres.schema import GRAPH_TABLES, SENTENCE_TABLES, VECTOR_KINDS
 
 SENTENCE_META = "sentence_layer"
@@ -74,7 +75,11 @@ class PostgresGraphStore(GraphTables):
     since), so reads never mix two revisions and no transaction stays open (one would hold back
     vacuum and ``CREATE INDEX CONCURRENTLY``). On a writer's connection (`revision` None) the
     queries run inside the writer's transaction. Results are cached in memory, as the directory
-    store's are (the `GraphTables` reads both share)."""
+    store's are (the `GraphTables` reads both share).
+
+    `reconnect` (a reader's store): makes a new connection when the server dropped this one (a
+    restart); a read that fails so is run again on it, for as long as `connection.reconnecting`
+    allows."""
 
     def __init__(
         self,
@@ -85,6 +90,7 @@ class PostgresGraphStore(GraphTables):
         source: str = "",
         owns_connection: bool = False,
         revision: str | None = None,
+        reconnect: Callable[[], Any] | None = None,
     ) -> None:
         self._manifest = manifest
         self._lock = threading.RLock()
@@ -94,6 +100,7 @@ class PostgresGraphStore(GraphTables):
         self._owns = owns_connection
         self._source = source
         self._revision = revision
+        self._reconnect = reconnect
 
     def close(self) -> None:
         with self._lock:
@@ -112,14 +119,27 @@ class PostgresGraphStore(GraphTables):
         with self._lock:
             if self._revision is None:
                 return self._con.cursor(binary=binary).execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
-            with self._con.transaction():
-                row = self._con.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
-                if row is None or row[0] != self._revision:
-                    raise IndexBusyError(
-                        f"The index at {self._source} was rewritten while its graph was being "
-                        "read; open it again (or call sync()) and retry."
-                    )
-                return self._con.cursor(binary=binary).execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
+            try:
+                return self._checked_rows(sql, params, binary)
+            except Exception as exc:
+                if self._reconnect is None or not is_disconnect(exc):
+                    raise
+            # the server dropped the connection (a restart): read again on a new one
+            if self._owns:
+                self._con.close()
+            self._con = self._reconnect()
+            self._owns = True
+            return self._checked_rows(sql, params, binary)
+
+    def _checked_rows(self, sql: str, params: Sequence[Any], binary: bool) -> list[tuple[Any, ...]]:
+        with self._con.transaction():
+            row = self._con.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+            if row is None or row[0] != self._revision:
+                raise IndexBusyError(
+                    f"The index at {self._source} was rewritten while its graph was being "
+                    "read; open it again (or call sync()) and retry."
+                )
+            return self._con.cursor(binary=binary).execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
 
     def _nodes(self) -> dict[str, list[str]]:
         def load() -> dict[str, list[str]]:

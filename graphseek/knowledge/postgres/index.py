@@ -64,8 +64,10 @@ from graphseek.knowledge.postgres.connection import (
     ensure_vector_extension,
     lock_index,
     read_meta,
+    reconnecting,
     shared_pool,
     snapshot,
+    write_errors,
     write_meta,
 )
 from graphseek.knowledge.postgres.dense import PgDenseIndex, Stale
@@ -295,10 +297,16 @@ class PostgresIndex(IndexCommon):
         use, in a snapshot of this object's revision)."""
         with self._state_lock:
             if self._embeddings is None:
-                with self._pool.connection() as conn, snapshot(conn):
-                    if read_meta(conn, "revision") != self.revision:
-                        self._reload(conn)
-                    rows = conn.execute("SELECT embedding FROM passages ORDER BY ord").fetchall()
+
+                def read() -> list[Any]:
+                    with self._pool.connection() as conn, snapshot(conn):
+                        if read_meta(conn, "revision") != self.revision:
+                            self._reload(conn)
+                        return conn.execute(  # type: ignore[no-any-return]
+                            "SELECT embedding FROM passages ORDER BY ord"
+                        ).fetchall()
+
+                rows = reconnecting(self._location, read)
                 dim = int(self._manifest["embedder"]["dim"])
                 matrix = np.zeros((len(rows), dim), dtype=np.float32)
                 for i, (v,) in enumerate(rows):
@@ -318,9 +326,13 @@ class PostgresIndex(IndexCommon):
 
     def sync(self) -> PostgresIndex:
         """Reload when another writer has committed since this object last read the index."""
-        with self._pool.connection() as conn, snapshot(conn):
-            if read_meta(conn, "revision") != self.revision:
-                self._reload(conn)
+
+        def read() -> None:
+            with self._pool.connection() as conn, snapshot(conn):
+                if read_meta(conn, "revision") != self.revision:
+                    self._reload(conn)
+
+        reconnecting(self._location, read)
         return self
 
     @cached_property
@@ -328,10 +340,14 @@ class PostgresIndex(IndexCommon):
         """bm25s over the passages: loaded from the stored postings (``bm25_files``) of this
         object's revision, or built from the passages when the index has none (migrated from
         schema v2 and not written since)."""
-        with self._pool.connection() as conn, snapshot(conn):
-            if read_meta(conn, "revision") != self.revision:
-                raise Stale
-            files = conn.execute("SELECT name, data FROM bm25_files").fetchall()
+
+        def read() -> list[Any]:
+            with self._pool.connection() as conn, snapshot(conn):
+                if read_meta(conn, "revision") != self.revision:
+                    raise Stale
+                return conn.execute("SELECT name, data FROM bm25_files").fetchall()  # type: ignore[no-any-return]
+
+        files = reconnecting(self._location, read)
         if files:
             return load_bm25(files)
         return BM25Index.build([p.content for p in self._passages], **BM25_PARAMS)
@@ -382,18 +398,26 @@ class PostgresIndex(IndexCommon):
                 f"The index at {self._location.display} has no knowledge graph; rebuild it with "
                 "`graphseek index CORPUS --out URI` (graphs are built unless --no-graph)."
             )
-        conn = connect(self._location, autocommit=True)
-        try:
+
+        def opened() -> Any:  # (waits while the server is unreachable, as reads do)
+            conn = connect(self._location, retry=True, autocommit=True)
             configure(conn)
-            if read_meta(conn, "revision") != self.revision:
-                raise IndexBusyError(
-                    f"The index at {self._location.display} was rewritten after it was opened; "
-                    "call sync() or open it again."
-                )
-            manifest = read_meta(conn, "graph_manifest") or {}
-        except BaseException:
-            conn.close()
-            raise
+            return conn
+
+        def read() -> tuple[Any, dict[str, Any]]:
+            conn = opened()
+            try:
+                if read_meta(conn, "revision") != self.revision:
+                    raise IndexBusyError(
+                        f"The index at {self._location.display} was rewritten after it was "
+                        "opened; call sync() or open it again."
+                    )
+                return conn, read_meta(conn, "graph_manifest") or {}
+            except BaseException:
+                conn.close()
+                raise
+
+        conn, manifest = reconnecting(self._location, read)
         return PostgresGraphStore(
             conn,
             manifest,
@@ -401,6 +425,7 @@ class PostgresIndex(IndexCommon):
             source=self._location.display,
             owns_connection=True,
             revision=self.revision,
+            reconnect=opened,
         )
 
     def graph_neighbourhood(self) -> PostgresNeighbourhood:
@@ -437,8 +462,9 @@ class PostgresIndex(IndexCommon):
     @contextmanager
     def _writing(self) -> Iterator[Any]:
         """One write transaction under the index's advisory lock, this object brought up to
-        the stored revision first."""
-        with self._pool.connection() as conn, conn.transaction():
+        the stored revision first. A connection the server drops during it (a restart) ends
+        the write in one line (`write_errors`): the transaction did not commit."""
+        with write_errors(self._location), self._pool.connection() as conn, conn.transaction():
             lock_index(conn, self._location)
             if read_meta(conn, "revision") != self.revision:
                 self._reload(conn)

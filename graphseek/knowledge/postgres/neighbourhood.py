@@ -45,6 +45,7 @@ from graphseek.knowledge.graph.neighbourhood import (
     SharedTableReads,
 )
 from graphseek.knowledge.graph.store import aliases_and_types, vector_space
+from graphseek.knowledge.postgres.connection import reconnecting
 from graphseek.knowledge.postgres.graph import as_array
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class PostgresNeighbourhood(SharedTableReads):
     def __init__(self, index: PostgresIndex) -> None:
         self._index = index
         self._pool = index._pool
+        self._location = index.location
         self.revision: str = index.revision
         self.source: str = index.uri
         self.dim = int(index.manifest["embedder"]["dim"])
@@ -70,13 +72,15 @@ class PostgresNeighbourhood(SharedTableReads):
         """The rows of `sql` in a read-only snapshot of this revision, counted in `reads`, or
         with `vectors` in `vector_reads` and transferred in binary (pgvector's loader then reads
         each vector as bytes, not as text to parse)."""
-        with self._pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
-            self._check_revision(stored[0] if stored else None)
-            rows: list[tuple[Any, ...]] = conn.execute(
-                sql, tuple(params), binary=vectors
-            ).fetchall()
+
+        def read() -> list[tuple[Any, ...]]:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
+                self._check_revision(stored[0] if stored else None)
+                return conn.execute(sql, tuple(params), binary=vectors).fetchall()  # type: ignore[no-any-return]
+
+        rows = reconnecting(self._location, read)
         (self.vector_reads if vectors else self.reads).add(len(rows))
         return rows
 
@@ -208,13 +212,17 @@ class PostgresNeighbourhood(SharedTableReads):
         if ords:
             # one statement, so one round trip and one snapshot for the revision and the rows
             # (push PPR reads once per round)
-            with self._pool.connection() as conn:
-                got = conn.execute(
-                    "SELECT value #>> '{}', NULL, NULL, NULL, NULL FROM meta "
-                    "WHERE key = 'revision' UNION ALL SELECT NULL, ord, degree, neighbours, "
-                    "weights FROM entity_rows WHERE ord = ANY(%s) ORDER BY 2 NULLS FIRST",
-                    (ords,),
-                ).fetchall()
+
+            def read() -> list[tuple[Any, ...]]:
+                with self._pool.connection() as conn:
+                    return conn.execute(  # type: ignore[no-any-return]
+                        "SELECT value #>> '{}', NULL, NULL, NULL, NULL FROM meta "
+                        "WHERE key = 'revision' UNION ALL SELECT NULL, ord, degree, neighbours, "
+                        "weights FROM entity_rows WHERE ord = ANY(%s) ORDER BY 2 NULLS FIRST",
+                        (ords,),
+                    ).fetchall()
+
+            got = reconnecting(self._location, read)
             self._check_revision(got[0][0] if got and got[0][1] is None else None)
             rows = [r[1:] for r in got[1:]]
             self.reads.add(len(rows))

@@ -30,6 +30,7 @@ from graphseek.knowledge.postgres.connection import (
     read_meta,
     schema_exists,
     schema_tables,
+    write_errors,
     write_meta,
 )
 from graphseek.knowledge.postgres.schema import (
@@ -205,7 +206,8 @@ def write_all(
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     if vectors.shape != (len(items), dim):
         raise ValueError(f"expected {len(items)} vectors of dim {dim}, got {vectors.shape}")
-    with connect(location) as conn:  # one transaction: committed at the end of the block
+    # one transaction, committed at the end of the block; a dropped connection: one line
+    with write_errors(location), connect(location) as conn:
         lock_index(conn, location)
         schema = location.schema
         if schema_exists(conn, schema):
