@@ -192,7 +192,7 @@ OWN_KEYS = {
     "higra_retriever": {"passages", "drafts", "graph_context"},
     "dual_agent": {
         "clarified_question", "plan", "pending", "step_answers", "drafts", "turn", "history",
-        "query_history", "messages", "graph_context",
+        "query_history", "messages", "graph_context", "bridges",
     },
     "adaptive": {
         "query", "retrieval", "sufficient", "retries", "verification", "turn", "history",

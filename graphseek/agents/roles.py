@@ -23,6 +23,7 @@ from graphseek.state.models import (
     Fact,
     Gap,
     SeekerAction,
+    SentenceBridge,
     SubQuestion,
     Usage,
 )
@@ -64,6 +65,9 @@ class SeekerView:
     step_answers: dict[str, str]
     turn: int
     max_turns: int
+    #: entities semantic bridging reached from the question's, each with its sentence: candidate
+    #: subjects of a next hop (empty unless the run's retrieval bridges)
+    bridges: Sequence[SentenceBridge] = ()
 
 
 class Clarifier(Protocol):

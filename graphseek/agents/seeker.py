@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from graphseek.agents.formatting import format_history, format_plan
-from graphseek.agents.prompts.seeker import SEEKER_SYSTEM, SEEKER_USER
+from graphseek.agents.formatting import format_bridges, format_history, format_plan
+from graphseek.agents.offline.bridges import asked_through
+from graphseek.agents.prompts.seeker import SEEKER_BRIDGES, SEEKER_SYSTEM, SEEKER_USER
 from graphseek.agents.roles import SeekerView, Step
 from graphseek.agents.structured_role import StructuredRole
-from graphseek.agents.text import fill_placeholders, normalize
+from graphseek.agents.text import contains, fill_placeholders, normalize
 from graphseek.state.models import Draft, SeekerAction, SubQuestion
 
 ACTIONS = ("ask_librarian", "answer", "abstain")
@@ -94,12 +95,48 @@ def new_questions(
     return questions, step_ids, repeated
 
 
+def followed_bridges(
+    questions: Sequence[str], step_ids: Sequence[int | None], view: SeekerView
+) -> list[str]:
+    """A note for each question that asks a step about a sentence bridge (`SeekerView.bridges`):
+    the step filled with the bridge instead of its hop's answer, or, for a model's own wording,
+    a question naming a bridge that neither the question nor any step's answer names."""
+    if not view.bridges:
+        return []
+    steps = {s.id: s for s in view.plan}
+    answers = {k: str(v) for k, v in view.step_answers.items() if v}
+    known = [view.question, *answers.values()]
+    notes: list[str] = []
+    for question, sid in zip(questions, step_ids, strict=False):
+        step = steps.get(sid) if sid is not None else None
+        via = asked_through(question, step, answers, view.bridges) if step else None
+        bridge = via[1] if via else None
+        if bridge is None:
+            bridge = next(
+                (
+                    b
+                    for b in view.bridges
+                    if contains(question, b.entity)
+                    and not any(contains(k, b.entity) for k in known)
+                ),
+                None,
+            )
+        if bridge is not None:
+            notes.append(
+                f"{question!r} asks about {bridge.entity!r}, reached from {bridge.source!r} in "
+                f"[{bridge.passage_id}] {bridge.sentence[:120]!r}"
+            )
+    return notes
+
+
 class LLMSeeker(StructuredRole):
     def decide(self, view: SeekerView) -> Step[SeekerAction]:
+        lines = format_bridges(view.bridges)
         user = SEEKER_USER.format(
             question=view.question,
             plan=format_plan(view.plan),
             history=format_history(view.drafts),
+            bridges=SEEKER_BRIDGES.format(lines=lines) if lines else "",
             turn=view.turn + 1,
             max_turns=view.max_turns,
         )

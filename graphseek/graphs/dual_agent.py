@@ -16,16 +16,30 @@ another Librarian round (the A2RAG gate), also when a budget ran out; questions 
 not sent again, and a round with nothing new ends with the best supported draft, or abstains
 (both noted in `diagnostics.seeker_gate`). A role whose model failed and that fell back to its
 offline policy (`on_model_failure="offline"`) is noted in `diagnostics.degraded`.
+Sentence bridges (issue 57): when the run's retrieval bridges through sentences (retriever
+"bridge", or `bridge_seeds` with higra or progressive), `decompose_question` keeps the entities
+semantic bridging reaches from the question's (`state["bridges"]`, each with its sentence), and
+the Seeker may ask a next hop about one: the offline Seeker when the hop's reader found no answer
+or an unsure one, or to ask about its answer written longer (`graphseek.agents.offline.
+bridges`); a model Seeker sees them in its prompt. Each question asked about a bridge is noted
+in `diagnostics.bridges_followed`; an answer through one cites the bridge sentence's passage.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import SeekerView, diagnostics_of
-from graphseek.agents.seeker import GATE_CONFIDENCE, new_questions, supported_draft
+from graphseek.agents.seeker import (
+    GATE_CONFIDENCE,
+    followed_bridges,
+    new_questions,
+    supported_draft,
+)
 from graphseek.errors import LLMError
 from graphseek.graphs.common import abstain, add_finalize_answer, evidence_from_drafts
 from graphseek.graphs.entry import check_entry
@@ -38,7 +52,7 @@ from graphseek.graphs.routing import (
 )
 from graphseek.llm.usage import error_usage
 from graphseek.state.context import Context
-from graphseek.state.models import Draft, SubQuestion
+from graphseek.state.models import Draft, EvidenceItem, SentenceBridge, SubQuestion
 from graphseek.state.schema import (
     Abstention,
     Diagnostics,
@@ -48,6 +62,8 @@ from graphseek.state.schema import (
     LibrarianTask,
     OutputState,
 )
+from graphseek.tools.graph_context import question_bridges
+from graphseek.tools.retrievers import resolve_index
 
 
 def clarify_question(
@@ -72,7 +88,9 @@ def clarify_question(
 def decompose_question(
     state: DualAgentState, runtime: Runtime[Context]
 ) -> DualAgentUpdate | Abstention:
-    """Break the clarified question into sub-questions with dependencies (App. P.2)."""
+    """Break the clarified question into sub-questions with dependencies (App. P.2); when the
+    run's retrieval bridges through sentences and a step depends on another, the entities
+    bridging reaches from the question's, for the Seeker to offer as a next hop's subject."""
     question = state.get("clarified_question") or state["question"]
     try:
         step = get_roles(runtime.context).decomposer.decompose(question)
@@ -80,6 +98,10 @@ def decompose_question(
         return abstain("decompose_question", f"decomposer failed: {exc}", usage=error_usage(exc))
     plan = step.value or [SubQuestion(id=1, question=question)]
     update: DualAgentUpdate = {"plan": plan, "usage": step.usage, "trace": ["decompose_question"]}
+    if any(s.depends_on for s in plan):
+        bridges = question_bridges(runtime.context, question)
+        if bridges:
+            update["bridges"] = bridges
     return update | _diagnostics(diagnostics_of(step))
 
 
@@ -100,6 +122,31 @@ def _answer_with(draft: Draft, drafts: list[Draft], plan: list[SubQuestion]) -> 
         "answer": draft.answer.strip(),
         "evidence": evidence_from_drafts(drafts, list(dict.fromkeys(ids))),
     }
+
+
+def _bridge_drafts(
+    bridges: Sequence[SentenceBridge], cited: Sequence[str], ctx: Context
+) -> list[Draft]:
+    """The passages of the sentence bridges an answer cites, as drafts' evidence (the bridge
+    sentence, the passage's text when the index has it)."""
+    wanted = [b for b in bridges if b.passage_id in cited]
+    if not wanted:
+        return []
+    index = resolve_index(ctx)
+    items: list[EvidenceItem] = []
+    for bridge in wanted:
+        passage = index.get(bridge.passage_id) if bridge.passage_id in index else None
+        items.append(
+            EvidenceItem(
+                passage_id=bridge.passage_id,
+                title=passage.title if passage is not None else "",
+                text=passage.text if passage is not None else bridge.sentence,
+                sentence=bridge.sentence,
+                context=bridge.sentence,
+                span=bridge.entity,
+            )
+        )
+    return [Draft(question="", answer="", evidence=items)]
 
 
 def decide_action(state: DualAgentState, runtime: Runtime[Context]) -> DualAgentUpdate:
@@ -147,6 +194,7 @@ def decide_action(state: DualAgentState, runtime: Runtime[Context]) -> DualAgent
         step_answers=dict(state.get("step_answers", {})),
         turn=turn,
         max_turns=ctx.max_turns,
+        bridges=list(state.get("bridges", [])),
     )
     try:
         step = roles.seeker.decide(view)
@@ -192,13 +240,18 @@ def decide_action(state: DualAgentState, runtime: Runtime[Context]) -> DualAgent
                 diagnostics["seeker_gate"] = [
                     f"turn {turn + 1}: not asked again: {'; '.join(repeated)}"
                 ]
+            followed = followed_bridges(questions, step_ids, view)
+            if followed:
+                diagnostics["bridges_followed"] = [f"turn {turn + 1}: {f}" for f in followed]
             update["pending"] = [
                 LibrarianTask(question=q, step_id=sid)
                 for q, sid in zip(questions, step_ids, strict=True)
             ]
     elif action.action == "answer" and action.answer.strip():
         update["answer"] = action.answer.strip()
-        update["evidence"] = evidence_from_drafts(drafts, action.evidence)
+        # an answer through a sentence bridge cites the bridge's passage, which no draft read
+        pool = [*drafts, *_bridge_drafts(view.bridges, action.evidence, ctx)]
+        update["evidence"] = evidence_from_drafts(pool, action.evidence)
     else:
         update["next_action"] = "abstain"
         update["abstain_reason"] = action.reason or "the Seeker found no supported answer"

@@ -17,6 +17,27 @@ class SubQuestion(BaseModel):
     depends_on: list[int] = Field(default_factory=list)
 
 
+class SentenceBridge(BaseModel):
+    """An entity that semantic bridging reached from an entity the question names, through one
+    sentence that names both (the `bridge` retriever's rounds, `graphseek.tools.bridge`): a
+    candidate subject for the question's next hop ("Lord Byron" for "Where did Ada Lovelace's
+    father die?", through "She married Lord Byron ... the mother of Ada Lovelace.")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entity: str
+    types: list[str] = Field(default_factory=list, description="The entity's types in the graph.")
+    source: str = Field(description="The entity it was reached from (one the question names).")
+    sentence: str
+    passage_id: str
+    round: int = 1
+    weight: float = Field(
+        default=0.0,
+        description="Its activation: the source's score times the sentence's similarity to the "
+        "question (a seed scores 1).",
+    )
+
+
 class EvidenceItem(BaseModel):
     """A grounding passage (and optionally the sentence inside it) for an answer."""
 

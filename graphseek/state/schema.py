@@ -30,7 +30,15 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite
 from typing_extensions import ReadOnly, TypedDict
 
-from graphseek.state.models import Draft, EvidenceItem, Fact, Gap, SubQuestion, Usage
+from graphseek.state.models import (
+    Draft,
+    EvidenceItem,
+    Fact,
+    Gap,
+    SentenceBridge,
+    SubQuestion,
+    Usage,
+)
 from graphseek.state.reducers import (
     add_usage,
     append_unique,
@@ -121,6 +129,7 @@ class Diagnostics(TypedDict, total=False):
     dropped_segments: list[str]  # knowledge_aware: filtered segments not found in their passage
     degraded: list[str]  # "role: reason": a failed model call answered by the offline policy
     seeker_gate: list[str]  # dual_agent: turns ended by a supported draft or a repeated question
+    bridges_followed: list[str]  # dual_agent: a sentence bridge asked as a next hop's subject
     unstated_facts: list[str]  # knowledge_aware: facts not stated in the passage they cite
     dropped_calls: list[str]  # tool calls left out of a reply (over the cap, twice in a reply)
     repeated_calls: list[str]  # tool calls answered with the result of the same earlier call
@@ -266,6 +275,9 @@ class DualAgentState(
 
     next_action: NotRequired[DualAgentAction]
     clarified_question: NotRequired[str]
+    # the entities semantic bridging reached from the question's (retriever "bridge" or
+    # `bridge_seeds`): candidate subjects of the next hop, offered to the Seeker
+    bridges: NotRequired[list[SentenceBridge]]
 
 
 class AdaptiveState(
@@ -403,6 +415,7 @@ class DualAgentUpdate(
 ):  # fmt: skip
     next_action: DualAgentAction
     clarified_question: str
+    bridges: list[SentenceBridge]
 
 
 class AdaptiveUpdate(

@@ -110,6 +110,10 @@ class Bridge:
     passage_id: str
     similarity: float
     targets: tuple[str, ...]
+    #: the activation each target got: the source's score x `similarity`
+    weight: float = 0.0
+    #: each target's entity types, in the order of `targets`
+    target_types: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass
@@ -343,6 +347,14 @@ class BridgeRetriever:
         order = reached[np.lexsort((reached, -weights[reached]))][:limit]
         return [(self.view.entity_ids[int(e)], float(weights[e])) for e in order]
 
+    def bridges(self, query: str) -> list[Bridge]:
+        """The bridging rounds' bridges for `query` alone (no PageRank), in the order they were
+        found; [] when the query names no entity. What a workflow offers as the next hop's
+        subject (`graphseek.tools.graph_context.question_bridges`)."""
+        with single_threaded_blas():
+            activation = self._activate(query, self.embed(query))
+        return [] if activation is None else activation[3]
+
     def _activate(
         self, query: str, qv: np.ndarray
     ) -> tuple[list[Seed], np.ndarray, np.ndarray, list[Bridge]] | None:
@@ -394,7 +406,7 @@ class BridgeRetriever:
                     used[sentence] = True
                     named = self._sentence_entities
                     reached = named.indices[named.indptr[sentence] : named.indptr[sentence + 1]]
-                    gained = []
+                    gained: list[int] = []
                     value = score * sim
                     if value < cfg.threshold:
                         continue
@@ -406,21 +418,29 @@ class BridgeRetriever:
                             tier[other] = round_no + 1
                         if value > following.get(other, 0.0):
                             following[other] = value
-                        gained.append(view.names[other])
+                        gained.append(other)
                     if gained:
-                        bridges.append(self._bridge(round_no, e, sentence, sim, gained))
+                        bridges.append(self._bridge(round_no, e, sentence, sim, value, gained))
             if not following:
                 break
             current = following
         return seeds, weights, tier, bridges
 
     def _bridge(
-        self, round_no: int, source: int, sentence: int, sim: float, gained: Sequence[str]
+        self,
+        round_no: int,
+        source: int,
+        sentence: int,
+        sim: float,
+        value: float,
+        gained: Sequence[int],
     ) -> Bridge:
-        layer = self.layer
+        layer, view = self.layer, self.view
         pid = layer.passage_ids[int(layer.passage[sentence])]
         text = layer.text(sentence, self.contents(pid)) if self.contents is not None else ""
-        return Bridge(round_no, self.view.names[source], text, pid, sim, tuple(gained))
+        names = tuple(view.names[e] for e in gained)
+        types = tuple(tuple(view.types[e]) for e in gained)
+        return Bridge(round_no, view.names[source], text, pid, sim, names, value, types)
 
     def _with_hits(self, result: BridgeResult) -> BridgeResult:
         if self.lookup is not None:

@@ -22,7 +22,7 @@ from graphseek.knowledge.passages import Hit
 from graphseek.llm import model_for_context
 from graphseek.llm.budget import run_callbacks
 from graphseek.state.context import Context
-from graphseek.state.models import Usage
+from graphseek.state.models import SentenceBridge, Usage
 from graphseek.tools.retrievers import resolve_index, retrieve
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ NO_SENTENCES = (
 )
 #: graph lines handed to a role at most
 MAX_LINES = 40
+_WORD = re.compile(r"\w+")
 _NAME = re.compile(r"\b[A-Z][\w'’-]+(?:\s+(?:of|de|the|von|van)?\s*[A-Z][\w'’-]+)*")
 
 
@@ -201,6 +202,61 @@ def _bridged(context: Context, index: IndexStore, query: str) -> list[tuple[str,
     from graphseek.tools.graph_retrievers import bridge_seeds_for
 
     return bridge_seeds_for(index, query)
+
+
+#: sentence bridges a run offers its Seeker at most (`question_bridges`)
+MAX_QUESTION_BRIDGES = 8
+
+
+def follows_bridges(context: Context) -> bool:
+    """Whether a run's retrieval bridges through sentences (retriever "bridge", or `bridge_seeds`
+    with higra or progressive): then `dual_agent` offers the entities bridging reaches as next
+    hops' subjects. Off for every other retriever, so their runs do not change."""
+    if context.retriever == "bridge":
+        return True
+    return bool(context.bridge_seeds) and context.retriever in ("higra", "progressive")
+
+
+def question_bridges(
+    context: Context, question: str, limit: int = MAX_QUESTION_BRIDGES
+) -> list[SentenceBridge]:
+    """The entities semantic bridging reaches from the ones `question` names, each with the
+    sentence that led there (`BridgeRetriever.bridges`): best activation first, one per entity,
+    none the question names itself, at most `limit`. [] when the run does not bridge
+    (`follows_bridges`), or the index has no graph or no sentence nodes."""
+    if not follows_bridges(context):
+        return []
+    from graphseek.tools.bridge import NoSentenceLayerError
+    from graphseek.tools.graph_access import GraphNotFoundError
+    from graphseek.tools.graph_retrievers import bridge_retriever
+
+    index = resolve_index(context)
+    try:
+        found = bridge_retriever(index).bridges(question)
+    except (GraphNotFoundError, NoSentenceLayerError, NotImplementedError) as exc:
+        log.debug("no sentence bridges for %r: %s", question, exc)
+        return []
+    asked = f" {' '.join(_WORD.findall(question.casefold()))} "
+    best: dict[str, SentenceBridge] = {}
+    for bridge in found:
+        types = bridge.target_types or tuple(() for _ in bridge.targets)
+        for name, kinds in zip(bridge.targets, types, strict=False):
+            key = " ".join(_WORD.findall(name.casefold()))
+            if not key or f" {key} " in asked or key == bridge.source.casefold():
+                continue
+            item = SentenceBridge(
+                entity=name,
+                types=list(kinds),
+                source=bridge.source,
+                sentence=bridge.sentence,
+                passage_id=bridge.passage_id,
+                round=bridge.round,
+                weight=round(bridge.weight, 4),
+            )
+            if key not in best or item.weight > best[key].weight:
+                best[key] = item
+    ranked = sorted(best.values(), key=lambda b: (-b.weight, b.round))
+    return ranked[:limit]
 
 
 def _fallback_stage(

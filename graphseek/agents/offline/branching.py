@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from graphseek.agents.offline.bridges import bridge_draft, subjects
+from graphseek.agents.profiles import GENERAL, Profile
 from graphseek.agents.reading.chains import ChainChooser
 from graphseek.agents.roles import Seeker, SeekerView, Step
 from graphseek.agents.text import fill_placeholders, normalize
@@ -62,6 +64,12 @@ class BranchingSeeker:
             return None
         dep = last.depends_on[0]
         upstream = [d for d in view.drafts if d.step_id == dep]
+        hop = next((s for s in view.plan if s.id == dep), None)
+        if hop is not None and view.bridges:
+            # a sentence bridge is another reading of the hop, as sure as its activation
+            own = _best(upstream)
+            found = subjects(view.bridges, hop, own.answer if own else "", self._profile)
+            upstream += [bridge_draft(hop, b) for b in found]
         finals = [d for d in view.drafts if d.step_id == last.id]
         choice = self.chooser.choose(last.question, str(dep), upstream, finals)
         if choice is None:
@@ -112,7 +120,7 @@ class BranchingSeeker:
             step = plan.get(sid) if sid is not None else None
             if step is None:
                 continue
-            for alternative_question in self._alternatives(step, view.drafts, answers):
+            for alternative_question in self._alternatives(step, view, answers):
                 if normalize(alternative_question) in asked:
                     continue
                 asked.add(normalize(alternative_question))
@@ -131,16 +139,29 @@ class BranchingSeeker:
         )
 
     def _alternatives(
-        self, step: SubQuestion, drafts: Sequence[Draft], answers: dict[str, str]
+        self, step: SubQuestion, view: SeekerView, answers: dict[str, str]
     ) -> list[str]:
+        """The step on the uncertain hop's other candidates, then on its best sentence bridge
+        other than its answer (when the run bridges: `SeekerView.bridges`)."""
         out: list[str] = []
         for dep in step.depends_on:
-            upstream = _best([d for d in drafts if d.step_id == dep])
+            upstream = _best([d for d in view.drafts if d.step_id == dep])
             if upstream is None or upstream.confidence >= self.branch_below:
                 continue
-            for alternative in upstream.candidates[: self.max_branches]:
+            alternatives = list(upstream.candidates[: self.max_branches])
+            hop = next((s for s in view.plan if s.id == dep), None)
+            if hop is not None and view.bridges:
+                taken = {normalize(a) for a in alternatives}
+                found = subjects(view.bridges, hop, upstream.answer, self._profile)
+                alternatives += [b.entity for b in found if normalize(b.entity) not in taken][:1]
+            for alternative in alternatives:
                 out.append(fill_placeholders(step.question, {**answers, str(dep): alternative}))
         return out
+
+    @property
+    def _profile(self) -> Profile:
+        profile = getattr(self.inner, "profile", None)
+        return profile if isinstance(profile, Profile) else GENERAL
 
     def _multiple(self, view: SeekerView, action: SeekerAction) -> SeekerAction:
         if not view.plan:

@@ -12,6 +12,12 @@ Each turn the Seeker looks at the plan and at the Librarian's drafts so far, and
 4. abstains when the answer's confidence is below `abstain_threshold`, when a step cannot be
    answered, or when the turn budget is spent with no usable answer.
 
+With sentence bridges (`SeekerView.bridges`, when the run's retrieval bridges), a step whose
+hop has no answer is asked about the hop's best bridge; beside a weak step's retry, the step is
+asked about the hop's answer written longer by a bridge, or, when that answer is unsure, about
+another bridge; an answer through a bridge is as sure as its least sure hop, the bridge's as its
+activation (`graphseek.agents.offline.bridges`). Without bridges nothing of this applies.
+
 A step whose text is itself a comparison of the question's options ("Which film came out first,
 A or B?") with dependencies is resolved here, never sent to the Librarian.
 """
@@ -30,6 +36,7 @@ from graphseek.agents.offline.answer_types import (
     expected_answer,
     parse_comparison,
 )
+from graphseek.agents.offline.bridges import asked_through, bridge_draft, extends, subjects
 from graphseek.agents.profiles import GENERAL, Profile, get_profile
 from graphseek.agents.roles import SeekerView, Step
 from graphseek.agents.text import (
@@ -39,7 +46,10 @@ from graphseek.agents.text import (
     parse_date,
     parse_number,
 )
-from graphseek.state.models import Draft, SeekerAction, SubQuestion
+from graphseek.state.models import Draft, SeekerAction, SentenceBridge, SubQuestion
+
+#: questions a step is asked through sentence bridges at most
+MAX_BRIDGE_ASKS = 2
 
 # ---------------------------------------------------------------------------------------------
 # comparing values
@@ -182,21 +192,30 @@ class OfflineSeeker:
         questions: list[str] = []
         step_ids: list[int | None] = []
         dead: list[int] = []
+        bridges = list(view.bridges)
         for step in plan:
             if step.id in virtual:
                 continue
             tried = drafts_by_step.get(step.id, [])
             needs = set(step.depends_on) | {int(n) for n in PLACEHOLDER.findall(step.question)}
-            if not all(str(d) in answers for d in needs):
-                continue
             asked_texts = {normalize(d.question) for d in tried}
-            filled = fill_placeholders(step.question, answers)
             draft = best.get(step.id)
+            settled = bool(draft and draft.answer and draft.confidence >= self.retry_below)
+            if not all(str(d) in answers for d in needs):
+                # a hop the reader left unanswered: its next step on a sentence bridge instead
+                follow = (
+                    None if settled else self._follow(step, plan, answers, best, bridges, tried)
+                )
+                if follow is not None:
+                    questions.append(follow)
+                    step_ids.append(step.id)
+                continue
+            filled = fill_placeholders(step.question, answers)
             if not tried:
                 questions.append(filled)
                 step_ids.append(step.id)
                 continue
-            if draft is not None and draft.answer and draft.confidence >= self.retry_below:
+            if settled:
                 continue
             retry = self._retry(step, filled, answers, best, asked_texts, plan)
             if retry is not None and len(tried) < 3:
@@ -204,6 +223,12 @@ class OfflineSeeker:
                 step_ids.append(step.id)
             elif draft is None or not draft.answer:
                 dead.append(step.id)
+            # beside the retry, the step on a sentence bridge (the hop's answer written longer,
+            # or, when that answer is unsure, another entity the question's sentences reach)
+            follow = self._follow(step, plan, answers, best, bridges, tried, also=retry)
+            if follow is not None:
+                questions.append(follow)
+                step_ids.append(step.id)
 
         if questions and not last_turn:
             return SeekerAction(
@@ -212,7 +237,45 @@ class OfflineSeeker:
                 questions=questions,
                 step_ids=step_ids,
             )
-        return self._conclude(view, plan, comparison, virtual, best, answers, dead)
+        return self._conclude(view, plan, comparison, virtual, best, answers, dead, drafts_by_step)
+
+    def _follow(
+        self,
+        step: SubQuestion,
+        plan: Sequence[SubQuestion],
+        answers: Mapping[str, str],
+        best: Mapping[int, Draft | None],
+        bridges: Sequence[SentenceBridge],
+        tried: Sequence[Draft],
+        also: str | None = None,
+    ) -> str | None:
+        """`step` asked with a hop's answer replaced by a sentence bridge
+        (`graphseek.agents.offline.bridges`), or None: for a hop that was asked and has no
+        answer, its best bridge; for one whose answer is below `branch_below`, a bridge other
+        than its answer; for a settled one, only its answer written longer. At most
+        `MAX_BRIDGE_ASKS` such questions per step."""
+        if not bridges or len(step.depends_on) != 1:
+            return None
+        dep = step.depends_on[0]
+        hop = next((s for s in plan if s.id == dep), None)
+        upstream = best.get(dep)
+        if hop is None or upstream is None:  # the hop was not asked yet
+            return None
+        through = [
+            d for d in tried if asked_through(d.question, step, answers, bridges) is not None
+        ]
+        if len(through) >= MAX_BRIDGE_ASKS:
+            return None
+        answer = answers.get(str(dep), "")
+        options = subjects(bridges, hop, answer, self.profile)
+        if answer and upstream.confidence >= self.branch_below:
+            options = [b for b in options if extends(b.entity, answer)]
+        asked = {normalize(d.question) for d in tried} | ({normalize(also)} if also else set())
+        for bridge in options:
+            text = fill_placeholders(step.question, {**answers, str(dep): bridge.entity})
+            if normalize(text) not in asked:
+                return text
+        return None
 
     def _retry(
         self,
@@ -257,6 +320,7 @@ class OfflineSeeker:
         best: Mapping[int, Draft | None],
         answers: Mapping[str, str],
         dead: Sequence[int],
+        drafts_by_step: Mapping[int, Sequence[Draft]] | None = None,
     ) -> SeekerAction:
         used = [d for d in best.values() if d is not None and d.answer]
         evidence = _evidence_ids(used)
@@ -284,6 +348,9 @@ class OfflineSeeker:
         if not answerable:
             return _abstain("The plan has no step to answer.")
         final = answerable[-1]
+        bridged = self._through_bridge(view, plan, final, best, answers, drafts_by_step or {})
+        if bridged is not None:
+            return bridged
         draft = best.get(final.id)
         answer = answers.get(str(final.id), "")
         if not answer:
@@ -305,6 +372,69 @@ class OfflineSeeker:
             action="answer",
             answer=answer,
             evidence=_evidence_ids([d for d in chain_drafts if d is not None]),
+            confidence=round(confidence, 4),
+        )
+
+    def _through_bridge(
+        self,
+        view: SeekerView,
+        plan: Sequence[SubQuestion],
+        final: SubQuestion,
+        best: Mapping[int, Draft | None],
+        answers: Mapping[str, str],
+        drafts_by_step: Mapping[int, Sequence[Draft]],
+    ) -> SeekerAction | None:
+        """The answer through a sentence bridge, when the last step was asked on one and that
+        chain is the surest: each chain is as sure as its least sure hop, a bridge's hop as
+        sure as its activation (a bridge that writes the hop's answer longer confirms it: the
+        surer of the two). None (the usual rule decides) when no draft of the last step went
+        through a bridge, or a chain through the hop's own answer is as sure."""
+        bridges = list(view.bridges)
+        finals = [d for d in drafts_by_step.get(final.id, []) if d.answer]
+        if not bridges or not finals:
+            return None
+        chain = _ancestors(plan, final.id)
+        hops = {s.id: s for s in plan}
+
+        def sureness(draft: Draft) -> tuple[float, tuple[int, SentenceBridge] | None]:
+            via = asked_through(draft.question, final, answers, bridges)
+            confs = [draft.confidence]
+            for sid in chain:
+                upstream = best.get(sid)
+                read = upstream.confidence if upstream and upstream.answer else 0.0
+                if via is not None and sid == via[0]:
+                    confirms = upstream is not None and extends(via[1].entity, upstream.answer)
+                    confs.append(max(read, via[1].weight) if confirms else via[1].weight)
+                else:
+                    confs.append(read)
+            return min(confs), via
+
+        scored = [(*sureness(d), d) for d in finals]
+        through = [(c, via, d) for c, via, d in scored if via is not None]
+        if not through:
+            return None
+        confidence, via, draft = max(through, key=lambda x: x[0])
+        own = max((c for c, v, _ in scored if v is None), default=-1.0)
+        if via is None or confidence <= own:
+            return None
+        dep, bridge = via
+        if confidence < self.abstain_threshold:
+            return _abstain(
+                f"Best answer {draft.answer!r}, through the bridge {bridge.entity!r}, is too "
+                f"weakly supported (confidence {confidence:.2f} < {self.abstain_threshold:.2f})."
+            )
+        used = [bridge_draft(hops[dep], bridge), draft]
+        own_read = best.get(dep)
+        confirmed = own_read is not None and extends(bridge.entity, own_read.answer)
+        others = [
+            best[s] for s in sorted(chain) if (s != dep or confirmed) and best.get(s) is not None
+        ]
+        return SeekerAction(
+            reason=f"The last step answered through the bridge {bridge.entity!r}, which "
+            f"{bridge.source!r} reaches in the sentence {bridge.sentence[:120]!r}.",
+            action="answer",
+            answer=draft.answer,
+            evidence=_evidence_ids([*[d for d in others if d is not None], *used]),
             confidence=round(confidence, 4),
         )
 

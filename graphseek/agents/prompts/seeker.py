@@ -2,7 +2,11 @@
 
 Placeholders: `{question}` — the user's question; `{plan}` — the decomposition plan, one step per
 line with its dependencies; `{history}` — what the Librarian answered so far (question, answer,
-evidence with passage ids); `{turn}` / `{max_turns}` — the turn budget.
+evidence with passage ids); `{bridges}` — `SEEKER_BRIDGES` with its `{lines}` (candidate
+bridges: entities semantic bridging reached from the question's entities, each with the sentence
+that names both; `graphseek.agents.formatting.format_bridges`), or empty when the run's retrieval
+does not bridge, so the prompt is then unchanged (it follows the plan: the same on every turn,
+so a turn's prompt still starts with the last one's); `{turn}` / `{max_turns}` — the turn budget.
 """
 
 SEEKER_SYSTEM = """You are the Seeker in a two-agent question-answering system (Seeker and \
@@ -25,9 +29,16 @@ Return JSON: `reason`, `action`, `questions`, `step_ids`, `answer`, `evidence`, 
 SEEKER_USER = """Original question: {question}
 
 Plan:
-{plan}
+{plan}{bridges}
 
 Librarian history:
 {history}
 
 Turn {turn} of {max_turns}."""
+
+SEEKER_BRIDGES = """
+
+Candidate bridges (entities reached from the question's entities through one sentence that \
+names both; one may be the entity a step asks for, so the next step's subject; the sentence may \
+state another relation, so check it with the Librarian):
+{lines}"""
