@@ -190,8 +190,10 @@ class Index(IndexCommon):
         there only once the new one is complete.
 
         `graph=True` also builds the HiGra knowledge graph into `path/graph` (offline extractor
-        unless `graph_options` names an `llm` or `extractor`; other options go to
-        `graphseek.knowledge.graph.build_graph`), inside the same atomic swap.
+        unless `graph_options` names an `llm` or `extractor`; its other keys are `GraphSettings`'
+        fields or a whole ``settings``, and `RunOptions`' ``memory_budget`` and
+        ``max_concurrency``: `graphseek.knowledge.graph.settings.graph_arguments`), inside the
+        same atomic swap.
 
         `embedder`: the passage and query embedder, a spec (`graphseek.knowledge.embedders`:
         "minilm", the default; "openai:MODEL"; "st:FOLDER") or an encoder object. It is recorded
