@@ -255,3 +255,46 @@ def test_a_4096_token_window_takes_every_request_with_its_reply_limit(
     assert limits == {512}, limits
     if topology in ("react", "dual_agent"):  # tool results reach the model
         assert any(m.get("role") == "tool" for b in server.requests for m in b["messages"])
+    # the tools are offered compact: one sentence each, no argument descriptions
+    offered = [t["function"] for b in server.requests for t in b.get("tools") or []]
+    assert offered or topology == "adaptive"  # adaptive's roles call no tools
+    assert not any(_keys(t.get("parameters", {})) & {"description", "title"} for t in offered)
+    assert all(t["description"].count(". ") == 0 for t in offered)
+
+
+def _keys(schema: Any) -> set[str]:
+    """Every key of a JSON schema, at every depth."""
+    if isinstance(schema, dict):
+        return set(schema) | {k for v in schema.values() for k in _keys(v)}
+    if isinstance(schema, list):
+        return {k for v in schema for k in _keys(v)}
+    return set()
+
+
+def test_tool_definitions_are_compact_in_a_small_window_only() -> None:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from graphseek.agents.tool_calling import COMPACT_TOOLS_WINDOW, tool_definitions
+    from graphseek.llm.tokens import count_tools
+    from graphseek.tools.lc_tools import react_tools
+
+    tools = react_tools()
+    assert tool_definitions(tools, None) == tools  # no window known: the tools themselves
+    assert tool_definitions(tools, COMPACT_TOOLS_WINDOW * 2) == tools
+    full = [convert_to_openai_tool(t) for t in tools]
+    small = tool_definitions(tools, 4096)
+    # the same tools, names and arguments (with their bounds), about a third fewer tokens
+    assert [t["function"]["name"] for t in small] == [t.name for t in tools]
+    for f, c in zip(full, small, strict=True):
+        f_args = f["function"]["parameters"]["properties"]
+        c_args = c["function"]["parameters"]["properties"]
+        assert list(c_args) == list(f_args)
+        assert c["function"]["parameters"].get("required") == f["function"]["parameters"].get(
+            "required"
+        )
+        assert " ".join(f["function"]["description"].split()).startswith(
+            c["function"]["description"]
+        )
+    finish = small[-1]["function"]["parameters"]["properties"]
+    assert finish["answer"]["maxLength"] and finish["passage_ids"]["maxItems"]
+    assert count_tools(small) < 0.7 * count_tools(full)

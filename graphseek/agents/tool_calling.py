@@ -39,6 +39,10 @@ from graphseek.llm import invoke_message
 from graphseek.llm.text_tool_calls import Schema, call_key, check_call, parse_tool_calls
 from graphseek.state.models import Usage
 
+#: a model whose window is at most this many tokens is offered compact tool definitions
+#: (`tool_definitions`): every token of the schemas is a token of evidence the window cannot hold
+COMPACT_TOOLS_WINDOW = 8192
+
 NO_TOOL_CALL_PROMPT = (
     "Your reply called no tool. Call exactly one of the tools offered: a retrieval tool to "
     "gather evidence, or the tool that ends the search (finish(answer, passage_ids) where it "
@@ -113,6 +117,43 @@ def _refuses_tools(exc: LLMError) -> bool:
     return bool(_TOOLS_REFUSED.search(detail))
 
 
+def _first_sentence(text: str) -> str:
+    """The first sentence of `text` (to its first ". " or line break), whitespace collapsed."""
+    text = " ".join(text.split())
+    cut = re.search(r"(?<=[.!?])\s", text)
+    return text[: cut.start()] if cut else text
+
+
+def _bare(schema: Any) -> Any:
+    """A JSON schema without its descriptions and titles, at every depth (the names and types
+    a call needs stay)."""
+    if isinstance(schema, Mapping):
+        return {k: _bare(v) for k, v in schema.items() if k not in ("description", "title")}
+    if isinstance(schema, list):
+        return [_bare(v) for v in schema]
+    return schema
+
+
+def tool_definitions(tools: Sequence[Any], window: int | None) -> list[Any]:
+    """What `tools` are bound as: the tools themselves, or, for a model whose `window` is at most
+    `COMPACT_TOOLS_WINDOW` tokens, their OpenAI definitions with each description cut to its
+    first sentence and the arguments' descriptions and titles left out. The model calls them by
+    the same names and arguments, and the calls run the tools themselves."""
+    if window is None or window > COMPACT_TOOLS_WINDOW:
+        return list(tools)
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    out = []
+    for tool in tools:
+        spec = convert_to_openai_tool(tool)
+        fn = spec["function"]
+        compact = {"name": fn["name"], "description": _first_sentence(fn.get("description", ""))}
+        if "parameters" in fn:
+            compact["parameters"] = _bare(fn["parameters"])
+        out.append({"type": "function", "function": compact})
+    return out
+
+
 def model_name(model: Any) -> str:
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
     return f"model {name!r}" if isinstance(name, str) else f"model {type(model).__name__}"
@@ -133,8 +174,11 @@ def call_tools(
     `LLMOutputError` when it never calls one, and the taxonomy's other `LLMError`s."""
     if model in _REFUSED:
         raise ToolsUnsupportedError(f"the server of {model_name(model)} refused tool calling")
+    from graphseek.llm.context_window import window_for
+
+    window = window_for(model)
     try:
-        bound = model.bind_tools(list(tools))
+        bound = model.bind_tools(tool_definitions(tools, window.tokens if window else None))
     except (NotImplementedError, AttributeError) as exc:
         raise ToolsUnsupportedError(f"{type(model).__name__} cannot call tools") from exc
     messages = list(prompt)
