@@ -134,7 +134,17 @@ def _print_result(result: Any, as_json: bool) -> None:
         evidence = evidence[:SHOWN_ON_ABSTENTION]
     else:
         console.print(f"[bold green]Answer:[/bold green] {escape(result.answer)}")
-    for e in evidence:
+        # the grounding first; the other sentences the run found most relevant after it
+        evidence = [e for e in evidence if e.supports_answer] + [
+            e for e in evidence if not e.supports_answer
+        ]
+    for k, e in enumerate(evidence):
+        if (
+            not result.abstained
+            and not e.supports_answer
+            and (k == 0 or evidence[k - 1].supports_answer)
+        ):
+            console.print("  [dim]Also relevant:[/dim]")
         console.print(f"  [cyan]{escape(f'[{e.passage_id}] {e.title}')}[/cyan]: {_snippet(e)}")
     readings = result.diagnostics.get("readings") or []
     if readings:

@@ -130,7 +130,7 @@ def test_scripted_run_visits_nodes_in_order(tiny_index):
     }
     assert final["query_history"][-1] == "Where did Lord Byron die?"
     assert final["answer"] == "Missolonghi" and final["abstained"] is False
-    assert [e.passage_id for e in final["evidence"]] == ["byron", "ada"]
+    assert [e.passage_id for e in final["evidence"]][:2] == ["byron", "ada"]  # then related
     assert final["turn"] == 2
     # clarify + decompose + 3 librarians x (search + finish) + 2 seeker calls, with tokens
     assert final["usage"].llm_calls == 10

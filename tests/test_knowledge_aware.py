@@ -210,7 +210,7 @@ def test_single_agent_scripted_run(tiny_index):
     results = [m for m in final["messages"] if isinstance(m, ToolMessage)]
     assert [r.artifact["retriever"] for r in results] == ["bm25", "bm25"]
     assert final["answer"] == "Missolonghi" and final["abstained"] is False
-    assert [e.passage_id for e in final["evidence"]] == ["byron", "ada"]
+    assert [e.passage_id for e in final["evidence"]][:2] == ["byron", "ada"]  # then related
     # Known: two facts with their passage ids; ids name the gap each fact addresses
     assert [(f.text, f.passage_ids, f.id.split("/")[0]) for f in final["known"]] == [
         ("Ada Lovelace's father is Lord Byron.", ["ada"], "1"),

@@ -128,7 +128,7 @@ def test_a_supported_confident_draft_ends_the_loop_whatever_the_seeker_asks(tiny
     assert seeker_calls(model) == 2
     assert final["answer"] == "Missolonghi" and final["abstained"] is False
     assert final["next_action"] == "answer"
-    assert [e.passage_id for e in final["evidence"]] == ["byron", "ada"]
+    assert [e.passage_id for e in final["evidence"]][:2] == ["byron", "ada"]  # then related
     assert final["history"][-1]["action"] == "ask_librarian"  # what the Seeker chose
     assert len(final["diagnostics"]["seeker_gate"]) == 1
     assert final["query_history"][-1] == "Where did Lord Byron die?"

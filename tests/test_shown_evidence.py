@@ -9,7 +9,12 @@ import json
 import pytest
 
 from graphseek import ask
-from graphseek.agents.reading.evidence import mark_support, shown_evidence
+from graphseek.agents.reading.evidence import (
+    ANSWER_ITEMS,
+    mark_support,
+    shown_evidence,
+    with_related,
+)
 from graphseek.agents.text import contains
 from graphseek.evaluation.scoring import answer_in_evidence, shown_text
 from graphseek.graphs import TOPOLOGIES
@@ -110,7 +115,57 @@ def test_an_answer_is_flagged_as_supported(tiny_index) -> None:
     assert result.answer == "Missolonghi"
     supporting = [e.passage_id for e in result.evidence if e.supports_answer]
     assert supporting == ["byron"]
-    assert result.to_public_dict()["evidence"][-1]["supports_answer"] is True
+    public = result.to_public_dict()["evidence"]
+    # its grounding (the chain's two passages, the second holding the answer), then the other
+    # sentences the run found most relevant, each shown once
+    assert [e["passage_id"] for e in public[:2]] == ["ada", "byron"]
+    assert len(public) >= ANSWER_ITEMS and all(e["sentence"] for e in public)
+    shown = [(e["passage_id"], e["sentence"]) for e in public]
+    assert len(shown) == len(set(shown))
+
+
+def test_a_wrong_answer_does_not_hide_the_sentence_that_holds_the_right_one() -> None:
+    grounding = [
+        EvidenceItem(
+            passage_id="png",
+            title="libpng",
+            text=HITS[1].passage.text,
+            sentence="It relies on zlib.",
+            context="libpng is the reference PNG library. It relies on zlib.",
+            supports_answer=True,
+        )
+    ]
+    shown = with_related("Who wrote the zlib library?", grounding, [], HITS, "libpng")
+    assert shown[0] == grounding[0] and len(shown) == ANSWER_ITEMS
+    added = shown[1:]
+    # the sentence naming the author is among them; the grounding's sentence is not repeated
+    assert any("Jean-loup Gailly" in e.context for e in added)
+    assert not any(e.passage_id == "png" and e.sentence in grounding[0].context for e in added)
+    assert all(e.sentence and e.sentence in e.text for e in added)
+    # flagged only where the passage states the answer ("libpng" is stated in none of them)
+    assert not any(e.supports_answer for e in added)
+    # a grounding of ANSWER_ITEMS items or more is shown as it is
+    assert (
+        with_related("q?", grounding * ANSWER_ITEMS, [], HITS, "libpng") == grounding * ANSWER_ITEMS
+    )
+
+
+def test_cli_answer_shows_its_grounding_then_what_else_is_relevant(tiny_index, capsys) -> None:
+    from graphseek.cli import main
+
+    code = main(
+        [
+            "ask",
+            str(tiny_index.path),
+            "Where did Ada Lovelace's father die?",
+            "--profile",
+            "wikipedia",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "Answer: Missolonghi" in out
+    grounding, _, rest = out.partition("Also relevant:")
+    assert "[byron]" in grounding and rest.strip()
 
 
 def test_cli_abstention_reads_like_a_search_result(tiny_index, capsys) -> None:

@@ -241,7 +241,7 @@ def test_higra_retriever_gives_relations_and_passages_to_the_librarian(graph_ind
     out = run("higra_retriever", QUESTION, Context(index=graph_index, llm=llm_for(model)))
     assert out["trace"] == ["retrieve_context", "generate_answer", "finalize_answer"]
     assert out["answer"] == "Missolonghi" and out["abstained"] is False
-    assert [e.passage_id for e in out["evidence"]] == ["byron"]
+    assert [e.passage_id for e in out["evidence"]][:1] == ["byron"]  # then related
     prompt = model.calls[0][1].content
     assert "Graph relations" in prompt
     assert "Ada Lovelace | daughter of | Lord Byron" in prompt
@@ -401,7 +401,7 @@ def test_adaptive_rewrites_after_a_triple_check_failure(graph_index):
     assert out["diagnostics"]["failures"] == ["grounding"]
     assert out["diagnostics"]["retries"] == 1
     assert out["answer"] == "Missolonghi"
-    assert [e.passage_id for e in out["evidence"]] == ["byron"]
+    assert [e.passage_id for e in out["evidence"]][:1] == ["byron"]  # then related
     rewrite_prompt = next(c[1].content for c in model.calls if c[0].content == REWRITER_SYSTEM)
     assert "Failed check: grounding" in rewrite_prompt
 
@@ -524,7 +524,7 @@ def test_deep_search_expands_after_a_rejected_draft(graph_index):
     assert out["answer"] == "Missolonghi" and not out["abstained"]
     assert out["diagnostics"]["failures"] == ["reject"]
     assert out["diagnostics"]["retries"] == 1
-    assert [e.passage_id for e in out["evidence"]] == ["byron", "ada"]
+    assert [e.passage_id for e in out["evidence"]][:2] == ["byron", "ada"]  # then related
     # query grounding: the second step was searched with #1 resolved
     grounded = [c[1].content for c in model.calls if c[0].content == GROUNDER_SYSTEM]
     assert (
@@ -575,7 +575,7 @@ def test_react_stops_early_once_the_context_suffices(graph_index):
     assert out["trace"] == ["think", "observe", "think", "finalize_answer"]
     assert out["diagnostics"]["early_stop"] is True and out["diagnostics"]["turns"] == 1
     assert out["answer"] == "Missolonghi"
-    assert [e.passage_id for e in out["evidence"]] == ["byron"]  # the finish call's citation
+    assert [e.passage_id for e in out["evidence"]][:1] == ["byron"]  # the finish call's citation
     observation = model.calls[1][3]  # the tool's result reached the next thought
     assert isinstance(observation, ToolMessage) and observation.name == "retrieve_subgraph"
     assert "HyperEdge_1: <Lord Byron died of a fever at Missolonghi in 1824>" in observation.content

@@ -90,15 +90,15 @@ def outcome_metrics(record: Mapping[str, Any]) -> dict[str, float | None]:
     return row
 
 
-#: how many evidence items of an abstention the user sees in the CLI text
-SHOWN_ON_ABSTENTION = 3
+#: how many evidence items of a reply count as seen (the CLI prints an abstention's first three)
+SHOWN_FIRST = 3
 
 
 def shown_text(prediction: str, evidence: Sequence[Any], abstained: bool) -> str:
-    """What a user sees of a reply in the CLI text: the answer, then each shown evidence item's
-    title (document and section) and its sentence with its context (its passage's opening when
-    it has none); an abstention shows its first three."""
-    items = list(evidence)[:SHOWN_ON_ABSTENTION] if abstained else list(evidence)
+    """What a user sees first of a reply in the CLI text: the answer, then the first three
+    evidence items' titles (document and section) and sentences with their context (the
+    passage's opening when an item has none)."""
+    items = list(evidence)[:SHOWN_FIRST]
     parts = [] if abstained else [prediction]
     for e in items:
         get = e.get if isinstance(e, Mapping) else lambda k, _e=e: getattr(_e, k, "")

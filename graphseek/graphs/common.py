@@ -252,11 +252,17 @@ def cascade_diagnostics(drafts: list[Draft], answer: str) -> Diagnostics:
 
 def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> RunUpdate:
     """Write the output fields: the answer with its grounding (each item flagged whether it holds
-    the answer), or an explicit abstention that shows the passages and sentences the run found
+    the answer) and, after it, the most relevant other sentences the run read
+    (`with_related`), or an explicit abstention that shows the passages and sentences the run found
     most likely to hold the answer (`graphseek.agents.reading.evidence`). A chat model's answer
     is read first (`model_answer_fit`): a sentence gives way to the span that answers, and an
     answer that does not answer, or that its evidence does not state, is an abstention."""
-    from graphseek.agents.reading.evidence import mark_support, shown_evidence, with_sentences
+    from graphseek.agents.reading.evidence import (
+        mark_support,
+        shown_evidence,
+        with_related,
+        with_sentences,
+    )
 
     question = state.get("question", "")
     reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
@@ -281,11 +287,18 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> RunUpdat
             answer = fit.answer
         if checked is None or checked[0].fits:
             extra: RunUpdate = {"diagnostics": diagnostics} if diagnostics else {}
+            shown_with = with_related(
+                question,
+                with_sentences(question, evidence, answer),
+                state.get("drafts") or [],
+                read_passages(state, runtime),
+                answer,
+            )
             return {
                 "answer": answer,
                 "abstained": False,
                 "abstain_reason": "",
-                "evidence": Overwrite(with_sentences(question, evidence, answer)),
+                "evidence": Overwrite(shown_with),
                 "trace": ["finalize_answer"],
                 **extra,
             }

@@ -47,6 +47,9 @@ STEP_QUESTIONS = 3
 #: where the sentence of the latest draft's answer is shown (0: first), when the
 #: ranker put it lower
 GUESS_AT = 1
+#: an answer shows at least this many items: its grounding, then the most relevant other
+#: sentences the run read (`with_related`)
+ANSWER_ITEMS = 3
 
 
 def to_evidence(hit: Hit, sentence: str = "") -> EvidenceItem:
@@ -178,6 +181,56 @@ def shown_evidence(
                 context=s.context,
                 score=round(s.score, 4),
                 span=span,
+            )
+        )
+    return out
+
+
+def with_related(
+    question: str,
+    grounding: Sequence[EvidenceItem],
+    drafts: Sequence[Draft],
+    hits: Sequence[Hit],
+    answer: str,
+    reader: Any = None,
+    limit: int = ANSWER_ITEMS,
+) -> list[EvidenceItem]:
+    """An answer's `grounding`, then, up to `limit` items in all, the sentences of what the run
+    read (as an abstention ranks them: `shown_evidence`) that the grounding does not show already,
+    itself or as a sentence's context. A user checking the answer sees what else the run found
+    most relevant, so a wrong answer does not hide the sentence that holds the right one. Each
+    added item is flagged `supports_answer` where its passage states the answer, and its `span`
+    set where its sentence does."""
+    from graphseek.agents.reading.sentences import top_sentences
+
+    out = list(grounding)
+    if len(out) >= limit:
+        return out
+    if reader is None:
+        from graphseek.agents.reading.reader import get_reader
+
+        reader = get_reader()
+    read = _read_hits(drafts, hits)
+    if not read:
+        return out
+    shown = [(e.passage_id, e.context or e.sentence) for e in out if e.sentence]
+    fresh = [
+        s
+        for s in _ranked_for_steps(question, drafts, read, reader)
+        if not any(pid == s.passage.id and s.text in seen for pid, seen in shown)
+    ]
+    for s in top_sentences(fresh, limit - len(out)):
+        out.append(
+            EvidenceItem(
+                passage_id=s.passage.id,
+                title=s.passage.title,
+                text=s.passage.text,
+                sentence=s.text,
+                context=s.context,
+                score=round(s.score, 4),
+                span=answer if answer and contains(s.text, answer) else "",
+                supports_answer=bool(answer)
+                and answer_occurs(answer, f"{s.passage.title} {s.passage.text}"),
             )
         )
     return out
