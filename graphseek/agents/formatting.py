@@ -140,16 +140,19 @@ def with_evidence(
     hits: Sequence[Hit],
     max_chars: int,
     read_by: ReadBy = "sentences",
+    rank_by: str | None = None,
     **fields: Any,
 ) -> str:
     """`template` filled with `fields` and ``{passages}``: with ``read_by="sentences"`` the
-    best sentences for ``fields["question"]`` (`format_sentences`), else the whole passages
-    (`with_passages`), packed into `max_chars` and the room `model`'s window leaves."""
+    best sentences for `rank_by` (default ``fields["question"]``; `format_sentences`), else the
+    whole passages (`with_passages`), packed into `max_chars` and the room `model`'s window
+    leaves."""
     if read_by != "sentences":
         return with_passages(model, system, template, hits, max_chars, **fields)
     bare = template.format(passages="", **fields)
     room, count = text_room(model, [SystemMessage(system), HumanMessage(bare)])
-    text = format_sentences(str(fields.get("question", "")), hits, max_chars, room, count)
+    asked = rank_by if rank_by is not None else str(fields.get("question", ""))
+    text = format_sentences(asked, hits, max_chars, room, count)
     return template.format(passages=text, **fields)
 
 

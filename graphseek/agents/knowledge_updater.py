@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from graphseek.agents.formatting import with_passages
 from graphseek.agents.kair import (
     AcceptedUpdate,
     format_context,
@@ -148,8 +147,10 @@ class LLMKnowledgeUpdater(PassageRole):
     def update(
         self, view: KnowledgeView, query: QueryPlan, hits: Sequence[Hit]
     ) -> Step[KnowledgeDelta]:
-        user = with_passages(
-            self.model, KNOWLEDGE_UPDATER_SYSTEM, KNOWLEDGE_UPDATER_USER, hits, self.max_chars,
+        # the sentences most relevant to the gap's search, each with its neighbours
+        user = self.evidence_prompt(
+            KNOWLEDGE_UPDATER_SYSTEM, KNOWLEDGE_UPDATER_USER, hits,
+            rank_by=query.query or view.question,
             question=view.question,
             query=query.query,
             known=format_known(view.known),

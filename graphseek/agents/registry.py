@@ -328,6 +328,7 @@ def build_roles(context: Context) -> Roles:
         "knowledge_updater",
         lambda: OfflineKnowledgeUpdater(shared_librarian, threshold=max(RESOLVE_THRESHOLD, point)),
         cache=False,
+        read_by=context.read_by,
     )
     context_filter = pick("context_filter", OfflineContextFilter)
     answerer = pick(

@@ -296,13 +296,18 @@ class PassageRole(StructuredRole):
             self.read_by = read_by
 
     def evidence_prompt(
-        self, system: str, template: str, hits: Sequence[Hit], **fields: Any
+        self,
+        system: str,
+        template: str,
+        hits: Sequence[Hit],
+        rank_by: str | None = None,
+        **fields: Any,
     ) -> str:
         """`template` with the evidence of `hits` as ``{passages}`` (`with_evidence`): the best
-        sentences for ``fields["question"]`` or whole passages, as `read_by` says, in the room
-        the model's window leaves."""
+        sentences for `rank_by` (default ``fields["question"]``) or whole passages, as `read_by`
+        says, in the room the model's window leaves."""
         return with_evidence(
-            self.model, system, template, hits, self.max_chars, self.read_by, **fields
+            self.model, system, template, hits, self.max_chars, self.read_by, rank_by, **fields
         )
 
 
