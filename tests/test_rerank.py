@@ -165,3 +165,42 @@ def test_a_local_cross_encoder_folder(tiny_index: Index, tmp_path: Path) -> None
     assert [h.passage.id for h in reordered] == [hits[i].passage.id for i in best]
     with pytest.raises(ModelSpecError, match="not a model folder"):
         rerank.reranker_for(f"ce:{tmp_path}")
+
+
+def test_eval_retrieval_only_applies_the_context_reranker(
+    tiny_index: Index, tmp_path: Path
+) -> None:
+    """`graphseek eval --retrieval-only --context reranker=SPEC` scores every retriever with the
+    reranker over its candidates, as a run does, in rows named `+rerank`; without it the rows
+    and rankings are the plain retrievers'."""
+    from graphseek.evaluation.cli import run_eval
+    from graphseek.evaluation.datasets import Dataset, EvalQuestion
+
+    question = EvalQuestion(
+        id="byron", question="Lord Byron poet", answers=["x"], gold_passage_ids=["curie"]
+    )
+    dataset = Dataset(name="tiny", questions=[question], corpus=tiny_index.passages)
+
+    def report(context: dict[str, str] | None, out: str):  # type: ignore[no-untyped-def]
+        return run_eval(
+            [dataset],
+            retrieval_only=True,
+            retrievers=["dense", "hybrid"],
+            context=context,
+            out=tmp_path / out,
+            progress=False,
+            index_factory=lambda ds: tiny_index,
+        )["retrieval"][0]
+
+    plain = report(None, "plain")
+    with FakeModelServer(prefer("Curie")) as server:
+        ranked = report({"reranker": server.base_url}, "ranked")
+    assert [s.retriever for s in plain.scores] == ["dense", "hybrid"]
+    assert [s.retriever for s in ranked.scores] == ["dense+rerank", "hybrid+rerank"]
+    first = {row["retriever"]: row["ranked"][0] for row in ranked.per_question}
+    assert first == {"dense+rerank": "curie", "hybrid+rerank": "curie"}
+    assert all(row["ranked"][0] != "curie" for row in plain.per_question)
+    # the reranker saw each retriever's deeper candidate list
+    assert {len(body["documents"]) for _, body in server.requests} == {len(tiny_index)}
+    with pytest.raises(ContextError):  # a bad spec is refused before anything is scored
+        report({"reranker": "nonsense:x"}, "bad")

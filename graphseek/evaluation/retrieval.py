@@ -96,6 +96,17 @@ def _keywords(fn: Callable[..., Any]) -> set[str]:
     return {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
+def _reranked(fn: Callable[..., Any], spec: str) -> Callable[[IndexStore, str, int], list[Any]]:
+    """`fn`'s hits reordered by the reranker of `spec` as a run's `retrieve` reorders them
+    (`graphseek.tools.retrievers.reranked`)."""
+    from graphseek.tools.retrievers import reranked
+
+    def run(index: IndexStore, query: str, k: int) -> list[Any]:
+        return reranked(spec, lambda depth: fn(index, query, depth), query, k)
+
+    return run
+
+
 def configured_retrievers(
     names: Sequence[str], settings: Mapping[str, Any] | None = None
 ) -> dict[str, Callable[[IndexStore, str, int], list[Any]]]:
@@ -104,18 +115,24 @@ def configured_retrievers(
     run a retriever cannot read the context, so `graphseek eval --retrieval-only --context
     bridge_seeds=true` passes it here. A retriever a setting turns on is named with its
     suffix (`higra+bridge`); one that takes none of them, or has them off, keeps its name.
-    Other settings are left alone; a bad value fails as `Context` fails it."""
+    A `reranker` setting reorders every retriever's candidates as a run does (`retrieve`),
+    its rows named with `+rerank`. Other settings are left alone; a bad value fails as
+    `Context` fails it."""
     given = {key: value for key, value in (settings or {}).items() if key in RETRIEVER_SETTINGS}
-    if given:
+    spec = str((settings or {}).get("reranker") or "")
+    if given or spec:
         from graphseek.state.context import Context
 
-        Context(**given)  # ContextError (a ValueError) naming a bad value
+        # ContextError (a ValueError) naming a bad value
+        checked: dict[str, Any] = {**given, **({"reranker": spec} if spec else {})}
+        Context(**checked)
     out: dict[str, Callable[[IndexStore, str, int], list[Any]]] = {}
     for name in names:
         fn = _registered(name)
         applied = {key: value for key, value in given.items() if key in _keywords(fn)}
         row = name + "".join(f"+{RETRIEVER_SETTINGS[key]}" for key, on in applied.items() if on)
-        out[row] = functools.partial(fn, **applied) if applied else fn
+        configured = functools.partial(fn, **applied) if applied else fn
+        out[row + ("+rerank" if spec else "")] = _reranked(configured, spec) if spec else configured
     return out
 
 

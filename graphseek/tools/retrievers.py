@@ -77,13 +77,21 @@ def retrieve(
     run) the retriever gives `rerank_depth(k)` candidates and the reranker orders them; when
     the reranker fails (after its retries) the retrieval order stands and a warning is logged."""
     spec = run_setting("reranker") if reranker is None else reranker
+    fn = get_retriever(name)
     if not spec:
-        return get_retriever(name)(index, query, k)
+        return fn(index, query, k)
+    return reranked(spec, lambda depth: fn(index, query, depth), query, k)
+
+
+def reranked(spec: str, fetch: Callable[[int], list[Hit]], query: str, k: int) -> list[Hit]:
+    """The best `k` of `fetch(rerank_depth(k))` (a retriever's hits) as the reranker of `spec`
+    orders them; when the reranker fails (after its retries) the retrieval order stands and a
+    warning is logged."""
     from graphseek.errors import LLMError
     from graphseek.knowledge.rerank import rerank_depth, rerank_hits, reranker_for
 
     model = reranker_for(spec)
-    hits = get_retriever(name)(index, query, rerank_depth(k))
+    hits = fetch(rerank_depth(k))
     if model is None:
         return hits[:k]
     try:
