@@ -664,7 +664,8 @@ def resume_worker(args: argparse.Namespace) -> int:
         durability = args.durability
         if not state.values:  # never started
             graph.invoke({"question": question}, config, context=context, durability=durability)
-        elif state.next:  # interrupted: resume from its last checkpoint
+        elif state.tasks:  # interrupted: resume from its last checkpoint (`next` can read
+            # empty while the tasks of its step have written their results: `tasks` cannot)
             graph.invoke(None, config, context=context, durability=durability)
         print(f"done {thread_id}", flush=True)
 
@@ -1565,7 +1566,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker == "resume":
         return resume_worker(args)
     # (pgrestart: the pools' reconnection warnings, one per try while the server is down)
-    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="graphseek-soak-"))
     root.mkdir(parents=True, exist_ok=True)
     ws = Workspace(root.resolve(), seed=args.seed, graph_writes=not args.no_graph_writes)

@@ -767,9 +767,10 @@ def _run(argv: list[str] | None) -> int:
             level=logging.INFO if args.verbose else logging.WARNING,
             format="%(levelname)s %(name)s: %(message)s",
         )
-        if not args.verbose:  # a PostgreSQL restart: the pool's reconnection warnings (each
-            # read waits for the server, then the command ends in one line of its own)
-            logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+        if not args.verbose:  # a PostgreSQL restart: psycopg's warnings (the pool's tries to
+            # reconnect, a COPY it could not end) are not the command's one line: each read
+            # waits for the server, then the command ends in one line of its own
+            logging.getLogger("psycopg").setLevel(logging.ERROR)
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit
         return code

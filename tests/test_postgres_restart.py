@@ -187,3 +187,27 @@ def test_a_graph_tool_does_not_turn_a_lost_database_into_a_tool_error() -> None:
     for exc in (DatabaseUnavailableError("gone"), psycopg.OperationalError("gone")):
         with pytest.raises(type(exc)):
             tool_error_result(exc)
+
+
+def test_a_thread_stopped_between_its_writes_and_its_checkpoint_reads_as_not_ended(
+    tiny_index: Any,
+) -> None:
+    """What a resumer must check: a thread whose step wrote its tasks' results but not the next
+    checkpoint (a kill, a dropped connection) has an empty `next` and yet has not ended; its
+    `tasks` say so, and `invoke(None)` finishes it (the soak's resume worker once read such a
+    thread as ended)."""
+    import psycopg
+
+    from graphseek.graphs import build_workflow
+    from graphseek.state import Context
+
+    saver = DroppingSaver(3)
+    graph = build_workflow("dual_agent").compile(checkpointer=saver)
+    config: Any = {"configurable": {"thread_id": "t"}}
+    context = Context(index=tiny_index, llm="offline")
+    with pytest.raises(psycopg.OperationalError):
+        graph.invoke({"question": QUESTION}, config, context=context, durability="sync")
+    state = graph.get_state(config)
+    assert state.next == () and state.tasks
+    out = graph.invoke(None, config, context=context, durability="sync")
+    assert out["answer"] and not graph.get_state(config).tasks
