@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from graphseek.agents.offline.bridges import asked_through, extends, subjects
+from graphseek.agents.offline.bridges import asked_through, chain_bridges, extends, subjects
 from graphseek.agents.offline.seeker import OfflineSeeker
 from graphseek.agents.profiles import GENERAL
 from graphseek.agents.roles import SeekerView
@@ -94,6 +94,13 @@ def test_subjects_fit_the_hop_and_keep_the_longest_name() -> None:
     found = subjects(bridges, hop, "Lord Byron", GENERAL)
     assert [b.entity for b in found] == ["Lord Byron of Rochdale"]
     assert extends("Ermengarde of Tours", "Ermengarde") and not extends("Ermengarde", "Ermengarde")
+
+
+def test_a_comparison_follows_no_bridge() -> None:
+    """A comparison's steps are about the options it names: no bridge replaces one."""
+    bridges = [_bridge("Lord Byron")]
+    assert chain_bridges(QUESTION, bridges, GENERAL) == bridges
+    assert chain_bridges("Who was born first, Ada Lovelace or Marie Curie?", bridges, GENERAL) == []
 
 
 def test_an_unanswered_hop_is_followed_through_its_bridge() -> None:

@@ -96,11 +96,15 @@ def new_questions(
 
 
 def followed_bridges(
-    questions: Sequence[str], step_ids: Sequence[int | None], view: SeekerView
+    questions: Sequence[str],
+    step_ids: Sequence[int | None],
+    view: SeekerView,
+    own_wording: bool = True,
 ) -> list[str]:
     """A note for each question that asks a step about a sentence bridge (`SeekerView.bridges`):
-    the step filled with the bridge instead of its hop's answer, or, for a model's own wording,
-    a question naming a bridge that neither the question nor any step's answer names."""
+    the step filled with the bridge instead of its hop's answer, or, with `own_wording` (a
+    model's questions), a question naming a bridge that neither the question nor any step's
+    answer names."""
     if not view.bridges:
         return []
     steps = {s.id: s for s in view.plan}
@@ -111,7 +115,7 @@ def followed_bridges(
         step = steps.get(sid) if sid is not None else None
         via = asked_through(question, step, answers, view.bridges) if step else None
         bridge = via[1] if via else None
-        if bridge is None:
+        if bridge is None and own_wording:
             bridge = next(
                 (
                     b

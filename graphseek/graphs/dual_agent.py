@@ -240,7 +240,7 @@ def decide_action(state: DualAgentState, runtime: Runtime[Context]) -> DualAgent
                 diagnostics["seeker_gate"] = [
                     f"turn {turn + 1}: not asked again: {'; '.join(repeated)}"
                 ]
-            followed = followed_bridges(questions, step_ids, view)
+            followed = followed_bridges(questions, step_ids, view, own_wording=gated)
             if followed:
                 diagnostics["bridges_followed"] = [f"turn {turn + 1}: {f}" for f in followed]
             update["pending"] = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.agents.offline.bridges import bridge_draft, subjects
+from graphseek.agents.offline.bridges import bridge_draft, chain_bridges, subjects
 from graphseek.agents.profiles import GENERAL, Profile
 from graphseek.agents.reading.chains import ChainChooser
 from graphseek.agents.roles import Seeker, SeekerView, Step
@@ -65,10 +65,11 @@ class BranchingSeeker:
         dep = last.depends_on[0]
         upstream = [d for d in view.drafts if d.step_id == dep]
         hop = next((s for s in view.plan if s.id == dep), None)
-        if hop is not None and view.bridges:
+        bridges = chain_bridges(view.question, view.bridges, self._profile)
+        if hop is not None and bridges:
             # a sentence bridge is another reading of the hop, as sure as its activation
             own = _best(upstream)
-            found = subjects(view.bridges, hop, own.answer if own else "", self._profile)
+            found = subjects(bridges, hop, own.answer if own else "", self._profile)
             upstream += [bridge_draft(hop, b) for b in found]
         finals = [d for d in view.drafts if d.step_id == last.id]
         choice = self.chooser.choose(last.question, str(dep), upstream, finals)
@@ -144,15 +145,16 @@ class BranchingSeeker:
         """The step on the uncertain hop's other candidates, then on its best sentence bridge
         other than its answer (when the run bridges: `SeekerView.bridges`)."""
         out: list[str] = []
+        bridges = chain_bridges(view.question, view.bridges, self._profile)
         for dep in step.depends_on:
             upstream = _best([d for d in view.drafts if d.step_id == dep])
             if upstream is None or upstream.confidence >= self.branch_below:
                 continue
             alternatives = list(upstream.candidates[: self.max_branches])
             hop = next((s for s in view.plan if s.id == dep), None)
-            if hop is not None and view.bridges:
+            if hop is not None and bridges:
                 taken = {normalize(a) for a in alternatives}
-                found = subjects(view.bridges, hop, upstream.answer, self._profile)
+                found = subjects(bridges, hop, upstream.answer, self._profile)
                 alternatives += [b.entity for b in found if normalize(b.entity) not in taken][:1]
             for alternative in alternatives:
                 out.append(fill_placeholders(step.question, {**answers, str(dep): alternative}))

@@ -24,10 +24,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from graphseek.agents.offline.answer_types import TITLE_SEPARATOR, expected_answer
+from graphseek.agents.offline.answer_types import (
+    TITLE_SEPARATOR,
+    expected_answer,
+    parse_comparison,
+)
 from graphseek.agents.profiles import Profile
 from graphseek.agents.text import fill_placeholders, normalize
 from graphseek.state.models import Draft, EvidenceItem, SentenceBridge, SubQuestion
+
+
+def chain_bridges(
+    question: str, bridges: Sequence[SentenceBridge], profile: Profile
+) -> list[SentenceBridge]:
+    """The bridges a question's chain may follow: none for a comparison, whose steps' subjects
+    are the options it names (a bridge there replaced an option or an attribute, and answered
+    wrongly on 2Wiki dev under the general profile), else all."""
+    if not bridges or parse_comparison(question, profile) is not None:
+        return []
+    return list(bridges)
 
 
 def extends(name: str, answer: str) -> bool:

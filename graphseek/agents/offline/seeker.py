@@ -36,7 +36,13 @@ from graphseek.agents.offline.answer_types import (
     expected_answer,
     parse_comparison,
 )
-from graphseek.agents.offline.bridges import asked_through, bridge_draft, extends, subjects
+from graphseek.agents.offline.bridges import (
+    asked_through,
+    bridge_draft,
+    chain_bridges,
+    extends,
+    subjects,
+)
 from graphseek.agents.profiles import GENERAL, Profile, get_profile
 from graphseek.agents.roles import SeekerView, Step
 from graphseek.agents.text import (
@@ -192,7 +198,7 @@ class OfflineSeeker:
         questions: list[str] = []
         step_ids: list[int | None] = []
         dead: list[int] = []
-        bridges = list(view.bridges)
+        bridges = chain_bridges(view.question, view.bridges, self.profile)
         for step in plan:
             if step.id in virtual:
                 continue
@@ -389,7 +395,7 @@ class OfflineSeeker:
         sure as its activation (a bridge that writes the hop's answer longer confirms it: the
         surer of the two). None (the usual rule decides) when no draft of the last step went
         through a bridge, or a chain through the hop's own answer is as sure."""
-        bridges = list(view.bridges)
+        bridges = chain_bridges(view.question, view.bridges, self.profile)
         finals = [d for d in drafts_by_step.get(final.id, []) if d.answer]
         if not bridges or not finals:
             return None
