@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from fake_openai import BYRON_QUOTE, HOP2, QUESTION, FakeOpenAIServer, Reply, Request, TinyWorld
+from model_env import model_env, serve
 
 from graphseek import ask
 from graphseek.agents.readers import DEFAULT_MODEL_POINT, Reader, judge, model_point, says_unknown
 from graphseek.errors import ContextError
 from graphseek.knowledge.passages import Hit, Passage
-from graphseek.llm.factory import clear_model_cache
 from graphseek.state.context import Context
 from graphseek.state.models import Draft, EvidenceItem
 
@@ -25,21 +24,7 @@ pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 @pytest.fixture(autouse=True)
 def llm_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("GRAPHSEEK_LLM", "GRAPHSEEK_LLM_CACHE", "OPENAI_API_KEY", "GRAPHSEEK_BASE_URL",
-                 "OPENAI_API_BASE"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GRAPHSEEK_LLM_BACKOFF", "0")
-    monkeypatch.setenv("GRAPHSEEK_LLM_MAX_RETRIES", "1")
-    monkeypatch.setenv("GRAPHSEEK_LLM_TIMEOUT", "20")
-    clear_model_cache()
-    yield
-    clear_model_cache()
-
-
-def serve(monkeypatch: pytest.MonkeyPatch, responder: Any) -> FakeOpenAIServer:
-    server = FakeOpenAIServer(responder)
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    return server
+    yield from model_env(monkeypatch, GRAPHSEEK_LLM_TIMEOUT="20")
 
 
 def librarian_prompts(server: FakeOpenAIServer) -> list[str]:

@@ -21,6 +21,7 @@ from fake_openai import (
 )
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from model_env import model_env, serve
 
 from graphseek.api import ask, make_context
 from graphseek.graphs import build_workflow, get_workflow
@@ -53,22 +54,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 @pytest.fixture(autouse=True)
 def llm_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No backoff and one transport retry, so faults are quick; no response cache; fresh
-    clients (the model cache is keyed by the base URL, which changes per server)."""
-    for name in ("GRAPHSEEK_LLM", "GRAPHSEEK_LLM_CACHE", "OPENAI_API_KEY", "GRAPHSEEK_BASE_URL",
-                 "OPENAI_API_BASE"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GRAPHSEEK_LLM_BACKOFF", "0")
-    monkeypatch.setenv("GRAPHSEEK_LLM_MAX_RETRIES", "1")
-    clear_model_cache()
-    yield
-    clear_model_cache()
-
-
-def serve(monkeypatch: pytest.MonkeyPatch, responder: Any) -> FakeOpenAIServer:
-    server = FakeOpenAIServer(responder)
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    return server
+    yield from model_env(monkeypatch)
 
 
 def run(tiny_index: Any, topology: str, **settings: Any) -> Any:

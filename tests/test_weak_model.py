@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from fake_openai import QUESTION, FakeOpenAIServer, WeakModel
+from model_env import model_env
 
 from graphseek.agents.text import answer_occurs
 from graphseek.api import ask
-from graphseek.llm import clear_model_cache
 from graphseek.llm.text_tool_calls import call_key
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -46,14 +46,7 @@ NOT_RUN = ("(already called", "Error:", "finish not accepted", "Answer accepted"
 
 @pytest.fixture(autouse=True)
 def llm_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("GRAPHSEEK_LLM", "GRAPHSEEK_LLM_CACHE", "OPENAI_API_KEY", "GRAPHSEEK_BASE_URL",
-                 "OPENAI_API_BASE"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GRAPHSEEK_LLM_BACKOFF", "0")
-    monkeypatch.setenv("GRAPHSEEK_LLM_MAX_RETRIES", "1")
-    clear_model_cache()
-    yield
-    clear_model_cache()
+    yield from model_env(monkeypatch)
 
 
 def run_weak(
