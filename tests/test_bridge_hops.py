@@ -90,6 +90,13 @@ def test_subjects_fit_the_hop_and_keep_the_longest_name() -> None:
     assert [b.entity for b in subjects(bridges, hop, "", GENERAL)] == [
         "Lord Byron",
     ]
+    # a hop that names no kind of entity ("What is ...") takes any bridge but a group's name
+    what = SubQuestion(id=1, question="What is Ada Lovelace's father?")
+    swedish = _bridge("Swedish", 0.9, ("NORP",))
+    assert [b.entity for b in subjects([swedish, *bridges], what, "", GENERAL)] == [
+        "Greece",
+        "Lord Byron of Rochdale",
+    ]
     # the hop's answer written longer comes first, whatever its type; the answer itself is left out
     found = subjects(bridges, hop, "Lord Byron", GENERAL)
     assert [b.entity for b in found] == ["Lord Byron of Rochdale"]
@@ -101,6 +108,8 @@ def test_a_comparison_follows_no_bridge() -> None:
     bridges = [_bridge("Lord Byron")]
     assert chain_bridges(QUESTION, bridges, GENERAL) == bridges
     assert chain_bridges("Who was born first, Ada Lovelace or Marie Curie?", bridges, GENERAL) == []
+    offered = "Which film has the director who was born later, Playing It Wild or Greed?"
+    assert chain_bridges(offered, bridges, GENERAL) == []
 
 
 def test_an_unanswered_hop_is_followed_through_its_bridge() -> None:

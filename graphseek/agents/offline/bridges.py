@@ -22,6 +22,7 @@ next step's `#N`, one found in a sentence instead of by the reader:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from graphseek.agents.offline.answer_types import (
@@ -33,14 +34,23 @@ from graphseek.agents.profiles import Profile
 from graphseek.agents.text import fill_placeholders, normalize
 from graphseek.state.models import Draft, EvidenceItem, SentenceBridge, SubQuestion
 
+#: a question that offers its answer's options: "..., Playing It Wild or I'll Be Going Now?"
+_OPTIONS = re.compile(r",[^,]+\bor\b[^,]+\?\s*$")
+#: entity types that name a group or a language, no entity to ask a next hop about, unless the
+#: hop asks for one
+_VAGUE_TYPES = frozenset({"NORP", "LANGUAGE"})
+
 
 def chain_bridges(
     question: str, bridges: Sequence[SentenceBridge], profile: Profile
 ) -> list[SentenceBridge]:
-    """The bridges a question's chain may follow: none for a comparison, whose steps' subjects
-    are the options it names (a bridge there replaced an option or an attribute, and answered
-    wrongly on 2Wiki dev under the general profile), else all."""
+    """The bridges a question's chain may follow: none for a comparison or a question that
+    offers options, whose steps' subjects are the options it names (on 2Wiki dev under the
+    general profile, which does not parse those comparisons, bridges put in their steps turned
+    two abstentions into wrong answers), else all."""
     if not bridges or parse_comparison(question, profile) is not None:
+        return []
+    if _OPTIONS.search(" ".join(question.split())):
         return []
     return list(bridges)
 
@@ -68,7 +78,9 @@ def subjects(
             return False  # the answer itself, or a shorter form of it: nothing new to ask
         if answer and extends(bridge.entity, answer):
             return True
-        return not labels or bool(labels & set(bridge.types))
+        if labels:
+            return bool(labels & set(bridge.types))
+        return not set(bridge.types) <= _VAGUE_TYPES or not bridge.types
 
     # the longest name of one sentence: "Ryan Adams" keeps "Adams" out (the hop's own answer
     # too: "Leo Fong" keeps "Leo" out)
