@@ -45,7 +45,7 @@ from graphseek.agents.offline.answer_types import (
     is_country,
 )
 from graphseek.agents.profiles import Profile, get_profile
-from graphseek.agents.reading.reader import ExtractiveReader
+from graphseek.agents.reading.reader import ExtractiveReader, get_reader
 from graphseek.agents.roles import Step
 from graphseek.agents.text import content_words, normalize, overlap, stem
 from graphseek.knowledge.nlp import get_nlp
@@ -188,8 +188,14 @@ class OfflineLibrarian:
 
     @property
     def reader(self) -> ExtractiveReader:
+        """The extractive reader: the process-wide one (`get_reader`), whose parse of each
+        passage the evidence a reply shows reuses, unless this Librarian has its own embedder."""
         if self._reader is None:
-            self._reader = ExtractiveReader(embedder=self._embedder)
+            self._reader = (
+                get_reader()
+                if self._embedder is None
+                else ExtractiveReader(embedder=self._embedder)
+            )
         return self._reader
 
     def rank_candidates(self, question: str, hits: Sequence[Hit]) -> list[Any]:
