@@ -46,7 +46,7 @@ from graphseek.errors import (
     IndexNotFoundError,
 )
 from graphseek.knowledge import embedders
-from graphseek.knowledge.atomic import atomic_directory, hold, recover
+from graphseek.knowledge.atomic import atomic_directory, file_stamp, hold, recover
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.dense import (
     HNSW_THRESHOLD,
@@ -123,12 +123,7 @@ def version_stamp(directory: Path) -> tuple[int, int] | None:
     """The identity of the version written at `directory` now: its manifest's inode and
     modification time (a writer swaps in a new directory, or replaces the manifest, so both
     change); None when there is none. `directory` may also be the manifest file itself."""
-    path = directory if directory.is_file() else directory / MANIFEST_FILE
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns)
+    return file_stamp(directory if directory.is_file() else directory / MANIFEST_FILE)
 
 
 class Index(IndexCommon):
