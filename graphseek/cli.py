@@ -124,7 +124,7 @@ def _print_result(result: Any, as_json: bool) -> None:
 
     console = Console()
     console.print(f"[bold]Question:[/bold] {escape(result.question)}")
-    evidence = result.evidence
+    evidence, related = result.evidence, []
     if result.abstained:
         console.print(
             f"[bold yellow]No confident answer[/bold yellow] "
@@ -135,17 +135,13 @@ def _print_result(result: Any, as_json: bool) -> None:
     else:
         console.print(f"[bold green]Answer:[/bold green] {escape(result.answer)}")
         # the grounding first; the other sentences the run found most relevant after it
-        evidence = [e for e in evidence if e.supports_answer] + [
-            e for e in evidence if not e.supports_answer
-        ]
-    for k, e in enumerate(evidence):
-        if (
-            not result.abstained
-            and not e.supports_answer
-            and (k == 0 or evidence[k - 1].supports_answer)
-        ):
-            console.print("  [dim]Also relevant:[/dim]")
-        console.print(f"  [cyan]{escape(f'[{e.passage_id}] {e.title}')}[/cyan]: {_snippet(e)}")
+        related = [e for e in evidence if not e.supports_answer]
+        evidence = [e for e in evidence if e.supports_answer]
+    for group, header in ((evidence, ""), (related, "  [dim]Also relevant:[/dim]")):
+        if group and header:
+            console.print(header)
+        for e in group:
+            console.print(f"  [cyan]{escape(f'[{e.passage_id}] {e.title}')}[/cyan]: {_snippet(e)}")
     readings = result.diagnostics.get("readings") or []
     if readings:
         console.print(f"[dim]{escape(_readers_line(readings, result.diagnostics))}[/dim]")

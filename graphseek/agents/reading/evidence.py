@@ -143,6 +143,20 @@ def _ranked_for_steps(
     return sorted(best.values(), key=lambda s: (-s.score, order.get(s.passage.id, 0), s.index))
 
 
+def _item(s: RankedSentence, span: str, supports_answer: bool = False) -> EvidenceItem:
+    """A ranked sentence as the evidence item a reply shows, with its context and `span`."""
+    return EvidenceItem(
+        passage_id=s.passage.id,
+        title=s.passage.title,
+        text=s.passage.text,
+        sentence=s.text,
+        context=s.context,
+        score=round(s.score, 4),
+        span=span,
+        supports_answer=supports_answer,
+    )
+
+
 def shown_evidence(
     question: str,
     drafts: Sequence[Draft],
@@ -172,17 +186,7 @@ def shown_evidence(
     for s in shown:
         span = next((g for g in guesses if contains(s.text, g)), "")
         span = span or next((g for g in guesses if contains(s.context, g)), "")
-        out.append(
-            EvidenceItem(
-                passage_id=s.passage.id,
-                title=s.passage.title,
-                text=s.passage.text,
-                sentence=s.text,
-                context=s.context,
-                score=round(s.score, 4),
-                span=span,
-            )
-        )
+        out.append(_item(s, span))
     return out
 
 
@@ -220,19 +224,9 @@ def with_related(
         if not any(pid == s.passage.id and s.text in seen for pid, seen in shown)
     ]
     for s in top_sentences(fresh, limit - len(out)):
-        out.append(
-            EvidenceItem(
-                passage_id=s.passage.id,
-                title=s.passage.title,
-                text=s.passage.text,
-                sentence=s.text,
-                context=s.context,
-                score=round(s.score, 4),
-                span=answer if answer and contains(s.text, answer) else "",
-                supports_answer=bool(answer)
-                and answer_occurs(answer, f"{s.passage.title} {s.passage.text}"),
-            )
-        )
+        span = answer if answer and contains(s.text, answer) else ""
+        states = bool(answer) and answer_occurs(answer, f"{s.passage.title} {s.passage.text}")
+        out.append(_item(s, span, supports_answer=states))
     return out
 
 
