@@ -3,6 +3,7 @@ final answer."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Callable
@@ -268,15 +269,16 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> RunUpdat
     reason = state.get("abstain_reason") or "no answer could be grounded in the retrieved passages"
     diagnostics: Diagnostics = {**unrecorded_degraded(state, runtime).get("diagnostics", {})}
     answering = state.get("next_action") == "answer" and bool(state.get("answer"))
+    # what the run read, looked up once: a model's answer is checked against it, and the
+    # evidence shown is ranked from it
+    passages_read = functools.cache(lambda: read_passages(state, runtime))
     diagnostics |= cascade_diagnostics(
         list(state.get("drafts") or []), state.get("answer", "") if answering else ""
     )
     if answering:
         answer = state["answer"]
         evidence = list(state.get("evidence", []))
-        checked = model_answer_fit(
-            question, answer, evidence, lambda: read_passages(state, runtime), runtime.context
-        )
+        checked = model_answer_fit(question, answer, evidence, passages_read, runtime.context)
         if checked is None:
             # an earlier rejection that a later round overcame is no reason to show with an answer
             evidence = mark_support(evidence, answer)
@@ -291,7 +293,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> RunUpdat
                 question,
                 with_sentences(question, evidence, answer),
                 state.get("drafts") or [],
-                read_passages(state, runtime),
+                passages_read(),
                 answer,
             )
             return {
@@ -305,7 +307,7 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> RunUpdat
         reason = checked[0].reason
         diagnostics["answer_misfit"] = answer
     extra = {"diagnostics": diagnostics} if diagnostics else {}
-    shown = shown_evidence(question, state.get("drafts") or [], read_passages(state, runtime))
+    shown = shown_evidence(question, state.get("drafts") or [], passages_read())
     return {
         "answer": "",
         "abstained": True,
