@@ -426,6 +426,10 @@ class WeakModel:
     than `context_window` tokens (counted at `chars_per_token`, fewer characters a token than
     a client's usual estimate, as a small model's tokenizer does) get HTTP 400; their sizes are
     kept in `refused`.
+
+    With `rounds` set it is a patient reader instead: every tool-calling request gets one new
+    search (a query it has not sent before in that conversation) until the conversation holds
+    `rounds` rounds of tool results, then ``finish`` with the answer and no made-up id.
     """
 
     MADE_UP_ID = "archive"
@@ -438,10 +442,14 @@ class WeakModel:
         context_window: int = 8192,
         chars_per_token: float = 3.0,
         form: str = "json",
+        rounds: int = 0,
     ) -> None:
         if form not in self.FORMS:
             raise ValueError(f"unknown form {form!r}; the forms are: {', '.join(self.FORMS)}")
         self.form = form
+        self.rounds = rounds
+        self.asked: dict[str, int] = {}  # searches made per question (patient mode)
+        self._lock = threading.Lock()
         self.answer = answer
         self.context_window = context_window
         self.chars_per_token = chars_per_token
@@ -461,8 +469,13 @@ class WeakModel:
             return Reply(content=self.tool_text(request))
         return self.inner(request)
 
+    #: the patient reader's searches, one a round, each finding passages the last did not
+    QUERIES = (QUESTION, "Marie Curie Warsaw", "Analytical Engine Babbage", HOP2, "Missolonghi")
+
     def tool_text(self, request: Request) -> str:
         names = request.tool_names
+        if self.rounds:
+            return self.patient_text(request)
         finish = (
             [{"name": "finish", "arguments": {"answer": self.answer,
                                               "passage_ids": [self.MADE_UP_ID]}}]
@@ -484,6 +497,27 @@ class WeakModel:
             *finish,
         ]
         return "Let me look this up.\n" + self._write(calls)
+
+    def patient_text(self, request: Request) -> str:
+        """One new search a request of a question (its ``Question:`` line, a conversation or a
+        planner's fresh prompts alike); ``finish`` citing what the tools returned once `rounds`
+        searches of it ran."""
+        names = request.tool_names
+        key = request.line("Question") or request.first_user[:200]
+        with self._lock:
+            done = self.asked.get(key, 0)
+            self.asked[key] = done + 1
+        search = next(
+            (n for n in ("search_gap", "context_search", "search_passages") if n in names),
+            names[0],
+        )
+        if done >= self.rounds and "finish" in names:
+            ids = re.findall(r"\[([\w:.-]+)\]", request.text("tool"))
+            call = {"name": "finish", "arguments": {"answer": self.answer, "passage_ids": ids[:3]}}
+        else:
+            query = self.QUERIES[done % len(self.QUERIES)]
+            call = {"name": search, "arguments": self._search_args(search, query)}
+        return self._write([call])
 
     def _write(self, calls: list[dict[str, Any]]) -> str:
         """`calls` as bare JSON lines, or as ``<|python_tag|>[name(key=value, ...), ...]``."""

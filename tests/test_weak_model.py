@@ -19,6 +19,7 @@ from model_env import model_env
 
 from graphseek.agents.text import answer_occurs
 from graphseek.api import ask
+from graphseek.llm.packing import CUT_MARK, TRIM_CHARS
 from graphseek.llm.text_tool_calls import call_key
 
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -291,3 +292,53 @@ def test_tool_definitions_are_compact_in_a_small_window_only() -> None:
     finish = small[-1]["function"]["parameters"]["properties"]
     assert finish["answer"]["maxLength"] and finish["passage_ids"]["maxItems"]
     assert count_tools(small) < 0.7 * count_tools(full)
+
+
+@pytest.fixture(scope="module")
+def long_index(tmp_path_factory: pytest.TempPathFactory, tiny_passages: list[Any]) -> Any:
+    """The tiny corpus with every passage lengthened to about 2,000 characters, so that each
+    search's result fills the tool budget (4,000 characters) as real documents do."""
+    from graphseek.knowledge.index import Index
+
+    filler = (
+        " The archive keeps letters, notes and drafts from these years in bound volumes."
+        " Each volume lists its contents by date and by correspondent, with an index of places."
+    )
+    passages = [p.model_copy(update={"text": p.text + filler * 11}) for p in tiny_passages]
+    path = tmp_path_factory.mktemp("long-index") / "index"
+    return Index.build(passages, path, show_progress=False)
+
+
+def _tool_rounds(body: dict[str, Any]) -> int:
+    return sum(1 for m in body["messages"] if m.get("role") == "assistant" and m.get("tool_calls"))
+
+
+@pytest.mark.parametrize("topology", ["react", "dual_agent", "knowledge_aware"])
+def test_a_4096_token_window_holds_three_rounds_of_full_tool_results(
+    monkeypatch, long_index, topology
+):
+    """A patient small model searches three times for each question it is given, each time
+    finding passages it had not seen, before it finishes; the newest result fills most of the
+    4,000-character tool budget. Every request fits the server's 4,096-token window and the run
+    ends grounded: `react`'s fourth request carries all three rounds (the older ones cut to fit,
+    the newest whole), each `dual_agent` Librarian searches three times, then drafts from all it
+    found. `knowledge_aware`'s planner gets a fresh prompt each turn (what is known so far, not
+    the tool results), and stops searching once its knowledge suffices."""
+    model = WeakModel(context_window=4096, rounds=3)
+    result, server = run_weak(monkeypatch, long_index, topology, model)
+    assert model.refused == []
+    assert "context overflow" not in result.abstain_reason
+    assert not result.abstained, result.abstain_reason
+    assert_grounded(result)
+    tool_requests = [b for b in server.requests if b.get("tools")]
+    assert tool_requests
+    if topology == "react":
+        last = tool_requests[-1]
+        assert _tool_rounds(last) == 3
+        results = [str(m.get("content")) for m in last["messages"] if m.get("role") == "tool"]
+        assert len(results[-1]) > 2000  # the newest round whole ...
+        assert all(
+            r.endswith(CUT_MARK) and len(r) <= TRIM_CHARS for r in results[:-1]
+        )  # ... older cut
+    if topology == "dual_agent":  # every Librarian searched three times
+        assert len(model.asked) >= 2 and min(model.asked.values()) >= 3
