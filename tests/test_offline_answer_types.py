@@ -7,6 +7,7 @@ import pytest
 from graphseek.agents.offline.answer_types import (
     country_of,
     expected_answer,
+    find_focus,
     parse_comparison,
     starts_with_wh,
 )
@@ -201,3 +202,17 @@ def test_starts_with_wh() -> None:
     assert starts_with_wh("In which year was X born?")
     assert starts_with_wh("Did X direct Y?")
     assert not starts_with_wh("Brendon Urie wrote new perspective after firing which bassist?")
+
+
+def test_the_focus_skips_each_sentences_first_word_and_the_pronoun_i():
+    """A question of two sentences, or one asked in the first person, names no focus by its
+    sentence-initial words or its "I"; names with "I" in them keep it."""
+    assert find_focus("When I run strings on a firmware image, how do I see offsets?") == ("", "")
+    assert find_focus("Before rebooting I want findmnt to check /etc/fstab. Which option?") == (
+        "",
+        "",
+    )
+    assert find_focus("I moved to Paris. Where is the Louvre Museum?")[0] == "Louvre Museum"
+    assert find_focus("Who was the father of Henry I of England?")[0] == "Henry I of England"
+    assert find_focus("When did World War I end?")[0] == "World War I"
+    assert find_focus("Which film came out first, I Love Lucy or Dragnet?")[0] == "I Love Lucy"

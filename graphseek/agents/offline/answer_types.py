@@ -472,15 +472,21 @@ def _strip_category(focus: str, profile: Profile) -> tuple[str, str]:
 
 
 def _capitalised_run(q: str) -> str:
-    """Longest run of capitalised words (with name connectors), skipping the first word."""
+    """Longest run of capitalised words (with name connectors), skipping each sentence's first
+    word and the pronoun "I" (before a lower-case word) where it would start a run ("When I run
+    strings…"; "Henry I", "World War I" and "I Love Lucy" keep theirs)."""
     tokens = q.rstrip("?").split()
     best: list[str] = []
     cur: list[str] = []
     for i, tok in enumerate(tokens):
         word = tok.strip(",")
+        starts = i == 0 or tokens[i - 1][-1:] in ".?!:;"
         cap = word[:1].isupper() or word[:1].isdigit() or word[:1] in "('\"#"
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        pronoun = word in ("I", "I'm", "I've", "I'd") and not after[:1].isupper()
+        cap = cap and not (pronoun and not cur)
         conn = word.lower() in {"of", "de", "the", "and", "von", "van", "la", "le", "du", "&", "-"}
-        if i > 0 and (cap or (conn and cur)):
+        if not starts and (cap or (conn and cur)):
             cur.append(tok)
         else:
             if len(cur) > len(best):
