@@ -143,6 +143,16 @@ def _ranked_for_steps(
     return sorted(best.values(), key=lambda s: (-s.score, order.get(s.passage.id, 0), s.index))
 
 
+def _reader(reader: Any) -> Any:
+    """`reader`, else the process-wide reader the offline Librarian reads with (one parse of a
+    passage serves the reading and the evidence)."""
+    if reader is not None:
+        return reader
+    from graphseek.agents.reading.reader import get_reader
+
+    return get_reader()
+
+
 def _item(s: RankedSentence, span: str, supports_answer: bool = False) -> EvidenceItem:
     """A ranked sentence as the evidence item a reply shows, with its context and `span`."""
     return EvidenceItem(
@@ -168,10 +178,7 @@ def shown_evidence(
     the module docstring), each with its context and a candidate `span` where it holds one."""
     from graphseek.agents.reading.sentences import top_sentences
 
-    if reader is None:
-        from graphseek.agents.reading.reader import get_reader
-
-        reader = get_reader()
+    reader = _reader(reader)
     read = _read_hits(drafts, hits)
     if not read:
         return []
@@ -210,10 +217,7 @@ def with_related(
     out = list(grounding)
     if len(out) >= limit:
         return out
-    if reader is None:
-        from graphseek.agents.reading.reader import get_reader
-
-        reader = get_reader()
+    reader = _reader(reader)
     read = _read_hits(drafts, hits)
     if not read:
         return out
@@ -242,10 +246,7 @@ def with_sentences(
     todo = [e for e in items if e.text and not e.context]
     if not todo:
         return list(items)
-    if reader is None:
-        from graphseek.agents.reading.reader import get_reader
-
-        reader = get_reader()
+    reader = _reader(reader)
     hits = [
         Hit(passage=Passage(id=e.passage_id, title=e.title, text=e.text), score=e.score, rank=k + 1)
         for k, e in enumerate(todo)
