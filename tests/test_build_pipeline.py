@@ -46,7 +46,7 @@ def _in_order(calls: list[str], expected: list[str]) -> bool:
 
 
 def test_build_graph_runs_the_stages_in_order() -> None:
-    calls = _calls(_function(GRAPH / "build.py", "build_graph"))
+    calls = _calls(_function(GRAPH / "build.py", "build_graph_with_vectors"))
     assert _in_order(calls, ["_extract", "passage_pass", "assemble", "write", "write_sentences"])
 
 
@@ -95,6 +95,28 @@ def test_no_stage_handles_memory_itself() -> None:
             assert not used, f"{path.name}:{function.name} calls {sorted(used)}"
 
 
+CONTAINERS = "spool budget id_columns model_columns mention_columns relation_columns mention_table"
+MEMORY_MODULES = {f"graphseek.knowledge.graph.{name}" for name in CONTAINERS.split()} | {
+    "graphseek.knowledge.graph.merge_pairs",
+    "graphseek.knowledge.graph.passage_links",
+    "graphseek.knowledge.graph.read_sequence",
+    "graphseek.knowledge.graph.clock",  # timings and peak RSS: `stages.timed`, `memory.peak_mb`
+    "graphseek.knowledge.heap",
+}
+
+
+def test_the_pipeline_and_stages_reach_memory_only_through_its_module() -> None:
+    """Spilling, reading back, the columns a stage holds, the budget and the peak go through
+    `graph/memory.py`; a stage's time through `stages.timed`: neither the pipeline nor a stage
+    imports their modules."""
+    for path in [GRAPH / "build.py", *STAGES]:
+        tree = ast.parse(path.read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        allowed = {"graphseek.knowledge.graph.clock"} if path.name == "__init__.py" else set()
+        assert not (imported & MEMORY_MODULES) - allowed, path.name
+
+
 # -- settings in one object, the run in another -------------------------------------------------
 
 
@@ -105,13 +127,17 @@ def test_the_build_takes_its_settings_and_its_run_as_one_object_each() -> None:
 
     from graphseek.knowledge.graph.build import (
         add_passages,
+        add_passages_with_vectors,
         build_graph,
+        build_graph_with_vectors,
         delete_passages,
         map_passages,
     )
 
     fields = set(GraphSettings.__dataclass_fields__) | set(RunOptions.__dataclass_fields__)
-    for entry in (build_graph, map_passages, add_passages, delete_passages):
+    entries = (build_graph, build_graph_with_vectors, map_passages, add_passages,
+               add_passages_with_vectors, delete_passages)  # fmt: skip
+    for entry in entries:
         repeated = set(inspect.signature(entry).parameters) & fields
         assert not repeated, f"{entry.__name__} repeats {sorted(repeated)}"
 

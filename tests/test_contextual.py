@@ -16,6 +16,7 @@ from floats import HALF_STEPS, assert_close
 
 from graphseek.knowledge.embedder import Embedder, get_embedder, pool_spans
 from graphseek.knowledge.graph import add_passages, build_graph, delete_passages
+from graphseek.knowledge.graph.build import build_graph_with_vectors
 from graphseek.knowledge.graph.candidates import variant_pairs
 from graphseek.knowledge.graph.contextual import (
     ALIGNMENT_VECTORS,
@@ -594,13 +595,11 @@ def test_a_build_runs_the_first_batches_ahead_with_the_same_result(
         return ran[-1]
 
     def build(name: str) -> tuple[np.ndarray, SQLiteGraphStore]:
-        vectors: list[SpilledArray] = []
-        store = build_graph(
-            tiny_passages, tmp_path / name, run=QUIET, on_passage_vectors=vectors.append
-        )
+        built = build_graph_with_vectors(tiny_passages, tmp_path / name, run=QUIET)
         # the pass's vectors come in their temporary file; np.asarray reads them
-        assert isinstance(vectors[0], SpilledArray) and len(vectors[0]) == len(tiny_passages)
-        return np.asarray(vectors[0]), store
+        vectors = built.passage_vectors
+        assert isinstance(vectors, SpilledArray) and len(vectors) == len(tiny_passages)
+        return np.asarray(vectors), built.store
 
     monkeypatch.setattr(SpanPass, "run_ahead", one_batch_ahead)
     monkeypatch.setattr(run_ahead_module, "AHEAD_MIN", 1)

@@ -12,6 +12,7 @@ import pytest
 from demo_builds import demo_copies
 
 from graphseek.errors import CorpusError
+from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
 from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, TempFile
 from graphseek.knowledge.passages import Passage
@@ -273,7 +274,7 @@ def test_alignment_reads_the_mentions_as_columns_with_shared_lists() -> None:
         for m in x.mentions:
             m.start, m.end = 1000 + len(m.id), 1010 + len(m.id)
     spool = ExtractionSpool.of(items)
-    mentions = align_stage._alignment_mentions(spool)
+    mentions = memory.mention_columns(spool)
     # sorted by id; the spans served the passage pass and are dropped, with the sentences
     # (alignment reads neither); the rest is the extractions'
     expected = sorted(
@@ -284,7 +285,7 @@ def test_alignment_reads_the_mentions_as_columns_with_shared_lists() -> None:
     assert len({id(m.types) for m in mentions}) == 1  # every mention is ["PERSON"]
     assert len({id(m.aliases) for m in mentions}) == 1 and mentions[0].aliases == []
     # a list of extractions (a caller's objects) gives the same columns
-    plain = align_stage._alignment_mentions(items)
+    plain = memory.mention_columns(items)
     assert list(plain) == expected
 
 

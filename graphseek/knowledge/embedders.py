@@ -478,7 +478,7 @@ def passage_vectors(
 
 def graph_pass_vectors(encoder: TextEncoder, vectors: Rows | None) -> Rows | None:
     """The passage vectors a graph build or update computed (its passage pass runs the packaged
-    MiniLM, `on_passage_vectors`) when `encoder` is that embedder; None for any other, whose
+    MiniLM, `GraphBuild.passage_vectors`) when `encoder` is that embedder; None for any other, whose
     passages are embedded by `passage_vectors`. They may be in a temporary file (the passage
     pass's `SpilledArray`: `np.asarray` reads them; `DenseIndex.build` adds them a block at a
     time)."""

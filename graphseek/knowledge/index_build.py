@@ -132,24 +132,24 @@ class GraphAddition:
         self.new = new
         self.options = dict(graph_options or {})
         self.show_progress = show_progress
-        self.from_graph: list[Rows] = []  # the pass's vectors (in a temporary file)
+        self.from_graph: Rows | None = None  # the pass's vectors (in a temporary file)
 
     def __call__(self, graph_dir: Path, out_dir: Path | None = None) -> None:
         """Add the passages to the graph in `graph_dir`, written to `out_dir` (a new
         directory) or in place."""
-        from graphseek.knowledge.graph import add_passages
+        from graphseek.knowledge.graph.build import add_passages_with_vectors
         from graphseek.knowledge.graph.settings import graph_arguments
 
-        add_passages(
+        added = add_passages_with_vectors(
             graph_dir,
             self.new,
-            on_passage_vectors=self.from_graph.append,
             out_dir=out_dir,
             **graph_arguments(self.options, self.show_progress, update=True),
         )
+        self.from_graph = added.passage_vectors
 
     def vectors(self, encoder: TextEncoder, batch_size: int) -> np.ndarray:
-        computed = graph_pass_vectors(encoder, self.from_graph[0] if self.from_graph else None)
+        computed = graph_pass_vectors(encoder, self.from_graph)
         rows = passage_vectors(encoder, self.new, computed, batch_size, self.show_progress)
         return np.asarray(rows, dtype=np.float32)  # the new passages' only: read whole
 
@@ -218,22 +218,13 @@ def build_graph_into(
     computed (rows in the order of `items`, in a temporary file), or None when it computed
     none. `options`: the flat ``graph_options`` (`graph_arguments`). `mapped`: the results of
     its map stages computed elsewhere (`build_graph(..., mapped=...)`)."""
-    from graphseek.knowledge.graph import build_graph
+    from graphseek.knowledge.graph.build import build_graph_with_vectors
     from graphseek.knowledge.graph.settings import graph_arguments
-    from graphseek.knowledge.graph.spool import SpilledArray
 
-    # on disk from the passage pass on (not held through the stages' peak)
-    vectors: list[SpilledArray] = []
-    build_graph(
-        items,
-        directory,
-        on_passage_vectors=lambda rows: vectors.append(
-            rows if isinstance(rows, SpilledArray) else SpilledArray(rows)
-        ),
-        mapped=mapped,
-        **graph_arguments(options, show_progress),
+    built = build_graph_with_vectors(
+        items, directory, mapped=mapped, **graph_arguments(options, show_progress)
     )
-    return vectors[0] if vectors else None
+    return built.passage_vectors
 
 
 def manifest_record(

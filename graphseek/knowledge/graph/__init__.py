@@ -14,13 +14,16 @@ Update: `add_passages(dir, passages)`, `delete_passages(dir, ids)`. Statistics: 
 
 Where things are:
 
-- `build`: the pipeline, top to bottom (`build_graph`, `add_passages`, `delete_passages`);
+- `build`: the pipeline, top to bottom (`build_graph`, `add_passages`, `delete_passages`;
+  `build_graph_with_vectors` also gives the passage pass's vectors, which an index stores);
 - `stages`: one module per stage (extract, passage_pass, align, link, topics, embed, write),
-  each a function with typed inputs and outputs; `delta` runs the later stages on a delta;
+  each a function with typed inputs and outputs, timed by `stages.timed`; `delta` runs the
+  later stages on a delta;
 - the algorithms the stages call: `offline` and `llm` (extractors), `contextual` (mention
   vectors), `align`, `exact`, `candidates` (alignment), `link`, `hyper`, `sentences`;
-- `memory`: how a build stays within its memory (spill a column, read it back, release, the
-  budget). The compact containers it uses (`spool`, `id_columns`, `model_columns`,
+- `memory`: how a build stays within its memory (spill a column, read it back, hold as
+  columns, release, the budget): the pipeline and the stages reach memory only through it.
+  The compact containers behind it (`spool`, `id_columns`, `model_columns`,
   `mention_columns`, `relation_columns`, `mention_table`, `merge_pairs`, `passage_links`,
   `read_sequence`) each behave as the list or dict they replace, so a stage reads as if they
   were one; `budget` estimates a build's peak;

@@ -13,6 +13,8 @@ Passages are loaded and chunked before they reach a build (`graphseek.knowledge.
 
 What is built is one `GraphSettings` (saved in the store's manifest); how a build runs (memory
 budget, model calls at once, progress bars) is one `RunOptions`, which never changes the store.
+A build's outputs are the store and the passage pass's vectors (`GraphBuild`, from
+`build_graph_with_vectors`), which an index stores instead of encoding the passages again.
 What the stages keep out of memory between them, and the memory budget, are
 `graphseek.knowledge.graph.memory`'s: no stage holds more than it computes.
 
@@ -33,17 +35,14 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from graphseek.errors import CorpusError
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.base import Coreferencer, Extractor
-from graphseek.knowledge.graph.clock import Clock, peak_rss_mb
 from graphseek.knowledge.graph.contextual import AheadPass, encode_passages
 from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
@@ -55,8 +54,7 @@ from graphseek.knowledge.graph.settings import (
     graph_arguments,
     settings_of,
 )
-from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, SpilledArray
-from graphseek.knowledge.graph.stages import Run
+from graphseek.knowledge.graph.stages import Run, timed
 from graphseek.knowledge.graph.stages.align import align
 from graphseek.knowledge.graph.stages.embed import begin_entity_vectors, graph_vectors
 from graphseek.knowledge.graph.stages.extract import extract, model_of, resolve_extractor
@@ -86,28 +84,36 @@ from graphseek.knowledge.graph.vectors import (
 from graphseek.knowledge.passages import Passage
 
 __all__ = [
+    "GraphBuild",
     "MappedJoin",
     "MappedPassages",
-    "PassageRows",
     "RunOptions",
     "add_passages",
+    "add_passages_with_vectors",
     "assemble",
     "build_graph",
+    "build_graph_with_vectors",
     "delete_passages",
     "graph_arguments",
     "join_mapped",
     "map_passages",
 ]
 
-PassageRows = np.ndarray | SpilledArray
-"""The passage pass's vectors as handed to ``on_passage_vectors``: the pass writes them to a
-temporary file (`SpilledArray`; ``np.asarray`` reads them); a shard's come back as an array."""
+
+@dataclass
+class GraphBuild:
+    """What a build or an add gives: the store written, and the passage pass's vectors of the
+    passages it encoded (rows in their order, in a temporary file: ``np.asarray`` reads them;
+    None where the pass did not run), which an index stores instead of encoding the passages
+    a second time."""
+
+    store: SQLiteGraphStore
+    passage_vectors: memory.SpilledArray | None
 
 
 # -- the build ----------------------------------------------------------------------------------
 
 
-@memory.bounded
 def build_graph(
     passages: Iterable[Passage],
     out_dir: str | os.PathLike[str],
@@ -118,11 +124,10 @@ def build_graph(
     llm: Any = None,
     coreferencer: Coreferencer | None = None,
     embed: Embed | None = None,
-    on_passage_vectors: Callable[[PassageRows], None] | None = None,
     mapped: MappedPassages | None = None,
 ) -> SQLiteGraphStore:
     """Build the HiGra graph of `passages` into the directory `out_dir` (atomically); returns
-    the opened store.
+    the opened store (`build_graph_with_vectors` also gives the passage pass's vectors).
 
     What is built is `settings` (`GraphSettings`, saved in the store's manifest); how the
     build runs is `run` (`RunOptions`: the memory budget, model calls at once, progress bars;
@@ -134,12 +139,38 @@ def build_graph(
     falls back to record strings). `graph_arguments` turns a flat ``graph_options`` mapping
     into these arguments.
 
-    With contextual alignment the passage pass's vectors (rows in the order of `passages`, a
-    `PassageRows`) go to `on_passage_vectors`: an index stores them instead of encoding
-    twice. `mapped`: the map stages' results computed elsewhere (`map_passages` with the same
+    `mapped`: the map stages' results computed elsewhere (`map_passages` with the same
     settings, e.g. on Dask workers): extraction and the passage pass do not run here."""
+    return build_graph_with_vectors(
+        passages,
+        out_dir,
+        settings=settings,
+        run=run,
+        extractor=extractor,
+        llm=llm,
+        coreferencer=coreferencer,
+        embed=embed,
+        mapped=mapped,
+    ).store
+
+
+@memory.bounded
+def build_graph_with_vectors(
+    passages: Iterable[Passage],
+    out_dir: str | os.PathLike[str],
+    *,
+    settings: GraphSettings | None = None,
+    run: RunOptions | None = None,
+    extractor: Extractor | str | None = None,
+    llm: Any = None,
+    coreferencer: Coreferencer | None = None,
+    embed: Embed | None = None,
+    mapped: MappedPassages | None = None,
+) -> GraphBuild:
+    """`build_graph`, giving the store and, with contextual alignment, the passage pass's
+    vectors (rows in the order of `passages`: `GraphBuild`)."""
     run = run or RunOptions()
-    started, peak_before = time.perf_counter(), peak_rss_mb()
+    started, peak_before = time.perf_counter(), memory.peak_mb()
     corpus = _checked(passages)
     if not corpus:
         raise CorpusError("cannot build a graph from an empty corpus (no passages given)")
@@ -181,7 +212,7 @@ def build_graph(
             threads=plan.threads,
         )
     prefetch.result()
-    passes.hand_on(on_passage_vectors)
+    passage_vectors = passes.spilled_passages()
     settings = passes.settings
 
     # 3-5. align, link, hyperedges and topics
@@ -194,7 +225,7 @@ def build_graph(
     store = write(data, out_dir, type(chosen).__name__, stage_run, started, plan.cache_kib)
     store = write_sentences(store, settings, passes.sentences, None)
     memory.check_peak(plan, peak_before)
-    return store
+    return GraphBuild(store, passage_vectors)
 
 
 def assemble(
@@ -235,7 +266,7 @@ def _checked(passages: Iterable[Passage]) -> Sequence[Passage]:
     """The passages of a build: a `PassageSpool` as it is (checked when made: ids unique),
     else a list of them, a passage given twice (the same id, title and text) kept once;
     `CorpusError` for two different passages with one id."""
-    if isinstance(passages, PassageSpool):
+    if isinstance(passages, memory.PassageSpool):
         return passages
     out: list[Passage] = []
     seen: dict[str, Passage] = {}
@@ -271,7 +302,7 @@ def _extract(
     embed: Embed | None,
     show_progress: bool,
     timings: dict[str, Any],
-) -> tuple[ExtractionSpool, Embed | None, AheadPass | None]:
+) -> tuple[memory.ExtractionSpool, Embed | None, AheadPass | None]:
     """Stage 1, with the passage pass's first batches run ahead while the extractor loads its
     model (`RunAhead`, for the default embedder): the extractions, the embedder and the batches
     run ahead."""
@@ -321,10 +352,10 @@ def map_passages(
         return MappedPassages(list(extractions), timings=timings)
     from graphseek.knowledge.embedder import get_embedder
 
-    clock = Clock()
-    pooled = pooled_sentences(settings)
-    vectors, spooled = encode_passages(get_embedder(), items, extractions, sentences=pooled)
-    clock.record(timings, "embed_passages", len(items), mentions=len(spooled))
+    with timed(timings, "embed_passages", len(items)) as recorded:
+        pooled = pooled_sentences(settings)
+        vectors, spooled = encode_passages(get_embedder(), items, extractions, sentences=pooled)
+        recorded["mentions"] = len(spooled)
     return MappedPassages(list(extractions), vectors.load(), dict(spooled), timings, pooled)
 
 
@@ -340,20 +371,46 @@ def add_passages(
     coreferencer: Coreferencer | None = None,
     embed: Embed | None = None,
     run: RunOptions | None = None,
-    on_passage_vectors: Callable[[PassageRows], None] | None = None,
     out_dir: str | os.PathLike[str] | None = None,
     delta: bool = False,
 ) -> SQLiteGraphStore:
     """Add passages to a store: only passages whose id is new are extracted, then aligned
     against the existing entities; the settings are the store's (`run`: how the update runs,
-    as a build's). With contextual alignment the new passages' vectors (rows in their order)
-    go to `on_passage_vectors`. The result is written to `out_dir` (a new directory; the store
-    is left as it was) or, by default, in place. Returns the store written.
+    as a build's). The result is written to `out_dir` (a new directory; the store is left as
+    it was) or, by default, in place. Returns the store written (`add_passages_with_vectors`
+    also gives the new passages' vectors from the passage pass).
 
     By default the graph is re-assembled from every stored extraction: the store a rebuild of
     all the passages gives. With `delta`, only what the new passages reach changes
     (`graphseek.knowledge.graph.delta`): much faster on a large store, equal in retrieval but
     not byte for byte a rebuild (merges are decided offline; no `llm` aligner)."""
+    return add_passages_with_vectors(
+        store_dir,
+        passages,
+        extractor=extractor,
+        llm=llm,
+        coreferencer=coreferencer,
+        embed=embed,
+        run=run,
+        out_dir=out_dir,
+        delta=delta,
+    ).store
+
+
+def add_passages_with_vectors(
+    store_dir: str | os.PathLike[str],
+    passages: Iterable[Passage],
+    *,
+    extractor: Extractor | str | None = None,
+    llm: Any = None,
+    coreferencer: Coreferencer | None = None,
+    embed: Embed | None = None,
+    run: RunOptions | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    delta: bool = False,
+) -> GraphBuild:
+    """`add_passages`, giving the store written and, with contextual alignment, the new
+    passages' vectors from their passage pass (rows in their order: `GraphBuild`)."""
     started = time.perf_counter()
     with SQLiteGraphStore.open(store_dir) as store:
         known = set(store.passage_ids())
@@ -361,7 +418,7 @@ def add_passages(
         settings = settings_of(store)
     new = [p for p in _checked(passages) if p.id not in known]
     if not new:
-        return _unchanged(store_dir, out_dir)
+        return GraphBuild(_unchanged(store_dir, out_dir), None)
     if extractor is None and llm is None and recorded not in ("", "OfflineExtractor"):
         raise ValueError(
             f"the store was built with {recorded}; pass that extractor (or llm=...) to add passages"
@@ -383,7 +440,7 @@ def add_passages(
     vectors = PassageVectors(settings, None, {}, pooled)
     if settings.alignment == "contextual":
         vectors = new_passage_pass(new, extracted, settings, stage_run, sentences=pooled)
-    vectors.hand_on(on_passage_vectors)
+    passage_vectors = vectors.spilled_passages()
     if delta:  # 3-6 where the new passages reach the stored graph
         from graphseek.knowledge.graph.delta import delta_add
 
@@ -399,7 +456,9 @@ def add_passages(
             started=started,
             out_dir=out_dir,
         )
-        return written if reuse is None else write_sentences(written, settings, pooled, reuse)
+        if reuse is not None:
+            written = write_sentences(written, settings, pooled, reuse)
+        return GraphBuild(written, passage_vectors)
 
     def change(
         old: list[Passage], old_x: Iterable[Extraction]
@@ -408,7 +467,10 @@ def add_passages(
 
     # 3-6 over every passage, the stored vectors reused
     stage_run.model = model_of(llm, "aligner")
-    return _update(store_dir, change, stage_run, started, name=name, new=vectors, out_dir=out_dir)
+    written = _update(
+        store_dir, change, stage_run, started, name=name, new=vectors, out_dir=out_dir
+    )
+    return GraphBuild(written, passage_vectors)
 
 
 def delete_passages(
@@ -472,7 +534,7 @@ def _changed(
         [list[Passage], Iterable[Extraction]], tuple[list[Passage], Iterable[Extraction]]
     ],
     name: str | None,
-) -> tuple[list[Passage], ExtractionSpool, GraphSettings, VectorCache, str]:
+) -> tuple[list[Passage], memory.ExtractionSpool, GraphSettings, VectorCache, str]:
     """A store's passages and extractions after `change` (the extractions go from the
     database to a spool as they are read), its settings, its vectors, and the extractor's
     name (`name`, else the store's). The store and what it read are closed on return."""
@@ -480,7 +542,7 @@ def _changed(
         settings = settings_of(store)
         cache = cache_from_store(store, settings)
         passages, changed = change(store.passages(), store.extractions())
-        extractions = ExtractionSpool.of(changed)  # on disk until a stage reads them
+        extractions = memory.ExtractionSpool.of(changed)  # on disk until a stage reads them
         return passages, extractions, settings, cache, name or store.manifest.get("extractor", "")
 
 

@@ -96,7 +96,6 @@ from graphseek.knowledge.graph.align import (
     record_entity,
 )
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
-from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import base_vectors
 from graphseek.knowledge.graph.exact import Groups, UnionFind, exact_groups
 from graphseek.knowledge.graph.hyper import build_hyperedges
@@ -122,6 +121,7 @@ from graphseek.knowledge.graph.records import (
 )
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.spool import stack_rows
+from graphseek.knowledge.graph.stages import timed
 from graphseek.knowledge.graph.stages.embed import embedded_relations
 from graphseek.knowledge.graph.stages.link import extracted_relations
 from graphseek.knowledge.graph.stages.topics import hyperedge_vectors
@@ -1071,43 +1071,36 @@ def _apply(
     n = len(new)
     strings = string_embed(settings, embed)
     # 3. alignment: the new mentions -> new entities, or stored ones they join
-    clock = Clock()
-    aligned = _align(con, source, extracted, mention_vectors, settings, embed)
-    clock.record(timings, "align", n)
+    with timed(timings, "align", n):
+        aligned = _align(con, source, extracted, mention_vectors, settings, embed)
     # 4. linking: relations, stored entities' new aliases, entity-passage links
-    clock = Clock()
-    relations = _link_entities(con, extracted, aligned, settings)
-    clock.record(timings, "link_entities", n)
-    clock = Clock()
-    links = _link_passages(con, source, new, extracted, aligned, relations, settings)
-    clock.record(timings, "link_passages", n)
+    with timed(timings, "link_entities", n):
+        relations = _link_entities(con, extracted, aligned, settings)
+    with timed(timings, "link_passages", n):
+        links = _link_passages(con, source, new, extracted, aligned, relations, settings)
     # 5. hyperedges and topics; the vectors of entities and relations
-    clock = Clock()
-    topics = _topics(con, source, extracted, aligned, settings, strings)
-    clock.record(timings, "hyperedges_topics", n)
-    clock = Clock()
-    vectors = _graph_vectors(con, aligned, relations, settings, strings)
-    clock.record(timings, "embed", n)
+    with timed(timings, "hyperedges_topics", n):
+        topics = _topics(con, source, extracted, aligned, settings, strings)
+    with timed(timings, "embed", n):
+        vectors = _graph_vectors(con, aligned, relations, settings, strings)
     # 6. write
-    clock = Clock()
-    copying.result()
-    clock.record(timings, "copy_wait", n)
-    clock = Clock()
-    manifest = _write(
-        con,
-        source,
-        tmp,
-        new,
-        extracted,
-        new_mentions,
-        aligned,
-        relations,
-        links,
-        topics,
-        vectors,
-        settings,
-    )
-    clock.record(timings, "write", n)
+    with timed(timings, "copy_wait", n):
+        copying.result()
+    with timed(timings, "write", n):
+        manifest = _write(
+            con,
+            source,
+            tmp,
+            new,
+            extracted,
+            new_mentions,
+            aligned,
+            relations,
+            links,
+            topics,
+            vectors,
+            settings,
+        )
     return manifest
 
 

@@ -8,6 +8,10 @@ here instead of holding them, and read them back when they need them:
   temporary file in ``TMPDIR`` (`graphseek.knowledge.graph.spool`), until the store write reads
   it; the extractions and mention vectors are spooled the same way by the stages that make them;
 - **read it back** (`read_back`, `keep_rows`): the whole array, or the rows a later stage asks;
+- **hold as columns** (`mention_columns`, `relation_columns`, and the types a stage's results
+  hold: `EntityColumns`, `RelationColumns`, `MentionTable`, `PassageLinks`): what alignment and
+  linking keep until the write, as codes and each distinct value once instead of an object per
+  item; each reads as a sequence or a mapping of what it holds;
 - **release** what no later stage reads (`after_alignment`, `after_graph_vectors`,
   `release_encoder`);
 - **a budget** (`plan_budget`, `check_peak`): how much of the build runs at once (extraction
@@ -26,27 +30,71 @@ from __future__ import annotations
 import functools
 import gc
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from graphseek.knowledge.graph import spool
 from graphseek.knowledge.graph.align import cached_encode, spill_per_text
 from graphseek.knowledge.graph.budget import MemoryPlan, plan_memory
 from graphseek.knowledge.graph.clock import peak_rss_mb
 from graphseek.knowledge.graph.contextual import MentionVectors
-from graphseek.knowledge.graph.spool import SpilledArray
+from graphseek.knowledge.graph.mention_columns import MentionColumns
+from graphseek.knowledge.graph.mention_table import MentionTable
+from graphseek.knowledge.graph.model_columns import EntityColumns
+from graphseek.knowledge.graph.passage_links import PassageLinks
+from graphseek.knowledge.graph.relation_columns import RelationBuilder, RelationColumns
+from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, SpilledArray, id_digest
 from graphseek.knowledge.graph.text import clear_name_caches
 from graphseek.knowledge.heap import bound_heap
 
 if TYPE_CHECKING:
     from graphseek.knowledge.graph.base import Extractor
+    from graphseek.knowledge.graph.models import Extraction
     from graphseek.knowledge.graph.vectors import Embed, VectorCache
+    from graphseek.knowledge.passages import Passage
+
+__all__ = [
+    "EntityColumns",
+    "ExtractionSpool",
+    "MentionColumns",
+    "MentionTable",
+    "PassageLinks",
+    "PassageSpool",
+    "RelationBuilder",
+    "RelationColumns",
+    "Rows",
+    "SpilledArray",
+    "after_alignment",
+    "after_graph_vectors",
+    "bound_process_heap",
+    "bounded",
+    "check_peak",
+    "first_misplaced",
+    "keep_rows",
+    "mention_columns",
+    "peak_mb",
+    "plan_budget",
+    "read_back",
+    "relation_columns",
+    "release_encoder",
+    "spill",
+    "vectors_for_write",
+]
 
 log = logging.getLogger(__name__)
 
 Rows = np.ndarray | SpilledArray
 """A column of vectors, in memory or spilled to a temporary file (``np.asarray`` reads it)."""
+
+# `SpilledArray`: a column of vectors in a temporary file. `ExtractionSpool`: the extractions,
+# one per passage, in a temporary file as they are made (a stage reads them back in order);
+# `PassageSpool`: the passages so (a corpus read from a path). What alignment and linking hold
+# until the write is kept as columns (codes and each distinct value once, not an object per
+# item): `EntityColumns`, `RelationColumns`, `MentionTable` (mention id -> entity or base),
+# `MentionColumns`, `PassageLinks` (entity-passage links as two int32 columns); each reads as
+# a sequence or a mapping of what it holds.
 
 
 # -- spill a column, read it back ---------------------------------------------------------------
@@ -54,7 +102,7 @@ Rows = np.ndarray | SpilledArray
 
 def spill(rows: Rows) -> SpilledArray:
     """`rows` in a temporary file (as they are when they already are)."""
-    return rows if isinstance(rows, SpilledArray) else SpilledArray(rows)
+    return rows if isinstance(rows, spool.SpilledArray) else SpilledArray(rows)
 
 
 def read_back(rows: Rows) -> np.ndarray:
@@ -76,6 +124,19 @@ def vectors_for_write(
     return spill_per_text(texts, strings, cache)
 
 
+def first_misplaced(passages: Sequence[Passage], extractions: Sequence[Extraction]) -> int | None:
+    """The first position whose extraction is not of the passage at that position, or None
+    (one extraction per passage is checked before). A spool's are compared by their passage
+    ids' digests, without reading the extractions back."""
+    if isinstance(extractions, ExtractionSpool):
+        digests = extractions.passage_digests
+        found = (k for k, p in enumerate(passages) if digests[k] != id_digest(p.id))
+    else:
+        pairs = zip(passages, extractions, strict=True)
+        found = (k for k, (p, x) in enumerate(pairs) if x.passage_id != p.id)
+    return next(found, None)
+
+
 def keep_rows(
     vectors: Mapping[str, np.ndarray], ids: Sequence[str], keyed_by: Sequence[str]
 ) -> Mapping[str, np.ndarray]:
@@ -93,6 +154,22 @@ def keep_rows(
     if isinstance(kept, MentionVectors):
         kept.freeze(keyed_by)
     return kept
+
+
+# -- hold as columns ----------------------------------------------------------------------------
+
+
+def mention_columns(extractions: Iterable[Extraction]) -> MentionColumns:
+    """Every mention of `extractions`, read in one pass, as columns (`MentionColumns`): read
+    from a spool, every mention is a new object with its own strings, and alignment holds every
+    mention to its end, so they are coded as they are read."""
+    return MentionColumns.of(m for x in extractions for m in x.mentions)
+
+
+def relation_columns() -> RelationBuilder:
+    """Where linking collects the relations, part by part (`add`), as columns: each part's
+    objects are freed once added; `finish` gives the `RelationColumns`."""
+    return RelationBuilder()
 
 
 # -- release what no later stage reads ----------------------------------------------------------
@@ -149,6 +226,11 @@ def plan_budget(
             plan.describe(),
         )
     return plan
+
+
+def peak_mb() -> float | None:
+    """The process's peak RSS so far, in MB (`check_peak` compares a build's with it)."""
+    return peak_rss_mb()
 
 
 def check_peak(plan: MemoryPlan, peak_before: float | None) -> None:

@@ -13,18 +13,36 @@ runs them:
 `mapped` holds stages 1-2's results when they ran elsewhere (the sharded build's shards).
 
 Each stage is a function with typed inputs and outputs (dataclasses named for what they hold).
-What the stages keep out of memory between them goes through `graphseek.knowledge.graph.memory`.
+What the stages keep out of memory between them goes through `graphseek.knowledge.graph.memory`;
+each stage's time goes into the manifest's timings through `timed`.
 `Run` is what every stage is handed: how the build runs (its `RunOptions`, with the models and the
 timings), not what it builds (that is `GraphSettings`).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphseek.knowledge.graph.clock import Clock, rate
 from graphseek.knowledge.graph.settings import RunOptions
 from graphseek.knowledge.graph.vectors import Embed, default_embed
+
+__all__ = ["Clock", "Run", "rate", "timed"]
+
+
+@contextlib.contextmanager
+def timed(timings: dict[str, Any], stage: str, n_passages: int) -> Iterator[dict[str, Any]]:
+    """Time the block as `stage` of a build of `n_passages` passages, into `timings` (wall and
+    CPU seconds, the process's peak RSS at its end: the manifest's timings); what the block
+    puts into the dict it is given is recorded beside them. Nothing is recorded when the block
+    raises. (`Clock` times a stage that runs in stretches.)"""
+    clock = Clock()
+    extra: dict[str, Any] = {}
+    yield extra
+    clock.record(timings, stage, n_passages, **extra)
 
 
 @dataclass

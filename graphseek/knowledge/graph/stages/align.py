@@ -13,15 +13,12 @@ import numpy as np
 
 from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.align import Aligner, AlignmentResult
-from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.exact import components
 from graphseek.knowledge.graph.link import COOCCURRENCE_MAX_GROUP
-from graphseek.knowledge.graph.mention_columns import MentionColumns
-from graphseek.knowledge.graph.mention_table import MentionTable
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.stages import Run
+from graphseek.knowledge.graph.stages import Run, timed
 from graphseek.knowledge.graph.vectors import VectorCache, set_stage
 from graphseek.knowledge.progress import bar as progress_bar
 
@@ -47,25 +44,24 @@ def align(
 ) -> Alignment:
     """Align the mentions of `extractions` (of `n_passages` passages) into entities. `cache`:
     the vectors already known (an update's stored ones; the passage pass's mention vectors)."""
-    clock = Clock()
-    set_stage(run.embed, "aligning entities")
-    merged, mention_vectors = _merge(extractions, settings, run, cache)
-    raw_nodes, merged.raw_nodes = merged.raw_nodes, None  # read once, below
-    assert raw_nodes is not None
-    memory.after_alignment(cache)
-    before = _raw_components(
-        extractions, raw_nodes, merged.counts["before_alignment"], settings.cooccurrence
-    )
-    clock.record(run.timings, "align", n_passages)
+    with timed(run.timings, "align", n_passages):
+        set_stage(run.embed, "aligning entities")
+        merged, mention_vectors = _merge(extractions, settings, run, cache)
+        raw_nodes, merged.raw_nodes = merged.raw_nodes, None  # read once, below
+        assert raw_nodes is not None
+        memory.after_alignment(cache)
+        before = _raw_components(
+            extractions, raw_nodes, merged.counts["before_alignment"], settings.cooccurrence
+        )
     return Alignment(merged, mention_vectors, before)
 
 
 def _merge(
     extractions: Iterable[Extraction], settings: GraphSettings, run: Run, cache: VectorCache
 ) -> tuple[AlignmentResult, Mapping[str, np.ndarray]]:
-    """Exact, then semantic merging of every mention (read in one pass, as columns:
-    `MentionColumns`), and the mention vectors the store keeps."""
-    mentions = _alignment_mentions(extractions)
+    """Exact, then semantic merging of every mention (read in one pass), and the mention
+    vectors the store keeps."""
+    mentions = memory.mention_columns(extractions)
     aligner = Aligner(
         embed=run.embed,
         tau=settings.radius,
@@ -89,16 +85,8 @@ def _merge(
     return merged, memory.keep_rows(cache.mentions, mentions.ids, merged.mention_entity.ids)
 
 
-def _alignment_mentions(extractions: Iterable[Extraction]) -> MentionColumns:
-    """Every mention, for alignment (one pass), as columns: a code per mention for each field
-    and each distinct value once (`MentionColumns`). Read from a spool, every mention is a new
-    object with its own strings, and alignment holds every mention to its end, so they are
-    coded as they are read."""
-    return MentionColumns.of(m for x in extractions for m in x.mentions)
-
-
 def _raw_components(
-    extractions: Iterable[Extraction], node_of: MentionTable[int], n: int, scope: str
+    extractions: Iterable[Extraction], node_of: memory.MentionTable[int], n: int, scope: str
 ) -> int:
     """Connected components of the graph before alignment (a manifest statistic): one node per
     raw entity (`node_of`: each mention's), an edge per raw relation, and the co-occurrence

@@ -8,16 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.models import Relation
-from graphseek.knowledge.graph.relation_columns import RelationColumns
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.spool import SpilledArray
-from graphseek.knowledge.graph.stages import Run
+from graphseek.knowledge.graph.stages import Run, timed
 from graphseek.knowledge.graph.stages.align import Alignment
 from graphseek.knowledge.graph.vectors import (
     Embed,
@@ -34,18 +29,18 @@ class GraphVectors:
     one (extracted and predicted relations, unless `GraphSettings.embed_relations` is off) and
     their vectors, each in a temporary file until the write."""
 
-    entities: SpilledArray
+    entities: memory.SpilledArray
     relation_ids: list[str]
-    relations: SpilledArray
+    relations: memory.SpilledArray
 
 
 class EntityVectors:
     """The entities' vectors under way; `take` waits for them (once: nothing is kept here)."""
 
-    def __init__(self, job: Background[np.ndarray | SpilledArray]) -> None:
-        self._job: Background[np.ndarray | SpilledArray] | None = job
+    def __init__(self, job: Background[memory.Rows]) -> None:
+        self._job: Background[memory.Rows] | None = job
 
-    def take(self) -> SpilledArray:
+    def take(self) -> memory.SpilledArray:
         job, self._job = self._job, None
         assert job is not None, "taken twice"
         return memory.spill(job.result())
@@ -66,7 +61,7 @@ def begin_entity_vectors(aligned: Alignment, strings: Embed, cache: VectorCache)
 
 def graph_vectors(
     entity_vectors: EntityVectors,
-    relations: RelationColumns,
+    relations: Iterable[Relation],
     aligned: Alignment,
     settings: GraphSettings,
     run: Run,
@@ -75,21 +70,19 @@ def graph_vectors(
     n_passages: int,
 ) -> GraphVectors:
     """The relations' vectors, and the entities' once done."""
-    clock = Clock()
-    set_stage(run.embed, "embedding graph")
-    entities = aligned.merged.entities
-    names = dict(zip(entities.ids, entities.column("name"), strict=True))
-    embedded = embedded_relations(relations, settings)
-    relation_vectors = memory.vectors_for_write(
-        [relation_text(r, names) for r in embedded], strings, cache.vectors
-    )
-    done = GraphVectors(
-        entity_vectors.take(),
-        [r.id for r in embedded],
-        memory.spill(relation_vectors),
-    )
-    clock.record(run.timings, "embed", n_passages)
-    return done
+    with timed(run.timings, "embed", n_passages):
+        set_stage(run.embed, "embedding graph")
+        entities = aligned.merged.entities
+        names = dict(zip(entities.ids, entities.column("name"), strict=True))
+        embedded = embedded_relations(relations, settings)
+        relation_vectors = memory.vectors_for_write(
+            [relation_text(r, names) for r in embedded], strings, cache.vectors
+        )
+        return GraphVectors(
+            entity_vectors.take(),
+            [r.id for r in embedded],
+            memory.spill(relation_vectors),
+        )
 
 
 def embedded_relations(relations: Iterable[Relation], settings: GraphSettings) -> list[Relation]:

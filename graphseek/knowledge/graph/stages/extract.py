@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.base import Coreferencer, Extractor
-from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.run_ahead import RunAhead
-from graphseek.knowledge.graph.spool import ExtractionSpool, id_digest
+from graphseek.knowledge.graph.stages import timed
 from graphseek.knowledge.passages import Passage
 
 
@@ -49,34 +49,35 @@ def extract(
     coreferencer: Coreferencer | None,
     timings: dict[str, Any],
     ahead: RunAhead | None = None,
-) -> ExtractionSpool:
+) -> memory.ExtractionSpool:
     """The extractions of `passages`, spooled to disk as the extractor makes them (one that
     streams, ``extract_to``) or once it returns them. `ahead`: the passage pass's first
     batches, run while the extractor loads its model."""
-    clock = Clock()
-    if ahead is not None:
-        ahead.load_model()
-    inputs = passages if coreferencer is None else coreferencer.resolve(passages)
+    inputs: Sequence[Passage] = passages
     if coreferencer is not None:
-        clock.record(timings, "coreference", len(passages))
-        clock = Clock()
-    who = type(extractor).__name__
-    spool = ExtractionSpool()
-    stream = getattr(extractor, "extract_to", None)
-    if inputs and coreferencer is None and callable(stream):
-        stream(inputs, spool)
-        check_extractions(passages, spool, who)
-    elif inputs:
-        extractions = extractor.extract(inputs)
-        check_extractions(passages, extractions, who)
-        if coreferencer is not None:
-            # spans point into the resolved text, not the passage: drop those that may have moved
-            for passage, resolved, extraction in zip(passages, inputs, extractions, strict=True):
-                if resolved.text != passage.text:
-                    for m in extraction.mentions:
-                        m.start = m.end = -1
-        spool.extend(extractions)
-    clock.record(timings, "extract", len(passages), passages=len(passages))
+        with timed(timings, "coreference", len(passages)):
+            inputs = coreferencer.resolve(passages)
+    with timed(timings, "extract", len(passages)) as recorded:
+        if ahead is not None:
+            ahead.load_model()
+        who = type(extractor).__name__
+        spool = memory.ExtractionSpool()
+        stream = getattr(extractor, "extract_to", None)
+        if inputs and coreferencer is None and callable(stream):
+            stream(inputs, spool)
+            check_extractions(passages, spool, who)
+        elif inputs:
+            extractions = extractor.extract(inputs)
+            check_extractions(passages, extractions, who)
+            if coreferencer is not None:
+                # spans point into the resolved text, not the passage: drop those that may
+                # have moved
+                for passage, resolved, x in zip(passages, inputs, extractions, strict=True):
+                    if resolved.text != passage.text:
+                        for m in x.mentions:
+                            m.start = m.end = -1
+            spool.extend(extractions)
+        recorded["passages"] = len(passages)
     return spool
 
 
@@ -88,17 +89,9 @@ def check_extractions(
         raise RuntimeError(
             f"{who} returned {len(extractions)} extractions for {len(passages)} passages"
         )
-    if isinstance(extractions, ExtractionSpool):  # digests: no read of the spool
-        digests = extractions.passage_digests
-        for k, passage in enumerate(passages):
-            if digests[k] != id_digest(passage.id):
-                pid = extractions[k].passage_id
-                raise RuntimeError(
-                    f"{who} returned the extraction of {pid} for passage {passage.id}"
-                )
-        return
-    for passage, x in zip(passages, extractions, strict=True):
-        if x.passage_id != passage.id:
-            raise RuntimeError(
-                f"{who} returned the extraction of {x.passage_id} for passage {passage.id}"
-            )
+    k = memory.first_misplaced(passages, extractions)
+    if k is not None:
+        raise RuntimeError(
+            f"{who} returned the extraction of {extractions[k].passage_id} for passage "
+            f"{passages[k].id}"
+        )

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.align import AlignmentResult
-from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.link import (
     MatchReport,
     cooccurrence_edges,
@@ -23,14 +23,10 @@ from graphseek.knowledge.graph.link import (
     relation_id,
     similar_relations,
 )
-from graphseek.knowledge.graph.mention_table import MentionTable
-from graphseek.knowledge.graph.model_columns import EntityColumns
 from graphseek.knowledge.graph.models import Extraction, Relation, graph_record
-from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.records import GENERIC_TYPES
-from graphseek.knowledge.graph.relation_columns import RelationBuilder, RelationColumns
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.stages import Run
+from graphseek.knowledge.graph.stages import Run, timed
 from graphseek.knowledge.graph.stages.align import Alignment
 from graphseek.knowledge.graph.vectors import set_stage
 from graphseek.knowledge.passages import Passage
@@ -43,8 +39,8 @@ class Links:
     to passages, what the passage matcher did (for the manifest), and the model's usage by
     stage (``"align"``, ``"link"``) when a model aligned."""
 
-    relations: RelationColumns
-    passages: PassageLinks
+    relations: memory.RelationColumns
+    passages: memory.PassageLinks
     matcher: MatchReport
     llm_usage: dict[str, Any] = field(default_factory=dict)
 
@@ -59,27 +55,25 @@ def link(
     """Phase 3, then Phase 4, over the aligned entities."""
     set_stage(run.embed, "linking")
     with progress_bar("linking", 2, run.show_progress, unit="step") as bar:
-        clock = Clock()
-        relations, llm_usage = link_entities(extractions, aligned, settings, run)
-        clock.record(run.timings, "link_entities", len(passages))
+        with timed(run.timings, "link_entities", len(passages)):
+            relations, llm_usage = link_entities(extractions, aligned, settings, run)
         bar.update(1)
-        clock = Clock()
-        links, report = link_passages(passages, aligned.merged.entities, settings)
-        clock.record(run.timings, "link_passages", len(passages))
+        with timed(run.timings, "link_passages", len(passages)):
+            links, report = link_passages(passages, aligned.merged.entities, settings)
         bar.update(1)
     return Links(relations, links, report, llm_usage)
 
 
 def link_entities(
     extractions: Iterable[Extraction], aligned: Alignment, settings: GraphSettings, run: Run
-) -> tuple[RelationColumns, dict[str, Any]]:
+) -> tuple[memory.RelationColumns, dict[str, Any]]:
     """Phase 3: the extracted relations, the co-occurrence edges of named entities, and the
     similarity edges of the merge pairs kept apart (offline) or the model's predicted
     relations; with the model's usage."""
     merged = aligned.merged
     entities = merged.entities
     by_id = entities.by_id()
-    building = RelationBuilder()  # relations as columns, each part's objects freed once added
+    building = memory.relation_columns()
     building.add(extracted_relations(extractions, merged.mention_entity))
     building.add(
         cooccurrence_edges(extractions, _named_mentions(merged), scope=settings.cooccurrence)
@@ -138,21 +132,21 @@ def extracted_relations(
 
 
 def link_passages(
-    passages: Sequence[Passage], entities: EntityColumns, settings: GraphSettings
-) -> tuple[PassageLinks, MatchReport]:
+    passages: Sequence[Passage], entities: memory.EntityColumns, settings: GraphSettings
+) -> tuple[memory.PassageLinks, MatchReport]:
     """Phase 4: each entity to the passages it was extracted from (its mentions') and to those
     the matcher finds its names in (`match_numbers`)."""
     matched_entity, matched_passage, report = match_numbers(
         entities, passages, theta=settings.theta, top_k_common=settings.top_k_common
     )
     mentioned = _mentioned(entities, passages)
-    links = PassageLinks.of(
+    links = memory.PassageLinks.of(
         entities.ids, [p.id for p in passages], mentioned, (matched_entity, matched_passage)
     )
     return links, report
 
 
-def _named_mentions(merged: AlignmentResult) -> MentionTable[str]:
+def _named_mentions(merged: AlignmentResult) -> memory.MentionTable[str]:
     """The mentions of entities with a type other than the generic ones, and their entities."""
     entities = merged.entities
     named = {
@@ -164,7 +158,7 @@ def _named_mentions(merged: AlignmentResult) -> MentionTable[str]:
 
 
 def _mentioned(
-    entities: EntityColumns, passages: Sequence[Passage]
+    entities: memory.EntityColumns, passages: Sequence[Passage]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each entity's links to the passages of its mentions: entity and passage numbers."""
     number = {p.id: k for k, p in enumerate(passages)}

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.contextual import MentionVectors
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.sentences import PooledSentences
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.spool import ExtractionSpool, SpilledArray
 from graphseek.knowledge.graph.stages.extract import check_extractions
 from graphseek.knowledge.graph.stages.passage_pass import PassageVectors
 from graphseek.knowledge.passages import Passage
@@ -31,7 +31,7 @@ class MappedPassages:
     it (`graphseek.knowledge.sharded` runs the shards on Dask workers)."""
 
     extractions: Sequence[Extraction]
-    passage_vectors: np.ndarray | SpilledArray | None = None
+    passage_vectors: memory.Rows | None = None
     mentions: Mapping[str, np.ndarray] | None = None
     timings: dict[str, Any] = field(default_factory=dict)
     sentences: PooledSentences | None = None
@@ -39,14 +39,14 @@ class MappedPassages:
 
     def extracted(
         self, passages: Sequence[Passage], who: str, timings: dict[str, Any]
-    ) -> ExtractionSpool:
+    ) -> memory.ExtractionSpool:
         """The extractions, checked against `passages` (`who` made them; spooled to disk unless
         they are); their timings join `timings`."""
         check_extractions(passages, self.extractions, f"the map stages ({who})")
         timings.update(self.timings)
-        if isinstance(self.extractions, ExtractionSpool):
+        if isinstance(self.extractions, memory.ExtractionSpool):
             return self.extractions
-        return ExtractionSpool.of(self.extractions)
+        return memory.ExtractionSpool.of(self.extractions)
 
     def passage_vectors_for(
         self, settings: GraphSettings, sentences: PooledSentences | None
@@ -67,8 +67,8 @@ class MappedJoin:
     `join_mapped` gives for the same shards."""
 
     def __init__(self) -> None:
-        self.extractions = ExtractionSpool()
-        self._vectors: SpilledArray | None = None
+        self.extractions = memory.ExtractionSpool()
+        self._vectors: memory.SpilledArray | None = None
         self._mentions: MentionVectors | None = None
         self._without_pass = False
         self._sentences: PooledSentences | None = None
@@ -85,7 +85,7 @@ class MappedJoin:
             return
         rows = np.asarray(part.passage_vectors, dtype=np.float32)
         if self._vectors is None or self._mentions is None:
-            self._vectors = SpilledArray.zeros(0, rows.shape[1])
+            self._vectors = memory.SpilledArray.zeros(0, rows.shape[1])
             self._mentions = MentionVectors(rows.shape[1])
         self._vectors.append(rows)
         self._mentions.update(part.mentions or {})

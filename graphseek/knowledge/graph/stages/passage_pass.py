@@ -8,19 +8,17 @@ fall back to record strings, so the manifest says what was done."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.contextual import AheadPass, MentionVectors, encode_passages
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.sentences import PooledSentences
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.spool import SpilledArray
-from graphseek.knowledge.graph.stages import Run
+from graphseek.knowledge.graph.stages import Run, timed
 from graphseek.knowledge.graph.vectors import span_encoder
 from graphseek.knowledge.passages import Passage
 
@@ -34,16 +32,15 @@ class PassageVectors:
     graph has pooled sentences)."""
 
     settings: GraphSettings
-    passages: SpilledArray | np.ndarray | None
+    passages: memory.Rows | None
     mentions: Mapping[str, np.ndarray]
     sentences: PooledSentences | None
 
-    def hand_on(self, to: Callable[[SpilledArray | np.ndarray], None] | None) -> None:
-        """Give the passages' vectors `to` the index (which stores them instead of encoding
-        the passages twice); they are not kept here."""
+    def spilled_passages(self) -> memory.SpilledArray | None:
+        """The passages' vectors, in a temporary file (an index stores them instead of
+        encoding the passages a second time); not kept here."""
         rows, self.passages = self.passages, None
-        if rows is not None and to is not None:
-            to(rows)
+        return None if rows is None else memory.spill(rows)
 
 
 def pooled_sentences(settings: GraphSettings) -> PooledSentences | None:
@@ -69,19 +66,19 @@ def passage_pass(
     encoder = span_encoder(run.embed)
     if encoder is None:
         return PassageVectors(replace(settings, alignment="records"), None, {}, sentences)
-    clock = Clock()
-    limit = getattr(encoder, "bulk_threads", None)
-    with limit(threads) if callable(limit) else contextlib.nullcontext():
-        vectors, mentions = encode_passages(
-            encoder,
-            passages,
-            extractions,
-            show_progress=run.show_progress,
-            ahead=ahead,
-            sentences=sentences,
-        )
-    memory.release_encoder(encoder)
-    clock.record(run.timings, "embed_passages", len(passages), mentions=len(mentions))
+    with timed(run.timings, "embed_passages", len(passages)) as recorded:
+        limit = getattr(encoder, "bulk_threads", None)
+        with limit(threads) if callable(limit) else contextlib.nullcontext():
+            vectors, mentions = encode_passages(
+                encoder,
+                passages,
+                extractions,
+                show_progress=run.show_progress,
+                ahead=ahead,
+                sentences=sentences,
+            )
+        memory.release_encoder(encoder)
+        recorded["mentions"] = len(mentions)
     return PassageVectors(settings, vectors, mentions, sentences)
 
 

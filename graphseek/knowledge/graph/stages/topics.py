@@ -17,12 +17,10 @@ import numpy as np
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.align import cached_encode
-from graphseek.knowledge.graph.clock import Clock
 from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
 from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.spool import SpilledArray
-from graphseek.knowledge.graph.stages import Run
+from graphseek.knowledge.graph.stages import Clock, Run
 from graphseek.knowledge.graph.stages.align import Alignment
 from graphseek.knowledge.graph.vectors import (
     Embed,
@@ -41,7 +39,7 @@ class Topics:
 
     hyperedges: Sequence[HyperEdge]
     topics: list[Topic]
-    vectors: SpilledArray
+    vectors: memory.SpilledArray
 
 
 class HyperedgeTopics:

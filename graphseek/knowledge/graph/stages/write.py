@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 from scipy.sparse import csgraph
 
-from graphseek.knowledge.graph.clock import rate
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.sentence_write import write_sentence_layer
 from graphseek.knowledge.graph.sentences import SENTENCES_JSON, PooledSentences, SentenceLayer
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.stages import Run
+from graphseek.knowledge.graph.stages import Run, rate
 from graphseek.knowledge.graph.stages.align import Alignment
 from graphseek.knowledge.graph.stages.embed import GraphVectors
 from graphseek.knowledge.graph.stages.link import Links
