@@ -127,10 +127,18 @@ class PostgresIndex(IndexCommon):
         self._manifest = manifest
         self._passages = passages
         self._location = location
-        self._pool = pool
+        self._pool_ref = pool
         self._state_lock = threading.RLock()
         self._set_ords(ords)
         self._embeddings: np.ndarray | None = None
+
+    @property
+    def _pool(self) -> Any:
+        """The process's shared pool for this index's database and schema, taken again when
+        `close_pools` closed the one the index opened with (reads then work at once)."""
+        if self._pool_ref.closed:
+            self._pool_ref = shared_pool(self._location)
+        return self._pool_ref
 
     def _set_ords(self, ords: list[int]) -> None:
         self._ords = ords

@@ -57,7 +57,6 @@ class PostgresNeighbourhood(SharedTableReads):
 
     def __init__(self, index: PostgresIndex) -> None:
         self._index = index
-        self._pool = index._pool
         self._location = index.location
         self.revision: str = index.revision
         self.source: str = index.uri
@@ -74,7 +73,7 @@ class PostgresNeighbourhood(SharedTableReads):
         each vector as bytes, not as text to parse)."""
 
         def read() -> list[tuple[Any, ...]]:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._index._pool.connection() as conn, conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 stored = conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()
                 self._check_revision(stored[0] if stored else None)
@@ -214,7 +213,7 @@ class PostgresNeighbourhood(SharedTableReads):
             # (push PPR reads once per round)
 
             def read() -> list[tuple[Any, ...]]:
-                with self._pool.connection() as conn:
+                with self._index._pool.connection() as conn:
                     return conn.execute(  # type: ignore[no-any-return]
                         "SELECT value #>> '{}', NULL, NULL, NULL, NULL FROM meta "
                         "WHERE key = 'revision' UNION ALL SELECT NULL, ord, degree, neighbours, "
