@@ -34,6 +34,8 @@ threshold is chosen on the other datasets' questions, and the held one is scored
 wrong, abstained, unanswerable questions abstained, and **visible** (the share of answerable
 questions whose gold answer is in what the user was shown: the answer, or the first three
 evidence sentences with their context, `scoring.answer_in_evidence`).
+`--context KEY=VALUE` sets a run setting for every question (``retriever=doc_hop``), so that a
+retrieval or reading option is judged by the same leave-one-genre-out rule.
 
 Tune on dev slices only (2Wiki 0-199, MuSiQue train, HotpotQA train, docqa dev, the pkgdocs
 dev set). Records go to `--out` (JSONL, one line per threshold and question) and are reused
@@ -74,6 +76,9 @@ def _args() -> argparse.Namespace:
     p.add_argument("--out", default="eval-out/calibrate")
     p.add_argument("--write", action="store_true", help="store the operating point")
     p.add_argument("--by-genre", action="store_true", help="leave-one-dataset-out figures")
+    p.add_argument("--context", action="append", metavar="KEY=VALUE", default=None,
+                   help="a run setting for every question (as `graphseek eval --context`), e.g. "
+                   "retriever=bridge; repeatable; the log file is named after the settings")  # fmt: skip
     p.add_argument(
         "--reader-models",
         default=None,
@@ -186,15 +191,18 @@ def main() -> int:
         cross_validate,
         leave_groups_out,
     )
+    from graphseek.evaluation.cli import _parse_context
     from graphseek.evaluation.datasets import load_dataset
     from graphseek.evaluation.judge import Judge
     from graphseek.evaluation.scoring import answer_in_evidence, score_answer
 
+    settings = _parse_context(args.context)
     thresholds = sorted(float(t) for t in args.thresholds.split(","))
     questions = None if args.questions == "all" else args.questions
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = out / f"{args.profile}-{args.topology}.jsonl"
+    tag = "".join(f"-{k}={v}" for k, v in sorted(settings.items()))
+    log = out / f"{args.profile}-{args.topology}{tag}.jsonl"
     done: dict[tuple[str, str, float], str] = {}
     seen: dict[tuple[str, str, float], bool | None] = {}
     if log.exists():
@@ -226,6 +234,7 @@ def main() -> int:
                             topology=args.topology,
                             profile=args.profile,
                             abstain_threshold=t,
+                            **settings,
                         )
                         _, _, outcome = score_answer(q, result.answer, result.abstained, judge)
                         done[key] = outcome
