@@ -1,5 +1,5 @@
-"""Graph retrieval benchmark: Recall@2/@5 and latency of bm25, dense, hybrid, higra, progressive
-and bridge.
+"""Graph retrieval benchmark: Recall@2/@5 and latency of bm25, dense, hybrid, higra, progressive,
+bridge and doc_hop.
 
 Dev slices, all with the offline graph (spaCy extraction, no LLM):
 
@@ -27,6 +27,9 @@ seed step). The embedder keeps recent query vectors, so only the first method's 
 encoding the question, unless ``--cold-queries`` empties that cache before every query. A
 second part times the personalised PageRank against ``networkx.pagerank`` on the 2Wiki entity
 graph.
+
+``doc_hop`` (`graphseek.tools.doc_hop`) is the second hop through the corpus's own document
+names; ``--set doc_hop.keep=2 doc_hop.base=hybrid ...`` changes its `DocHopConfig`.
 
 ``--bridge-seeds`` adds the rows ``higra+bridge`` and ``progressive+bridge`` (after ``higra`` and
 ``progressive``, for those in ``--methods``): the same retrievers seeded also on the entities
@@ -58,13 +61,14 @@ import numpy as np
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.passages import Hit, Passage, passage_id
 from graphseek.tools.bridge import BridgeConfig, BridgeRetriever
+from graphseek.tools.doc_hop import DocHop, DocHopConfig
 from graphseek.tools.graph_access import graph_view
 from graphseek.tools.graph_retrievers import MAX_BRIDGE_SEEDS
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = ("bm25", "dense", "hybrid", "higra", "progressive", "bridge")
+METHODS = ("bm25", "dense", "hybrid", "higra", "progressive", "bridge", "doc_hop")
 #: the rows `--bridge-seeds` adds, each after the method it seeds
 SEEDED = {"higra": "higra+bridge", "progressive": "progressive+bridge"}
 GENRES = ("pkgdocs", "manpages", "configref", "changelogs")
@@ -255,8 +259,13 @@ def run_method(
 
 
 def _overrides(pairs: list[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {"higra": {}, "progressive": {}, "bridge": {}}
-    classes = {"higra": HiGraConfig, "progressive": ProgressiveConfig, "bridge": BridgeConfig}
+    out: dict[str, dict[str, Any]] = {"higra": {}, "progressive": {}, "bridge": {}, "doc_hop": {}}
+    classes = {
+        "higra": HiGraConfig,
+        "progressive": ProgressiveConfig,
+        "bridge": BridgeConfig,
+        "doc_hop": DocHopConfig,
+    }
     for pair in pairs:
         key, _, value = pair.partition("=")
         which, _, name = key.partition(".")
@@ -265,8 +274,10 @@ def _overrides(pairs: list[str]) -> dict[str, dict[str, Any]]:
             raise SystemExit(f"unknown setting {key!r}")
         if value in ("True", "False"):
             out[which][name] = value == "True"
-        else:
+        elif value.replace(".", "", 1).lstrip("-").isdigit():
             out[which][name] = float(value) if "." in value else int(value)
+        else:
+            out[which][name] = value
     return out
 
 
@@ -314,6 +325,7 @@ def method_table(
         "higra": lambda: _higra(index, overrides["higra"], k),
         "progressive": lambda: _progressive(index, overrides["progressive"], k),
         "bridge": lambda: _bridge(index, overrides["bridge"], k),
+        "doc_hop": lambda: _doc_hop(index, overrides["doc_hop"], k),
         "higra+bridge": lambda: _higra(index, overrides["higra"], k, reach),
         "progressive+bridge": lambda: _progressive(index, overrides["progressive"], k, reach),
     }
@@ -369,6 +381,11 @@ def _progressive(
 def _bridge(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], list[Hit]]:
     bridge = BridgeRetriever.from_index(index, replace(BridgeConfig(), **changes))
     return lambda q: bridge.retrieve(q, k).hits
+
+
+def _doc_hop(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], list[Hit]]:
+    hop = DocHop.from_index(index, replace(DocHopConfig(), **changes))
+    return lambda q: hop.retrieve(q, k)
 
 
 def bench_ppr(index: Index) -> None:

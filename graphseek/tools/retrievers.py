@@ -4,7 +4,8 @@
 `progressive`, `bridge`) live in `graphseek.tools.graph_retrievers` and are named here in a lazy table
 (name -> module and function, like `graphseek.graphs.TOPOLOGIES`): their module, which pulls in
 the graph layer, is imported only when one of them is asked for, and it does not import this
-module back. `register_retriever(name, fn)` adds a retriever for every caller (workflows and
+module back. `doc_hop` (`graphseek.tools.doc_hop`: the second hop through the corpus's own
+document names) is in the same table. `register_retriever(name, fn)` adds a retriever for every caller (workflows and
 `graphseek eval`).
 
 `retrieve` applies a reranker (``Context.reranker``, off by default) over the hits of any
@@ -38,6 +39,7 @@ LAZY_RETRIEVERS: dict[str, tuple[str, str]] = {
     "higra": ("graphseek.tools.graph_retrievers", "higra"),
     "progressive": ("graphseek.tools.graph_retrievers", "progressive"),
     "bridge": ("graphseek.tools.graph_retrievers", "bridge"),
+    "doc_hop": ("graphseek.tools.doc_hop", "doc_hop"),
 }
 
 _REGISTRY: dict[str, RetrieverFn] = {}
