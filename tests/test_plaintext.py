@@ -348,3 +348,21 @@ def test_one_liners_between_blank_lines_are_not_a_series() -> None:
     sections = plain_document(items).sections
     assert not any("Fix bug" in s.title for s in sections)
     assert "Fix bug 3" in " ".join(s.text for s in sections)
+
+
+def test_a_word_man_broke_at_the_margin_is_whole_again() -> None:
+    """man sets U+2010 where it breaks a word at the right margin ("De‐" / "faults"): the joined
+    line has the word whole; a hyphen of the text itself (ASCII, "system-" / "wide") stays."""
+    lines = [
+        "       SKEL_IGNORE_REGEX",
+        "              When populating the newly created home directory of a non-system",
+        "              user, files in SKEL matching this regex are not copied.   De\u2010",
+        "              faults to a regular expression matching files left over from a",
+        "              system-wide upgrade that was stopped before it could finish its",
+        "              work, as a package manager leaves them.",
+    ]
+    text = "\n".join(["ADDUSER.CONF(5)", "", "DESCRIPTION", *lines, ""])
+    (section,) = [s for s in plain_document(text).sections if "SKEL" in s.text]
+    assert "are not copied. Defaults to a regular" in section.text
+    assert "\u2010" not in section.text and "non-system user" in section.text
+    assert "system-wide" in section.text

@@ -14,7 +14,9 @@ rule knows a tool, a file name or a format such as man pages):
   the lines that a line of their paragraph follows are no wider), when that margin is
   `MIN_WRAP_WIDTH` to `MAX_WRAP_WIDTH` characters from the left edge and at least half of the
   paragraph's lines reach it: the next line's first word would not have fitted. Each such line
-  is joined to the next with a space (with none after a hyphen ending a word); a line that stops
+  is joined to the next with a space (with none after a hyphen ending a word, and the hyphen
+  itself left out where it is the U+2010 that man pages set where they break a word at the
+  margin before a lower-case letter: "De‐" "faults" is "Defaults"); a line that stops
   short keeps its line break, and so do a paragraph of short lines (a list, a code example) and
   lines of aligned columns (a gap of four spaces or more beside single spaces, or a leader of
   dots; justified text widens all its gaps alike). Runs of spaces are collapsed. Each paragraph
@@ -78,6 +80,9 @@ _SECTION_NUMBER = re.compile(r"(?:\d+|[A-Z])((?:\.\d+)*)\.?\s")
 _END_PUNCTUATION = re.compile(r"[.,;:!?]$")
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
 _HYPHEN_END = re.compile(r"\w[-\u2010]$")
+#: the hyphen groff (man) writes where it breaks a word at a line's end; the word's own hyphens
+#: are ASCII in its output
+_BREAK_HYPHEN = "\u2010"
 _CODE_CHARACTERS = re.compile(r"[_=\\{}<>$@|;#~^*`]")
 _GAPS = re.compile(r"(?<=\S) +(?=\S)")
 _LEADER = re.compile(r"\.{4,}|(?:\. ){3,}")
@@ -336,7 +341,10 @@ def _render(node: _Node) -> list[str]:
     current = node.lines[0].text
     for a, b, join in zip(node.lines, node.lines[1:], node.joins, strict=False):
         if join:
-            current += b.text if _HYPHEN_END.search(a.text) else " " + b.text
+            if a.text.endswith(_BREAK_HYPHEN) and b.text[:1].islower():
+                current = current[: -len(_BREAK_HYPHEN)] + b.text  # "De‐" "faults": Defaults
+            else:
+                current += b.text if _HYPHEN_END.search(a.text) else " " + b.text
         else:
             out.append(current)
             current = b.text
