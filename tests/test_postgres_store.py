@@ -39,7 +39,7 @@ QUERIES = [
     "Greek War of Independence sieges",
     "programmable computer",
 ]
-RETRIEVERS = ["bm25", "dense", "hybrid", "higra", "progressive", "bridge"]
+RETRIEVERS = ["bm25", "dense", "hybrid", "higra", "progressive", "bridge", "doc_hop"]
 NEW = Passage(
     id="lisbon",
     title="Xavier Quill",

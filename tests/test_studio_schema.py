@@ -65,6 +65,7 @@ def test_schemas_show_the_question_the_answer_and_the_described_settings(name: s
         "higra",
         "progressive",
         "bridge",
+        "doc_hop",
     ]
     assert props["mode"]["enum"] == ["single", "competitive", "collaborative"]
 

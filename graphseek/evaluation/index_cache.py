@@ -30,7 +30,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 GRAPHLESS_TOPOLOGIES = frozenset({"naive", "dual_agent"})
-GRAPHLESS_RETRIEVERS = frozenset({"bm25", "dense", "hybrid"})
+GRAPHLESS_RETRIEVERS = frozenset({"bm25", "dense", "hybrid", "doc_hop"})
 
 
 def default_index_dir() -> Path:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 else:  # the state layer imports no knowledge module at run time; the schema's pydantic sees Any
     IndexStore = Any
 
-RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive", "bridge"]
+RetrieverName = Literal["bm25", "dense", "hybrid", "higra", "progressive", "bridge", "doc_hop"]
 Mode = Literal["single", "competitive", "collaborative"]
 Profile = Literal["general", "wikipedia"]
 OnModelFailure = Literal["abstain", "offline"]
@@ -97,8 +97,10 @@ class Context:
         metadata=_describe(
             "Passage retriever: bm25 (lexical), dense (MiniLM + FAISS), hybrid (both, fused "
             "with RRF), higra (HiGraRetriever over the knowledge graph), progressive (A2RAG "
-            "local -> bridge -> PPR) or bridge (question entities -> sentences -> entities, "
-            "then PPR). Graph retrievers need an index built with a graph."
+            "local -> bridge -> PPR), bridge (question entities -> sentences -> entities, "
+            "then PPR) or doc_hop (BM25, then the passages of the documents its best sentences "
+            "name: a second hop through the corpus's own document names). Graph retrievers "
+            "(higra, progressive, bridge) need an index built with a graph."
         ),
     )
     bridge_seeds: bool = field(
