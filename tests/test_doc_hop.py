@@ -141,9 +141,21 @@ def test_the_second_hop_passage_is_retrieved(hop: DocHop):
 
 def test_without_a_named_document_the_first_hop_stands(hop: DocHop):
     question = "Where is journal data stored?"
-    assert [h.passage.id for h in hop.retrieve(question, 3)] == [
-        h.passage.id for h in hop.index.search(question, 3, "bm25")
-    ]
+    lexical = [h.passage.id for h in hop.index.search(question, 3, "bm25")]
+    # BM25's order, filled up to 3 by dense similarity where fewer passages share a word
+    assert [h.passage.id for h in hop.retrieve(question, 3)][: len(lexical)] == lexical
+
+
+def test_fewer_passages_sharing_a_word_than_asked_are_filled_by_meaning(hop: DocHop):
+    """A question few passages share a word with still gets `k` passages: BM25's, then the
+    nearest by dense similarity, ranked 1..k, none twice."""
+    question = "Where does the system keep its logs?"
+    lexical = hop.index.search(question, 5, "bm25")
+    assert len(lexical) < 5
+    hits = hop.retrieve(question, 5)
+    assert len(hits) == 5 == len({h.passage.id for h in hits})
+    assert [h.passage.id for h in hits[: len(lexical)]] == [h.passage.id for h in lexical]
+    assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
 
 
 def test_the_registry_runs_it(hop: DocHop):

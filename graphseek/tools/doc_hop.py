@@ -11,7 +11,9 @@ stem and title are a name. So, with no model:
    most documents' names end with (``"xz-utils-NEWS"`` -> ``"xz utils"``) and without a
    parenthesised qualifier, and a file stem's first word when no other document's name starts
    with it (``"xz"``). A name two documents share names neither.
-2. **First hop**: the index's BM25 (or hybrid) ranking of the question (`DocHopConfig.base`).
+2. **First hop**: the index's BM25 (or hybrid) ranking of the question (`DocHopConfig.base`),
+   filled up to `k` by dense similarity where fewer passages share a word with the question
+   (a small folder, a question in other words than its documents).
 3. **Bridges**: the documents named in the sentences of the first hop's best `source_depth`
    passages (a passage's own document aside), each weighed by its best such sentence's match
    with the question (the idf of the question's words in it) over 1 + the passage's rank; with
@@ -284,6 +286,12 @@ class DocHop:
     def retrieve(self, query: str, k: int = 5) -> list[Hit]:
         cfg = self.config
         first = self.index.search(query, k=max(cfg.depth, k), method=cfg.base)
+        if len(first) < k and cfg.base != "dense":  # fewer passages share a word than asked
+            have = {h.passage.id for h in first}
+            more = [
+                h for h in self.index.search(query, k=k, method="dense") if h.passage.id not in have
+            ]
+            first = [h.model_copy(update={"rank": r + 1}) for r, h in enumerate([*first, *more])]
         if not first:
             return first
         bridges = self.bridges(query, first)
