@@ -35,7 +35,6 @@ docs/evaluation.md, "Issue 57".
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 import weakref
 from collections import Counter, defaultdict
@@ -106,8 +105,7 @@ class DocumentNames:
             if title:
                 titles[d].add(title)
             if key == p.source:
-                name = PurePath(p.source).name
-                stems[d].add(name[: -len(PurePath(name).suffix)] if PurePath(name).suffix else name)
+                stems[d].add(PurePath(p.source).stem)
         documents = list(position)
 
         def keys(texts: Iterable[str]) -> set[tuple[str, ...]]:
@@ -410,21 +408,14 @@ def shared_names(
 
 
 _AMOUNTS = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY"})
-_lock = threading.Lock()
 _hops: weakref.WeakKeyDictionary[Any, tuple[str, DocHop]] = weakref.WeakKeyDictionary()
 
 
 def doc_hop_of(index: IndexStore) -> DocHop:
     """The `DocHop` of an index (default `DocHopConfig`), built once per index revision."""
-    revision = str(getattr(index, "revision", ""))
-    with _lock:
-        hit = _hops.get(index)
-    if hit is not None and hit[0] == revision:
-        return hit[1]
-    hop = DocHop.from_index(index)
-    with _lock:
-        _hops[index] = (revision, hop)
-    return hop
+    from graphseek.tools.graph_access import per_revision
+
+    return per_revision(_hops, index, lambda: DocHop.from_index(index))  # type: ignore[no-any-return]
 
 
 def doc_hop(index: IndexStore, query: str, k: int) -> list[Hit]:

@@ -118,6 +118,25 @@ def revision_of(index: IndexStore) -> str:
     return str(getattr(index, "revision", ""))
 
 
+_per_revision_lock = threading.Lock()
+
+
+def per_revision(
+    cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: IndexStore, make: Any
+) -> Any:
+    """`make()`'s object for `index`, kept in `cache` per index object and revision: made once,
+    and again after the index is rewritten (a retriever's tables over its passages or graph)."""
+    revision = revision_of(index)
+    with _per_revision_lock:
+        hit = cache.get(index)
+    if hit is not None and hit[0] == revision:
+        return hit[1]
+    made = make()
+    with _per_revision_lock:
+        cache[index] = (revision, made)
+    return made
+
+
 def graph_view(index: IndexStore | GraphView) -> GraphView:
     """The knowledge graph of `index` as a `GraphView` (loaded once per index object and
     revision: after `index.add_documents` / `delete_documents` it is loaded again).

@@ -15,7 +15,6 @@ nothing.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from graphseek.errors import IndexBusyError
 from graphseek.knowledge.passages import Hit
 from graphseek.tools.bridge import BridgeConfig, BridgeRetriever, NoSentenceLayerError
-from graphseek.tools.graph_access import reads_neighbourhoods, revision_of
+from graphseek.tools.graph_access import per_revision, reads_neighbourhoods
 from graphseek.tools.higra import HiGraConfig, HiGraRetriever
 from graphseek.tools.progressive import ProgressiveConfig, ProgressiveRetriever
 from graphseek.tools.run_settings import run_setting
@@ -31,27 +30,11 @@ from graphseek.tools.run_settings import run_setting
 if TYPE_CHECKING:
     from graphseek.knowledge.storage import IndexStore
 
-_lock = threading.Lock()
 _higra: weakref.WeakKeyDictionary[Any, tuple[str, HiGraRetriever]] = weakref.WeakKeyDictionary()
 _progressive: weakref.WeakKeyDictionary[Any, tuple[str, ProgressiveRetriever]] = (
     weakref.WeakKeyDictionary()
 )
 _bridge: weakref.WeakKeyDictionary[Any, tuple[str, BridgeRetriever]] = weakref.WeakKeyDictionary()
-
-
-def _cached(
-    cache: weakref.WeakKeyDictionary[Any, tuple[str, Any]], index: IndexStore, make: Any
-) -> Any:
-    """One retriever per index object and revision (rebuilt after the index is rewritten)."""
-    revision = revision_of(index)
-    with _lock:
-        hit = cache.get(index)
-    if hit is not None and hit[0] == revision:
-        return hit[1]
-    retriever = make()
-    with _lock:
-        cache[index] = (revision, retriever)
-    return retriever
 
 
 def higra_retriever(index: IndexStore) -> HiGraRetriever:
@@ -64,7 +47,7 @@ def higra_retriever(index: IndexStore) -> HiGraRetriever:
             return HiGraNeighbourhood.from_index(index, HiGraConfig())
         return HiGraRetriever.from_index(index, HiGraConfig())
 
-    return _cached(_higra, index, make)  # type: ignore[no-any-return]
+    return per_revision(_higra, index, make)  # type: ignore[no-any-return]
 
 
 def progressive_retriever(index: IndexStore) -> ProgressiveRetriever:
@@ -77,14 +60,14 @@ def progressive_retriever(index: IndexStore) -> ProgressiveRetriever:
             return ProgressiveNeighbourhood.from_index(index, ProgressiveConfig())
         return ProgressiveRetriever.from_index(index, ProgressiveConfig())
 
-    return _cached(_progressive, index, make)  # type: ignore[no-any-return]
+    return per_revision(_progressive, index, make)  # type: ignore[no-any-return]
 
 
 def bridge_retriever(index: IndexStore) -> BridgeRetriever:
     """The `BridgeRetriever` of an index (default `BridgeConfig`), built once per index revision
     (the whole graph and its sentence layer in memory, whichever way the index reads its graph
     otherwise)."""
-    return _cached(_bridge, index, lambda: BridgeRetriever.from_index(index, BridgeConfig()))  # type: ignore[no-any-return]
+    return per_revision(_bridge, index, lambda: BridgeRetriever.from_index(index, BridgeConfig()))  # type: ignore[no-any-return]
 
 
 #: bridged entities added to higra's or progressive's seeds at most (`Context.bridge_seeds`)
