@@ -102,6 +102,7 @@ Rows = np.ndarray | SpilledArray
 
 def spill(rows: Rows) -> SpilledArray:
     """`rows` in a temporary file (as they are when they already are)."""
+    # the class itself for the test, the module's name (which a test may wrap) to make one
     return rows if isinstance(rows, spool.SpilledArray) else SpilledArray(rows)
 
 
