@@ -174,3 +174,54 @@ def test_a_shared_entity_leads_to_the_other_documents_holding_it(hop: DocHop):
     assert shared._named("Author: Robyn Speer", doc["sed-NEWS.txt"]) == [doc["tar-NEWS.txt"]]
     # only from a document that holds it
     assert shared._named("Author: Robyn Speer", doc["dbus-NEWS.txt"]) == []
+
+
+def test_document_frequencies_come_from_the_bm25_index(hop: DocHop):
+    """The idf's document frequencies, read from the index's bm25s matrix, are those of
+    tokenizing every passage again (the reference)."""
+    from collections import Counter
+
+    from graphseek.knowledge.sparse import tokenize
+    from graphseek.tools.doc_hop import _bm25_of, document_frequencies
+
+    bm25 = _bm25_of(hop.index)
+    assert bm25 is not None
+    expected = Counter(w for p in hop.index.passages for w in set(tokenize(p.content)))
+    assert document_frequencies(bm25) == dict(expected)
+
+
+@pytest.mark.parametrize("query", [QUESTION, "mode of the homes", "journal storage xz", "zzz"])
+def test_a_documents_passages_are_scored_alone_as_in_a_corpus_search(hop: DocHop, query: str):
+    """Each document's passages get the scores of a whole-corpus BM25 search (0 where it
+    does not return them), without that search."""
+    every = {
+        hop.index.position(h.passage.id): h.score for h in hop.index.search(query, 100, "bm25")
+    }
+    for group in hop.names.passages:
+        lexical = hop._lexical(query, group)
+        assert list(lexical) == group.tolist()
+        assert lexical == {i: every.get(i, 0.0) for i in group.tolist()}
+
+
+class _WithoutBM25s:
+    """An index store whose lexical ranking is reached only through `search`."""
+
+    def __init__(self, index: object) -> None:
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._index)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        if name == "_bm25":
+            raise AttributeError(name)
+        return getattr(self._index, name)
+
+
+def test_a_store_without_bm25s_ranks_the_same(hop: DocHop):
+    other = DocHop.from_index(_WithoutBM25s(hop.index))  # type: ignore[arg-type]
+    assert other.idf == hop.idf
+    for query in (QUESTION, "mode of the homes"):
+        assert [h.passage.id for h in other.retrieve(query, 5)] == [
+            h.passage.id for h in hop.retrieve(query, 5)
+        ]

@@ -48,7 +48,7 @@ import numpy as np
 
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.passages import Hit, Passage
-from graphseek.knowledge.sparse import STOPWORDS, tokenize
+from graphseek.knowledge.sparse import STOPWORDS, BM25Index, tokenize
 
 if TYPE_CHECKING:
     from graphseek.knowledge.storage import IndexStore
@@ -237,7 +237,7 @@ class DocHop:
     index: Any
     names: DocumentNames
     config: DocHopConfig
-    #: a word's inverse document frequency over the passages (unknown words: the highest)
+    #: a word's inverse document frequency over the passages (a word none holds: absent)
     idf: dict[str, float]
     #: the graph's named entities held by a few documents: name's words -> those documents
     #: (`shared_names`; built on first use when `DocHopConfig.entities` is on)
@@ -246,7 +246,12 @@ class DocHop:
     @classmethod
     def from_index(cls, index: IndexStore, config: DocHopConfig | None = None) -> DocHop:
         passages = index.passages
-        df = Counter(w for p in passages for w in set(tokenize(p.content)))
+        bm25 = _bm25_of(index)
+        df = (
+            document_frequencies(bm25)
+            if bm25 is not None
+            else Counter(w for p in passages for w in set(tokenize(p.content)))
+        )
         n = len(passages)
         idf = {w: float(np.log((n + 1) / (c + 0.5))) for w, c in df.items()}
         return cls(index, DocumentNames.of(passages), config or DocHopConfig(), idf)
@@ -273,6 +278,20 @@ class DocHop:
                     out += [d for d in sorted(held) if d != own and d not in out]
                     break
         return out
+
+    def _lexical(self, text: str, group: np.ndarray) -> dict[int, float]:
+        """The BM25 score of each passage of `group` (positions) for `text`: read from the
+        index's bm25s scores of the query's terms for those rows only, not a corpus-wide
+        ranking (a store without bm25s: its best 500 by BM25; 0 for the others)."""
+        bm25 = _bm25_of(self.index)
+        if bm25 is not None:
+            return dict(zip(group.tolist(), bm25.scores(text)[group].tolist(), strict=True))
+        index = self.index
+        found = {
+            index.position(h.passage.id): h.score
+            for h in index.search(text, k=min(len(index), 500), method="bm25")
+        }
+        return {i: found.get(i, 0.0) for i in group.tolist()}
 
     def _sentence_score(self, terms: set[str], text: str) -> float:
         """The idf of `terms` found in the best sentence of `text`."""
@@ -357,11 +376,8 @@ class DocHop:
             own = names.words_of(d)
             text = " ".join(w for w in tokenize(text) if w not in own) or text
             group = names.passages[d].tolist()
-            lexical = {
-                h.passage.id: h.score
-                for h in index.search(text, k=min(len(index), 500), method="bm25")
-            }
-            order = sorted(group, key=lambda i: -lexical.get(passages[i].id, 0.0))
+            lexical = self._lexical(text, names.passages[d])
+            order = sorted(group, key=lambda i: -lexical[i])
             if cfg.within != "bm25":
                 terms = set(tokenize(text))
                 best = {i: self._sentence_score(terms, passages[i].content) for i in group}
@@ -373,6 +389,21 @@ class DocHop:
         for r in range(cfg.per_doc):
             out += [group[r] for group in ranked if r < len(group)]
         return out
+
+
+def _bm25_of(index: Any) -> BM25Index | None:
+    """The index's bm25s ranker (`IndexCommon`'s ``_bm25`` hook: both backends), or None for a
+    store without one."""
+    ranker = getattr(index, "_bm25", None)
+    return ranker if isinstance(ranker, BM25Index) else None
+
+
+def document_frequencies(bm25: BM25Index) -> dict[str, int]:
+    """How many indexed texts hold each term, read from the index's bm25s score matrix (a
+    term's column holds one score per text holding it), not by tokenizing the corpus again."""
+    retriever = bm25._retriever
+    counts = np.diff(np.asarray(retriever.scores["indptr"])).tolist()
+    return {w: counts[i] for w, i in retriever.vocab_dict.items() if i < len(counts) and counts[i]}
 
 
 def shared_names(
