@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import delta_reference
 import numpy as np
 import pytest
 from floats import assert_close
@@ -65,6 +66,24 @@ def test_a_delta_add_gives_the_rebuilds_graph_on_a_small_corpus(
     assert delta["last"]["new_entities"] > 0
     assert {"align", "link_passages", "write", "extract"} <= set(delta["timings"])
     updated.close()
+
+
+def test_delta_adds_write_the_stored_reference(tmp_path: Path) -> None:
+    """Two delta adds give the store recorded in ``tests/snapshots/delta_add.json`` (written by
+    `delta_reference` with the delta add before its stages moved into the stage modules):
+    every SQLite row in table order, the node ids, the matcher's words, the sentence layer,
+    the matrices and the manifest's counts, their floats within `floats.assert_close`'s
+    tolerance, and each vector file's dtype, shape and row sums (within a float16 step: the
+    last bits of MiniLM's vectors differ between CPUs)."""
+    got = delta_reference.contents(delta_reference.delta_store(tmp_path))
+    want = json.loads(delta_reference.REFERENCE.read_text())
+    got_arrays, want_arrays = got.pop("arrays"), want.pop("arrays")
+    assert_close(got, want)
+    assert sorted(got_arrays) == sorted(want_arrays)
+    for name, array in want_arrays.items():
+        mine = got_arrays[name]
+        assert (mine["dtype"], mine["shape"]) == (array["dtype"], array["shape"]), name
+        assert np.allclose(mine["row_sums"], array["row_sums"], rtol=0, atol=1e-2), name
 
 
 def test_the_store_a_delta_writes_reads_back_whole(stores: dict[str, Path], tmp_path: Path) -> None:
