@@ -1,7 +1,9 @@
 """The graph build reads as its algorithm: `build.py` runs the stages of `graph/stages/` in the
-paper's order, and what keeps a build's memory bounded is `graph/memory.py`'s alone (no stage
-frees, spills or tunes memory in its own code). These read the source (`ast`); the tests that
-builds give the same store byte for byte are in test_bounded_build.py."""
+paper's order, a delta add (`delta.py`) runs each stage's variant for a stored graph from the same
+stage modules in the same order, and what keeps a build's memory bounded is `graph/memory.py`'s
+alone (no stage frees, spills or tunes memory in its own code). These read the source (`ast`);
+the tests that builds give the same store byte for byte are in test_bounded_build.py, the delta
+add's stored reference is test_graph_delta.py's."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from graphseek.knowledge.graph.settings import GraphSettings, RunOptions, graph_
 
 GRAPH = Path(graph_package.__file__).parent
 STAGES = sorted((GRAPH / "stages").glob("*.py"))
+PIPELINE = [GRAPH / "build.py", GRAPH / "delta.py", GRAPH / "stored.py", *STAGES]
+"""The pipelines (a build's, a delta add's), the stored graph a delta reads, and the stages."""
 
 
 def _calls(function: ast.FunctionDef) -> list[str]:
@@ -57,11 +61,61 @@ def test_assemble_runs_align_link_topics_in_order() -> None:
     assert _in_order(calls, expected), calls
 
 
-def test_the_delta_runs_the_same_stages_in_order() -> None:
-    calls = _calls(_function(GRAPH / "delta.py", "_apply"))
-    expected = ["_align", "_link_entities", "_link_passages", "_topics", "_graph_vectors",
-                "_write"]  # fmt: skip
-    assert _in_order(calls, expected), calls
+def _stage_calls(function: ast.FunctionDef) -> list[str]:
+    """The calls of `function` made on a module (``align.align_new(...)``) as
+    ``"align.align_new"``, in source order."""
+    names = []
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            names.append((node.lineno, node.col_offset, f"{node.func.value.id}.{node.func.attr}"))
+    return [name for _, _, name in sorted(names)]
+
+
+DELTA_STAGES = ["align.new_bases", "align.near_stored", "align.align_new", "link.link_onto",
+                "topics.topics_onto", "embed.graph_vectors_onto", "write.write_onto"]  # fmt: skip
+"""Stages 3-6 of a delta add, in the build's order: each stage module's variant for a stored
+graph."""
+
+
+def test_the_delta_runs_the_same_stage_modules_in_order() -> None:
+    """The delta path is the build's stages 1-2 (`add_passages_with_vectors`), then
+    `delta.py`'s thin driver calling stages 3-6 from the stage modules in the build's order."""
+    calls = _calls(_function(GRAPH / "build.py", "add_passages_with_vectors"))
+    assert _in_order(calls, ["extract", "new_passage_pass", "delta_add"]), calls
+    tree = ast.parse((GRAPH / "delta.py").read_text())
+    stage_modules = {
+        alias.name
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module == "graphseek.knowledge.graph.stages"
+        for alias in n.names
+    }
+    assert {"align", "link", "topics", "embed", "write"} <= stage_modules
+    calls = _stage_calls(_function(GRAPH / "delta.py", "_apply"))
+    assert _in_order(calls, DELTA_STAGES), calls
+    assert "write.copy_store" in _stage_calls(_function(GRAPH / "delta.py", "delta_add"))
+    for call in [*DELTA_STAGES, "write.copy_store"]:  # each defined in its stage's module
+        module, name = call.split(".")
+        _function(GRAPH / "stages" / f"{module}.py", name)
+
+
+BOTH_VARIANTS = {
+    "align": ("align", "align_new"),
+    "link": ("link", "link_onto"),
+    "topics": ("HyperedgeTopics", "topics_onto"),
+    "embed": ("graph_vectors", "graph_vectors_onto"),
+    "write": ("write", "write_onto"),
+}
+
+
+def test_each_stage_module_holds_its_build_and_its_delta_variant() -> None:
+    for module, names in BOTH_VARIANTS.items():
+        tree = ast.parse((GRAPH / "stages" / f"{module}.py").read_text())
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+        assert set(names) <= defined, (module, sorted(set(names) - defined))
 
 
 MEMORY_CALLS = {
@@ -79,7 +133,7 @@ MEMORY_CALLS = {
 def test_no_stage_handles_memory_itself() -> None:
     """No ``del``, no `gc`, and none of the memory mechanisms (`MEMORY_CALLS`) in the pipeline
     or a stage: they go through `graphseek.knowledge.graph.memory`."""
-    for path in [GRAPH / "build.py", *STAGES]:
+    for path in PIPELINE:
         tree = ast.parse(path.read_text())
         dels = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Delete)]
         assert dels == [], f"{path.name}: del at lines {dels}"
@@ -109,7 +163,7 @@ def test_the_pipeline_and_stages_reach_memory_only_through_its_module() -> None:
     """Spilling, reading back, the columns a stage holds, the budget and the peak go through
     `graph/memory.py`; a stage's time through `stages.timed`: neither the pipeline nor a stage
     imports their modules."""
-    for path in [GRAPH / "build.py", *STAGES]:
+    for path in PIPELINE:
         tree = ast.parse(path.read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -184,14 +238,30 @@ SHARED_WITH_THE_BUILD = {
 }
 
 
-def test_the_delta_calls_the_build_stage_functions_it_shares() -> None:
-    """Where the delta computes what a build's stage computes, it calls that stage's function
-    (the delta module's docstring says which stages keep their own algorithm, and why)."""
-    tree = ast.parse((GRAPH / "delta.py").read_text())
-    called = {
-        name
-        for function in ast.walk(tree)
-        if isinstance(function, ast.FunctionDef)
-        for name in _calls(function)
-    }
+def _reached(path: Path, entries: list[str]) -> set[str]:
+    """The names called by the functions `entries` of the module at `path` and by the module's
+    functions they call, transitively."""
+    tree = ast.parse(path.read_text())
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    called: set[str] = set()
+    seen: set[str] = set()
+    todo = list(entries)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in functions:
+            continue
+        seen.add(name)
+        calls = set(_calls(functions[name]))
+        called |= calls
+        todo += sorted(calls & functions.keys())
+    return called
+
+
+def test_the_delta_variants_call_the_build_stage_functions_they_share() -> None:
+    """Where a stage's variant for a stored graph computes what the build's computes, it calls
+    the same function (each stage module says why the rest of its variant is its own)."""
+    called: set[str] = set()
+    for call in [*DELTA_STAGES, "write.copy_store"]:
+        module, name = call.split(".")
+        called |= _reached(GRAPH / "stages" / f"{module}.py", [name])
     assert SHARED_WITH_THE_BUILD <= called, sorted(SHARED_WITH_THE_BUILD - called)

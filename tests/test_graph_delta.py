@@ -1,13 +1,13 @@
 """The delta add (`add_passages(..., delta=True)`, `graphseek.knowledge.graph.delta`) end to end
 on the offline extractor with real spaCy and MiniLM: what it changes, what it keeps, that the
 store it writes reads back whole, that a failure leaves the store as it was, and that an exact
-add afterwards gives a rebuild's graph again."""
+add afterwards gives a rebuild's graph again; and the stages' functions for a stored graph
+(`stages.align.align_new`, `stages.link.match_links`, `stages.write.append_rows`) directly."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import delta_reference
@@ -17,9 +17,12 @@ from floats import assert_close
 from test_graph_store import CORPUS, build, snapshot
 
 from graphseek.knowledge.graph import SQLiteGraphStore, add_passages
-from graphseek.knowledge.graph import delta as delta_module
 from graphseek.knowledge.graph.models import Entity, graph_record
 from graphseek.knowledge.graph.settings import QUIET, GraphSettings, settings_of
+from graphseek.knowledge.graph.stages import align as align_stage
+from graphseek.knowledge.graph.stages import link as link_stage
+from graphseek.knowledge.graph.stages import write as write_stage
+from graphseek.knowledge.graph.stored import StoredGraph
 from graphseek.knowledge.passages import Passage
 
 FORD_AGAIN = Passage.from_title_text(
@@ -167,32 +170,29 @@ def test_the_matcher_links_a_new_name_to_the_stored_passages_naming_it(
         mention_ids=[],
     )
     john_ford = next(p for p in CORPUS if p.title == "John Ford")
-    con = sqlite3.connect(out / "graph.sqlite")
-    try:
-        links, common = delta_module.match_links(con, out, [], [awards], {}, settings)
+    with StoredGraph.open(out) as stored:
+        links, common = link_stage.match_links(stored, [], [awards], {}, settings)
         assert links["e-new"] == {john_ford.id}
         assert len(common) == settings.top_k_common
         # a name as frequent as theta links nowhere
-        rare = delta_module.match_links(
-            con, out, [], [awards], {}, type(settings)(**{**settings.__dict__, "theta": 1})
+        rare = link_stage.match_links(
+            stored, [], [awards], {}, type(settings)(**{**settings.__dict__, "theta": 1})
         )[0]
         assert "e-new" not in rare
-    finally:
-        con.close()
 
 
 def test_append_rows_keeps_the_dtype_and_the_rows(tmp_path: Path) -> None:
     stored = np.arange(12, dtype=np.float16).reshape(4, 3)
     np.save(tmp_path / "a.npy", stored)
-    delta_module.append_rows(tmp_path / "a.npy", tmp_path / "b.npy", np.ones((2, 3)))
+    write_stage.append_rows(tmp_path / "a.npy", tmp_path / "b.npy", np.ones((2, 3)))
     out = np.load(tmp_path / "b.npy")
     assert out.dtype == np.float16 and out.shape == (6, 3)
     assert np.array_equal(out[:4], stored) and np.all(out[4:] == 1)
     np.save(tmp_path / "empty.npy", np.zeros((0, 0), dtype=np.float32))
-    delta_module.append_rows(tmp_path / "empty.npy", tmp_path / "c.npy", np.ones((2, 5)))
+    write_stage.append_rows(tmp_path / "empty.npy", tmp_path / "c.npy", np.ones((2, 5)))
     assert np.load(tmp_path / "c.npy").shape == (2, 5)
     with pytest.raises(ValueError, match="width"):
-        delta_module.append_rows(tmp_path / "a.npy", tmp_path / "d.npy", np.ones((1, 4)))
+        write_stage.append_rows(tmp_path / "a.npy", tmp_path / "d.npy", np.ones((1, 4)))
 
 
 def test_a_failing_delta_leaves_the_store_as_it_was(
@@ -204,7 +204,7 @@ def test_a_failing_delta_leaves_the_store_as_it_was(
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(delta_module, "_extend_matrices", boom)
+    monkeypatch.setattr(write_stage, "_extend_matrices", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         add_passages(out, CORPUS[3:], run=QUIET, delta=True)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
@@ -238,7 +238,7 @@ def test_a_build_keeps_its_common_words_and_a_delta_reads_them(
     def recount(*args: object, **kwargs: object) -> None:
         raise AssertionError("the words were counted again")
 
-    monkeypatch.setattr(delta_module, "top_common_words", recount)
+    monkeypatch.setattr(link_stage, "top_common_words", recount)
     out = copy_of(stores["half"], tmp_path)
     add_passages(out, CORPUS[3:], run=QUIET, delta=True).close()
     assert json.loads((out / "matcher.json").read_text()) == kept
@@ -348,14 +348,11 @@ def test_a_name_shared_without_a_type_goes_to_the_merge_decision(
         settings = settings_of(store)
         (akron,) = [e for e in store.find_entities("Akron") if "GPE" in e.types]
     mention = Mention(id="p-new#m0", passage_id="p-new", name="Akron", types=["CONCEPT"])
-    con = sqlite3.connect(out / "graph.sqlite")
-    try:
+    with StoredGraph.open(out) as stored:
         embed = default_embed()
-        bases = delta_module.new_bases([mention], {}, settings, embed)
-        rows = int(con.execute("SELECT COUNT(*) FROM base_entities").fetchone()[0])
-        near = delta_module.near_stored(out, bases.vectors, settings, rows)
-        aligned = delta_module.align_new(con, out, bases, near, settings, embed)
-    finally:
-        con.close()
+        bases = align_stage.new_bases([mention], {}, settings, embed)
+        rows = stored.count("base_entities")
+        near = align_stage.near_stored(stored, bases.vectors, settings, rows)
+        aligned = align_stage.align_new(stored, bases, near, settings, embed)
     assert aligned.mention_entity == {"p-new#m0": akron.id}
     assert aligned.counts["joined_by_name"] == 0 and not aligned.new_entities

@@ -285,6 +285,25 @@ def ambiguous_generics(base: Sequence[EntityRecord], pairs: MergePairs) -> set[i
     return blocked
 
 
+def ambiguous_among(
+    records: Sequence[EntityRecord],
+    first: Sequence[int],
+    second: Sequence[int],
+    sims: Sequence[float],
+    merged: np.ndarray,
+) -> set[int]:
+    """`ambiguous_generics` over decided pairs of positions in `records` (`first`, `second`,
+    their cosines and decisions): a delta add's new base entities and stored entities."""
+    decided = MergePairs.of(
+        [f"{k:012d}" for k in range(len(records))],  # sorted, as `MergePairs` needs
+        np.asarray(first),
+        np.asarray(second),
+        np.asarray(sims),
+        merged,
+    )
+    return ambiguous_generics(records, decided)
+
+
 def clusters_of(pairs: Iterable[tuple[int, int]], max_size: int) -> list[list[int]]:
     """Connected components of the candidate graph, split into chunks of at most `max_size`."""
     pairs = list(pairs)

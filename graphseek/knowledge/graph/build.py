@@ -24,8 +24,9 @@ Incremental updates keep the raw extractions and the alignment cache in the stor
 passages with everything only they supported. Linking, hyperedges and topics are recomputed (they
 depend on corpus-wide counts) with cached embeddings: stages 3-6 again (`assemble`). With the
 offline decisions, the result is the graph a full rebuild of the same passages would give. A
-delta add (`graphseek.knowledge.graph.delta`) runs stages 1-2 here, then changes only what the
-new passages reach; its docstring lists the stage functions it shares and why the rest differ.
+delta add runs stages 1-2 here, then stages 3-6 onto the stored graph in the same order: each
+stage module's variant for a stored graph (beside the build's, with why it differs), driven by
+`graphseek.knowledge.graph.delta`, changing only what the new passages reach.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ here instead of holding them, and read them back when they need them:
 - **spill a column** (`spill`, `vectors_for_write`): a 2-D array of vectors to an unnamed
   temporary file in ``TMPDIR`` (`graphseek.knowledge.graph.spool`), until the store write reads
   it; the extractions and mention vectors are spooled the same way by the stages that make them;
-- **read it back** (`read_back`, `keep_rows`): the whole array, or the rows a later stage asks;
+- **read it back** (`read_back`, `keep_rows`, `stack_rows`): the whole array, or the rows a later
+  stage asks;
 - **hold as columns** (`mention_columns`, `relation_columns`, and the types a stage's results
   hold: `EntityColumns`, `RelationColumns`, `MentionTable`, `PassageLinks`): what alignment and
   linking keep until the write, as codes and each distinct value once instead of an object per
@@ -80,6 +81,7 @@ __all__ = [
     "relation_columns",
     "release_encoder",
     "spill",
+    "stack_rows",
     "vectors_for_write",
 ]
 
@@ -109,6 +111,11 @@ def spill(rows: Rows) -> SpilledArray:
 def read_back(rows: Rows) -> np.ndarray:
     """Every row of `rows`, in memory."""
     return np.asarray(rows)
+
+
+def stack_rows(rows: Mapping[str, np.ndarray], keys: Sequence[str]) -> np.ndarray:
+    """The rows of `keys` in one array (a `MentionVectors` reads them from its file in runs)."""
+    return spool.stack_rows(rows, keys)
 
 
 def vectors_for_write(

@@ -1,23 +1,30 @@
 """The vectors the store keeps of the graph's entities and relations, in the graph's space
 (`GraphSettings.vectors`). The entities' begin once alignment is done (`begin_entity_vectors`;
 on a thread with static vectors, while linking runs here), the relations' once linking is done
-(`graph_vectors`)."""
+(`graph_vectors`). Onto a stored graph (a delta add), the vectors of what the new passages add
+(`graph_vectors_onto`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph import memory
+from graphseek.knowledge.graph.align import cached_encode
 from graphseek.knowledge.graph.models import Relation
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Run, timed
-from graphseek.knowledge.graph.stages.align import Alignment
+from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
+from graphseek.knowledge.graph.stages.link import DeltaLinks
+from graphseek.knowledge.graph.stored import StoredGraph
 from graphseek.knowledge.graph.vectors import (
     Embed,
     VectorCache,
     entity_text,
+    record_text,
     relation_text,
     set_stage,
 )
@@ -91,3 +98,56 @@ def embedded_relations(relations: Iterable[Relation], settings: GraphSettings) -
     if not settings.embed_relations:
         return []
     return [r for r in relations if r.kind in ("extracted", "predicted")]
+
+
+# -- onto a stored graph (a delta add) ----------------------------------------------------------
+
+
+@dataclass
+class DeltaVectors:
+    """The vectors a delta add adds: of the new entities, of the new relations that get one
+    (`embedded`), and of the stored entities whose vector text grew (`grown`: ids, rows)."""
+
+    entities: np.ndarray
+    embedded: list[Relation]
+    relations: np.ndarray
+    grown: list[str]
+    grown_vectors: np.ndarray
+
+
+def graph_vectors_onto(
+    stored: StoredGraph,
+    aligned: DeltaAlignment,
+    links: DeltaLinks,
+    settings: GraphSettings,
+    strings: Embed,
+) -> DeltaVectors:
+    """The vectors of the new entities and relations (the relations a build embeds:
+    `embedded_relations`), and those of stored entities that gain aliases: a stored entity's
+    first eight aliases are in its vector text, and an exact add later finds its vector by
+    that text."""
+    names = {e.id: e.name for e in aligned.new_entities}
+    names.update({eid: s.name for eid, s in aligned.stored.items()})
+    wanted = {x for r in links.relations for x in (r.source, r.target)} - set(names)
+    names.update(dict(stored.rows("SELECT id, name FROM entities WHERE id IN ({})", wanted)))
+    fresh = [r for r in links.relations if r.id not in links.stored_relations]
+    embedded = embedded_relations(fresh, settings)
+    relation_vectors = cached_encode([relation_text(r, names) for r in embedded], strings, {})
+    entity_vectors = cached_encode([entity_text(e) for e in aligned.new_entities], strings, {})
+    gained = links.new_aliases
+    grown = [
+        eid for eid in gained if eid in aligned.stored and len(aligned.stored[eid].aliases) < 8
+    ]
+    grown_vectors = cached_encode(
+        [
+            record_text(
+                aligned.stored[eid].name,
+                aligned.stored[eid].aliases + gained[eid],
+                aligned.stored[eid].types,
+            )
+            for eid in grown
+        ],
+        strings,
+        {},
+    )
+    return DeltaVectors(entity_vectors, embedded, relation_vectors, grown, grown_vectors)

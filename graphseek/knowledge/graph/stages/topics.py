@@ -5,7 +5,10 @@ hyperedges' vectors, each named by its keywords (`graphseek.knowledge.graph.hype
 Hyperedges need only the alignment, so the stage begins as soon as it is done (`begin`): with
 static vectors (thread-safe, mostly run with the GIL released) their vectors and k-means run on
 a thread while linking runs here; with another encoder they run once linking is done
-(`cluster`). `finish` waits for them and names the topics."""
+(`cluster`). `finish` waits for them and names the topics.
+
+Onto a stored graph (a delta add), the new hyperedges join the nearest stored topics instead:
+`topics_onto` (below, with why it is its own function)."""
 
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, clu
 from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Clock, Run
-from graphseek.knowledge.graph.stages.align import Alignment
+from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
+from graphseek.knowledge.graph.stored import STORED_ROWS, StoredGraph
 from graphseek.knowledge.graph.vectors import (
     Embed,
     StageEmbed,
@@ -133,3 +137,74 @@ def hyperedge_vectors(
 ) -> np.ndarray:
     """The vectors of `hyperedges`' texts in the graph's space (`strings`), through `cache`."""
     return cached_encode([hyperedge_text(h) for h in hyperedges], strings, cache)
+
+
+# -- onto a stored graph (a delta add) ----------------------------------------------------------
+#
+# A build's topics are a k-means over every hyperedge vector (`HyperedgeTopics`), which rerun
+# would renumber every topic. Onto a stored graph the new passages' hyperedges are built as a
+# build builds them (`build_hyperedges`), and each one new to the store joins the nearest stored
+# topic centroid (`nearest_topics`) instead.
+
+
+@dataclass
+class DeltaTopics:
+    """Every hyperedge the new passages give (their passages are added), those new to the store
+    with their topics (`fresh`), and the fresh ones' vectors."""
+
+    hyperedges: Sequence[HyperEdge]
+    fresh: list[HyperEdge]
+    vectors: np.ndarray
+
+
+def topics_onto(
+    stored: StoredGraph,
+    extracted: Sequence[Extraction],
+    aligned: DeltaAlignment,
+    settings: GraphSettings,
+    strings: Embed,
+) -> DeltaTopics:
+    """The new passages' hyperedges (`build_hyperedges`, as a build makes them); each new one
+    goes to the nearest stored topic (`nearest_topics`) instead of a new k-means."""
+    hyperedges = build_hyperedges(
+        extracted, aligned.mention_entity, min_entities=settings.min_hyperedge_entities
+    )
+    stored_hyper = {
+        r[0]
+        for r in stored.rows(
+            "SELECT id FROM hyperedges WHERE id IN ({})", [h.id for h in hyperedges]
+        )
+    }
+    fresh = [h for h in hyperedges if h.id not in stored_hyper]
+    vectors = hyperedge_vectors(fresh, strings, {})
+    topics = nearest_topics(stored, vectors) if fresh else []
+    fresh = [
+        h.model_copy(update={"topic_id": topic}) for h, topic in zip(fresh, topics, strict=True)
+    ]
+    return DeltaTopics(hyperedges, fresh, vectors)
+
+
+def nearest_topics(stored: StoredGraph, vectors: np.ndarray) -> list[str | None]:
+    """The topic of each row of `vectors`: the stored topic whose centroid (the normalised mean
+    of its hyperedges' vectors) is nearest by cosine; None when the store has no topics."""
+    topic_of = [r[0] for r in stored.con.execute("SELECT topic_id FROM hyperedges ORDER BY ord")]
+    path = stored.dir / "hyperedge_vectors.npy"
+    if not len(vectors) or not topic_of or not path.exists():
+        return [None] * len(vectors)
+    rows = np.load(path, mmap_mode="r")
+    if rows.shape[0] != len(topic_of) or rows.shape[1] != vectors.shape[1]:
+        return [None] * len(vectors)
+    names = sorted({t for t in topic_of if t})
+    if not names:
+        return [None] * len(vectors)
+    number = {t: k for k, t in enumerate(names)}
+    labels = np.array([number.get(t, -1) for t in topic_of])
+    sums = np.zeros((len(names), rows.shape[1]), dtype=np.float64)
+    for start in range(0, len(rows), STORED_ROWS):
+        block = np.asarray(rows[start : start + STORED_ROWS], dtype=np.float64)
+        part = labels[start : start + STORED_ROWS]
+        keep = part >= 0
+        np.add.at(sums, part[keep], block[keep])
+    centroids = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    best = np.argmax(np.asarray(vectors, dtype=np.float64) @ centroids.T, axis=1)
+    return [names[k] for k in best.tolist()]
