@@ -326,6 +326,19 @@ def test_a_release_is_read_from_the_heading_its_passage_stands_under() -> None:
     assert heading.kind == "version" and heading.sentence == text
 
 
+def test_no_span_crosses_a_quotation_mark() -> None:
+    from graphseek.agents.reading.candidates import sentence_spans
+    from graphseek.knowledge.nlp import get_nlp
+
+    for text in (
+        'The name "git" was given by Linus Torvalds when he wrote the very first version.',
+        "The name \u201cgit\u201d was given by Linus Torvalds when he wrote the very first version.",
+    ):
+        spans = [s.text for s in sentence_spans(next(get_nlp()(text).sents))]
+        assert spans and "Linus Torvalds" in spans
+        assert not [s for s in spans if s.count('"') % 2 or "\u201c" in s or "\u201d" in s]
+
+
 def test_a_dotted_release_is_a_version_not_a_quantity() -> None:
     from graphseek.agents.reading.candidates import sentence_spans
     from graphseek.knowledge.nlp import get_nlp

@@ -145,6 +145,8 @@ def sentence_spans(sent: Any) -> list[Span]:
         t, s, e = _trim(t.strip("`"), s, e)
         if not t or t.lower() in _PRONOUNS or len(t) > 80 or "`" in t:
             return  # a span across code-span marks ("cmarkgfm` `pipenv") is two things
+        if t.count('"') % 2 or t.count("\u201c") != t.count("\u201d"):
+            return  # a span across a quotation's edge ('name "git') is half of two things
         if not re.search(r"[A-Za-z0-9]", t):
             return
         if kind == "number" and re.fullmatch(r"\d+(?:\.\d+){2,}", t):
