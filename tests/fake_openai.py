@@ -322,6 +322,11 @@ class TinyWorld:
     def reply_LibrarianReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
         return self._answer(r.line("Question") or QUESTION)
 
+    def reply_BriefReply(self, r: Request) -> dict[str, Any]:  # noqa: N802
+        """A cascade's model reader: the Librarian's answer in its brief form."""
+        full = self._answer(r.line("Question") or QUESTION)
+        return {key: full[key] for key in ("answer", "passage_ids", "confidence")}
+
     def reply_SeekerAction(self, r: Request) -> dict[str, Any]:  # noqa: N802
         history = r.first_user.split("Librarian history:", 1)[-1]
         if "Missolonghi" in history:

@@ -31,7 +31,7 @@ def librarian_prompts(server: FakeOpenAIServer) -> list[str]:
     return [
         Request(body, i).first_user
         for i, body in enumerate(server.requests, 1)
-        if Request(body, i).schema_name == "LibrarianReply"
+        if Request(body, i).schema_name in ("LibrarianReply", "BriefReply")
     ]
 
 
@@ -142,6 +142,24 @@ def test_a_question_the_offline_reader_cannot_settle_goes_to_the_model(
     # the model read the best sentences, under their passage ids, not whole passages
     (prompt,) = librarian_prompts(server)
     assert "[byron] Lord Byron:\n- " in prompt and "Missolonghi" in prompt
+    # in its brief form: the answer, its passages and a confidence, not reasoning, candidates or
+    # quoted sentences (the evidence shown is ranked by sentence either way)
+    (request,) = [Request(body, i) for i, body in enumerate(server.requests, 1)]
+    assert request.schema_name == "BriefReply"
+    schema = request.body["response_format"]["json_schema"]["schema"]
+    assert set(schema["properties"]) == {"answer", "passage_ids", "confidence"}
+    assert result.evidence and result.evidence[0].passage_id == "byron"
+
+
+def test_a_model_given_every_role_drafts_in_the_librarians_full_form(
+    monkeypatch, tiny_index
+) -> None:
+    with serve(monkeypatch, TinyWorld()) as server:
+        result = ask(tiny_index, QUESTION, topology="naive", llm=MODEL)
+    assert result.answer == "Missolonghi"
+    assert [Request(b, i).schema_name for i, b in enumerate(server.requests, 1)] == [
+        "LibrarianReply"
+    ]
 
 
 def test_the_last_readers_abstention_stands_and_shows_the_evidence(monkeypatch, tiny_index) -> None:

@@ -14,13 +14,14 @@ from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graphseek.agents.librarian import LibrarianReply, ground_reply
+from graphseek.agents.librarian import BriefReply, LibrarianReply, ground_reply
 from graphseek.agents.prompts.graph_librarian import GRAPH_LIBRARIAN_USER
 from graphseek.agents.prompts.librarian import (
     LIBRARIAN_SYSTEM,
     LIBRARIAN_TOOLS_SYSTEM,
     LIBRARIAN_TOOLS_USER,
     LIBRARIAN_USER,
+    READER_SYSTEM,
 )
 from graphseek.agents.roles import Step
 from graphseek.agents.structured_role import PassageRole, render_lines
@@ -38,6 +39,14 @@ class GraphLibrarian(Protocol):
 
 
 class LLMGraphLibrarian(PassageRole):
+    """The Librarian's model policy. `brief`: draft in the brief form of a cascade's model
+    reader (`READER_SYSTEM`, `BriefReply`: answer, passage ids, confidence), not the full one
+    (reasoning, candidates and quoted sentences as well)."""
+
+    def __init__(self, model: Any, *args: Any, brief: bool = False, **kwargs: Any) -> None:
+        super().__init__(model, *args, **kwargs)
+        self.brief = brief
+
     def call_tools(
         self, question: str, messages: Sequence[BaseMessage], tools: Sequence[Any]
     ) -> Step[AIMessage]:
@@ -55,12 +64,16 @@ class LLMGraphLibrarian(PassageRole):
     def draft(
         self, question: str, hits: Sequence[Hit], relations: Sequence[str] = ()
     ) -> Step[Draft]:
+        system = READER_SYSTEM if self.brief else LIBRARIAN_SYSTEM
         if relations:
             user = self.evidence_prompt(
-                LIBRARIAN_SYSTEM, GRAPH_LIBRARIAN_USER, hits,
+                system, GRAPH_LIBRARIAN_USER, hits,
                 question=question, relations=render_lines(relations, MAX_RELATIONS),
             )  # fmt: skip
         else:
-            user = self.evidence_prompt(LIBRARIAN_SYSTEM, LIBRARIAN_USER, hits, question=question)
-        out, usage = self.ask(LibrarianReply, LIBRARIAN_SYSTEM, user)
+            user = self.evidence_prompt(system, LIBRARIAN_USER, hits, question=question)
+        if self.brief:
+            brief, usage = self.ask(BriefReply, system, user)
+            return Step(ground_reply(question, brief.full(), hits), usage)
+        out, usage = self.ask(LibrarianReply, system, user)
         return Step(ground_reply(question, out, hits), usage)

@@ -25,6 +25,23 @@ class LibrarianReply(BaseModel):
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
+class BriefReply(BaseModel):
+    """A model reader's reply in a cascade: the answer, the passages stating it and a
+    confidence. No reasoning, candidates or quoted sentences: the evidence shown is ranked by
+    sentence either way (`graphseek.agents.reading.sentences`), and a small model fills those
+    fields with section titles at several times the tokens of the answer."""
+
+    answer: Name
+    passage_ids: Names = Field(default_factory=list)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+
+    def full(self) -> LibrarianReply:
+        """The same reply as the Librarian's schema (no reasoning, candidates or quotes)."""
+        return LibrarianReply(
+            answer=self.answer, passage_ids=self.passage_ids, confidence=self.confidence
+        )
+
+
 #: the passages (first retrieved first) an answer is grounded on when the model cited and quoted
 #: nothing but its answer occurs in them
 QUOTED_ANSWER_PASSAGES = 2

@@ -374,6 +374,7 @@ def build_readers(context: Context, librarian: Any, point: float) -> tuple[Reade
             max_retries=context.max_retries,
             callbacks=run_callbacks(context),
             read_by=context.read_by,
+            brief=True,
         )
         readers.append(Reader(name, policy, model_point(name)))
     return tuple(readers)

@@ -21,6 +21,15 @@ Return JSON: `reasoning`, `answer`, `candidates` (list), `evidence` (exact sente
 the passages), `passage_ids` (ids of the passages those sentences come from) and `confidence` \
 (0 to 1)."""
 
+READER_SYSTEM = """You answer one question from the evidence below: sentences of passages, each \
+under its [id] and title. Use only the evidence, never your own knowledge.
+Return JSON: `answer` (the answer alone in the evidence's own words: a name, value, option, path \
+or date, not a sentence; "unknown" when the evidence does not say), `passage_ids` (the ids of \
+the passages that state it) and `confidence` (0 to 1)."""
+"""System prompt of a model reader in an escalation cascade (`Context.readers`): the Librarian's
+draft in its brief form, for a model that only reads what the offline reader could not settle.
+Its reply schema is `graphseek.agents.librarian.BriefReply`."""
+
 LIBRARIAN_USER = """Question: {question}
 
 Evidence (the passages' most relevant sentences, or whole passages, each under its [id] and title):
