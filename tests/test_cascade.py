@@ -325,3 +325,44 @@ def test_a_model_answer_that_no_earlier_reader_guessed_needs_more_confidence() -
     assert alone.confidence == 0.9 * DISAGREEING and "below its point" in reason
     first, reason = judge(model, q, _draft("Missolonghi", 0.9), [BYRON], 0.4, [])
     assert reason == "" and first.confidence == 0.9  # no earlier guess: its own confidence
+
+
+@pytest.mark.parametrize("topology", ["react", "knowledge_aware"])
+def test_a_loops_abstention_is_read_by_the_cascade(monkeypatch, tiny_index, topology) -> None:
+    # react's thinker and knowledge_aware's rounds decide their own answer; offline at a point of
+    # 1.0 they abstain, and the conditional edge sends the passages they observed to the readers
+    with serve(monkeypatch, TinyWorld()) as server:
+        result = ask(
+            tiny_index, QUESTION, topology=topology, readers=f"offline,{MODEL}",
+            abstain_threshold=1.0,
+        )  # fmt: skip
+    assert result.answer == "Missolonghi" and not result.abstained
+    assert result.trace[-2:] == ["read_observed", "finalize_answer"]
+    assert result.diagnostics["answered_by"] == MODEL
+    first, second = result.diagnostics["readings"]
+    assert (first["reader"], first["outcome"]) == ("offline", "passed")
+    assert (second["reader"], second["outcome"]) == (MODEL, "answered")
+    # the model only read: one brief draft, no other role
+    assert [Request(b, i).schema_name for i, b in enumerate(server.requests, 1)] == ["BriefReply"]
+    assert result.usage.llm_calls == 1
+
+
+@pytest.mark.parametrize("topology", ["react", "knowledge_aware"])
+def test_without_readers_a_loops_abstention_stands(tiny_index, topology) -> None:
+    result = ask(tiny_index, QUESTION, topology=topology, abstain_threshold=1.0)
+    assert result.abstained and "read_observed" not in result.trace
+
+
+def test_the_readers_abstention_keeps_the_loops_reason(monkeypatch, tiny_index) -> None:
+    def unknown(request: Request) -> Reply:
+        return Reply.json({"answer": "unknown", "passage_ids": [], "confidence": 0.1})
+
+    with serve(monkeypatch, unknown):
+        result = ask(
+            tiny_index, QUESTION, topology="react", readers=f"offline,{MODEL}",
+            abstain_threshold=1.0,
+        )  # fmt: skip
+    assert result.abstained and "read_observed" in result.trace
+    loop_reason, _, readers_reason = result.abstain_reason.partition("; the readers: ")
+    assert loop_reason and readers_reason
+    assert result.evidence  # the abstention still shows what the loop read

@@ -318,6 +318,30 @@ def finalize_answer(state: FinalizeState, runtime: Runtime[Context]) -> RunUpdat
     }
 
 
+def read_observed(state: FinalizeState, runtime: Runtime[Context]) -> DraftOutcome:
+    """A loop that decides its own answer (react's thinker, knowledge_aware's rounds) ended in an
+    abstention, in a run with readers (`Context.readers`; `graphseek.graphs.routing.route_end`,
+    the escalation's conditional edge): the cascade of readers drafts the question from the
+    passages the loop observed, cheapest reader first, as every other topology's drafts are
+    read. Its answer stands at the run's draft threshold; else the loop's abstention stands,
+    with the readers' reason after it."""
+    question = " ".join(state.get("question", "").split())
+    draft, usage, error = draft_for(question, to_hits(list(state.get("passages", []))), runtime)
+    update = answer_or_abstain(draft, usage, error, get_roles(runtime.context).threshold)
+    update["trace"] = ["read_observed"]
+    if update.get("next_action") == "abstain":
+        before = state.get("abstain_reason") or "the loop found no answer"
+        update["abstain_reason"] = f"{before}; the readers: {update.get('abstain_reason', '')}"
+    return update
+
+
+def add_read_observed(builder: StateGraph[Any, Context, Any, Any]) -> None:
+    """Add `read_observed` (reading the topology's own state, as `finalize_answer` does), which
+    goes on to `finalize_answer`."""
+    builder.add_node(read_observed, input_schema=builder.state_schema)
+    builder.add_edge("read_observed", "finalize_answer")
+
+
 def add_finalize_answer(builder: StateGraph[Any, Context, Any, Any]) -> None:
     """Add `finalize_answer` to a topology, reading the topology's own state: the node reads those
     of `FinalizeState`'s keys the topology has (inferred from its annotation, its input schema

@@ -62,7 +62,7 @@ from graphseek.agents.reading.evidence import to_evidence
 from graphseek.agents.registry import get_roles
 from graphseek.agents.roles import KnowledgeView, QueryPlan, Segment, diagnostics_of
 from graphseek.errors import LLMError
-from graphseek.graphs.common import abstain, add_finalize_answer
+from graphseek.graphs.common import abstain, add_finalize_answer, add_read_observed
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.kair_steps import (
     MAX_SEARCHES,
@@ -77,7 +77,13 @@ from graphseek.graphs.kair_steps import (
     searches_made,
     update_from_hits,
 )
-from graphseek.graphs.routing import budget_exhausted, route_knowledge, route_unless_failed
+from graphseek.graphs.routing import (
+    budget_exhausted,
+    escalating,
+    route_end,
+    route_knowledge,
+    route_unless_failed,
+)
 from graphseek.graphs.suggester_agent import (
     SUGGESTER_RETRIEVERS,
     suggester_agent,
@@ -488,14 +494,15 @@ def build_knowledge_aware() -> StateGraph[KnowledgeAwareState, Context, InputSta
     builder.add_node(select_proposal)
     builder.add_node(filter_context)
     builder.add_node(compose_answer)
+    add_read_observed(builder)
     add_finalize_answer(builder)
-    rounds = ["plan_query", "suggest", "compose_answer", "finalize_answer"]
+    rounds = ["plan_query", "suggest", "compose_answer", "read_observed", "finalize_answer"]
     builder.add_edge(START, "initialize_caches")
-    builder.add_conditional_edges("initialize_caches", route_knowledge, rounds)
+    builder.add_conditional_edges("initialize_caches", escalating(route_knowledge), rounds)
     builder.add_conditional_edges(
         "plan_query",
-        route_unless_failed("retrieve_documents"),
-        ["retrieve_documents", "finalize_answer"],
+        escalating(route_unless_failed("retrieve_documents")),
+        ["retrieve_documents", "read_observed", "finalize_answer"],
     )
     builder.add_conditional_edges(
         "retrieve_documents", route_search, ["plan_query", "update_knowledge"]
@@ -511,8 +518,8 @@ def build_knowledge_aware() -> StateGraph[KnowledgeAwareState, Context, InputSta
         route_unless_failed("filter_context"),
         ["filter_context", "finalize_answer"],
     )
-    builder.add_conditional_edges("filter_context", route_knowledge, rounds)
-    builder.add_edge("compose_answer", "finalize_answer")
+    builder.add_conditional_edges("filter_context", escalating(route_knowledge), rounds)
+    builder.add_conditional_edges("compose_answer", route_end, ["read_observed", "finalize_answer"])
     builder.add_edge("finalize_answer", END)
     return builder
 

@@ -54,13 +54,14 @@ from graphseek.agents.tool_calling import (
 from graphseek.errors import LLMError
 from graphseek.graphs.common import (
     add_finalize_answer,
+    add_read_observed,
     confident_reading,
     error_usage,
     to_hits,
 )
 from graphseek.graphs.entry import check_entry
 from graphseek.graphs.graph_context import NO_GRAPH, topic_labels
-from graphseek.graphs.routing import budget_exhausted, route_thought
+from graphseek.graphs.routing import budget_exhausted, escalating, route_thought
 from graphseek.graphs.tool_loop import GuardedToolNode
 from graphseek.knowledge.passages import Hit
 from graphseek.state.context import Context
@@ -381,9 +382,12 @@ def build_react() -> StateGraph[ReactState, Context, InputState, OutputState]:
     builder.add_node(think)
     builder.add_node("act", GuardedToolNode(react_tools(), finish=[FINISH]))
     builder.add_node(observe)
+    add_read_observed(builder)
     add_finalize_answer(builder)
     builder.add_edge(START, "think")
-    builder.add_conditional_edges("think", route_thought, ["act", "think", "finalize_answer"])
+    builder.add_conditional_edges(
+        "think", escalating(route_thought), ["act", "think", "read_observed", "finalize_answer"]
+    )
     builder.add_edge("act", "observe")
     builder.add_edge("observe", "think")
     builder.add_edge("finalize_answer", END)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -232,6 +232,51 @@ def route_evidence(
     if budget_exhausted(state.get("usage"), state.get("turn", 0), runtime.context):
         return "finalize_answer"
     return "expand_query"
+
+
+#: the node a loop's abstention goes to first when the run has readers (`graphseek.graphs.common.
+#: read_observed`)
+ReadObserved = Literal["read_observed"]
+
+
+def reads_observed(state: Mapping[str, Any], runtime: Runtime[Context] | None) -> bool:
+    """Whether a run's loop ended in an abstention that its cascade of readers (`Context.readers`)
+    reads first: the run names readers, it abstained, the loop observed passages, and no draft
+    of the question went through the cascade yet. No runtime (a state written by hand with
+    `update_state`): no."""
+    from graphseek.agents.registry import get_roles
+
+    if runtime is None or state.get("next_action") != "abstain" or not state.get("passages"):
+        return False
+    if any(d.readings for d in state.get("drafts", [])):
+        return False
+    return bool(get_roles(runtime.context).readers)
+
+
+def route_end(
+    state: Mapping[str, Any], runtime: Runtime[Context] | None = None
+) -> ReadObserved | Finish:
+    """The end of a loop: `read_observed` when its abstention goes to the readers first
+    (`reads_observed`), else `finalize_answer`."""
+    return "read_observed" if reads_observed(state, runtime) else "finalize_answer"
+
+
+def escalating(
+    router: Callable[..., Any],
+) -> Callable[..., Any]:
+    """`router`, with its `finalize_answer` sent to `read_observed` where `route_end` says (the
+    escalation's conditional edge, for topologies whose loop decides its own answer: react's
+    thinker, knowledge_aware's rounds). `router` takes the state, or the state and the runtime."""
+    import inspect
+
+    takes_runtime = len(inspect.signature(router).parameters) > 1
+
+    def route(state: Any, runtime: Runtime[Context] | None = None) -> Any:
+        nxt = router(state, runtime) if takes_runtime else router(state)
+        return route_end(state, runtime) if nxt == "finalize_answer" else nxt
+
+    route.__name__ = getattr(router, "__name__", "route")
+    return route
 
 
 def route_thought(state: ReactState) -> Literal["act", "think", "finalize_answer"]:

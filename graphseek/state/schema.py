@@ -306,9 +306,11 @@ class DeepSearchState(
 
 
 class ReactState(
-    RunState, PassagesState, StepAnswersState, GraphContextState, LoopState, ToolCallsState
-):
-    """`react`: the thoughts, the tool calls and what they observed."""
+    RunState, PassagesState, DraftsState, StepAnswersState, GraphContextState, LoopState,
+    ToolCallsState,
+):  # fmt: skip
+    """`react`: the thoughts, the tool calls and what they observed (and, with readers, the
+    cascade's draft over it: `read_observed`)."""
 
     next_action: NotRequired[ReactAction]
     # the last thought
@@ -316,9 +318,11 @@ class ReactState(
 
 
 class KnowledgeAwareState(
-    RunState, PassagesState, RefinedContextState, StepAnswersState, LoopState, ToolCallsState
-):
-    """`knowledge_aware`: the KAIR caches, the planned query, the suggesters' proposals."""
+    RunState, PassagesState, DraftsState, RefinedContextState, StepAnswersState, LoopState,
+    ToolCallsState,
+):  # fmt: skip
+    """`knowledge_aware`: the KAIR caches, the planned query, the suggesters' proposals (and,
+    with readers, the cascade's draft over what the rounds found: `read_observed`)."""
 
     next_action: NotRequired[KnowledgeAwareAction]
     known: NotRequired[Annotated[list[Fact], merge_facts]]
