@@ -78,7 +78,7 @@ PARTS = (
     ("graphseek.knowledge.graph.store_writer", "_write_arrays", "  of which vectors, matrices"),
     ("graphseek.knowledge.graph.delta", "delta_add", "the delta add (copy, change, write)"),
     ("graphseek.knowledge.graph.delta", "_apply", "  of which the changes (not the copy)"),
-    ("graphseek.knowledge.graph.delta", "match_links", "    of which the matcher"),
+    ("graphseek.knowledge.graph.stages.link", "match_links", "    of which the matcher"),
     ("graphseek.knowledge.index", "_write_stores", "the index files written"),
     ("graphseek.knowledge.sparse", "BM25Index.build", "  of which BM25 rebuilt"),
 )
