@@ -442,7 +442,7 @@ class DeepSearchUpdate(
 
 
 class ReactUpdate(
-    RunUpdate, PassagesUpdate, StepAnswersUpdate, GraphContextUpdate, LoopUpdate,
+    RunUpdate, PassagesUpdate, DraftsUpdate, StepAnswersUpdate, GraphContextUpdate, LoopUpdate,
     ToolCallsUpdate, total=False,
 ):  # fmt: skip
     next_action: ReactAction
@@ -450,7 +450,7 @@ class ReactUpdate(
 
 
 class KnowledgeAwareUpdate(
-    RunUpdate, PassagesUpdate, RefinedContextUpdate, StepAnswersUpdate, LoopUpdate,
+    RunUpdate, PassagesUpdate, DraftsUpdate, RefinedContextUpdate, StepAnswersUpdate, LoopUpdate,
     ToolCallsUpdate, total=False,
 ):  # fmt: skip
     next_action: KnowledgeAwareAction
