@@ -173,7 +173,9 @@ def hotpotqa_examples(reader: ExtractiveReader, k: int) -> list[Example]:
     return out
 
 
-def docqa_examples(reader: ExtractiveReader, k: int, index_dir: Path | None) -> list[Example]:
+def docqa_examples(
+    reader: ExtractiveReader, k: int, index_dir: Path | None, retriever: str = "hybrid"
+) -> list[Example]:
     from graphseek.knowledge.index import Index
 
     items = json.loads((DATA / "docqa" / "docqa_dev.json").read_text())
@@ -186,26 +188,39 @@ def docqa_examples(reader: ExtractiveReader, k: int, index_dir: Path | None) -> 
             )
             return []
         index_dir = found[0]
-    return document_examples(reader, "docqa-dev", items, Index.open(index_dir), k)
+    return document_examples(reader, "docqa-dev", items, Index.open(index_dir), k, retriever)
 
 
-def genre_examples(reader: ExtractiveReader, k: int, name: str) -> list[Example]:
+def genre_examples(
+    reader: ExtractiveReader, k: int, name: str, retriever: str = "hybrid"
+) -> list[Example]:
     """A documentation genre of `benchmarks/devsets/` (its index built once, then cached)."""
     from graphseek.evaluation.datasets import DEVSETS, load_dataset
     from graphseek.evaluation.index_cache import cached_index
 
     items = json.loads((REPO / DEVSETS[name]).read_text())
     index = cached_index(load_dataset(name, questions=None), show_progress=False)
-    return document_examples(reader, name, items, index, k)
+    return document_examples(reader, name, items, index, k, retriever)
 
 
 def document_examples(
-    reader: ExtractiveReader, source: str, items: list[dict], index: object, k: int
+    reader: ExtractiveReader,
+    source: str,
+    items: list[dict],
+    index: object,
+    k: int,
+    retriever: str = "hybrid",
 ) -> list[Example]:
     """The single-hop and unanswerable questions whole, and both steps of each two-hop question
-    the general decomposer splits in two (step 2 with the gold bridge filled in), each over its
-    hybrid top `k`."""
-    search = index.search  # type: ignore[attr-defined]
+    the general decomposer splits in two (step 2 with the gold bridge filled in), each over the
+    top `k` of `retriever` (a `Context.retriever` name: the ranks a workflow reads)."""
+    from graphseek.tools.retrievers import get_retriever
+
+    retrieve = get_retriever(retriever)
+
+    def search(query: str, k: int) -> list:
+        return retrieve(index, query, k)
+
     out = []
     for item in items:
         golds = [a for a in [item.get("answer", ""), *item.get("answer_aliases", [])] if a]
@@ -371,6 +386,12 @@ def main() -> int:
     )
     ap.add_argument("--cache", default="", help="pickle the examples here and reuse them")
     ap.add_argument(
+        "--retriever",
+        default="hybrid",
+        help="the retriever whose top k the documentation questions are read over (a "
+        "Context.retriever name; default hybrid)",
+    )
+    ap.add_argument(
         "--hotpotqa", action="store_true", help="also fit on HotpotQA train (whole questions)"
     )
     ap.add_argument("--sources", default="", help="comma-separated sources to fit on (default all)")
@@ -395,9 +416,11 @@ def main() -> int:
         data = pickle.loads(cache.read_bytes())
     else:
         reader = ExtractiveReader(model=HAND_MODEL)
-        data = musique_examples(reader, args.k) + docqa_examples(reader, args.k, args.index_dir)
+        data = musique_examples(reader, args.k) + docqa_examples(
+            reader, args.k, args.index_dir, args.retriever
+        )
         for genre in [g for g in args.genres.split(",") if g]:
-            data += genre_examples(reader, args.k, genre)
+            data += genre_examples(reader, args.k, genre, args.retriever)
         if args.hotpotqa:
             data += hotpotqa_examples(reader, args.k)
         if cache is not None:
