@@ -21,15 +21,18 @@ manifest). ``--sentences none|pooled|encoded`` chooses how the graph is built (a
 directory per choice is wise: a cached graph is reused whatever it holds).
 
 The index and the graph are built once under ``--cache-dir`` (default
-``$GRAPHSEEK_CACHE_DIR/bench-graph`` or ``~/.cache/graphseek/bench-graph``) and reused. Latency
-is per query, after one warm-up query, everything in one process; higra runs offline (no LLM
+``$GRAPHSEEK_CACHE_DIR/bench-graph`` or ``~/.cache/graphseek/bench-graph``) and reused while
+they hold the slice's passages (a changed corpus is built again). Latency is per query, after one warm-up query, everything in one process; higra runs offline (no LLM
 seed step). The embedder keeps recent query vectors, so only the first method's latency includes
 encoding the question, unless ``--cold-queries`` empties that cache before every query. A
 second part times the personalised PageRank against ``networkx.pagerank`` on the 2Wiki entity
 graph.
 
 ``doc_hop`` (`graphseek.tools.doc_hop`) is the second hop through the corpus's own document
-names; ``--set doc_hop.keep=2 doc_hop.base=hybrid ...`` changes its `DocHopConfig`.
+names; ``--set doc_hop.keep=2 doc_hop.base=hybrid ...`` changes its `DocHopConfig`. ``--logo``
+(with the genres in ``--datasets``) prints its leave-one-genre-out instead of the rows: each
+setting of `LOGO_GRID` on every genre, and for each genre the setting best on the others
+(`leave_one_genre_out`) measured on it ("held out").
 
 ``--bridge-seeds`` adds the rows ``higra+bridge`` and ``progressive+bridge`` (after ``higra`` and
 ``progressive``, for those in ``--methods``): the same retrievers seeded also on the entities
@@ -39,13 +42,14 @@ retriever with the ``bridge.`` settings of ``--set``); the bridging is in their 
     .venv/bin/python benchmarks/graph_retrieval.py [--data-dir ../shared/data]
         [--datasets 2wiki,musique,hotpotqa,pkgdocs,manpages,configref,changelogs]
         [--questions 0:200] [--cache-dir DIR] [--build-only] [--methods hybrid,higra,bridge]
-        [--sentences pooled] [--cold-queries] [--no-ppr-bench] [--bridge-seeds]
+        [--sentences pooled] [--cold-queries] [--no-ppr-bench] [--bridge-seeds] [--logo]
         [--set higra.rrf_ppr_k=10 bridge.rounds=2 ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -184,8 +188,8 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
     path = cache / sl.name / "index"
     try:
         index = Index.open(path)
-        if len(index) != len(sl.passages):
-            raise ValueError("stale index")
+        if [p.id for p in index.passages] != [p.id for p in sl.passages]:
+            raise ValueError("stale index")  # the corpus changed since: build it again
     except Exception:
         t = time.perf_counter()
         index = Index.build(sl.passages, path, show_progress=show_progress)
@@ -388,6 +392,76 @@ def _doc_hop(index: Index, changes: dict[str, Any], k: int) -> Callable[[str], l
     return lambda q: hop.retrieve(q, k)
 
 
+#: `--logo`'s grid: each `DocHopConfig` field and the values it tries (1,728 settings)
+LOGO_GRID: dict[str, tuple[Any, ...]] = {
+    "base": ("bm25", "hybrid"),
+    "source_depth": (3, 5, 10),
+    "keep": (1, 2, 3),
+    "max_docs": (1, 2),
+    "per_doc": (1, 2),
+    "order": ("sentence", "question"),
+    "query": ("question", "residual", "question+sentence", "residual+sentence"),
+    "within": ("bm25", "sentence", "both"),
+}
+
+
+def sweep_doc_hop(
+    sl: Slice, index: Index, settings: list[dict[str, Any]], base: dict[str, Any]
+) -> list[tuple[float, float]]:
+    """(second-hop share of the two-hop questions, R@5 of all) of doc_hop with each setting
+    (over `base`, the ``doc_hop.`` overrides) on a genre; the first hop is searched once."""
+    from functools import lru_cache
+
+    from graphseek.tools.doc_hop import shared_names
+
+    index.search = lru_cache(maxsize=None)(index.search)  # type: ignore[method-assign]
+    hop = DocHop.from_index(index, replace(DocHopConfig(), **base))
+    hop.shared = shared_names(index, hop.names, hop.config.max_holders)  # once, not per setting
+    questions = [q for q in sl.questions if q.gold]
+    out = []
+    for setting in settings:
+        h = hop.with_config(**setting)
+        r5, second = [], []
+        for q in questions:
+            hits = h.retrieve(q.text, 5)
+            r5.append(recall(hits, q.gold, sl.gold_kind, 5))
+            if q.second:
+                second.append(float(bool({x.passage.id for x in hits} & q.second)))
+        out.append((statistics.mean(second), statistics.mean(r5)))
+    return out
+
+
+def leave_one_genre_out(
+    settings: list[dict[str, Any]], results: dict[str, list[tuple[float, float]]]
+) -> None:
+    """Print, for each genre, the setting with the best mean second-hop share on the others
+    (ties: the best mean R@5 there, then the first in grid order) and its figures on the genre
+    ("held out"), then the same choice over every genre (the default's)."""
+
+    def choose(genres: list[str]) -> int:
+        def key(i: int) -> tuple[float, float, int]:
+            share = statistics.mean(results[g][i][0] for g in genres)
+            return (
+                round(share, 9),
+                round(statistics.mean(results[g][i][1] for g in genres), 9),
+                -i,
+            )
+
+        return max(range(len(settings)), key=key)
+
+    genres = list(results)
+    print(f"\nleave one genre out over {len(settings)} doc_hop settings: held out R@5 / 2nd-hop@5")
+    for g in genres:
+        i = choose([o for o in genres if o != g])
+        print(
+            f"  {g:12} {results[g][i][1]:6.3f} / {results[g][i][0]:4.0%}  (chosen: {settings[i]})"
+        )
+    i = choose(genres)
+    print(f"all genres' choice: {settings[i]}")
+    for g in genres:
+        print(f"  {g:12} {results[g][i][1]:6.3f} / {results[g][i][0]:4.0%}")
+
+
 def bench_ppr(index: Index) -> None:
     import networkx as nx
 
@@ -431,6 +505,11 @@ def main() -> None:
     parser.add_argument("--no-ppr-bench", action="store_true")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--set", nargs="*", default=[], help="config overrides, higra.x=v")
+    parser.add_argument(
+        "--logo", action="store_true",
+        help="doc_hop leave one genre out over LOGO_GRID on the genres of --datasets (with the "
+        "doc_hop. overrides of --set); no other row",
+    )  # fmt: skip
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument(
         "--cold-queries", action="store_true",
@@ -463,14 +542,22 @@ def main() -> None:
     }
     for genre in GENRES:
         loaders[genre] = lambda genre=genre: load_named(genre, args.data_dir)  # type: ignore[misc]
+    grid = [dict(zip(LOGO_GRID, v, strict=True)) for v in itertools.product(*LOGO_GRID.values())]
+    sweeps: dict[str, list[tuple[float, float]]] = {}
     for name in args.datasets.split(","):
         sl = loaders[name]()
         index = ensure_index(sl, args.cache_dir, not args.no_progress, args.sentences)
         if args.build_only:
             continue
+        if args.logo:
+            sweeps[name] = sweep_doc_hop(sl, index, grid, overrides["doc_hop"])
+            print(f"[{name}] {len(grid)} doc_hop settings", flush=True)
+            continue
         bench_slice(sl, index, overrides, methods, args.cold_queries)
         if name == "2wiki" and not args.no_ppr_bench:
             bench_ppr(index)
+    if sweeps:
+        leave_one_genre_out(grid, sweeps)
 
 
 if __name__ == "__main__":
