@@ -177,17 +177,16 @@ def test_a_shared_entity_leads_to_the_other_documents_holding_it(hop: DocHop):
 
 
 def test_document_frequencies_come_from_the_bm25_index(hop: DocHop):
-    """The idf's document frequencies, read from the index's bm25s matrix, are those of
+    """The idf's document frequencies, read from the index's lexical ranker, are those of
     tokenizing every passage again (the reference)."""
     from collections import Counter
 
     from graphseek.knowledge.sparse import tokenize
-    from graphseek.tools.doc_hop import _bm25_of, document_frequencies
 
-    bm25 = _bm25_of(hop.index)
+    bm25 = hop.index.lexical_ranker()
     assert bm25 is not None
     expected = Counter(w for p in hop.index.passages for w in set(tokenize(p.content)))
-    assert document_frequencies(bm25) == dict(expected)
+    assert bm25.document_frequencies() == dict(expected)
 
 
 @pytest.mark.parametrize("query", [QUESTION, "mode of the homes", "journal storage xz", "zzz"])
@@ -212,9 +211,10 @@ class _WithoutBM25s:
     def __len__(self) -> int:
         return len(self._index)  # type: ignore[arg-type]
 
+    def lexical_ranker(self) -> None:
+        return None
+
     def __getattr__(self, name: str) -> object:
-        if name == "_bm25":
-            raise AttributeError(name)
         return getattr(self._index, name)
 
 

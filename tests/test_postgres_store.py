@@ -171,6 +171,22 @@ def test_dense_search_by_vector_is_one_interface_on_both_backends(
     assert isinstance(dir_graph_index, IndexStore) and isinstance(reopened, IndexStore)
 
 
+def test_the_lexical_ranker_is_one_interface_on_both_backends(
+    pg_index: Any, dir_graph_index: Any
+) -> None:
+    """`IndexStore.lexical_ranker`: the bm25s index of the passages, from the directory's files
+    or PostgreSQL's stored postings, with the same document frequencies and scores."""
+    from graphseek.knowledge.index import Index
+
+    reopened = Index.open(pg_index.uri)  # fresh: BM25 comes from the tables
+    directory, stored = dir_graph_index.lexical_ranker(), reopened.lexical_ranker()
+    assert len(stored) == len(directory) == len(reopened)
+    assert stored.document_frequencies() == directory.document_frequencies()
+    rows = np.arange(len(reopened))[::2]
+    for query in QUERIES:
+        assert stored.scores_of(query, rows).tolist() == directory.scores_of(query, rows).tolist()
+
+
 @pytest.mark.parametrize("name", RETRIEVERS)
 def test_every_retriever_same_top_k(pg_index: Any, dir_graph_index: Any, name: str) -> None:
     from graphseek.knowledge.index import Index

@@ -112,6 +112,49 @@ def test_bm25_unknown_terms_and_save_load(tiny_passages: list[Passage], tmp_path
     assert BM25Index.read_params(tmp_path / "bm25")["method"] == "lucene"
 
 
+def test_bm25_document_frequencies_count_the_texts_holding_each_term(
+    tiny_passages: list[Passage], tmp_path: Path
+) -> None:
+    """A term's document frequency is the number of texts whose tokens hold it (a repeated
+    term counts once per text), built or loaded, in every bm25s variant (Robertson's zero idf
+    of a term most texts hold included); a term no text holds is absent."""
+    from collections import Counter
+
+    texts = [p.content for p in tiny_passages] + ["", "radioactivity radioactivity Poland"]
+    texts += ["red apple", "red cherry", "red tomato"]
+    expected = dict(Counter(w for t in texts for w in set(tokenize(t))))
+    for method in BM25Index.METHODS:
+        assert BM25Index.build(texts, method=method).document_frequencies() == expected, method
+    bm25 = BM25Index.build(texts)
+    bm25.save(tmp_path / "bm25")
+    assert BM25Index.load(tmp_path / "bm25").document_frequencies() == expected
+    assert "the" not in expected and "" not in bm25.document_frequencies()
+
+
+@pytest.mark.parametrize("method", BM25Index.METHODS)
+def test_bm25_scores_of_rows_are_the_full_scores_at_those_rows(
+    tiny_passages: list[Passage], method: str
+) -> None:
+    """`scores_of(query, rows)` is `scores(query)[rows]`, the same float32 values, for every
+    bm25s variant (bm25l and bm25+ add a non-occurrence score), in the order of `rows`,
+    repeated rows and no rows included."""
+    texts = [p.content for p in tiny_passages]
+    bm25 = BM25Index.build(texts, method=method)
+    n = len(texts)
+    subsets = [list(range(n)), [n - 1, 0, 3], [2, 2, 5], [4], []]
+    for query in [*QUERIES, "zyzzyva", "the of who"]:
+        full = bm25.scores(query)
+        for rows in subsets:
+            part = bm25.scores_of(query, np.asarray(rows, dtype=np.int64))
+            assert part.dtype == np.float32
+            assert part.tobytes() == full[rows].tobytes(), (query, rows)
+            assert bm25.scores_of(query, rows).tolist() == full[rows].tolist()
+    with pytest.raises(IndexError):
+        bm25.scores_of("mechanical computer", [n])
+    with pytest.raises(IndexError):
+        bm25.scores_of("mechanical computer", [-1])
+
+
 # ------------------------------------------------------------------------------------- RRF
 
 

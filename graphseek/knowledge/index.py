@@ -562,6 +562,12 @@ class Index(IndexCommon):
             )
         return bm25
 
+    def lexical_ranker(self) -> BM25Index:
+        """The index's BM25 ranker (bm25s over the passages, in corpus order; loaded on first
+        use): for what `search` does not give, a term's document frequency or the scores of a
+        few passages (`graphseek.tools.doc_hop`)."""
+        return self._bm25
+
     @cached_property
     def _dense(self) -> DenseIndex:
         try:

@@ -14,8 +14,9 @@ backend is one class implementing `IndexStore` (its graph a `GraphStore`, and, t
 query, a `NeighbourhoodReads`) plus a `Backend` entry in `BACKENDS`:
 
 - `IndexStore`: passages in corpus order, lookups by id, dense / sparse / hybrid search (and
-  `dense_search` by a query vector: exact in memory, or pgvector), the
-  embeddings and the embedder, a manifest with a revision, the knowledge graph as a
+  `dense_search` by a query vector: exact in memory, or pgvector; `lexical_ranker`, the BM25
+  index itself, for scores a search does not give: a term's document frequency, the scores of
+  a few passages), the embeddings and the embedder, a manifest with a revision, the knowledge graph as a
   `GraphStore` (`open_graph_store`, loaded whole into a `GraphView` by
   `graphseek.tools.graph_access`; its sentence nodes by `GraphStore.sentence_layer`, files in a
   directory, tables in PostgreSQL), `sync` (take what another writer committed), and
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from graphseek.knowledge.graph.neighbourhood import Catalogue, RelationRow
     from graphseek.knowledge.graph.store import GraphStore
     from graphseek.knowledge.index_common import SearchMethod
+    from graphseek.knowledge.sparse import BM25Index
 
 # -- the protocols --------------------------------------------------------------------------------
 
@@ -87,6 +89,7 @@ class IndexStore(Protocol):
     def embed(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray: ...
     def search(self, query: str, k: int = 5, method: SearchMethod = "hybrid") -> list[Hit]: ...
     def dense_search(self, query_vector: np.ndarray, k: int) -> list[tuple[int, float]]: ...
+    def lexical_ranker(self) -> BM25Index | None: ...
     def search_many(
         self, queries: Sequence[str], k: int = 5, method: SearchMethod = "hybrid"
     ) -> list[list[Hit]]: ...

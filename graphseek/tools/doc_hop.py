@@ -48,9 +48,10 @@ import numpy as np
 
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.passages import Hit, Passage
-from graphseek.knowledge.sparse import STOPWORDS, BM25Index, tokenize
+from graphseek.knowledge.sparse import STOPWORDS, tokenize
 
 if TYPE_CHECKING:
+    from graphseek.knowledge.index_common import SearchMethod
     from graphseek.knowledge.storage import IndexStore
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -191,7 +192,7 @@ class DocHopConfig:
     genres (docs/evaluation.md, "Issue 57": leave-one-genre-out)."""
 
     #: the first hop: the index's "bm25" or "hybrid" search
-    base: str = "bm25"
+    base: SearchMethod = "bm25"
     #: the first hop's depth (its ranking fills what the second hop leaves)
     depth: int = 50
     #: first-hop passages whose sentences are searched for document names
@@ -234,7 +235,7 @@ def sentences(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
 class DocHop:
     """The second hop through document names over one index (the module docstring)."""
 
-    index: Any
+    index: IndexStore
     names: DocumentNames
     config: DocHopConfig
     #: a word's inverse document frequency over the passages (a word none holds: absent)
@@ -245,10 +246,10 @@ class DocHop:
 
     @classmethod
     def from_index(cls, index: IndexStore, config: DocHopConfig | None = None) -> DocHop:
+        bm25 = index.lexical_ranker()
         passages = index.passages
-        bm25 = _bm25_of(index)
         df = (
-            document_frequencies(bm25)
+            bm25.document_frequencies()
             if bm25 is not None
             else Counter(w for p in passages for w in set(tokenize(p.content)))
         )
@@ -280,12 +281,12 @@ class DocHop:
         return out
 
     def _lexical(self, text: str, group: np.ndarray) -> dict[int, float]:
-        """The BM25 score of each passage of `group` (positions) for `text`: read from the
-        index's bm25s scores of the query's terms for those rows only, not a corpus-wide
-        ranking (a store without bm25s: its best 500 by BM25; 0 for the others)."""
-        bm25 = _bm25_of(self.index)
+        """The BM25 score of each passage of `group` (positions) for `text`: the index's
+        lexical ranker's scores at those rows (`BM25Index.scores_of`), no ranking of the corpus
+        (a store without one: its best 500 by BM25 search; 0 for the others)."""
+        bm25 = self.index.lexical_ranker()
         if bm25 is not None:
-            return dict(zip(group.tolist(), bm25.scores(text)[group].tolist(), strict=True))
+            return dict(zip(group.tolist(), bm25.scores_of(text, group).tolist(), strict=True))
         index = self.index
         found = {
             index.position(h.passage.id): h.score
@@ -389,21 +390,6 @@ class DocHop:
         for r in range(cfg.per_doc):
             out += [group[r] for group in ranked if r < len(group)]
         return out
-
-
-def _bm25_of(index: Any) -> BM25Index | None:
-    """The index's bm25s ranker (`IndexCommon`'s ``_bm25`` hook: both backends), or None for a
-    store without one."""
-    ranker = getattr(index, "_bm25", None)
-    return ranker if isinstance(ranker, BM25Index) else None
-
-
-def document_frequencies(bm25: BM25Index) -> dict[str, int]:
-    """How many indexed texts hold each term, read from the index's bm25s score matrix (a
-    term's column holds one score per text holding it), not by tokenizing the corpus again."""
-    retriever = bm25._retriever
-    counts = np.diff(np.asarray(retriever.scores["indptr"])).tolist()
-    return {w: counts[i] for w, i in retriever.vocab_dict.items() if i < len(counts) and counts[i]}
 
 
 def shared_names(

@@ -360,6 +360,13 @@ class PostgresIndex(IndexCommon):
             return load_bm25(files)
         return BM25Index.build([p.content for p in self._passages], **BM25_PARAMS)
 
+    def lexical_ranker(self) -> BM25Index:
+        """The index's BM25 ranker (bm25s over this object's revision of the passages, in
+        corpus order: its stored postings, loaded on first use; reloaded with the index when
+        another writer committed meanwhile): for what `search` does not give, a term's document
+        frequency or the scores of a few passages (`graphseek.tools.doc_hop`)."""
+        return self._fresh(lambda: self._bm25)
+
     @cached_property
     def _dense(self) -> PgDenseIndex:
         return PgDenseIndex(self)
