@@ -16,7 +16,7 @@ the same run) and checks that the two stores are the same: every file byte for b
 manifest less its timings and write time. It prints both builds' peaks side by side.
 
 ``--memory-budget SIZE`` builds each size a second time with that budget (this checkout:
-`graphseek.knowledge.graph.budget` picks fewer extraction processes, encoder threads or a
+`graphseek.knowledge.graph.memory.budget` picks fewer extraction processes, encoder threads or a
 smaller write cache), prints the settings it chose and its estimate, checks that the store is
 the default build's (the manifest less its ``memory`` section too), and prints both builds'
 peaks side by side.
@@ -125,7 +125,7 @@ def log_progress(log: Path, sampler: Any, every: float = 60.0) -> None:
     and what it held."""
     import threading
 
-    from graphseek.knowledge.graph.spool import ExtractionSpool
+    from graphseek.knowledge.graph.memory.spool import ExtractionSpool
 
     extracted = [0]
     extend = ExtractionSpool.extend
@@ -183,7 +183,7 @@ def child(
     from graphseek.knowledge import dense, sparse
     from graphseek.knowledge import index as indexing
     from graphseek.knowledge.graph import build as building
-    from graphseek.knowledge.graph.spool import PassageSpool
+    from graphseek.knowledge.graph.memory.spool import PassageSpool
 
     sampler = PhaseSampler() if phases or log else None
     if sampler is not None:

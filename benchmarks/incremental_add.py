@@ -71,7 +71,11 @@ STAGES = (
 PARTS = (
     ("graphseek.knowledge.graph.build", "extract", "extraction of the new passages"),
     ("graphseek.knowledge.graph.build", "cache_from_store", "the vector cache read back"),
-    ("graphseek.knowledge.graph.spool", "ExtractionSpool.of", "the stored extractions spooled"),
+    (
+        "graphseek.knowledge.graph.memory.spool",
+        "ExtractionSpool.of",
+        "the stored extractions spooled",
+    ),
     ("graphseek.knowledge.graph.build", "new_passage_pass", "passage pass of the new passages"),
     ("graphseek.knowledge.graph.build", "assemble", "alignment, linking, vectors, topics"),
     ("graphseek.knowledge.graph.build", "write", "the graph store written"),

@@ -42,7 +42,7 @@ def child(size: int, out: Path, data_dir: Path) -> None:
 
     from graphseek.knowledge import dense, embedders, sparse
     from graphseek.knowledge import index as indexing
-    from graphseek.knowledge.graph.spool import PassageSpool, SpilledArray
+    from graphseek.knowledge.graph.memory.spool import PassageSpool, SpilledArray
     from graphseek.knowledge.heap import bound_heap
 
     bound_heap()  # as a graph build leaves the process

@@ -191,7 +191,7 @@ def child(args: argparse.Namespace) -> None:
         if not args.in_memory:
             # the corpus in a temporary file, as `Index.build` reads a corpus path: the build
             # holds none of its passages (made before the timing: reading is not the build's)
-            from graphseek.knowledge.graph.spool import PassageSpool
+            from graphseek.knowledge.graph.memory.spool import PassageSpool
 
             passages = PassageSpool.of(passages)
         t, c = time.perf_counter(), cpu_seconds()

@@ -1,4 +1,4 @@
-"""What each memory-budget setting holds (`graphseek.knowledge.graph.budget`'s `WORKER_MB` and
+"""What each memory-budget setting holds (`graphseek.knowledge.graph.memory.budget`'s `WORKER_MB` and
 `THREAD_MB`), measured on N synthetic passages (`benchmarks/indexing.py`'s corpus).
 
 Each measurement runs in a fresh child process:

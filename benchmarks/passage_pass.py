@@ -46,7 +46,7 @@ def main() -> None:
 
     from graphseek.knowledge.embedder import Embedder, get_embedder
     from graphseek.knowledge.graph import contextual
-    from graphseek.knowledge.graph.spool import ExtractionSpool
+    from graphseek.knowledge.graph.memory.spool import ExtractionSpool
     from graphseek.knowledge.graph.store import SQLiteGraphStore
 
     stored = SQLiteGraphStore.open(args.store)

@@ -66,7 +66,10 @@ PHASES = {
     ],
     # the relations' parts added as they are made (the similarity edges are made while added:
     # `similar_relations` is a generator), then sorted
-    "graphseek.knowledge.graph.relation_columns": ["RelationBuilder.add", "RelationBuilder.finish"],
+    "graphseek.knowledge.graph.memory.relation_columns": [
+        "RelationBuilder.add",
+        "RelationBuilder.finish",
+    ],
     "graphseek.knowledge.graph.stages.write": ["build_matrices", "write_store"],
     # inside the write, this thread's steps (the database is written on another meanwhile);
     # the matrices and nodes.json are written after `build_matrices`
@@ -323,9 +326,9 @@ def main() -> None:
     from graphseek.knowledge.embedder import get_embedder
     from graphseek.knowledge.graph.build import MappedPassages, build_graph
     from graphseek.knowledge.graph.contextual import MentionVectors, encode_passages
+    from graphseek.knowledge.graph.memory.spool import ExtractionSpool, PassageSpool
     from graphseek.knowledge.graph.offline import OfflineExtractor
     from graphseek.knowledge.graph.settings import RunOptions
-    from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool
     from graphseek.knowledge.graph.store import SQLiteGraphStore
 
     stored = SQLiteGraphStore.open(args.store)

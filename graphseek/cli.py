@@ -253,10 +253,10 @@ def cmd_index(args: argparse.Namespace) -> int:
             raise ValueError(
                 "--memory-budget bounds the knowledge graph's build; --no-graph has none"
             )
-        from graphseek.knowledge.graph.budget import parse_size
+        from graphseek.knowledge.graph.memory.budget import parse_size
 
         parse_size(args.memory_budget)
-    from graphseek.knowledge.graph.spool import PassageSpool
+    from graphseek.knowledge.graph.memory.spool import PassageSpool
     from graphseek.knowledge.progress import bar as progress_bar
 
     skipped: list[Skipped] = []

@@ -23,8 +23,8 @@ from demo_builds import demo_copies, store_files, store_manifest
 from graphseek.knowledge.graph import build_graph
 from graphseek.knowledge.graph.contextual import MENTION_DTYPE, mention_spans
 from graphseek.knowledge.graph.exact import components
+from graphseek.knowledge.graph.memory.spool import PassageSpool
 from graphseek.knowledge.graph.settings import QUIET, RunOptions
-from graphseek.knowledge.graph.spool import PassageSpool
 from graphseek.knowledge.passages import Passage
 
 align = importlib.import_module("graphseek.knowledge.graph.align")
@@ -55,7 +55,7 @@ def reference_cached_encode(texts, embed, cache):  # type: ignore[no-untyped-def
 def reference_spill_per_text(texts, embed, cache):  # type: ignore[no-untyped-def]
     from collections import ChainMap
 
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     # the whole array made (the cache read, not written), then spilled
     return SpilledArray(reference_cached_encode(texts, embed, ChainMap({}, cache)))
@@ -286,7 +286,7 @@ def test_a_build_under_the_least_memory_writes_the_same_store(
     with it, warns that the estimate is over the budget, and writes the store of the default
     build byte for byte."""
     _, bounded, passages = builds
-    budget = importlib.import_module("graphseek.knowledge.graph.budget")
+    budget = importlib.import_module("graphseek.knowledge.graph.memory.budget")
     least_plan = budget.MemoryPlan(512, 1, 1, budget.CACHE_CHOICES_KIB[-1], 1200)
     made: list[int] = []
     pools: list[int] = []

@@ -1,6 +1,6 @@
 """The graph build reads as its algorithm: `build.py` runs the stages of `graph/stages/` in the
 paper's order, a delta add (`delta.py`) runs each stage's variant for a stored graph from the same
-stage modules in the same order, and what keeps a build's memory bounded is `graph/memory.py`'s
+stage modules in the same order, and what keeps a build's memory bounded is `graph/memory/`'s
 alone (no stage frees, spills or tunes memory in its own code). These read the source (`ast`);
 the tests that builds give the same store byte for byte are in test_bounded_build.py, the delta
 add's stored reference is test_graph_delta.py's."""
@@ -149,24 +149,38 @@ def test_no_stage_handles_memory_itself() -> None:
             assert not used, f"{path.name}:{function.name} calls {sorted(used)}"
 
 
-CONTAINERS = "spool budget id_columns model_columns mention_columns relation_columns mention_table"
-MEMORY_MODULES = {f"graphseek.knowledge.graph.{name}" for name in CONTAINERS.split()} | {
-    "graphseek.knowledge.graph.merge_pairs",
-    "graphseek.knowledge.graph.passage_links",
-    "graphseek.knowledge.graph.read_sequence",
+MECHANISMS = {p.stem for p in (GRAPH / "memory").glob("*.py") if p.stem != "__init__"}
+"""The memory package's modules: its mechanisms, behind its interface (`memory/__init__.py`)."""
+MEMORY_MODULES = {f"graphseek.knowledge.graph.memory.{name}" for name in MECHANISMS} | {
     "graphseek.knowledge.graph.clock",  # timings and peak RSS: `stages.timed`, `memory.peak_mb`
     "graphseek.knowledge.heap",
 }
 
 
+def test_the_memory_mechanisms_are_modules_of_the_memory_package() -> None:
+    """The modules that exist to bound a build's memory or time-share it live in
+    `graph/memory/`, none beside the pipeline, the stages and the algorithms."""
+    expected = {"spool", "budget", "run_ahead", "read_sequence", "id_columns", "model_columns",
+                "mention_columns", "relation_columns", "mention_table", "merge_pairs",
+                "passage_links"}  # fmt: skip
+    assert expected <= MECHANISMS
+    assert not {p.stem for p in GRAPH.glob("*.py")} & MECHANISMS
+
+
 def test_the_pipeline_and_stages_reach_memory_only_through_its_module() -> None:
-    """Spilling, reading back, the columns a stage holds, the budget and the peak go through
-    `graph/memory.py`; a stage's time through `stages.timed`: neither the pipeline nor a stage
-    imports their modules."""
+    """Spilling, reading back, the columns a stage holds, the budget, the peak and running
+    ahead go through `graph/memory/`'s interface; a stage's time through `stages.timed`: neither
+    the pipeline nor a stage imports their modules."""
     for path in PIPELINE:
         tree = ast.parse(path.read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {  # `from graphseek.knowledge.graph.memory import spool`
+            f"{n.module}.{a.name}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.module == "graphseek.knowledge.graph.memory"
+            for a in n.names
+        }
         allowed = {"graphseek.knowledge.graph.clock"} if path.name == "__init__.py" else set()
         assert not (imported & MEMORY_MODULES) - allowed, path.name
 

@@ -24,11 +24,11 @@ from graphseek.knowledge.graph.contextual import (
     encode_passages,
     mention_spans,
 )
+from graphseek.knowledge.graph.memory.spool import SpilledArray
 from graphseek.knowledge.graph.models import Mention
 from graphseek.knowledge.graph.offline import OfflineExtractor
 from graphseek.knowledge.graph.records import EntityRecord
 from graphseek.knowledge.graph.settings import QUIET, GraphSettings, settings_of
-from graphseek.knowledge.graph.spool import SpilledArray
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 from graphseek.knowledge.graph.text import stable_id
 from graphseek.knowledge.index import Index
@@ -287,7 +287,7 @@ def test_frozen_mention_vectors_read_the_same_rows_through_sorted_ids() -> None:
     """`freeze` replaces the row dict by row numbers over alignment's sorted ids: the same
     keys, rows and runs; ids without a vector stay absent; nothing can be added after."""
     from graphseek.knowledge.graph.contextual import MentionVectors
-    from graphseek.knowledge.graph.id_columns import IdList, MentionIds
+    from graphseek.knowledge.graph.memory.id_columns import IdList, MentionIds
 
     rng = np.random.default_rng(5)
     vectors = MentionVectors(4)
@@ -322,7 +322,7 @@ def test_mention_vectors_take_rows_in_runs_as_lookups_give_them(
     """`take` stacks the rows of any ids (any order, repeats, a replaced row, a restricted
     view) as their lookups do, reading each run of rows that lie one after another once."""
     from graphseek.knowledge.graph.contextual import MENTION_DTYPE, MentionVectors
-    from graphseek.knowledge.graph.spool import TempFile
+    from graphseek.knowledge.graph.memory.spool import TempFile
 
     rng = np.random.default_rng(7)
     vectors = MentionVectors(4)
@@ -583,7 +583,7 @@ def test_contextual_update_and_delete_equal_a_rebuild(tiny_passages, tmp_path: P
 def test_a_build_runs_the_first_batches_ahead_with_the_same_result(
     tiny_passages: list[Passage], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import graphseek.knowledge.graph.run_ahead as run_ahead_module
+    import graphseek.knowledge.graph.memory.run_ahead as run_ahead_module
     from graphseek.knowledge.embedder import SpanPass
 
     run_ahead = SpanPass.run_ahead

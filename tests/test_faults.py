@@ -331,7 +331,7 @@ def test_ctrl_c_during_extraction_waits_for_the_run_ahead_thread(
     instead of exit 130. An interrupted build waits for the batch under way."""
     import threading
 
-    import graphseek.knowledge.graph.run_ahead as run_ahead_module
+    import graphseek.knowledge.graph.memory.run_ahead as run_ahead_module
     from graphseek.knowledge.embedder import SpanPass
     from graphseek.knowledge.graph import build_graph
     from graphseek.knowledge.graph.offline import OfflineExtractor

@@ -13,8 +13,8 @@ from floats import assert_close
 from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, candidates, text
 from graphseek.knowledge.graph.candidates import radius_pairs
 from graphseek.knowledge.graph.exact import exact_groups, raw_entity_count
-from graphseek.knowledge.graph.id_columns import IdList, MentionIds
-from graphseek.knowledge.graph.mention_columns import MentionColumns
+from graphseek.knowledge.graph.memory.id_columns import IdList, MentionIds
+from graphseek.knowledge.graph.memory.mention_columns import MentionColumns
 from graphseek.knowledge.graph.records import types_compatible
 from graphseek.knowledge.graph.text import (
     clear_name_caches,
@@ -329,7 +329,7 @@ def test_the_hnsw_graph_is_added_a_block_at_a_time_upper_levels_first(monkeypatc
     spilled array gives the graph and the pairs an array gives."""
     import faiss
 
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     vectors = clustered_vectors(400, 8, 48)
     monkeypatch.setattr(candidates, "HNSW_ADD_ROWS", 500)

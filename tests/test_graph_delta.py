@@ -328,7 +328,7 @@ def test_a_stored_entity_that_gains_aliases_gets_its_vector_again(tmp_path: Path
 
 
 def test_merge_pairs_refuse_unsorted_ids() -> None:
-    from graphseek.knowledge.graph.merge_pairs import MergePairs
+    from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 
     none = np.zeros(0, dtype=np.int64)
     with pytest.raises(ValueError, match="sorted"):

@@ -7,14 +7,14 @@ import pickle
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph.id_columns import (
+from graphseek.knowledge.graph.memory.id_columns import (
     ABSENT,
     AsciiIds,
     MentionIds,
     mention_id_order,
     split_mention_id,
 )
-from graphseek.knowledge.graph.mention_table import sorted_position
+from graphseek.knowledge.graph.memory.mention_table import sorted_position
 
 
 def test_mention_ids_read_as_the_sorted_strings_they_stand_for() -> None:

@@ -239,7 +239,7 @@ def test_a_corpus_path_or_a_stream_is_spooled_and_gives_the_index_of_its_list(
     """A corpus path or an iterator goes to a `PassageSpool` (the build holds none of its
     passages); the index is the one the list of the same passages gives, file for file, and
     reads its passages back from its passage file when first used."""
-    from graphseek.knowledge.graph.spool import PassageSpool
+    from graphseek.knowledge.graph.memory.spool import PassageSpool
     from graphseek.knowledge.index import read_passages
     from graphseek.knowledge.loaders import load_corpus
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from graphseek.cli import main
-from graphseek.knowledge.graph.budget import (
+from graphseek.knowledge.graph.memory.budget import (
     CACHE_CHOICES_KIB,
     THREAD_MB,
     WORKER_MB,
@@ -118,7 +118,7 @@ def test_the_sharded_drivers_estimate_is_the_reduce_stages_only() -> None:
 
 
 def test_the_default_budget_is_half_the_machine() -> None:
-    from graphseek.knowledge.graph.budget import default_budget_mb, physical_mb
+    from graphseek.knowledge.graph.memory.budget import default_budget_mb, physical_mb
 
     total = physical_mb()
     assert total is not None and default_budget_mb() == max(512, total // 2)

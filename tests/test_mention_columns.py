@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph.id_columns import MentionIds
-from graphseek.knowledge.graph.mention_columns import MentionColumns, mention_columns
+from graphseek.knowledge.graph.memory.id_columns import MentionIds
+from graphseek.knowledge.graph.memory.mention_columns import MentionColumns, mention_columns
 from graphseek.knowledge.graph.models import Mention
 
 

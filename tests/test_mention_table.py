@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph.id_columns import IdList, MentionIds
-from graphseek.knowledge.graph.mention_table import ABSENT, MentionTable
+from graphseek.knowledge.graph.memory.id_columns import IdList, MentionIds
+from graphseek.knowledge.graph.memory.mention_table import ABSENT, MentionTable
 
 
 def test_reads_as_the_dict_it_stands_for() -> None:
@@ -52,7 +52,7 @@ def test_pickles_and_rejects_codes_of_another_length() -> None:
 def test_mention_rows_answer_as_a_dict_of_the_same_assignments() -> None:
     import random
 
-    from graphseek.knowledge.graph.mention_table import MentionRows
+    from graphseek.knowledge.graph.memory.mention_table import MentionRows
     from graphseek.knowledge.graph.models import mention_id
 
     rng = random.Random(0)
@@ -77,7 +77,7 @@ def test_mention_rows_answer_as_a_dict_of_the_same_assignments() -> None:
 
 
 def test_mention_rows_keep_each_passages_ids_by_number() -> None:
-    from graphseek.knowledge.graph.mention_table import MentionRows
+    from graphseek.knowledge.graph.memory.mention_table import MentionRows
 
     rows = MentionRows([("b#m10", 0), ("b#m2", 1), ("a#m0", 2), ("b#m1", 3)])
     assert list(rows) == ["b#m1", "b#m2", "b#m10", "a#m0"]

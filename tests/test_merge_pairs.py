@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph.merge_pairs import MergePairs
+from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 
 IDS = ["b1", "b2", "b3", "b4"]
 

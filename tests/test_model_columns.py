@@ -9,8 +9,8 @@ import pytest
 
 from graphseek.knowledge.graph.align import record_entity
 from graphseek.knowledge.graph.hyper import assign_topics
-from graphseek.knowledge.graph.id_columns import ABSENT, IdList, MentionIds
-from graphseek.knowledge.graph.model_columns import EntityColumns, HyperEdgeColumns
+from graphseek.knowledge.graph.memory.id_columns import ABSENT, IdList, MentionIds
+from graphseek.knowledge.graph.memory.model_columns import EntityColumns, HyperEdgeColumns
 from graphseek.knowledge.graph.models import HyperEdge, graph_record
 from graphseek.knowledge.graph.records import EntityRecord
 

@@ -9,7 +9,7 @@ from scipy import sparse
 
 from graphseek.knowledge.graph import Entity, Relation
 from graphseek.knowledge.graph.link import match_numbers
-from graphseek.knowledge.graph.passage_links import PassageLinks
+from graphseek.knowledge.graph.memory.passage_links import PassageLinks
 from graphseek.knowledge.graph.store_writer import build_matrices
 from graphseek.knowledge.passages import Passage
 

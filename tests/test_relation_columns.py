@@ -8,9 +8,13 @@ import sqlite3
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph.id_columns import AsciiIds
+from graphseek.knowledge.graph.memory.id_columns import AsciiIds
+from graphseek.knowledge.graph.memory.relation_columns import (
+    KINDS,
+    RelationBuilder,
+    RelationColumns,
+)
 from graphseek.knowledge.graph.models import Relation
-from graphseek.knowledge.graph.relation_columns import KINDS, RelationBuilder, RelationColumns
 from graphseek.knowledge.graph.store_writer import build_matrices, insert_relations
 
 
@@ -142,7 +146,7 @@ def test_similar_relations_are_similarity_edges(seed: int) -> None:
     from types import SimpleNamespace
 
     from graphseek.knowledge.graph.link import similar_relations, similarity_edges
-    from graphseek.knowledge.graph.merge_pairs import MergePairs
+    from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 
     rng = np.random.default_rng(seed)
     base_ids = [f"b-{k:03d}" for k in range(60)]

@@ -13,11 +13,11 @@ from demo_builds import demo_copies
 
 from graphseek.errors import CorpusError
 from graphseek.knowledge.graph import memory
+from graphseek.knowledge.graph.memory.spool import ExtractionSpool, PassageSpool, TempFile
 from graphseek.knowledge.graph.models import Extraction, Mention, RawFact, RawRelation
-from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, TempFile
 from graphseek.knowledge.passages import Passage
 
-spool_module = importlib.import_module("graphseek.knowledge.graph.spool")
+spool_module = importlib.import_module("graphseek.knowledge.graph.memory.spool")
 align_stage = importlib.import_module("graphseek.knowledge.graph.stages.align")
 
 
@@ -148,7 +148,7 @@ def test_offline_extract_to_streams_the_extractions_of_extract() -> None:
 def test_spilled_array_reads_its_rows_back_in_blocks() -> None:
     import numpy as np
 
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     array = np.arange(35, dtype=np.float32).reshape(7, 5)
     spilled = SpilledArray(array)
@@ -166,7 +166,7 @@ def test_spilled_array_reads_its_rows_back_in_blocks() -> None:
 
 
 def test_a_spilled_array_gives_and_takes_rows_by_number() -> None:
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     array = np.arange(40, dtype=np.float32).reshape(8, 5)
     spilled = SpilledArray(array)
@@ -185,7 +185,7 @@ def test_a_spilled_array_gives_and_takes_rows_by_number() -> None:
 
 
 def test_a_spilled_array_of_zeros_is_filled_by_rows_and_grows_by_blocks() -> None:
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     spilled = SpilledArray.zeros(6, 4)  # the passage pass: rows filled in the blocks' order
     assert spilled.shape == (6, 4) and spilled.dtype == np.float32
@@ -252,7 +252,7 @@ def test_temp_file_writes_over_what_it_holds() -> None:
 def test_a_spilled_array_is_saved_as_np_save_saves_it(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     store_writer = importlib.import_module("graphseek.knowledge.graph.store_writer")
     monkeypatch.setattr(store_writer, "WRITE_ROWS", 4)
@@ -292,7 +292,7 @@ def test_alignment_reads_the_mentions_as_columns_with_shared_lists() -> None:
 def test_npy_rows_read_a_stored_array_by_key(tmp_path: Path) -> None:
     """`NpyRows` gives the rows of a saved array by key, one at a time or stacked (any order,
     repeats), as the array holds them; a file whose rows do not match the keys is refused."""
-    from graphseek.knowledge.graph.spool import NpyRows
+    from graphseek.knowledge.graph.memory.spool import NpyRows
 
     rows = np.random.default_rng(2).normal(size=(9, 5)).astype(np.float32)
     np.save(tmp_path / "v.npy", rows)

@@ -133,7 +133,7 @@ def test_spill_per_text_writes_the_rows_cached_encode_gives(
     from collections import ChainMap
 
     from graphseek.knowledge.graph import align
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     texts = ["b; PERSON", "old; CONCEPT", "a; CITY", "b; PERSON", "", "c; CONCEPT", "a; CITY"]
     cache = {"old; CONCEPT": np.full(encoder.dim, 0.5, dtype=np.float32)}

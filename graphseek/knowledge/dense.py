@@ -86,7 +86,7 @@ def encode_texts(
 
 class RowFile(Protocol):
     """Rows kept in a file, read a block at a time (a build's passage vectors:
-    `graphseek.knowledge.graph.spool.SpilledArray`)."""
+    `graphseek.knowledge.graph.memory.spool.SpilledArray`)."""
 
     shape: tuple[int, int]
 

@@ -531,7 +531,7 @@ class Embedder:
     def bulk_threads(self, threads: int | None) -> Iterator[None]:
         """Inside the block, a bulk pass runs at most `threads` batches at once (None: as many
         as `workers`). Each running batch holds ONNX Runtime's working memory for it
-        (`graph.budget.THREAD_MB`), so a build under a memory budget runs fewer; the
+        (`graph.memory.budget.THREAD_MB`), so a build under a memory budget runs fewer; the
         batches and so the vectors are the same, each session having one thread of its own."""
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")

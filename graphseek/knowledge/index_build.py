@@ -42,7 +42,7 @@ def read_passages(
     corpus file or folder (loaded behind a `reading` bar) or any other iterable goes to a
     `PassageSpool` (a temporary file, read back by each stage: the build holds 8 bytes a
     passage of it, not 1 KB), which a spool already is."""
-    from graphseek.knowledge.graph.spool import PassageSpool
+    from graphseek.knowledge.graph.memory.spool import PassageSpool
 
     source = ""
     if isinstance(passages, PassageSpool):

@@ -185,7 +185,7 @@ def iter_corpus(
     skipped: list[Skipped] | None = None,
 ) -> Iterator[Passage]:
     """`read_corpus`'s passages one at a time, read a file at a time (a corpus spooled as it is
-    read, `graphseek.knowledge.graph.spool.PassageSpool`, is never in memory whole): what
+    read, `graphseek.knowledge.graph.memory.spool.PassageSpool`, is never in memory whole): what
     `on_bad_file="skip"` leaves out goes to `skipped` as it is met. The arguments and the path
     are checked at once; an empty corpus raises `CorpusError` once it is read. Held while
     reading: a 16-byte digest of every (title, text) kept and every passage id."""

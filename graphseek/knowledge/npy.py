@@ -1,7 +1,7 @@
 """`np.save`'s file written a block of rows at a time.
 
 A build's large arrays (the passage vectors, the graph's vectors) wait in temporary files
-(`graphseek.knowledge.graph.spool.SpilledArray`); writing one as ``np.save`` would first read it
+(`graphseek.knowledge.graph.memory.spool.SpilledArray`); writing one as ``np.save`` would first read it
 whole into memory. `save_blocks` writes the same bytes (the version 1.0 header ``np.save``
 writes for a C-order array, then the rows) from blocks. Written by hand because numpy has no
 streaming writer for its format (``np.lib.format.open_memmap`` maps the file, whose dirty pages

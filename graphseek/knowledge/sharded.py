@@ -173,7 +173,7 @@ def map_corpus(
     cancelled."""
     from graphseek.knowledge import embedders
     from graphseek.knowledge.graph.build import MappedJoin
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
     from graphseek.knowledge.progress import bar as progress_bar
 
     started = time.perf_counter()

@@ -22,15 +22,20 @@ Where things are:
 - the algorithms the stages call: `offline` and `llm` (extractors), `contextual` (mention
   vectors), `align`, `exact`, `candidates` (alignment), `link`, `hyper`, `sentences`;
 - `memory`: how a build stays within its memory (spill a column, read it back, hold as
-  columns, release, the budget): the pipeline and the stages reach memory only through it.
-  The compact containers behind it (`spool`, `id_columns`, `model_columns`,
+  columns, release, the budget, running ahead while the extractor loads): the pipeline and the
+  stages reach memory only through its interface (`memory/__init__.py`). Its modules are the
+  mechanisms: `spool` (temporary files), the compact containers (`id_columns`, `model_columns`,
   `mention_columns`, `relation_columns`, `mention_table`, `merge_pairs`, `passage_links`,
-  `read_sequence`) each behave as the list or dict they replace, so a stage reads as if they
-  were one; `budget` estimates a build's peak;
+  `read_sequence`), each behaving as the list or dict it replaces, so an algorithm reads as if
+  it were one; `budget` (a build's peak estimated), `run_ahead`;
+- `clock`: each stage's wall and CPU time and the peak RSS, for the manifest's timings;
 - `store` and `store_writer`: the store on disk; `settings`: what a build is (`GraphSettings`)
   and how it runs (`RunOptions`).
 """
 
+# first: the memory interface imports algorithm modules (align, contextual) that import its
+# mechanisms (`memory.spool`, ...); loaded before them, it is there when they ask
+from graphseek.knowledge.graph import memory  # noqa: F401
 from graphseek.knowledge.graph.align import Aligner, AlignmentCache, MergeGroups
 from graphseek.knowledge.graph.base import Coreferencer, Extractor, IdentityCoreferencer
 from graphseek.knowledge.graph.build import add_passages, build_graph, delete_passages

@@ -50,11 +50,12 @@ from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
 from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vector_blocks, base_vectors
 from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
-from graphseek.knowledge.graph.id_columns import ABSENT
-from graphseek.knowledge.graph.mention_columns import mention_columns
-from graphseek.knowledge.graph.mention_table import MentionTable
-from graphseek.knowledge.graph.merge_pairs import MergePairs
-from graphseek.knowledge.graph.model_columns import EntityColumns
+from graphseek.knowledge.graph.memory.id_columns import ABSENT
+from graphseek.knowledge.graph.memory.mention_columns import mention_columns
+from graphseek.knowledge.graph.memory.mention_table import MentionTable
+from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
+from graphseek.knowledge.graph.memory.model_columns import EntityColumns
+from graphseek.knowledge.graph.memory.spool import SpilledArray, stack_rows
 from graphseek.knowledge.graph.models import Entity, Mention, graph_record
 from graphseek.knowledge.graph.records import (
     GENERIC_TYPES,
@@ -65,7 +66,6 @@ from graphseek.knowledge.graph.records import (
     generic_may_join,
     types_compatible,
 )
-from graphseek.knowledge.graph.spool import SpilledArray, stack_rows
 from graphseek.knowledge.graph.text import normalize_name, stable_id
 from graphseek.knowledge.heap import give_back_free_heap
 

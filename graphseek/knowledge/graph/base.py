@@ -30,7 +30,7 @@ class Extractor(Protocol):
 class ExtractionSink(Protocol):
     """Where an extractor that streams (``extract_to(passages, sink)``, as `OfflineExtractor`
     has) puts its extractions, in order: a list, or a build's
-    `graphseek.knowledge.graph.spool.ExtractionSpool`."""
+    `graphseek.knowledge.graph.memory.spool.ExtractionSpool`."""
 
     def extend(self, extractions: Iterable[Extraction], /) -> None: ...
 

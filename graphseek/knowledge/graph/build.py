@@ -47,7 +47,6 @@ from graphseek.knowledge.graph.base import Coreferencer, Extractor
 from graphseek.knowledge.graph.contextual import AheadPass, encode_passages
 from graphseek.knowledge.graph.hyper import import_topic_libraries
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.run_ahead import RunAhead
 from graphseek.knowledge.graph.settings import (
     QUIET,
     GraphSettings,
@@ -307,7 +306,7 @@ def _extract(
     """Stage 1, with the passage pass's first batches run ahead while the extractor loads its
     model (`RunAhead`, for the default embedder): the extractions, the embedder and the batches
     run ahead."""
-    ahead = RunAhead.start(extractor, settings, embed, corpus, show_progress)
+    ahead = memory.RunAhead.start(extractor, settings, embed, corpus, show_progress)
     try:
         extractions = extract(corpus, extractor, coreferencer, timings, ahead)
         if ahead is None:

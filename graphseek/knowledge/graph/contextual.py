@@ -29,9 +29,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from graphseek.knowledge.graph.mention_table import ABSENT, MentionRows, MentionTable
+from graphseek.knowledge.graph.memory.mention_table import ABSENT, MentionRows, MentionTable
+from graphseek.knowledge.graph.memory.spool import KeyedRows, SpilledArray, TempFile, stack_rows
 from graphseek.knowledge.graph.models import Extraction, Mention
-from graphseek.knowledge.graph.spool import KeyedRows, SpilledArray, TempFile, stack_rows
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
 

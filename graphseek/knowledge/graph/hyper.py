@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from graphseek.knowledge.graph.model_columns import HyperEdgeColumns
+from graphseek.knowledge.graph.memory.model_columns import HyperEdgeColumns
 from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic
 from graphseek.knowledge.graph.text import normalize_text, stable_id
 

@@ -35,7 +35,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from graphseek.knowledge.graph.align import clusters_of
-from graphseek.knowledge.graph.merge_pairs import MergePairs
+from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import Entity, Extraction, Relation, graph_record
 from graphseek.knowledge.graph.records import GENERIC_TYPES, VALUE_TYPES, EntityRecord, describe
 from graphseek.knowledge.graph.text import normalize_text, stable_id, top_common_words

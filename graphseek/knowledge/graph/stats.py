@@ -107,7 +107,7 @@ def build_memory(manifest: dict[str, Any]) -> str | None:
     builds had a budget."""
     from dataclasses import fields
 
-    from graphseek.knowledge.graph.budget import MemoryPlan
+    from graphseek.knowledge.graph.memory.budget import MemoryPlan
 
     recorded = manifest.get("memory")
     if not isinstance(recorded, dict):

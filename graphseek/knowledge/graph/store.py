@@ -49,7 +49,7 @@ from scipy import sparse
 from graphseek.errors import IndexChangedError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge.atomic import file_stamp, recover
 from graphseek.knowledge.graph.contextual import MentionVectors
-from graphseek.knowledge.graph.merge_pairs import MergePairs
+from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,

@@ -22,8 +22,11 @@ from scipy import sparse
 from graphseek.errors import IndexFormatError
 from graphseek.knowledge.atomic import atomic_directory, recover
 from graphseek.knowledge.background import Background
-from graphseek.knowledge.graph.merge_pairs import MergePairs
-from graphseek.knowledge.graph.model_columns import ModelColumns
+from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
+from graphseek.knowledge.graph.memory.model_columns import ModelColumns
+from graphseek.knowledge.graph.memory.passage_links import PassageLinks
+from graphseek.knowledge.graph.memory.relation_columns import RelationColumns
+from graphseek.knowledge.graph.memory.spool import SpilledArray, sorted_keys, stack_rows
 from graphseek.knowledge.graph.models import (
     Entity,
     Extraction,
@@ -31,9 +34,6 @@ from graphseek.knowledge.graph.models import (
     Relation,
     Topic,
 )
-from graphseek.knowledge.graph.passage_links import PassageLinks
-from graphseek.knowledge.graph.relation_columns import RelationColumns
-from graphseek.knowledge.graph.spool import SpilledArray, sorted_keys, stack_rows
 from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.npy import save_blocks
 from graphseek.knowledge.passages import Passage
@@ -114,7 +114,7 @@ CREATE INDEX ix_hyperedges_topic ON hyperedges (topic_id);
 class GraphData:
     """Everything a store holds (what a build produces and `write_store` writes): in memory,
     but for the extractions and vectors a build keeps in temporary files until the write
-    (`graphseek.knowledge.graph.spool`)."""
+    (`graphseek.knowledge.graph.memory.spool`)."""
 
     passages: Sequence[Passage]
     """In corpus order (a build's may be a `PassageSpool`: read when written)."""
@@ -509,7 +509,7 @@ def write_store(
     """Write `data` to `out_dir` atomically (`graphseek.knowledge.atomic`); returns its path.
     The database is written on a thread while this one writes the arrays (SQLite runs without
     the GIL, so the two overlap on a second core), with a page cache of `cache_kib` KiB (the
-    same file whatever it is; a smaller one costs time: `graphseek.knowledge.graph.budget`)."""
+    same file whatever it is; a smaller one costs time: `graphseek.knowledge.graph.memory.budget`)."""
     dest = check_target(out_dir)
     with atomic_directory(dest) as tmp:
         database = Background(lambda: _write_database(tmp / DATABASE, data, cache_kib))

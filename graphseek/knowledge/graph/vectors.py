@@ -12,9 +12,9 @@ import numpy as np
 
 from graphseek.knowledge.graph.align import AlignmentCache
 from graphseek.knowledge.graph.contextual import SpanEncoder
+from graphseek.knowledge.graph.memory.spool import NpyRows
 from graphseek.knowledge.graph.models import Entity, HyperEdge, Relation
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.spool import NpyRows
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 
 Embed = Callable[[Sequence[str]], np.ndarray]

@@ -30,8 +30,8 @@ from scipy import sparse
 
 from graphseek.errors import IndexBusyError, IndexFormatError
 from graphseek.knowledge.adjacency import undirected_adjacency
+from graphseek.knowledge.graph.memory.passage_links import PassageLinks
 from graphseek.knowledge.graph.models import Relation
-from graphseek.knowledge.graph.passage_links import PassageLinks
 from graphseek.knowledge.graph.sentences import LAYER_VERSION, SENTENCE_DTYPE, SentenceLayer
 from graphseek.knowledge.graph.store import (
     DATABASE,

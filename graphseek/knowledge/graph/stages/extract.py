@@ -10,7 +10,6 @@ from typing import Any
 from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.base import Coreferencer, Extractor
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.run_ahead import RunAhead
 from graphseek.knowledge.graph.stages import timed
 from graphseek.knowledge.passages import Passage
 
@@ -48,7 +47,7 @@ def extract(
     extractor: Extractor,
     coreferencer: Coreferencer | None,
     timings: dict[str, Any],
-    ahead: RunAhead | None = None,
+    ahead: memory.RunAhead | None = None,
 ) -> memory.ExtractionSpool:
     """The extractions of `passages`, spooled to disk as the extractor makes them (one that
     streams, ``extract_to``) or once it returns them. `ahead`: the passage pass's first

@@ -19,10 +19,10 @@ from typing import Any, get_args
 
 import numpy as np
 
-from graphseek.knowledge.graph.id_columns import AsciiIds
-from graphseek.knowledge.graph.mention_columns import Distinct
+from graphseek.knowledge.graph.memory.id_columns import AsciiIds
+from graphseek.knowledge.graph.memory.mention_columns import Distinct
+from graphseek.knowledge.graph.memory.read_sequence import ReadSequence
 from graphseek.knowledge.graph.models import Relation, RelationKind, graph_record
-from graphseek.knowledge.graph.read_sequence import ReadSequence
 
 KINDS: tuple[str, ...] = get_args(RelationKind)
 """The relation kinds, by their int8 code."""

@@ -27,9 +27,9 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from graphseek.knowledge.graph.id_columns import MentionIdParts, MentionIds, ids_at
+from graphseek.knowledge.graph.memory.id_columns import MentionIdParts, MentionIds, ids_at
+from graphseek.knowledge.graph.memory.read_sequence import ReadSequence
 from graphseek.knowledge.graph.models import Mention
-from graphseek.knowledge.graph.read_sequence import ReadSequence
 
 _T = TypeVar("_T", bound=Hashable)
 _new = object.__new__

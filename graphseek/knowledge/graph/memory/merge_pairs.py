@@ -15,7 +15,7 @@ from collections.abc import ItemsView, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from graphseek.knowledge.graph.mention_table import sorted_position
+from graphseek.knowledge.graph.memory.mention_table import sorted_position
 
 Pair = tuple[str, str]
 Decision = tuple[float, bool]

@@ -8,7 +8,7 @@ one alignment), a 4-byte code per mention and the distinct values; a lookup bise
 (slower than a dict, which a pass over every mention can afford). Written here because neither
 the standard library nor numpy has a read-only sorted-key map of strings.
 
-The sorted ids themselves are a `graphseek.knowledge.graph.id_columns.MentionIds` when every
+The sorted ids themselves are a `graphseek.knowledge.graph.memory.id_columns.MentionIds` when every
 one has the form the extractors write (``"<passage id>#m<k>"``): two int32 columns instead of
 a string per mention held from alignment to the store write; a lookup goes through the id's
 passage instead of bisecting.
@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 
-from graphseek.knowledge.graph.id_columns import ABSENT, MentionIds, ids_at, split_mention_id
+from graphseek.knowledge.graph.memory.id_columns import ABSENT, MentionIds, ids_at, split_mention_id
 from graphseek.knowledge.graph.models import mention_id
 
 __all__ = ["ABSENT", "MentionRows", "MentionTable", "sorted_position"]

@@ -5,8 +5,8 @@ much later one: the extractions, the mention vectors, the graph's vectors. The s
 here instead of holding them, and read them back when they need them:
 
 - **spill a column** (`spill`, `vectors_for_write`): a 2-D array of vectors to an unnamed
-  temporary file in ``TMPDIR`` (`graphseek.knowledge.graph.spool`), until the store write reads
-  it; the extractions and mention vectors are spooled the same way by the stages that make them;
+  temporary file in ``TMPDIR`` (`spool`), until the store write reads it; the extractions and
+  mention vectors are spooled the same way by the stages that make them;
 - **read it back** (`read_back`, `keep_rows`, `stack_rows`): the whole array, or the rows a later
   stage asks;
 - **hold as columns** (`mention_columns`, `relation_columns`, and the types a stage's results
@@ -16,14 +16,30 @@ here instead of holding them, and read them back when they need them:
 - **release** what no later stage reads (`after_alignment`, `after_graph_vectors`,
   `release_encoder`);
 - **a budget** (`plan_budget`, `check_peak`): how much of the build runs at once (extraction
-  processes, encoder threads, the write's page cache: `graphseek.knowledge.graph.budget`),
-  which never changes the store;
+  processes, encoder threads, the write's page cache: `budget`), which never changes the store;
+- **time-share** (`RunAhead`): the passage pass's first batches run on a thread while the
+  extractor loads its model;
 - **the process** (`bounded`): Python's automatic garbage collection off and `malloc` kept to one
   heap for the build (`graphseek.knowledge.heap.bound_heap`).
 
 None of it changes what a stage computes: the store is the same byte for byte whatever is
 spilled (tested in ``tests/test_bounded_build.py``). docs/scale.md says what grows with the
 corpus and how large builds are run.
+
+The mechanisms are this package's modules, which the algorithms below the stages (alignment,
+linking, the store) import directly; the pipeline and the stages use this interface only:
+
+- `spool`: temporary files (`TempFile`), the extractions (`ExtractionSpool`), the passages
+  (`PassageSpool`), a column of vectors (`SpilledArray`), a stored ``.npy`` read by rows;
+- the columns, each read as the list or dict it replaces: `id_columns` (ids as numbers or
+  bytes), `mention_columns`, `relation_columns`, `model_columns` (entities, hyperedges),
+  `mention_table` (a value per mention id), `merge_pairs` (semantic merging's decisions),
+  `passage_links` (entity-passage links), and `read_sequence`, the sequence shape they share;
+- `budget`: a build's peak estimated from its size, and the settings that fit a budget;
+- `run_ahead`: `RunAhead`.
+
+This package is imported first by `graphseek.knowledge.graph` (its interface imports the
+algorithm modules that import its mechanisms; loaded first, those find its submodules).
 """
 
 from __future__ import annotations
@@ -36,17 +52,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from graphseek.knowledge.graph import spool
 from graphseek.knowledge.graph.align import cached_encode, spill_per_text
-from graphseek.knowledge.graph.budget import MemoryPlan, plan_memory
 from graphseek.knowledge.graph.clock import peak_rss_mb
 from graphseek.knowledge.graph.contextual import MentionVectors
-from graphseek.knowledge.graph.mention_columns import MentionColumns
-from graphseek.knowledge.graph.mention_table import MentionTable
-from graphseek.knowledge.graph.model_columns import EntityColumns
-from graphseek.knowledge.graph.passage_links import PassageLinks
-from graphseek.knowledge.graph.relation_columns import RelationBuilder, RelationColumns
-from graphseek.knowledge.graph.spool import ExtractionSpool, PassageSpool, SpilledArray, id_digest
+from graphseek.knowledge.graph.memory import spool
+from graphseek.knowledge.graph.memory.budget import MemoryPlan, plan_memory
+from graphseek.knowledge.graph.memory.mention_columns import MentionColumns
+from graphseek.knowledge.graph.memory.mention_table import MentionTable
+from graphseek.knowledge.graph.memory.model_columns import EntityColumns
+from graphseek.knowledge.graph.memory.passage_links import PassageLinks
+from graphseek.knowledge.graph.memory.relation_columns import RelationBuilder, RelationColumns
+from graphseek.knowledge.graph.memory.run_ahead import RunAhead
+from graphseek.knowledge.graph.memory.spool import (
+    ExtractionSpool,
+    PassageSpool,
+    SpilledArray,
+    id_digest,
+)
 from graphseek.knowledge.graph.text import clear_name_caches
 from graphseek.knowledge.heap import bound_heap
 
@@ -66,6 +88,7 @@ __all__ = [
     "RelationBuilder",
     "RelationColumns",
     "Rows",
+    "RunAhead",
     "SpilledArray",
     "after_alignment",
     "after_graph_vectors",

@@ -28,8 +28,8 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from graphseek.errors import CorpusError
+from graphseek.knowledge.graph.memory.read_sequence import ReadSequence
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.read_sequence import ReadSequence
 from graphseek.knowledge.passages import EMPTY_CORPUS, Passage, check_passage, duplicate_id
 
 _R = TypeVar("_R")

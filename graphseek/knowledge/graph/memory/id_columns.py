@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from graphseek.knowledge.graph.memory.read_sequence import ReadSequence
 from graphseek.knowledge.graph.models import mention_id
-from graphseek.knowledge.graph.read_sequence import ReadSequence
 
 ABSENT = -1
 """The position of an id that is not there, and the code of a mention a table leaves out."""
