@@ -230,7 +230,7 @@ def test_token_ids_read_as_a_list_of_lists() -> None:
 def test_a_bm25_index_of_a_corpus_view_is_the_one_of_its_list(tmp_path: Path) -> None:
     """`Contents` (the texts of passages, read as iterated: a spooled corpus's in blocks) gives
     the index files a list of the same texts gives."""
-    from graphseek.knowledge.graph.spool import PassageSpool
+    from graphseek.knowledge.graph.memory.spool import PassageSpool
     from graphseek.knowledge.index import Contents
 
     passages = [Passage.from_title_text(f"T{k}", t) for k, t in enumerate(["red apples", "", "pears ripen late", "an élan of red poppies"])]  # fmt: skip
@@ -254,7 +254,7 @@ def test_an_exact_index_of_rows_in_a_file_is_the_one_of_their_array(
     index keeps no second copy of them. Past the threshold they are read whole."""
     from graphseek.knowledge import dense
     from graphseek.knowledge.dense import DenseIndex
-    from graphseek.knowledge.graph.spool import SpilledArray
+    from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(50, 8)).astype(np.float32)
