@@ -26,8 +26,10 @@ per-run suffix ``-rN`` removed) in `graphseek/agents/reader_points.json`:
     .venv/bin/python benchmarks/calibrate.py --readers /tmp/lm_cascade.json [--write]
 
 `--reader-models DIR` reads each dataset with the reader fitted without it (the models
-`benchmarks/fit_reader.py --write-logo DIR` stores), so that with `--by-genre` both the reader's
-weights and the threshold are chosen on the other genres; use its own `--out`.
+`benchmarks/fit_reader.py --write-logo DIR` stores), and ranks its evidence sentences with the
+ranker fitted without it where DIR holds one (`benchmarks/sentence_ranker.py --write-logo DIR`),
+so that with `--by-genre` the reader's weights, the evidence ranker's and the threshold are all
+chosen on the other genres; use its own `--out`.
 
 `--by-genre` judges the rule leave-one-genre-out: for each dataset (a genre of documents) the
 threshold is chosen on the other datasets' questions, and the held one is scored at it: right,
@@ -171,6 +173,17 @@ def _read_with(path: Path) -> None:
     model = reader.load_model(path)
     reader.get_reader().model = model
     reader.load_model = lambda path=None: model  # type: ignore[assignment]
+    # the evidence ranker fitted without the same genre, where the folder holds one
+    # (`benchmarks/sentence_ranker.py --write-logo`): what the reply shows, and the reader's
+    # evidence-rank features
+    ranker = path.with_name(path.name.replace("reader_model-", "sentence_model-"))
+    if ranker.is_file():
+        from graphseek.agents.reading import sentences
+
+        data = json.loads(ranker.read_text())
+        fitted = tuple(float(data["weights"][name]) for name in sentences.FEATURES)
+        sentences.weights = lambda: fitted  # type: ignore[assignment]
+        print(f"showing evidence with {ranker.name}", flush=True)
     from graphseek.agents import registry
 
     registry._OFFLINE_CACHE.clear()  # the cached Librarians made their readers with the last one

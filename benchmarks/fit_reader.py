@@ -397,6 +397,12 @@ def main() -> int:
     ap.add_argument("--sources", default="", help="comma-separated sources to fit on (default all)")
     ap.add_argument("--dry-run", action="store_true", help="report only; write nothing")
     ap.add_argument(
+        "--without",
+        default="",
+        help="comma-separated FEATURES held at 0: the same examples fitted without them, an "
+        "ablation against a baseline of the same examples (e.g. --cache F, then --without heading)",
+    )
+    ap.add_argument(
         "--write-logo",
         type=Path,
         default=None,
@@ -427,6 +433,13 @@ def main() -> int:
             cache.write_bytes(pickle.dumps(data))
     if args.sources:
         data = [ex for ex in data if ex.source in set(args.sources.split(","))]
+    for name in [f for f in args.without.split(",") if f]:
+        if name not in FEATURES:
+            raise SystemExit(f"fit_reader.py: --without: no feature {name!r} in {FEATURES}")
+        column = FEATURES.index(name)
+        for ex in data:  # the same examples, the feature held at 0 (its weight then fits to 0)
+            ex.X[:, column] = 0.0
+        print(f"without {name}")
     print(f"{len(data)} questions: {dict(Counter(ex.source for ex in data))}")
     print(
         f"questions with a right candidate among the top {args.k} passages: "

@@ -19,6 +19,9 @@ Printed per genre, each ranker judged **leave-one-genre-out** (fitted on the oth
   their passage's title (document and section), as the CLI prints them.
 
 `--write` fits on every genre and stores the weights in the package's `sentence_model.json`.
+`--write-logo DIR` stores each held genre's weights (fitted on the others) as
+`DIR/sentence_model-<genre>.json`: `benchmarks/calibrate.py --reader-models DIR` shows a held
+genre's evidence with them, so that its *visible* share is judged leave-one-genre-out too.
 
     .venv/bin/python benchmarks/sentence_ranker.py                 # builds missing indexes once
     .venv/bin/python benchmarks/sentence_ranker.py --write
@@ -144,6 +147,16 @@ def visible(q: Question, w: np.ndarray) -> bool:
     return any(contains(text, a) for text in shown for a in q.answers)
 
 
+def _record(w: np.ndarray, genres: list[str], k: int) -> dict:
+    """A `sentence_model.json` record of weights `w` fitted on `genres`."""
+    return {
+        "weights": dict(zip(FEATURES, np.round(w, 4).tolist(), strict=True)),
+        "genres": genres,
+        "k": k,
+        "source": "benchmarks/sentence_ranker.py --write",
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--genres", default=",".join(GENRES))
@@ -154,6 +167,12 @@ def main() -> None:
         action="store_true",
         help="print the questions whose top passages hold the "
         "answer but whose shown sentences do not (fitted leave-one-genre-out)",
+    )
+    parser.add_argument(
+        "--write-logo",
+        type=Path,
+        default=None,
+        help="store each held genre's weights (fitted on the others) in this folder",
     )
     args = parser.parse_args()
     genres = [g for g in args.genres.split(",") if g]
@@ -169,6 +188,11 @@ def main() -> None:
         held = data[g]
         train = [q for h in genres if h != g for q in data[h]]
         w = fit(train) if len(genres) > 1 else hand
+        if args.write_logo is not None and len(genres) > 1:
+            args.write_logo.mkdir(parents=True, exist_ok=True)
+            (args.write_logo / f"sentence_model-{g}.json").write_text(
+                json.dumps(_record(w, [h for h in genres if h != g], args.k), indent=1) + "\n"
+            )
         n = len(held) or 1
         row = (
             sum(q.first_passage for q in held) / n,
@@ -207,13 +231,7 @@ def main() -> None:
     )
     if args.write:
         path = REPO / "graphseek" / "agents" / "reading" / MODEL_FILE
-        record = {
-            "weights": dict(zip(FEATURES, np.round(w_all, 4).tolist(), strict=True)),
-            "genres": genres,
-            "k": args.k,
-            "source": "benchmarks/sentence_ranker.py --write",
-        }
-        path.write_text(json.dumps(record, indent=1) + "\n")
+        path.write_text(json.dumps(_record(w_all, genres, args.k), indent=1) + "\n")
         print("wrote", path)
 
 
