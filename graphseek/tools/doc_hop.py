@@ -21,9 +21,9 @@ stem and title are a name. So, with no model:
    most `max_holders` documents do ("Robyn Speer" of wordfreq's page leads to ftfy's); and the
    documents the question names. The best `max_docs` of them (`order`).
 4. **Second hop**: inside each bridged document, its passages ranked for the question's words
-   the first hop's passage lacks, with the sentences that named the document, less the
-   document's own name words (`query`): by BM25 and by the idf of those words in a passage's
-   best sentence, fused by reciprocal rank (`within`).
+   with the sentences that named the document, less the document's own name words (`query`;
+   or only the question's words the first hop's passage lacks, "residual"): by BM25 and by the
+   idf of those words in a passage's best sentence, fused by reciprocal rank (`within`).
 5. **Fusion**: the first hop's best `keep`, then the second hop's best `per_doc` passages of
    each bridged document, then the rest of the first hop.
 
@@ -196,9 +196,9 @@ class DocHopConfig:
     #: the first hop's depth (its ranking fills what the second hop leaves)
     depth: int = 50
     #: first-hop passages whose sentences are searched for document names
-    source_depth: int = 5
+    source_depth: int = 10
     #: first-hop passages kept ahead of the second hop
-    keep: int = 2
+    keep: int = 1
     #: documents searched in the second hop at most
     max_docs: int = 1
     #: second-hop passages taken from each document
@@ -210,7 +210,7 @@ class DocHopConfig:
     #: the second hop's query: the question's words ("question"), or those the first hop's best
     #: passage from another document lacks ("residual"); "+sentence": with the sentences that
     #: named the document
-    query: str = "residual+sentence"
+    query: str = "question+sentence"
     #: how a document's passages are ranked: "bm25", "sentence" (the idf of the query's words
     #: in its best sentence) or "both" (the two fused by reciprocal rank, constant `rrf_k`)
     within: str = "both"
