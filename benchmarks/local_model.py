@@ -13,7 +13,8 @@ comes first: the reference row.
         --topologies naive,react,dual_agent,knowledge_aware --questions 2 --max-turns 3 \\
         --timeout 480 --out /tmp/local_model.json
 
-Rows are topologies, or ``naive:passages`` (the model reads whole passages, not the best
+Rows are topologies (each with optional run settings after ``@``: ``dual_agent@retriever=bridge``
+runs dual_agent with semantic bridging, whose Seeker is shown the bridges), or ``naive:passages`` (the model reads whole passages, not the best
 sentences), ``cascade`` (``readers="offline,openai:<model>"``: the offline reader drafts, the
 model reads only what it cannot settle) and ``cascade:<topology>``. ``--datasets
 pkgdocs:0:4,manpages:0:4,2wiki:0:4`` adds dev questions (the documentation genres of
@@ -178,14 +179,28 @@ def interleaved(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 #: a row's topology name: ``naive``, ``naive:passages`` (the model reads whole passages),
 #: ``cascade`` (naive with readers offline then the model, no other role on the model),
 #: ``cascade:<topology>`` (that topology's drafts through the same cascade)
+def row_context(name: str) -> tuple[str, dict[str, str]]:
+    """A row name without its run settings, and those settings: ``dual_agent@retriever=bridge``
+    (settings joined by ``@``) -> (``dual_agent``, {"retriever": "bridge"})."""
+    row, *pairs = name.split("@")
+    settings = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"row {name!r}: a run setting is KEY=VALUE, got {pair!r}")
+        settings[key] = value
+    return row, settings
+
+
 def run_settings(name: str, model: str) -> tuple[str, str, dict[str, Any]]:
     """(topology, llm spec, extra settings) of a row name."""
+    name, context = row_context(name)
     base, _, variant = name.partition(":")
     if base == "cascade":
-        return variant or "naive", "offline", {"readers": f"offline,openai:{model}"}
+        return variant or "naive", "offline", {"readers": f"offline,openai:{model}", **context}
     if variant == "passages":
-        return base, f"openai:{model}", {"read_by": "passages"}
-    return base, f"openai:{model}", {}
+        return base, f"openai:{model}", {"read_by": "passages", **context}
+    return base, f"openai:{model}", dict(context)
 
 
 # -- one run --------------------------------------------------------------------------------
@@ -340,8 +355,15 @@ def main(argv: list[str] | None = None) -> int:
     if "naive" in topologies:
         topologies = ["naive", *(t for t in topologies if t != "naive")]
     for name in topologies:
-        if name.partition(":")[0] not in (*TOPOLOGIES, "cascade"):
-            p.error(f"unknown row {name!r}: a topology, TOPOLOGY:passages or cascade[:TOPOLOGY]")
+        try:
+            row, _ = row_context(name)
+        except ValueError as exc:
+            p.error(str(exc))
+        if row.partition(":")[0] not in (*TOPOLOGIES, "cascade"):
+            p.error(
+                f"unknown row {name!r}: a topology, TOPOLOGY:passages or cascade[:TOPOLOGY], "
+                "each with optional run settings @KEY=VALUE"
+            )
     if args.report:
         return report(args.report, topologies)
 
@@ -393,9 +415,11 @@ def main(argv: list[str] | None = None) -> int:
             row = run_one(item, topology, model, base, args.timeout, settings)
             row["requests"] = _server_log(log, model)
             rows.append(row)
+            followed = len((row.get("diagnostics") or {}).get("bridges_followed") or [])
             print(f"[{time.time() - started:6.0f} s] {topology} / {row['qid']}: "
                   f"{row['outcome']} in {row['seconds']:.0f} s, "
-                  f"{row['usage'].get('llm_calls', 0)} calls, {len(row['tool_calls'])} tools; "
+                  f"{row['usage'].get('llm_calls', 0)} calls, {len(row['tool_calls'])} tools, "
+                  f"{followed} bridges followed; "
                   f"{row['abstain_reason'] or repr(row['answer'])}"[:400], flush=True)  # fmt: skip
             if args.out:
                 Path(args.out).write_text(
