@@ -1,9 +1,9 @@
 """Alignment scaling: semantic-merge candidates by exact search (n^2) against HNSW (n log n).
 
 Entity alignment pairs every base entity with its neighbours within cosine distance tau
-(`graphseek.knowledge.graph.candidates.radius_pairs`). The exact search compares every pair, so a
-corpus ten times larger costs a hundred times more; above `EXACT_PAIRS_MAX` base entities the
-build switches to an HNSW graph. This prints, per size, both searches' CPU seconds and the share
+(`graphseek.knowledge.graph.algorithms.candidates.radius_pairs`). The exact search compares every
+pair, so a corpus ten times larger costs a hundred times more; above `EXACT_PAIRS_MAX` base entities
+the build switches to an HNSW graph. This prints, per size, both searches' CPU seconds and the share
 of the exact pairs the HNSW search finds (pairs of a fixed sample of query entities).
 
 Vectors: the base-entity vectors of a graph index (the 2Wiki corpus's has 63K entities; build
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphseek.knowledge.graph.candidates import EXACT_PAIRS_MAX, radius_pairs
+from graphseek.knowledge.graph.algorithms.candidates import EXACT_PAIRS_MAX, radius_pairs
 
 TAU = 0.25
 MAX_NEIGHBORS = 10

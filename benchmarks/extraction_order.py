@@ -47,7 +47,7 @@ class LemmaLog:
     """Records every lemma `SpacyTables.lemma` gives, by (text, tag): the POS and the lemma."""
 
     def __init__(self) -> None:
-        from graphseek.knowledge.graph import spacy_tables
+        from graphseek.knowledge.graph.extract import spacy_tables
 
         self.seen: dict[tuple[str, str], Counter[tuple[str, str]]] = defaultdict(Counter)
         self.original = original = spacy_tables.SpacyTables.lemma
@@ -60,7 +60,7 @@ class LemmaLog:
         spacy_tables.SpacyTables.lemma = lemma  # type: ignore[method-assign,assignment]
 
     def stop(self) -> None:
-        from graphseek.knowledge.graph import spacy_tables
+        from graphseek.knowledge.graph.extract import spacy_tables
 
         spacy_tables.SpacyTables.lemma = self.original  # type: ignore[method-assign]
 
@@ -75,7 +75,7 @@ class LemmaLog:
 
 def logged_extraction(passages: list) -> tuple[list, LemmaLog]:
     """One process, in order, with every lemma recorded."""
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
     log = LemmaLog()
     try:
@@ -93,7 +93,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from indexing import synthetic
 
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
     passages = synthetic(args.data_dir, args.passages)
     runs = {}

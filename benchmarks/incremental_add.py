@@ -79,7 +79,7 @@ PARTS = (
     ("graphseek.knowledge.graph.build", "new_passage_pass", "passage pass of the new passages"),
     ("graphseek.knowledge.graph.build", "assemble", "alignment, linking, vectors, topics"),
     ("graphseek.knowledge.graph.build", "write", "the graph store written"),
-    ("graphseek.knowledge.graph.store_writer", "_write_arrays", "  of which vectors, matrices"),
+    ("graphseek.knowledge.graph.store.writer", "_write_arrays", "  of which vectors, matrices"),
     ("graphseek.knowledge.graph.delta", "delta_add", "the delta add (copy, change, write)"),
     ("graphseek.knowledge.graph.delta", "_apply", "  of which the changes (not the copy)"),
     ("graphseek.knowledge.graph.stages.link", "match_links", "    of which the matcher"),

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def child(path: Path, cache_kib: int) -> dict[str, float]:
-    from graphseek.knowledge.graph.store_writer import _INDEXES
+    from graphseek.knowledge.graph.store.writer import _INDEXES
 
     con = sqlite3.connect(path)
     con.execute("PRAGMA journal_mode=OFF")
@@ -68,7 +68,7 @@ def main() -> None:
         print(json.dumps(child(Path(args.child[0]), int(args.child[1]))))
         return
 
-    from graphseek.knowledge.graph.store_writer import _INDEXES
+    from graphseek.knowledge.graph.store.writer import _INDEXES
 
     names = re.findall(r"CREATE INDEX (\w+)", _INDEXES)
     with tempfile.TemporaryDirectory(prefix="index-cache-") as tmp:

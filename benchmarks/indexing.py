@@ -114,7 +114,11 @@ def embedded_tokens(index: Any, passages: list[Any]) -> dict[str, int]:
     vector cache), counted with the model's tokenizer (256-token truncation, [CLS] and [SEP]).
     Passages vs graph strings is the floor of index time / raw encoder time."""
     from graphseek.knowledge.embedder import load_tokenizer, model_dir
-    from graphseek.knowledge.graph.vectors import entity_text, hyperedge_text, relation_text
+    from graphseek.knowledge.graph.algorithms.vectors import (
+        entity_text,
+        hyperedge_text,
+        relation_text,
+    )
 
     tokenizer = load_tokenizer(model_dir())
 
@@ -345,7 +349,7 @@ def show(label: str, row: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    from graphseek.knowledge.graph.contextual import ALIGNMENT_VECTORS
+    from graphseek.knowledge.graph.algorithms.contextual import ALIGNMENT_VECTORS
     from graphseek.knowledge.graph.settings import OUTSIDE_WINDOW
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -34,7 +34,7 @@ def child(mode: str, threads: int, n: int, data_dir: Path) -> None:
     from bounded_build import _rollup_mb, children_private_mb
     from indexing import synthetic
 
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
     passages = synthetic(data_dir, n)
     extractor = OfflineExtractor(n_process=2)
@@ -61,7 +61,7 @@ def child(mode: str, threads: int, n: int, data_dir: Path) -> None:
         result: dict[str, object] = {"workers_private_mb": sorted(workers.values())}
     else:
         from graphseek.knowledge.embedder import get_embedder
-        from graphseek.knowledge.graph.contextual import encode_passages
+        from graphseek.knowledge.graph.algorithms.contextual import encode_passages
 
         embedder = get_embedder()
         embedder.encode(["warm up"])

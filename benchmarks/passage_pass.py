@@ -1,8 +1,8 @@
 """Passage-pass benchmark: a build's passage pass alone, from a stored build, with its RSS by block.
 
-The passage pass (`graphseek.knowledge.graph.contextual.encode_passages`: the passage vectors
-and every mention's contextual vector, from one MiniLM run) is a whole build's peak. This runs
-it alone on a stored graph's passages and extractions (read back from ``graph.sqlite`` into an
+The passage pass (`graphseek.knowledge.graph.algorithms.contextual.encode_passages`: the passage
+vectors and every mention's contextual vector, from one MiniLM run) is a whole build's peak. This
+runs it alone on a stored graph's passages and extractions (read back from ``graph.sqlite`` into an
 `ExtractionSpool`, as `benchmarks/reduce_stages.py` does), in a process whose C heap is bounded
 as a build's is (`graphseek.knowledge.heap.bound_heap`), and prints the RSS when the pass
 begins, after each block of passages (longest first), its most (sampled every 50 ms), and after
@@ -45,7 +45,7 @@ def main() -> None:
     bound_heap()
 
     from graphseek.knowledge.embedder import Embedder, get_embedder
-    from graphseek.knowledge.graph import contextual
+    from graphseek.knowledge.graph.algorithms import contextual
     from graphseek.knowledge.graph.memory.spool import ExtractionSpool
     from graphseek.knowledge.graph.store import SQLiteGraphStore
 

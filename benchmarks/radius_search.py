@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from graphseek.knowledge.graph import candidates
+from graphseek.knowledge.graph.algorithms import candidates
 from graphseek.knowledge.graph.settings import DEFAULT_TAU
 
 

@@ -49,7 +49,7 @@ def peak_mb() -> int:
 
 
 PHASES = {
-    "graphseek.knowledge.graph.align": [
+    "graphseek.knowledge.graph.algorithms.align": [
         "exact_groups",
         "raw_entity_count",
         "radius_pair_rows",
@@ -73,7 +73,7 @@ PHASES = {
     "graphseek.knowledge.graph.stages.write": ["build_matrices", "write_store"],
     # inside the write, this thread's steps (the database is written on another meanwhile);
     # the matrices and nodes.json are written after `build_matrices`
-    "graphseek.knowledge.graph.store_writer": ["_save_npy", "_save_rows", "build_matrices"],
+    "graphseek.knowledge.graph.store.writer": ["_save_npy", "_save_rows", "build_matrices"],
 }
 """The functions `--phases` names the RSS samples after (module: names, ``Class.method``)."""
 
@@ -324,10 +324,10 @@ def main() -> None:
     import numpy as np
 
     from graphseek.knowledge.embedder import get_embedder
+    from graphseek.knowledge.graph.algorithms.contextual import MentionVectors, encode_passages
     from graphseek.knowledge.graph.build import MappedPassages, build_graph
-    from graphseek.knowledge.graph.contextual import MentionVectors, encode_passages
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
     from graphseek.knowledge.graph.memory.spool import ExtractionSpool, PassageSpool
-    from graphseek.knowledge.graph.offline import OfflineExtractor
     from graphseek.knowledge.graph.settings import RunOptions
     from graphseek.knowledge.graph.store import SQLiteGraphStore
 

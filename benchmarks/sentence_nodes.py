@@ -29,7 +29,7 @@ from scipy import sparse
 
 from graphseek.knowledge.dense import encode_texts
 from graphseek.knowledge.embedder import get_embedder
-from graphseek.knowledge.graph.contextual import encode_passages
+from graphseek.knowledge.graph.algorithms.contextual import encode_passages
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.sentences import (
     PooledSentences,

@@ -27,7 +27,7 @@ a test keeps them equal)."""
 
 ALIGNMENT_VECTORS = ("contextual", "records")
 """`graphseek index --alignment` choices, default first: `GraphSettings.alignment` and
-`ALIGNMENT_VECTORS` of graphseek.knowledge.graph.contextual (a test keeps them equal)."""
+`ALIGNMENT_VECTORS` of graphseek.knowledge.graph.algorithms.contextual (a test keeps them equal)."""
 
 DEMO_PACKAGE = "graphseek.knowledge.demo"
 

@@ -21,13 +21,13 @@ import pytest
 from demo_builds import demo_copies, store_files, store_manifest
 
 from graphseek.knowledge.graph import build_graph
-from graphseek.knowledge.graph.contextual import MENTION_DTYPE, mention_spans
-from graphseek.knowledge.graph.exact import components
+from graphseek.knowledge.graph.algorithms.contextual import MENTION_DTYPE, mention_spans
+from graphseek.knowledge.graph.algorithms.exact import components
 from graphseek.knowledge.graph.memory.spool import PassageSpool
 from graphseek.knowledge.graph.settings import QUIET, RunOptions
 from graphseek.knowledge.passages import Passage
 
-align = importlib.import_module("graphseek.knowledge.graph.align")
+align = importlib.import_module("graphseek.knowledge.graph.algorithms.align")
 building = importlib.import_module("graphseek.knowledge.graph.build")
 memory = importlib.import_module("graphseek.knowledge.graph.memory")
 align_stage = importlib.import_module("graphseek.knowledge.graph.stages.align")
@@ -35,8 +35,8 @@ link_stage = importlib.import_module("graphseek.knowledge.graph.stages.link")
 pass_stage = importlib.import_module("graphseek.knowledge.graph.stages.passage_pass")
 topics_stage = importlib.import_module("graphseek.knowledge.graph.stages.topics")
 write_stage = importlib.import_module("graphseek.knowledge.graph.stages.write")
-contextual = importlib.import_module("graphseek.knowledge.graph.contextual")
-store_writer = importlib.import_module("graphseek.knowledge.graph.store_writer")
+contextual = importlib.import_module("graphseek.knowledge.graph.algorithms.contextual")
+store_writer = importlib.import_module("graphseek.knowledge.graph.store.writer")
 
 # -- the reference: the functions as they were before the change ---------------------------------
 
@@ -106,8 +106,8 @@ def reference_extract(passages, extractor, coreferencer, timings, ahead=None):  
 
 
 def reference_raw_components(extractions, node_of, n, scope):  # type: ignore[no-untyped-def]
-    from graphseek.knowledge.graph.link import cooccurring_pairs
-    from graphseek.knowledge.graph.records import GENERIC_TYPES
+    from graphseek.knowledge.graph.algorithms.link import cooccurring_pairs
+    from graphseek.knowledge.graph.algorithms.records import GENERIC_TYPES
 
     edges = [
         (node_of[r.source], node_of[r.target])
@@ -290,7 +290,7 @@ def test_a_build_under_the_least_memory_writes_the_same_store(
     least_plan = budget.MemoryPlan(512, 1, 1, budget.CACHE_CHOICES_KIB[-1], 1200)
     made: list[int] = []
     pools: list[int] = []
-    offline = importlib.import_module("graphseek.knowledge.graph.offline")
+    offline = importlib.import_module("graphseek.knowledge.graph.extract.offline")
     patch = pytest.MonkeyPatch()
     forked = offline.OfflineExtractor._extract_forked
 

@@ -18,7 +18,8 @@ from graphseek.knowledge.graph.settings import GraphSettings, RunOptions, graph_
 
 GRAPH = Path(graph_package.__file__).parent
 STAGES = sorted((GRAPH / "stages").glob("*.py"))
-PIPELINE = [GRAPH / "build.py", GRAPH / "delta.py", GRAPH / "stored.py", *STAGES]
+"""The stages, their interface (`stages/__init__.py`: `Run`, `timed`) and its timer (`clock`)."""
+PIPELINE = [GRAPH / "build.py", GRAPH / "delta.py", GRAPH / "store" / "stored.py", *STAGES]
 """The pipelines (a build's, a delta add's), the stored graph a delta reads, and the stages."""
 
 
@@ -152,19 +153,45 @@ def test_no_stage_handles_memory_itself() -> None:
 MECHANISMS = {p.stem for p in (GRAPH / "memory").glob("*.py") if p.stem != "__init__"}
 """The memory package's modules: its mechanisms, behind its interface (`memory/__init__.py`)."""
 MEMORY_MODULES = {f"graphseek.knowledge.graph.memory.{name}" for name in MECHANISMS} | {
-    "graphseek.knowledge.graph.clock",  # timings and peak RSS: `stages.timed`, `memory.peak_mb`
+    "graphseek.knowledge.graph.stages.clock",  # times, peak RSS: `stages.timed`, `memory.peak_mb`
     "graphseek.knowledge.heap",
 }
 
 
 def test_the_memory_mechanisms_are_modules_of_the_memory_package() -> None:
     """The modules that exist to bound a build's memory or time-share it live in
-    `graph/memory/`, none beside the pipeline, the stages and the algorithms."""
+    `graph/memory/`, none beside the pipeline, the stages, the algorithms, the extractors or the
+    store."""
     expected = {"spool", "budget", "run_ahead", "read_sequence", "id_columns", "model_columns",
                 "mention_columns", "relation_columns", "mention_table", "merge_pairs",
                 "passage_links"}  # fmt: skip
     assert expected <= MECHANISMS
-    assert not {p.stem for p in GRAPH.glob("*.py")} & MECHANISMS
+    elsewhere = {p.stem for p in GRAPH.rglob("*.py") if p.parent.name != "memory"}
+    assert not elsewhere & MECHANISMS
+
+
+LAYOUT = {
+    "__init__.py",  # the public names
+    "build.py",  # the pipeline
+    "delta.py",  # the delta add's driver
+    "settings.py",  # what a build is and how it runs
+    "models.py",  # the graph's types
+    "text.py",  # name normalisation, shared with graphseek.tools
+    "sentences.py",  # the sentence layer, read by graphseek.tools.bridge
+    "stages",  # one module per stage
+    "memory",  # the memory interface and its mechanisms
+    "algorithms",  # what the stages compute with: alignment, linking, hyperedges, vectors
+    "extract",  # the extractors a caller chooses, their prompts and spaCy tables
+    "store",  # the store on disk: reading, writing, statistics
+}
+
+
+def test_the_graph_package_is_the_pipeline_and_one_package_per_concern() -> None:
+    """A newcomer finds the build in `build.py`, a stage in `stages/`, memory in `memory/`:
+    graph/'s top level holds nothing else but the types and settings a caller passes or gets
+    and the packages the stages call into."""
+    found = {p.name for p in GRAPH.iterdir() if p.name != "__pycache__"}
+    assert found == LAYOUT, (sorted(found - LAYOUT), sorted(LAYOUT - found))
 
 
 def test_the_pipeline_and_stages_reach_memory_only_through_its_module() -> None:
@@ -181,7 +208,8 @@ def test_the_pipeline_and_stages_reach_memory_only_through_its_module() -> None:
             if isinstance(n, ast.ImportFrom) and n.module == "graphseek.knowledge.graph.memory"
             for a in n.names
         }
-        allowed = {"graphseek.knowledge.graph.clock"} if path.name == "__init__.py" else set()
+        interface = path.name == "__init__.py"  # `stages/__init__.py`: `timed` runs the clock
+        allowed = {"graphseek.knowledge.graph.stages.clock"} if interface else set()
         assert not (imported & MEMORY_MODULES) - allowed, path.name
 
 

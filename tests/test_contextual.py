@@ -16,18 +16,18 @@ from floats import HALF_STEPS, assert_close
 
 from graphseek.knowledge.embedder import Embedder, get_embedder, pool_spans
 from graphseek.knowledge.graph import add_passages, build_graph, delete_passages
-from graphseek.knowledge.graph.build import build_graph_with_vectors
-from graphseek.knowledge.graph.candidates import variant_pairs
-from graphseek.knowledge.graph.contextual import (
+from graphseek.knowledge.graph.algorithms.candidates import variant_pairs
+from graphseek.knowledge.graph.algorithms.contextual import (
     ALIGNMENT_VECTORS,
     base_vectors,
     encode_passages,
     mention_spans,
 )
+from graphseek.knowledge.graph.algorithms.records import EntityRecord
+from graphseek.knowledge.graph.build import build_graph_with_vectors
+from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 from graphseek.knowledge.graph.memory.spool import SpilledArray
 from graphseek.knowledge.graph.models import Mention
-from graphseek.knowledge.graph.offline import OfflineExtractor
-from graphseek.knowledge.graph.records import EntityRecord
 from graphseek.knowledge.graph.settings import QUIET, GraphSettings, settings_of
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 from graphseek.knowledge.graph.text import stable_id
@@ -147,7 +147,7 @@ def test_the_pass_runs_two_blocks_at_once_with_the_same_result(onnx: Embedder, m
     for bit, the mention rows in the blocks' order; BLAS threads are given back after."""
     from threadpoolctl import threadpool_info
 
-    from graphseek.knowledge.graph import contextual
+    from graphseek.knowledge.graph.algorithms import contextual
 
     def blas_threads() -> list[int]:
         return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
@@ -244,7 +244,7 @@ def test_base_vectors_are_normalised_sums_and_report_the_missing() -> None:
 def test_base_vectors_in_blocks_are_the_sums_of_one_stack(monkeypatch) -> None:
     """Summed a few rows at a time (groups never split), every base vector has the same bits
     as when all rows are stacked at once."""
-    from graphseek.knowledge.graph import contextual
+    from graphseek.knowledge.graph.algorithms import contextual
 
     rng = np.random.default_rng(7)
     vectors = {f"m{k}": rng.normal(size=16).astype(np.float16) for k in range(400)}
@@ -259,7 +259,7 @@ def test_base_vectors_in_blocks_are_the_sums_of_one_stack(monkeypatch) -> None:
 
 
 def test_mention_vectors_keep_rows_in_a_file_and_read_them_back() -> None:
-    from graphseek.knowledge.graph.contextual import MENTION_DTYPE, MentionVectors
+    from graphseek.knowledge.graph.algorithms.contextual import MENTION_DTYPE, MentionVectors
 
     rng = np.random.default_rng(3)
     first = rng.normal(size=(3, 8)).astype(np.float32)
@@ -286,7 +286,7 @@ def test_mention_vectors_keep_rows_in_a_file_and_read_them_back() -> None:
 def test_frozen_mention_vectors_read_the_same_rows_through_sorted_ids() -> None:
     """`freeze` replaces the row dict by row numbers over alignment's sorted ids: the same
     keys, rows and runs; ids without a vector stay absent; nothing can be added after."""
-    from graphseek.knowledge.graph.contextual import MentionVectors
+    from graphseek.knowledge.graph.algorithms.contextual import MentionVectors
     from graphseek.knowledge.graph.memory.id_columns import IdList, MentionIds
 
     rng = np.random.default_rng(5)
@@ -321,7 +321,7 @@ def test_mention_vectors_take_rows_in_runs_as_lookups_give_them(
 ) -> None:
     """`take` stacks the rows of any ids (any order, repeats, a replaced row, a restricted
     view) as their lookups do, reading each run of rows that lie one after another once."""
-    from graphseek.knowledge.graph.contextual import MENTION_DTYPE, MentionVectors
+    from graphseek.knowledge.graph.algorithms.contextual import MENTION_DTYPE, MentionVectors
     from graphseek.knowledge.graph.memory.spool import TempFile
 
     rng = np.random.default_rng(7)
@@ -351,8 +351,8 @@ def test_mention_vectors_take_rows_in_runs_as_lookups_give_them(
 def test_mention_vectors_read_back_from_a_stored_file(tmp_path: Path) -> None:
     """An update's cache copies the store's rows into its own file in blocks; float32 rows (a
     PostgreSQL export) come back as the float16 values they were; a bad file is one line."""
-    from graphseek.knowledge.graph import contextual
-    from graphseek.knowledge.graph.contextual import MENTION_DTYPE, MentionVectors
+    from graphseek.knowledge.graph.algorithms import contextual
+    from graphseek.knowledge.graph.algorithms.contextual import MENTION_DTYPE, MentionVectors
     from graphseek.knowledge.graph.stages.passage_pass import with_new
 
     rng = np.random.default_rng(5)
@@ -415,7 +415,7 @@ def test_base_entities_without_a_mention_vector_merge_by_name_or_embed_their_rec
     """Every mention of "Steph Curry" and of "NBA" lies past the encoder's window: by default
     they have no vector (zero rows) and meet other base entities by name only; with
     ``embed_outside`` their record strings are embedded."""
-    from graphseek.knowledge.graph.align import Aligner, AlignmentCache
+    from graphseek.knowledge.graph.algorithms.align import Aligner, AlignmentCache
 
     def mention(k: int, name: str, kind: str) -> Mention:
         return Mention(id=f"p{k}#m0", passage_id=f"p{k}", name=name, types=[kind])
@@ -459,8 +459,8 @@ def test_an_update_reuses_the_base_vectors_of_unchanged_base_entities(
     """A base entity whose id the cache holds has the same mentions, so its stored row is
     used and its mentions' vectors are not read; the others are summed. The rows equal a
     fresh alignment's."""
-    from graphseek.knowledge.graph import align
-    from graphseek.knowledge.graph.align import Aligner, AlignmentCache
+    from graphseek.knowledge.graph.algorithms import align
+    from graphseek.knowledge.graph.algorithms.align import Aligner, AlignmentCache
 
     if rows:
         monkeypatch.setattr(align, "BASE_ROWS", rows)
@@ -648,7 +648,7 @@ def test_base_vector_blocks_give_base_vectors_rows_a_block_at_a_time(
 ) -> None:
     """Blocks end at a group's edge, zero rows stand for groups with no vector (one at the
     end too), and their stack is the rows of one sum over everything."""
-    from graphseek.knowledge.graph import contextual
+    from graphseek.knowledge.graph.algorithms import contextual
 
     rng = np.random.default_rng(3)
     vectors = {f"m{k}": rng.standard_normal(6).astype(np.float16) for k in range(40)}

@@ -1,8 +1,9 @@
 """A directory index read one neighbourhood at a time (`Index.open(path,
-graph_reads="neighbourhood")`, `graphseek.knowledge.graph.neighbourhood.DirectoryNeighbourhood`)
-against the PostgreSQL backend's neighbourhood reads of the same corpus: every read of the
-`NeighbourhoodReads` protocol returns the same rows, and the graph retrievers and G-RAGent's
-primitives written above the protocol return the same results from both.
+graph_reads="neighbourhood")`,
+`graphseek.knowledge.graph.store.neighbourhood.DirectoryNeighbourhood`) against the PostgreSQL
+backend's neighbourhood reads of the same corpus: every read of the `NeighbourhoodReads` protocol
+returns the same rows, and the graph retrievers and G-RAGent's primitives written above the protocol
+return the same results from both.
 
 The two indexes of the tiny corpus are `tests/test_postgres_store.py`'s session fixtures (on
 conftest.py's embedded PostgreSQL, `pg_server`).

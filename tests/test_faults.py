@@ -334,7 +334,7 @@ def test_ctrl_c_during_extraction_waits_for_the_run_ahead_thread(
     import graphseek.knowledge.graph.memory.run_ahead as run_ahead_module
     from graphseek.knowledge.embedder import SpanPass
     from graphseek.knowledge.graph import build_graph
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
     from graphseek.knowledge.graph.settings import QUIET
 
     release, ended = threading.Event(), threading.Event()

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 from floats import assert_close
 
-from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, candidates, text
-from graphseek.knowledge.graph.candidates import radius_pairs
-from graphseek.knowledge.graph.exact import exact_groups, raw_entity_count
+from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, text
+from graphseek.knowledge.graph.algorithms import candidates
+from graphseek.knowledge.graph.algorithms.candidates import radius_pairs
+from graphseek.knowledge.graph.algorithms.exact import exact_groups, raw_entity_count
+from graphseek.knowledge.graph.algorithms.records import types_compatible
 from graphseek.knowledge.graph.memory.id_columns import IdList, MentionIds
 from graphseek.knowledge.graph.memory.mention_columns import MentionColumns
-from graphseek.knowledge.graph.records import types_compatible
 from graphseek.knowledge.graph.text import (
     clear_name_caches,
     is_acronym_of,
@@ -113,7 +114,7 @@ def _reference_exact_groups(mentions: Sequence[Mention]) -> list[list[int]]:
     """The exact-match rule stated pair by pair and closed transitively: two mentions of one
     passage sharing a key are one; two passage groups sharing a key and one of their bucket
     types are one (the whole corpus's keys held, every pair compared)."""
-    from graphseek.knowledge.graph.exact import UnionFind, _bucket_types
+    from graphseek.knowledge.graph.algorithms.exact import UnionFind, _bucket_types
 
     keys = [{normalize_name(s) for s in (m.name, *m.aliases)} - {""} for m in mentions]
     n = len(mentions)
@@ -448,7 +449,7 @@ def test_every_row_search_computes_each_pair_once_and_finds_what_per_query_searc
 
 
 def test_groups_hold_lists_of_ints_as_two_arrays() -> None:
-    from graphseek.knowledge.graph.exact import Groups
+    from graphseek.knowledge.graph.algorithms.exact import Groups
 
     lists = [[0, 3], [1], [2, 4, 5], [6]]
     groups = Groups.of(lists)

@@ -22,7 +22,7 @@ from graphseek.knowledge.graph.settings import QUIET, GraphSettings, settings_of
 from graphseek.knowledge.graph.stages import align as align_stage
 from graphseek.knowledge.graph.stages import link as link_stage
 from graphseek.knowledge.graph.stages import write as write_stage
-from graphseek.knowledge.graph.stored import StoredGraph
+from graphseek.knowledge.graph.store.stored import StoredGraph
 from graphseek.knowledge.passages import Passage
 
 FORD_AGAIN = Passage.from_title_text(
@@ -308,7 +308,11 @@ def test_an_exact_add_after_a_delta_keeps_the_stored_merge_decisions(tmp_path: P
 
 
 def test_a_stored_entity_that_gains_aliases_gets_its_vector_again(tmp_path: Path) -> None:
-    from graphseek.knowledge.graph.vectors import default_embed, entity_text, string_embed
+    from graphseek.knowledge.graph.algorithms.vectors import (
+        default_embed,
+        entity_text,
+        string_embed,
+    )
 
     out = tmp_path / "graph"
     build(CORPUS[:2], out).close()  # Stephen Curry (alias GSW for the Warriors), the Warriors
@@ -340,8 +344,8 @@ def test_a_name_shared_without_a_type_goes_to_the_merge_decision(
 ) -> None:
     """As the build's name candidates: a new generic "Akron" (no type shared with the stored
     GPE/ORG "Akron") is judged by the offline decision, which joins a proper name."""
+    from graphseek.knowledge.graph.algorithms.vectors import default_embed
     from graphseek.knowledge.graph.models import Mention
-    from graphseek.knowledge.graph.vectors import default_embed
 
     out = copy_of(stores["half"], tmp_path)
     with SQLiteGraphStore.open(out) as store:

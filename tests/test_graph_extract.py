@@ -98,7 +98,7 @@ def test_offline_facts_are_sentences(offline: list[Extraction]) -> None:
 def test_worker_processes_give_the_single_process_extractions(
     offline: list[Extraction], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphseek.knowledge.graph import offline as module
+    from graphseek.knowledge.graph.extract import offline as module
 
     monkeypatch.setattr(module, "PARALLEL_MIN", 2)
     monkeypatch.setattr(module, "CHUNK", 1)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from graphseek.knowledge.graph import Entity, Extraction, HyperEdge, Mention, RawFact
-from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, topic_count
-from graphseek.knowledge.graph.link import MatchReport, cooccurrence_edges, match_numbers
+from graphseek.knowledge.graph.algorithms.hyper import assign_topics, build_hyperedges, topic_count
+from graphseek.knowledge.graph.algorithms.link import MatchReport, cooccurrence_edges, match_numbers
 from graphseek.knowledge.graph.models import linearise_hyperedge
 from graphseek.knowledge.passages import Passage
 

@@ -163,7 +163,7 @@ def test_matrices_and_vectors(store: SQLiteGraphStore) -> None:
 
 
 def test_the_raw_layer_reads_back_as_the_extractions_written(tmp_path: Path) -> None:
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
     written = OfflineExtractor().extract(CORPUS)
     out = tmp_path / "graph"
@@ -267,7 +267,7 @@ def test_interrupted_build_keeps_the_previous_store(
         build_graph(CORPUS[:2], out, extractor=FailingExtractor(), run=QUIET)
     assert gc.isenabled()  # the build pauses automatic collection, and gives it back on failure
 
-    import graphseek.knowledge.graph.store_writer as store_module
+    import graphseek.knowledge.graph.store.writer as store_module
 
     def crash(*args: object, **kwargs: object) -> None:
         raise Boom("disk full while writing matrices")
@@ -455,13 +455,13 @@ def test_an_updates_vector_cache_holds_every_stored_vector_by_its_text(
     """The cache an update starts from (read as rows, no records built) gives each stored
     entity, relation and hyperedge text the vector the store holds for it (the first row's,
     for a text two rows share): those texts are not encoded again."""
-    from graphseek.knowledge.graph.settings import settings_of
-    from graphseek.knowledge.graph.vectors import (
+    from graphseek.knowledge.graph.algorithms.vectors import (
         cache_from_store,
         entity_text,
         hyperedge_text,
         relation_text,
     )
+    from graphseek.knowledge.graph.settings import settings_of
 
     cache = cache_from_store(store, settings_of(store))
     names = {e.id: e.name for e in store.entities()}
@@ -482,7 +482,7 @@ def test_an_updates_vector_cache_holds_every_stored_vector_by_its_text(
 
 
 def test_id_lists_are_written_as_the_compact_json_of_the_whole(tmp_path: Path) -> None:
-    from graphseek.knowledge.graph import store_writer
+    from graphseek.knowledge.graph.store import writer as store_writer
 
     lists = {
         "entities": [f"e-{k}" for k in range(5)],

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph.align import record_entity
-from graphseek.knowledge.graph.hyper import assign_topics
+from graphseek.knowledge.graph.algorithms.align import record_entity
+from graphseek.knowledge.graph.algorithms.hyper import assign_topics
+from graphseek.knowledge.graph.algorithms.records import EntityRecord
 from graphseek.knowledge.graph.memory.id_columns import ABSENT, IdList, MentionIds
 from graphseek.knowledge.graph.memory.model_columns import EntityColumns, HyperEdgeColumns
 from graphseek.knowledge.graph.models import HyperEdge, graph_record
-from graphseek.knowledge.graph.records import EntityRecord
 
 IDS = sorted(f"p{p}#m{k}" for p in range(3) for k in range(4))
 

@@ -8,9 +8,9 @@ import pytest
 from scipy import sparse
 
 from graphseek.knowledge.graph import Entity, Relation
-from graphseek.knowledge.graph.link import match_numbers
+from graphseek.knowledge.graph.algorithms.link import match_numbers
 from graphseek.knowledge.graph.memory.passage_links import PassageLinks
-from graphseek.knowledge.graph.store_writer import build_matrices
+from graphseek.knowledge.graph.store.writer import build_matrices
 from graphseek.knowledge.passages import Passage
 
 ENTITIES = ["e-b", "e-a", "e-c"]  # not sorted: rows follow the ids' order, not the positions

@@ -187,13 +187,13 @@ _ALLOWED: dict[tuple[str, str], str] = {
     ("agents/prompts/sufficiency.py", "born"): _PROMPT,
     ("agents/prompts/sufficiency.py", "director"): _PROMPT,
     ("agents/prompts/sufficiency.py", "film"): _PROMPT,
-    ("knowledge/graph/prompts.py", "born in"): _PROMPT,
-    ("knowledge/graph/prompts.py", "directed"): _PROMPT,
-    ("knowledge/graph/prompts.py", "film"): _PROMPT,
-    ("knowledge/graph/prompts.py", "band"): _PROMPT,
+    ("knowledge/graph/extract/prompts.py", "born in"): _PROMPT,
+    ("knowledge/graph/extract/prompts.py", "directed"): _PROMPT,
+    ("knowledge/graph/extract/prompts.py", "film"): _PROMPT,
+    ("knowledge/graph/extract/prompts.py", "band"): _PROMPT,
     ("tools/prompts.py", "film"): _PROMPT,
     ("tools/prompts.py", "mother"): _PROMPT,
-    ("knowledge/graph/doc_analysis.py", "born"): "the offline extractor's alias pattern at "
+    ("knowledge/graph/extract/doc_analysis.py", "born"): "the offline extractor's alias pattern at "
     "index time ('(born X)' gives a birth name); no profile reaches an index build",
     **{
         ("agents/reading/question.py", word): "one-hop kinship is English: a relative is a "

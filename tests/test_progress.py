@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphseek.knowledge import progress
-from graphseek.knowledge.graph import vectors as graph_vectors
+from graphseek.knowledge.graph.algorithms import vectors as graph_vectors
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.loaders import load_corpus
 

@@ -15,7 +15,7 @@ from graphseek.knowledge.graph.memory.relation_columns import (
     RelationColumns,
 )
 from graphseek.knowledge.graph.models import Relation
-from graphseek.knowledge.graph.store_writer import build_matrices, insert_relations
+from graphseek.knowledge.graph.store.writer import build_matrices, insert_relations
 
 
 def _relations(seed: int, n: int) -> list[Relation]:
@@ -100,8 +100,8 @@ def reference_similarity_edges(pairs, base_entity, entities, *, max_per_entity):
     entities' best unmerged pair through a dict, ranked, capped per entity, sorted by id."""
     from collections import Counter
 
-    from graphseek.knowledge.graph.link import SIMILAR, relation_id
-    from graphseek.knowledge.graph.records import VALUE_TYPES
+    from graphseek.knowledge.graph.algorithms.link import SIMILAR, relation_id
+    from graphseek.knowledge.graph.algorithms.records import VALUE_TYPES
 
     best: dict[tuple[str, str], float] = {}
     for (a, b), (sim, merged) in pairs.items():
@@ -145,7 +145,7 @@ def test_similar_relations_are_similarity_edges(seed: int) -> None:
     none between merged bases, one entity's bases or value-typed entities."""
     from types import SimpleNamespace
 
-    from graphseek.knowledge.graph.link import similar_relations, similarity_edges
+    from graphseek.knowledge.graph.algorithms.link import similar_relations, similarity_edges
     from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 
     rng = np.random.default_rng(seed)

@@ -110,7 +110,7 @@ def test_a_passage_spool_checks_what_it_is_given(monkeypatch: pytest.MonkeyPatch
 def test_raw_components_equal_the_pairwise_reference() -> None:
     from test_bounded_build import reference_raw_components
 
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
     passages = demo_copies(2, "spool")
     items = OfflineExtractor(show_progress=False, n_process=1).extract(passages)
@@ -127,7 +127,7 @@ def test_raw_components_equal_the_pairwise_reference() -> None:
 
 
 def test_offline_extract_to_streams_the_extractions_of_extract() -> None:
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
     passages = demo_copies(1, "stream")
     extractor = OfflineExtractor(show_progress=False, n_process=1)
@@ -254,7 +254,7 @@ def test_a_spilled_array_is_saved_as_np_save_saves_it(tmp_path, monkeypatch) -> 
 
     from graphseek.knowledge.graph.memory.spool import SpilledArray
 
-    store_writer = importlib.import_module("graphseek.knowledge.graph.store_writer")
+    store_writer = importlib.import_module("graphseek.knowledge.graph.store.writer")
     monkeypatch.setattr(store_writer, "WRITE_ROWS", 4)
     rng = np.random.default_rng(1)
     for array in (

@@ -13,9 +13,9 @@ import pytest
 
 from graphseek.knowledge import static_embedder as static_module
 from graphseek.knowledge.embedder import load_tokenizer, model_dir
+from graphseek.knowledge.graph.algorithms.vectors import entity_text
 from graphseek.knowledge.graph.settings import VECTOR_SPACES, GraphSettings
 from graphseek.knowledge.graph.store import vector_space
-from graphseek.knowledge.graph.vectors import entity_text
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.static_embedder import StaticEncoder, distill, get_static_encoder
 
@@ -105,7 +105,7 @@ def test_cached_encode_writes_per_text_vectors_into_its_output(
 ) -> None:
     """With a per-text encoder, `cached_encode` encodes a chunk at a time into its output:
     the same rows as one call, repeats and cached texts included, and the cache views them."""
-    from graphseek.knowledge.graph import align
+    from graphseek.knowledge.graph.algorithms import align
 
     texts = ["b; PERSON", "old; CONCEPT", "a; CITY", "b; PERSON", "c; CONCEPT", "a; CITY"]
     cached = np.full(encoder.dim, 0.5, dtype=np.float32)
@@ -132,7 +132,7 @@ def test_spill_per_text_writes_the_rows_cached_encode_gives(
     from the cache, repeats encoded again), and leaves the cache as it was."""
     from collections import ChainMap
 
-    from graphseek.knowledge.graph import align
+    from graphseek.knowledge.graph.algorithms import align
     from graphseek.knowledge.graph.memory.spool import SpilledArray
 
     texts = ["b; PERSON", "old; CONCEPT", "a; CITY", "b; PERSON", "", "c; CONCEPT", "a; CITY"]

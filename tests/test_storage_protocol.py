@@ -11,8 +11,8 @@ import inspect
 
 import pytest
 
-from graphseek.knowledge.graph.neighbourhood import DirectoryNeighbourhood
 from graphseek.knowledge.graph.store import GraphStore, GraphTables, SQLiteGraphStore
+from graphseek.knowledge.graph.store.neighbourhood import DirectoryNeighbourhood
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.index_common import IndexCommon
 from graphseek.knowledge.postgres.graph import PostgresGraphStore

@@ -552,7 +552,8 @@ class Embedder:
         """Whether `encode_spans` may be called from several threads at once with gain: on ONNX
         Runtime with more than one worker thread (`bulk_threads`), whose pool every call's
         batches share, so no more than that many run at a time (a build's passage pass runs two
-        blocks at a time then: `graphseek.knowledge.graph.contextual.encode_passages`)."""
+        blocks at a time then: `graphseek.knowledge.graph.algorithms.contextual.encode_passages`).
+        """
         return self._onnx is not None and self._threads > 1
 
     def release_memory(self) -> None:
@@ -758,7 +759,7 @@ class Embedder:
 class SpanPass:
     """`Embedder.encode_spans` in two steps, so that its first batches can run before the
     spans are known: a build runs them while spaCy loads, on the core that would otherwise
-    idle (`graphseek.knowledge.graph.contextual.begin_passages`).
+    idle (`graphseek.knowledge.graph.algorithms.contextual.begin_passages`).
 
     `run_ahead(stop)` runs batches of the pass's own plan, longest first, on the calling
     thread, until `stop` is set (checked between batches) or `max_bytes` of token states are

@@ -100,8 +100,8 @@ from graphseek.knowledge.storage import (
 )
 
 if TYPE_CHECKING:
-    from graphseek.knowledge.graph.neighbourhood import DirectoryNeighbourhood
     from graphseek.knowledge.graph.store import SQLiteGraphStore
+    from graphseek.knowledge.graph.store.neighbourhood import DirectoryNeighbourhood
 
 logger = logging.getLogger(__name__)
 
@@ -369,7 +369,7 @@ class Index(IndexCommon):
         """The graph read one neighbourhood at a time (`DirectoryNeighbourhood`, this object's
         revision): what the graph retrievers read per query when this index was opened with
         ``graph_reads="neighbourhood"`` (`graphseek.knowledge.storage.reads_neighbourhoods`)."""
-        from graphseek.knowledge.graph.neighbourhood import DirectoryNeighbourhood
+        from graphseek.knowledge.graph.store.neighbourhood import DirectoryNeighbourhood
 
         if not self.has_graph:
             raise IndexNotFoundError(

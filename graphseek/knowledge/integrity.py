@@ -132,7 +132,7 @@ GRAPH_TABLES = (
     "base_entities",
     "merge_pairs",
 )
-"""The tables of ``graph.sqlite`` (the schema of `graphseek.knowledge.graph.store_writer`; a
+"""The tables of ``graph.sqlite`` (the schema of `graphseek.knowledge.graph.store.writer`; a
 test keeps the two equal)."""
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -1,8 +1,8 @@
 """Lists of integers held as two arrays (`Groups`): the members one after another and where
 each list starts.
 
-Exact merging's groups (`graphseek.knowledge.graph.exact`) and BM25's token ids of every text
-(`graphseek.knowledge.sparse`, read by bm25s as a list per text) are such lists, a few bytes a
+Exact merging's groups (`graphseek.knowledge.graph.algorithms.exact`) and BM25's token ids of every
+text (`graphseek.knowledge.sparse`, read by bm25s as a list per text) are such lists, a few bytes a
 member instead of a Python int's pointer and a list object each. Written here because numpy has
 no ragged array and the lists are read back one at a time."""
 

@@ -111,7 +111,7 @@ class StaticEncoder:
     per_text = True
     """A text's vector depends on that text alone, not on the other texts of the call: a
     caller may split its texts into calls, or order them, as it likes
-    (`graphseek.knowledge.graph.align.cached_encode` encodes into its output a chunk at a
+    (`graphseek.knowledge.graph.algorithms.align.cached_encode` encodes into its output a chunk at a
     time)."""
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:

@@ -7,7 +7,7 @@ is written once as plain functions and mixins over the protocol's parts
 (`graphseek.knowledge.index_common.IndexCommon`: lookups, search, the embedder, `ensure_graph`;
 `graphseek.knowledge.index_build`: a write's passages, graph and vectors;
 `graphseek.knowledge.graph.store.GraphTables`: the graph store's SQL;
-`graphseek.knowledge.graph.neighbourhood.SharedTableReads`). Everything above them (passage
+`graphseek.knowledge.graph.store.neighbourhood.SharedTableReads`). Everything above them (passage
 search, the graph retrievers and tools, the workflows) takes an `IndexStore`, and mypy checks
 both backends against these protocols (the assignments at the end of this module). A new
 backend is one class implementing `IndexStore` (its graph a `GraphStore`, and, to be read per
@@ -52,8 +52,8 @@ from graphseek.knowledge.passages import Hit, Passage
 if TYPE_CHECKING:
     from graphseek.knowledge.dense import TextEncoder
     from graphseek.knowledge.graph.models import HyperEdge, Topic
-    from graphseek.knowledge.graph.neighbourhood import Catalogue, RelationRow
     from graphseek.knowledge.graph.store import GraphStore
+    from graphseek.knowledge.graph.store.neighbourhood import Catalogue, RelationRow
     from graphseek.knowledge.index_common import SearchMethod
     from graphseek.knowledge.sparse import BM25Index
 
@@ -284,8 +284,8 @@ __all__ = [
 
 
 if TYPE_CHECKING:  # mypy checks each backend against the protocols (no runtime cost)
-    from graphseek.knowledge.graph.neighbourhood import DirectoryNeighbourhood
     from graphseek.knowledge.graph.store import SQLiteGraphStore
+    from graphseek.knowledge.graph.store.neighbourhood import DirectoryNeighbourhood
     from graphseek.knowledge.index import Index
     from graphseek.knowledge.postgres.graph import PostgresGraphStore
     from graphseek.knowledge.postgres.index import PostgresIndex

@@ -43,9 +43,15 @@ from typing import Any
 from graphseek.errors import CorpusError
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.base import Coreferencer, Extractor
-from graphseek.knowledge.graph.contextual import AheadPass, encode_passages
-from graphseek.knowledge.graph.hyper import import_topic_libraries
+from graphseek.knowledge.graph.algorithms.contextual import AheadPass, encode_passages
+from graphseek.knowledge.graph.algorithms.hyper import import_topic_libraries
+from graphseek.knowledge.graph.algorithms.vectors import (
+    Embed,
+    VectorCache,
+    cache_from_store,
+    string_embed,
+)
+from graphseek.knowledge.graph.extract.base import Coreferencer, Extractor
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.settings import (
     QUIET,
@@ -75,12 +81,6 @@ from graphseek.knowledge.graph.stages.write import (
     write_sentences,
 )
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, check_target
-from graphseek.knowledge.graph.vectors import (
-    Embed,
-    VectorCache,
-    cache_from_store,
-    string_embed,
-)
 from graphseek.knowledge.passages import Passage
 
 __all__ = [
@@ -288,7 +288,7 @@ def _outside_window(settings: GraphSettings, extractor: Extractor) -> GraphSetti
     for the offline extractor (its mentions point at their words), ``"records"`` for others."""
     if settings.outside_window is not None:
         return settings
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
     offline = isinstance(extractor, OfflineExtractor)
     return replace(settings, outside_window="names" if offline else "records")
@@ -340,7 +340,7 @@ def map_passages(
     settings = settings or GraphSettings()
     chosen = resolve_extractor(extractor, llm, False, (run or RunOptions()).max_concurrency)
     if in_process:
-        from graphseek.knowledge.graph.offline import OfflineExtractor
+        from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
         if isinstance(chosen, OfflineExtractor):
             chosen.n_process = 1

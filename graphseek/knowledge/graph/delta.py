@@ -3,7 +3,7 @@
 `add_passages(..., delta=True)` (`graphseek.knowledge.graph.build`) runs the build's first two
 stages (`graphseek.knowledge.graph.stages`: extraction, the passage pass) on the new passages as
 the exact add does; then, instead of re-assembling the whole graph from every stored extraction,
-`delta_add` runs the later stages *onto the stored graph* (`graphseek.knowledge.graph.stored.
+`delta_add` runs the later stages *onto the stored graph* (`graphseek.knowledge.graph.store.stored.
 StoredGraph`: the store's database, read-only, and its files), each stage's variant for it from
 the stage's own module, in the build's order:
 
@@ -42,13 +42,13 @@ import numpy as np
 
 from graphseek.knowledge.atomic import atomic_directory
 from graphseek.knowledge.background import Background
+from graphseek.knowledge.graph.algorithms.vectors import Embed, string_embed
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import align, embed, link, timed, topics, write
 from graphseek.knowledge.graph.store import SQLiteGraphStore
-from graphseek.knowledge.graph.store_writer import MANIFEST, check_target
-from graphseek.knowledge.graph.stored import StoredGraph
-from graphseek.knowledge.graph.vectors import Embed, string_embed
+from graphseek.knowledge.graph.store.stored import StoredGraph
+from graphseek.knowledge.graph.store.writer import MANIFEST, check_target
 from graphseek.knowledge.passages import Passage
 
 

@@ -18,12 +18,12 @@ to the other entities those sentences mention. This module gives it the nodes an
   the son of ..." in the passage "Lothair II" is about Lothair II.
 - **Vectors**: by default pooled from the passage encoder's own pass (``GraphSettings.sentences
   = "pooled"``: the mean of the token states over the sentence's characters, as the contextual
-  mention vectors are, `graphseek.knowledge.graph.contextual.encode_passages`), so a build runs
-  no second transformer pass; a sentence past the encoder's 256-token window, and every
+  mention vectors are, `graphseek.knowledge.graph.algorithms.contextual.encode_passages`), so a
+  build runs no second transformer pass; a sentence past the encoder's 256-token window, and every
   sentence with ``"encoded"``, is encoded on its own by MiniLM. Stored at half precision.
 
 Files, in the graph store's directory (written after the store by
-`graphseek.knowledge.graph.sentence_write`, atomically each, and recorded in the store's
+`graphseek.knowledge.graph.store.sentence_write`, atomically each, and recorded in the store's
 manifest under ``"sentences"``)::
 
     sentences.json          version, vector source, counts, the passage and entity id orders

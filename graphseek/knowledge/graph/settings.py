@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from graphseek.errors import IndexFormatError, InvalidRequestError
-from graphseek.knowledge.graph.contextual import ALIGNMENT_VECTORS
+from graphseek.knowledge.graph.algorithms.contextual import ALIGNMENT_VECTORS
 from graphseek.knowledge.graph.sentences import SENTENCE_VECTOR_SOURCES
 from graphseek.knowledge.graph.store import SQLiteGraphStore
 
@@ -62,9 +62,9 @@ class GraphSettings:
     stores written before the setting existed are MiniLM."""
     alignment: str = "contextual"
     """How semantic merging embeds base entities, one of `ALIGNMENT_VECTORS`: contextual
-    mention vectors from the passage pass (`graphseek.knowledge.graph.contextual`; no second
-    MiniLM pass), or each record string. Stores written before the setting existed (and builds
-    given a custom `embed`, which has no token states) use record strings."""
+    mention vectors from the passage pass (`graphseek.knowledge.graph.algorithms.contextual`; no
+    second MiniLM pass), or each record string. Stores written before the setting existed (and
+    builds given a custom `embed`, which has no token states) use record strings."""
 
     outside_window: str | None = None
     """With contextual alignment, a base entity none of whose mentions has a contextual vector:

@@ -460,7 +460,7 @@ def _copy_entity_rows(cur: Any, adjacency: Any) -> int:
 def export_graph(store: PostgresGraphStore, directory: Path) -> Path:
     """Write the graph of `store` as a directory store at `directory` (a new folder), the layout
     `SQLiteGraphStore` reads and `add_passages` / `delete_passages` update."""
-    from graphseek.knowledge.graph.store_writer import _INDEXES, _SCHEMA
+    from graphseek.knowledge.graph.store.writer import _INDEXES, _SCHEMA
 
     directory.mkdir(parents=True)
     con = sqlite3.connect(directory / DATABASE)

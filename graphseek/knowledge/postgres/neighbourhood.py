@@ -38,13 +38,13 @@ import numpy as np
 
 from graphseek.errors import IndexBusyError
 from graphseek.knowledge.graph.models import HyperEdge
-from graphseek.knowledge.graph.neighbourhood import (
+from graphseek.knowledge.graph.store import aliases_and_types, vector_space
+from graphseek.knowledge.graph.store.neighbourhood import (
     Catalogue,
     ReadCounter,
     RelationRow,
     SharedTableReads,
 )
-from graphseek.knowledge.graph.store import aliases_and_types, vector_space
 from graphseek.knowledge.postgres.connection import reconnecting
 from graphseek.knowledge.postgres.graph import as_array
 

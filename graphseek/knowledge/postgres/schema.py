@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphseek.knowledge.graph.store_writer import _INDEXES as _GRAPH_INDEXES
+from graphseek.knowledge.graph.store.writer import _INDEXES as _GRAPH_INDEXES
 
 SCHEMA_VERSION_TABLE = "schema_version"
 

@@ -52,9 +52,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from graphseek.knowledge.graph.align import cached_encode, spill_per_text
-from graphseek.knowledge.graph.clock import peak_rss_mb
-from graphseek.knowledge.graph.contextual import MentionVectors
+from graphseek.knowledge.graph.algorithms.align import cached_encode, spill_per_text
+from graphseek.knowledge.graph.algorithms.contextual import MentionVectors
 from graphseek.knowledge.graph.memory import spool
 from graphseek.knowledge.graph.memory.budget import MemoryPlan, plan_memory
 from graphseek.knowledge.graph.memory.mention_columns import MentionColumns
@@ -69,13 +68,14 @@ from graphseek.knowledge.graph.memory.spool import (
     SpilledArray,
     id_digest,
 )
+from graphseek.knowledge.graph.stages.clock import peak_rss_mb
 from graphseek.knowledge.graph.text import clear_name_caches
 from graphseek.knowledge.heap import bound_heap
 
 if TYPE_CHECKING:
-    from graphseek.knowledge.graph.base import Extractor
+    from graphseek.knowledge.graph.algorithms.vectors import Embed, VectorCache
+    from graphseek.knowledge.graph.extract.base import Extractor
     from graphseek.knowledge.graph.models import Extraction
-    from graphseek.knowledge.graph.vectors import Embed, VectorCache
     from graphseek.knowledge.passages import Passage
 
 __all__ = [
@@ -238,7 +238,7 @@ def plan_budget(
     offline extractor when the build made it (`own`; a caller's keeps its processes); without
     `map_stages` (the sharded build's driver) only the reduce stages run here. One warning when
     even the least memory is estimated over the budget."""
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
     offline = extractor if isinstance(extractor, OfflineExtractor) else None
     forked = offline.processes_for(passages) if offline is not None else 1

@@ -33,8 +33,8 @@ from itertools import product
 
 import numpy as np
 
-from graphseek.knowledge.graph.offline import default_processes
-from graphseek.knowledge.graph.store_writer import CACHE_KIB
+from graphseek.knowledge.graph.extract.offline import default_processes
+from graphseek.knowledge.graph.store.writer import CACHE_KIB
 
 MB = 1 << 20
 

@@ -23,10 +23,10 @@ from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel
 
+from graphseek.knowledge.graph.algorithms.records import EntityRecord
 from graphseek.knowledge.graph.memory.id_columns import ABSENT, IdList, MentionIds
 from graphseek.knowledge.graph.memory.read_sequence import ReadSequence
 from graphseek.knowledge.graph.models import Entity, HyperEdge, graph_record
-from graphseek.knowledge.graph.records import EntityRecord
 
 _M = TypeVar("_M", bound=BaseModel)
 

@@ -8,10 +8,10 @@ import threading
 from collections.abc import Callable, Sequence
 
 from graphseek.knowledge.background import Background
-from graphseek.knowledge.graph.base import Extractor
-from graphseek.knowledge.graph.contextual import AHEAD_MIN, AheadPass, begin_passages
+from graphseek.knowledge.graph.algorithms.contextual import AHEAD_MIN, AheadPass, begin_passages
+from graphseek.knowledge.graph.algorithms.vectors import Embed, StageEmbed
+from graphseek.knowledge.graph.extract.base import Extractor
 from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.vectors import Embed, StageEmbed
 from graphseek.knowledge.passages import Passage
 
 

@@ -7,7 +7,7 @@ stage needs them: `TempFile` (append, then ``pread`` by offset: plain reads, sin
 a memory map would count in the process's RSS), `ExtractionSpool` (extractions, one pickle
 each), `SpilledArray` (the graph's vectors, from the stage that makes them to the write;
 the passage vectors, from the passage pass to the index's write)
-and `graphseek.knowledge.graph.contextual.MentionVectors` (rows by mention id); an update
+and `graphseek.knowledge.graph.algorithms.contextual.MentionVectors` (rows by mention id); an update
 reads a stored ``.npy`` a row at a time the same way (`NpyRows`).
 
 Written by hand: no library keeps a sequence of pickled records in a temporary file with
@@ -381,8 +381,9 @@ def gather_rows(
 class KeyedRows(Mapping[str, np.ndarray]):
     """Rows of a file by key (`_row`: key to row number; rows of `dim` `dtype` values from
     byte `_start`), read with ``pread`` when asked, never mapped (mapped pages count in the
-    process's RSS): `NpyRows` here, `graphseek.knowledge.graph.contextual.MentionVectors`.
-    ``in``, ``len`` and iteration (keys in the order first given) do not read the file."""
+    process's RSS): `NpyRows` here,
+    `graphseek.knowledge.graph.algorithms.contextual.MentionVectors`. ``in``, ``len`` and iteration
+    (keys in the order first given) do not read the file."""
 
     dim: int
     dtype: np.dtype

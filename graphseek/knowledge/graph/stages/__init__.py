@@ -13,14 +13,15 @@ runs them:
 `mapped` holds stages 1-2's results when they ran elsewhere (the sharded build's shards).
 
 A delta add (`graphseek.knowledge.graph.delta`) runs stages 1-2 as a build does, then 3-6 onto
-the stored graph (`graphseek.knowledge.graph.stored.StoredGraph`): each stage module holds that
-variant beside the build's (`align.align_new`, `link.link_onto`, `topics.topics_onto`,
+the stored graph (`graphseek.knowledge.graph.store.stored.StoredGraph`): each stage module holds
+that variant beside the build's (`align.align_new`, `link.link_onto`, `topics.topics_onto`,
 `embed.graph_vectors_onto`, `write.copy_store` and `write.write_onto`), sharing the build's
 functions where they compute the same thing, and says why the rest is its own.
 
 Each stage is a function with typed inputs and outputs (dataclasses named for what they hold).
 What the stages keep out of memory between them goes through `graphseek.knowledge.graph.memory`;
-each stage's time goes into the manifest's timings through `timed`.
+each stage's time goes into the manifest's timings through `timed` (wall and CPU time and the
+peak RSS, measured by `clock`).
 `Run` is what every stage is handed: how the build runs (its `RunOptions`, with the models and the
 timings), not what it builds (that is `GraphSettings`).
 """
@@ -32,9 +33,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphseek.knowledge.graph.clock import Clock, rate
+from graphseek.knowledge.graph.algorithms.vectors import Embed, default_embed
 from graphseek.knowledge.graph.settings import RunOptions
-from graphseek.knowledge.graph.vectors import Embed, default_embed
+from graphseek.knowledge.graph.stages.clock import Clock, rate
 
 __all__ = ["Clock", "Run", "rate", "timed"]
 

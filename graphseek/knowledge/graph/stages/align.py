@@ -1,8 +1,8 @@
 """Stage 3, alignment (HiGra Phase 2): the mentions of every extraction become entities, by
 exact merging (a name key and a type in common), then semantic merging (base entities within
 the radius `GraphSettings.tau`, decided offline or by the aligner model)
-(`graphseek.knowledge.graph.align.Aligner`): `align`. Onto a stored graph (a delta add), the new
-mentions' base entities are decided against the stored entities instead: `align_new` (below,
+(`graphseek.knowledge.graph.algorithms.align.Aligner`): `align`. Onto a stored graph (a delta add),
+the new mentions' base entities are decided against the stored entities instead: `align_new` (below,
 with why it is its own function)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.align import (
+from graphseek.knowledge.graph.algorithms.align import (
     Aligner,
     AlignmentCache,
     AlignmentResult,
@@ -24,26 +24,30 @@ from graphseek.knowledge.graph.align import (
     entity_id_choices,
     record_entity,
 )
-from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
-from graphseek.knowledge.graph.contextual import base_vectors
-from graphseek.knowledge.graph.exact import Groups, UnionFind, components, exact_groups
-from graphseek.knowledge.graph.link import COOCCURRENCE_MAX_GROUP
+from graphseek.knowledge.graph.algorithms.candidates import (
+    name_pairs,
+    radius_pair_rows,
+    variant_pairs,
+)
+from graphseek.knowledge.graph.algorithms.contextual import base_vectors
+from graphseek.knowledge.graph.algorithms.exact import Groups, UnionFind, components, exact_groups
+from graphseek.knowledge.graph.algorithms.link import COOCCURRENCE_MAX_GROUP
+from graphseek.knowledge.graph.algorithms.records import GENERIC_TYPES, EntityRecord, aggregate
+from graphseek.knowledge.graph.algorithms.vectors import Embed, VectorCache, set_stage
 from graphseek.knowledge.graph.models import Entity, Extraction, Mention
-from graphseek.knowledge.graph.records import GENERIC_TYPES, EntityRecord, aggregate
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Run, timed
-from graphseek.knowledge.graph.stored import STORED_ROWS, StoredEntity, StoredGraph, name_key
+from graphseek.knowledge.graph.store.stored import STORED_ROWS, StoredEntity, StoredGraph, name_key
 from graphseek.knowledge.graph.text import stable_id
-from graphseek.knowledge.graph.vectors import Embed, VectorCache, set_stage
 from graphseek.knowledge.progress import bar as progress_bar
 
 
 @dataclass
 class Alignment:
     """What alignment gives the later stages: the entities and every mention's entity and base
-    entity (`merged`, `graphseek.knowledge.graph.align.AlignmentResult`), the mention vectors the
-    store keeps (empty without contextual alignment), and the number of connected components of
-    the graph before alignment (a manifest statistic)."""
+    entity (`merged`, `graphseek.knowledge.graph.algorithms.align.AlignmentResult`), the mention
+    vectors the store keeps (empty without contextual alignment), and the number of connected
+    components of the graph before alignment (a manifest statistic)."""
 
     merged: AlignmentResult
     mention_vectors: Mapping[str, np.ndarray]

@@ -13,14 +13,8 @@ import numpy as np
 
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.align import cached_encode
-from graphseek.knowledge.graph.models import Relation
-from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.stages import Run, timed
-from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
-from graphseek.knowledge.graph.stages.link import DeltaLinks
-from graphseek.knowledge.graph.stored import StoredGraph
-from graphseek.knowledge.graph.vectors import (
+from graphseek.knowledge.graph.algorithms.align import cached_encode
+from graphseek.knowledge.graph.algorithms.vectors import (
     Embed,
     VectorCache,
     entity_text,
@@ -28,6 +22,12 @@ from graphseek.knowledge.graph.vectors import (
     relation_text,
     set_stage,
 )
+from graphseek.knowledge.graph.models import Relation
+from graphseek.knowledge.graph.settings import GraphSettings
+from graphseek.knowledge.graph.stages import Run, timed
+from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
+from graphseek.knowledge.graph.stages.link import DeltaLinks
+from graphseek.knowledge.graph.store.stored import StoredGraph
 
 
 @dataclass

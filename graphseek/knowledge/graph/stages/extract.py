@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.base import Coreferencer, Extractor
+from graphseek.knowledge.graph.extract.base import Coreferencer, Extractor
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.stages import timed
 from graphseek.knowledge.passages import Passage
@@ -16,7 +16,7 @@ from graphseek.knowledge.passages import Passage
 
 def model_of(llm: Any, role: str) -> Any:
     """The chat model `llm` gives `role` (``"extractor"``, ``"aligner"``), or None."""
-    from graphseek.knowledge.graph.llm import resolve_model
+    from graphseek.knowledge.graph.extract.llm import resolve_model
 
     return resolve_model(llm, role)
 
@@ -32,11 +32,11 @@ def resolve_extractor(
         return extractor
     kind = extractor or ("llm" if model_of(llm, "extractor") is not None else "offline")
     if kind == "offline":
-        from graphseek.knowledge.graph.offline import OfflineExtractor
+        from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
         return OfflineExtractor(show_progress=show_progress)
     if kind == "llm":
-        from graphseek.knowledge.graph.llm import LLMExtractor
+        from graphseek.knowledge.graph.extract.llm import LLMExtractor
 
         return LLMExtractor(llm, max_concurrency=max_concurrency, show_progress=show_progress)
     raise ValueError(f"unknown extractor {kind!r}: use 'offline', 'llm' or an Extractor")

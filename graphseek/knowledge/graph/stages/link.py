@@ -1,8 +1,8 @@
 """Stage 4, linking: entity-entity relations (HiGra Phase 3: the extracted relations, then
 co-occurrence and similarity edges offline, or the aligner model's predicted relations inside
 clusters) and entity-passage links (Phase 4: each entity's mentions, plus the Aho-Corasick
-matcher under the theta / top-K-common-words rule) (`graphseek.knowledge.graph.link`): `link`.
-Onto a stored graph (a delta add), only the new passages' relations and links: `link_onto`
+matcher under the theta / top-K-common-words rule) (`graphseek.knowledge.graph.algorithms.link`):
+`link`. Onto a stored graph (a delta add), only the new passages' relations and links: `link_onto`
 (below, with why it is its own function)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.align import AlignmentResult
-from graphseek.knowledge.graph.link import (
+from graphseek.knowledge.graph.algorithms.align import AlignmentResult
+from graphseek.knowledge.graph.algorithms.link import (
     COOCCURRENCE_MAX_GROUP,
     MatchReport,
     cooccurrence_edges,
@@ -30,16 +30,16 @@ from graphseek.knowledge.graph.link import (
     similarity_edges,
     word_hits,
 )
+from graphseek.knowledge.graph.algorithms.records import GENERIC_TYPES
+from graphseek.knowledge.graph.algorithms.vectors import set_stage
 from graphseek.knowledge.graph.models import Entity, Extraction, Relation, graph_record
-from graphseek.knowledge.graph.records import GENERIC_TYPES
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Run, timed
 from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
 from graphseek.knowledge.graph.store import aliases_and_types
-from graphseek.knowledge.graph.store_writer import MATCHER
-from graphseek.knowledge.graph.stored import StoredGraph, name_key
+from graphseek.knowledge.graph.store.stored import StoredGraph, name_key
+from graphseek.knowledge.graph.store.writer import MATCHER
 from graphseek.knowledge.graph.text import normalize_text, top_common_words
-from graphseek.knowledge.graph.vectors import set_stage
 from graphseek.knowledge.passages import Passage, content_of
 from graphseek.knowledge.progress import bar as progress_bar
 

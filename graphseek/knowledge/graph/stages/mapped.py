@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.contextual import MentionVectors
+from graphseek.knowledge.graph.algorithms.contextual import MentionVectors
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.sentences import PooledSentences
 from graphseek.knowledge.graph.settings import GraphSettings

@@ -1,9 +1,9 @@
 """Stage 2, the passage pass: one run of the passage encoder over the passages, after
 extraction, giving what three later consumers need from the same token states: the passage
 vectors (the index's dense rows), the contextual mention vectors (alignment,
-`graphseek.knowledge.graph.contextual`) and the pooled sentence vectors (the sentence layer).
-It runs only with contextual alignment; without a span encoder (a custom `embed`) the settings
-fall back to record strings, so the manifest says what was done."""
+`graphseek.knowledge.graph.algorithms.contextual`) and the pooled sentence vectors (the sentence
+layer). It runs only with contextual alignment; without a span encoder (a custom `embed`) the
+settings fall back to record strings, so the manifest says what was done."""
 
 from __future__ import annotations
 
@@ -14,12 +14,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.contextual import AheadPass, MentionVectors, encode_passages
+from graphseek.knowledge.graph.algorithms.contextual import (
+    AheadPass,
+    MentionVectors,
+    encode_passages,
+)
+from graphseek.knowledge.graph.algorithms.vectors import span_encoder
 from graphseek.knowledge.graph.models import Extraction
 from graphseek.knowledge.graph.sentences import PooledSentences
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Run, timed
-from graphseek.knowledge.graph.vectors import span_encoder
 from graphseek.knowledge.passages import Passage
 
 

@@ -1,6 +1,6 @@
 """Stage 5, hyperedges and topics (G-RAGent's hyperedge layer): each n-ary fact becomes a
 hyperedge over its entities (merged across passages), and topics are k-means clusters of the
-hyperedges' vectors, each named by its keywords (`graphseek.knowledge.graph.hyper`).
+hyperedges' vectors, each named by its keywords (`graphseek.knowledge.graph.algorithms.hyper`).
 
 Hyperedges need only the alignment, so the stage begins as soon as it is done (`begin`): with
 static vectors (thread-safe, mostly run with the GIL released) their vectors and k-means run on
@@ -19,20 +19,24 @@ import numpy as np
 
 from graphseek.knowledge.background import Background
 from graphseek.knowledge.graph import memory
-from graphseek.knowledge.graph.align import cached_encode
-from graphseek.knowledge.graph.hyper import assign_topics, build_hyperedges, cluster_topics
-from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic
-from graphseek.knowledge.graph.settings import GraphSettings
-from graphseek.knowledge.graph.stages import Clock, Run
-from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
-from graphseek.knowledge.graph.stored import STORED_ROWS, StoredGraph
-from graphseek.knowledge.graph.vectors import (
+from graphseek.knowledge.graph.algorithms.align import cached_encode
+from graphseek.knowledge.graph.algorithms.hyper import (
+    assign_topics,
+    build_hyperedges,
+    cluster_topics,
+)
+from graphseek.knowledge.graph.algorithms.vectors import (
     Embed,
     StageEmbed,
     VectorCache,
     hyperedge_text,
     set_stage,
 )
+from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic
+from graphseek.knowledge.graph.settings import GraphSettings
+from graphseek.knowledge.graph.stages import Clock, Run
+from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
+from graphseek.knowledge.graph.store.stored import STORED_ROWS, StoredGraph
 from graphseek.knowledge.progress import bar as progress_bar
 
 

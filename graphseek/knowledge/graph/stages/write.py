@@ -1,7 +1,7 @@
 """Stage 6, the write: the graph's manifest (settings, counts, alignment statistics, timings),
 the store written atomically (`graphseek.knowledge.graph.store.write_store`), then its sentence
-layer (`graphseek.knowledge.graph.sentence_write`): `write`. Onto a stored graph (a delta add),
-the store copied and changed where the new passages reach it: `copy_store`, `write_onto`
+layer (`graphseek.knowledge.graph.store.sentence_write`): `write`. Onto a stored graph (a delta
+add), the store copied and changed where the new passages reach it: `copy_store`, `write_onto`
 (below, with why they are their own)."""
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from scipy.sparse import csgraph
 
 from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.sentence_write import write_sentence_layer
 from graphseek.knowledge.graph.sentences import SENTENCES_JSON, PooledSentences, SentenceLayer
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Run, rate
@@ -31,7 +30,9 @@ from graphseek.knowledge.graph.stages.embed import DeltaVectors, GraphVectors
 from graphseek.knowledge.graph.stages.link import DeltaLinks, Links
 from graphseek.knowledge.graph.stages.topics import DeltaTopics, Topics
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, build_matrices, write_store
-from graphseek.knowledge.graph.store_writer import (
+from graphseek.knowledge.graph.store.sentence_write import write_sentence_layer
+from graphseek.knowledge.graph.store.stored import StoredGraph
+from graphseek.knowledge.graph.store.writer import (
     CACHE_KIB,
     DATABASE,
     MANIFEST,
@@ -45,7 +46,6 @@ from graphseek.knowledge.graph.store_writer import (
     insert_relations,
     write_id_lists,
 )
-from graphseek.knowledge.graph.stored import StoredGraph
 from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from graphseek.knowledge.graph.records import EntityRecord
-from graphseek.knowledge.graph.store_writer import DATABASE, MANIFEST
+from graphseek.knowledge.graph.algorithms.records import EntityRecord
+from graphseek.knowledge.graph.store.writer import DATABASE, MANIFEST
 from graphseek.knowledge.graph.text import normalize_name
 
 SQL_BATCH = 900

@@ -3,7 +3,7 @@
 It parses passages in one `nlp.pipe` pass, batched; a corpus of at least `PARALLEL_MIN` passages
 is split into chunks extracted by worker processes, one per core up to `MAX_PROCESSES` (see
 `OfflineExtractor.extract`). What it reads in each parsed passage (entities, aliases, pronouns,
-relations, facts): `graphseek.knowledge.graph.doc_analysis`.
+relations, facts): `graphseek.knowledge.graph.extract.doc_analysis`.
 
 Speed: the ``attribute_ruler`` and ``lemmatizer`` pipes are disabled (`SpacyTables` stands in
 for them): part-of-speech tags are mapped from the tagger's fine tags with the ruler's own tag
@@ -24,10 +24,10 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from graphseek.knowledge.graph.base import ExtractionSink
-from graphseek.knowledge.graph.doc_analysis import DocAnalysis
+from graphseek.knowledge.graph.extract.base import ExtractionSink
+from graphseek.knowledge.graph.extract.doc_analysis import DocAnalysis
+from graphseek.knowledge.graph.extract.spacy_tables import SpacyTables
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.spacy_tables import SpacyTables
 from graphseek.knowledge.passages import Passage
 
 #: NER labels kept as entity types (CARDINAL, ORDINAL, PERCENT, QUANTITY are dropped: noise).

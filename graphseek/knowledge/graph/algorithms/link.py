@@ -34,10 +34,15 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
-from graphseek.knowledge.graph.align import clusters_of
+from graphseek.knowledge.graph.algorithms.align import clusters_of
+from graphseek.knowledge.graph.algorithms.records import (
+    GENERIC_TYPES,
+    VALUE_TYPES,
+    EntityRecord,
+    describe,
+)
 from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import Entity, Extraction, Relation, graph_record
-from graphseek.knowledge.graph.records import GENERIC_TYPES, VALUE_TYPES, EntityRecord, describe
 from graphseek.knowledge.graph.text import normalize_text, stable_id, top_common_words
 from graphseek.knowledge.passages import Passage
 
@@ -231,8 +236,8 @@ def predicted_edges(
     show_progress: bool = False,
 ) -> tuple[list[Relation], Any]:
     """LLM-predicted relations inside each cluster of unmerged similar entities."""
-    from graphseek.knowledge.graph.llm import UsageMeter, parallel_map
-    from graphseek.knowledge.graph.prompts import LINK_PROMPT, LINK_SYSTEM
+    from graphseek.knowledge.graph.extract.llm import UsageMeter, parallel_map
+    from graphseek.knowledge.graph.extract.prompts import LINK_PROMPT, LINK_SYSTEM
 
     ids = sorted(entities)
     position = {eid: k for k, eid in enumerate(ids)}

@@ -5,8 +5,8 @@ string (``"name; aliases; TYPES"``) is a second MiniLM pass over about as many t
 passages themselves. Instead, each mention gets the mean of the passage encoder's last token
 states over the mention's characters ("late chunking"), from the run that embeds the passage
 for dense search anyway (`Embedder.encode_spans`); a base entity's vector is the normalised sum
-of its mentions' vectors (`graphseek.knowledge.graph.align.Aligner`). The vectors carry the
-context the name appears in, so "Paris" the city and "Paris" the film drift apart.
+of its mentions' vectors (`graphseek.knowledge.graph.algorithms.align.Aligner`). The vectors carry
+the context the name appears in, so "Paris" the city and "Paris" the film drift apart.
 
 Compared with record strings, this saves a transformer pass per build; the retrieval quality
 against record strings, with the command that measures it, is in docs/performance.md.

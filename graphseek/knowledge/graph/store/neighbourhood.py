@@ -10,7 +10,7 @@ arrays), so the algorithms above them are written once.
 Where each read comes from:
 
 - SQL on ``graph.sqlite`` (read-only), one statement per frontier, each on an index of the
-  store's schema (`graphseek.knowledge.graph.store_writer`): relations by source and by target
+  store's schema (`graphseek.knowledge.graph.store.writer`): relations by source and by target
   (``ix_relations_source``, ``ix_relations_target``) or by id (unique), their passages
   (``ix_relation_passages``), entity-passage links by entity (the primary key) or passage
   (``ix_entity_passages_passage``), hyperedges by id (unique) or member

@@ -6,9 +6,10 @@ structured output) and `OpenIEImporter` (HippoRAG's OpenIE result files).
 
 A coreferencer rewrites passages before extraction (HiGra §3.1 forms P' from P). The default is
 `IdentityCoreferencer`. HiGra uses fastcoref, which downloads its model from the Hugging Face hub
-at first use, so it cannot run offline here; `RuleCoreferencer` (graphseek.knowledge.graph.coref)
-is a small rule-based pronoun resolver instead. `OfflineExtractor` resolves pronouns on its own
-parse (no second spaCy pass), so it needs no coreferencer.
+at first use, so it cannot run offline here; `RuleCoreferencer`
+(graphseek.knowledge.graph.extract.coref) is a small rule-based pronoun resolver instead.
+`OfflineExtractor` resolves pronouns on its own parse (no second spaCy pass), so it needs no
+coreferencer.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from graphseek.errors import LLMOutputError
+from graphseek.knowledge.graph.extract.prompts import EXTRACTION_PROMPT, EXTRACTION_SYSTEM
 from graphseek.knowledge.graph.models import (
     UNTYPED,
     Extraction,
@@ -30,7 +31,6 @@ from graphseek.knowledge.graph.models import (
     fact_id,
     mention_id,
 )
-from graphseek.knowledge.graph.prompts import EXTRACTION_PROMPT, EXTRACTION_SYSTEM
 from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
 from graphseek.state.models import Usage

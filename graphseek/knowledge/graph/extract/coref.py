@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphseek.knowledge.graph.offline import OfflineExtractor
+from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 from graphseek.knowledge.passages import Passage
 
 _POSSESSIVE = frozenset({"his", "its", "hers"})

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from graphseek.knowledge.graph.algorithms.records import EntityRecord, any_name_match
 from graphseek.knowledge.graph.memory.spool import SpilledArray
-from graphseek.knowledge.graph.records import EntityRecord, any_name_match
 from graphseek.knowledge.graph.text import normalize_name
 
 EXACT_PAIRS_MAX = 100_000

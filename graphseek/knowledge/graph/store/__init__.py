@@ -27,8 +27,13 @@ graph store. Another graph database can implement `GraphStore` later.
 
 This module reads a store (`SQLiteGraphStore`) and defines the `GraphStore` protocol and
 `GraphTables`, the reads whose SQL every store over these tables shares (the PostgreSQL
-backend's `PostgresGraphStore` runs them on its tables); writing (`GraphData`, `write_store`,
-the schema) lives in `graphseek.knowledge.graph.store_writer` and is re-exported here.
+backend's `PostgresGraphStore` runs them on its tables). The package's other modules:
+
+- `writer`: writing (`GraphData`, `write_store`, the schema), re-exported here;
+- `sentence_write`: writing the sentence layer (`graphseek.knowledge.graph.sentences`);
+- `stored`: a stored graph as the stages of a delta add read it (`StoredGraph`);
+- `neighbourhood`: reading a store one neighbourhood at a time (`NeighbourhoodReads`);
+- `stats`: its statistics (`graph_stats`, `format_stats`).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from scipy import sparse
 
 from graphseek.errors import IndexChangedError, IndexFormatError, IndexNotFoundError
 from graphseek.knowledge.atomic import file_stamp, recover
-from graphseek.knowledge.graph.contextual import MentionVectors
+from graphseek.knowledge.graph.algorithms.contextual import MentionVectors
 from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import (
     Entity,
@@ -63,7 +68,7 @@ from graphseek.knowledge.graph.models import (
     graph_record,
 )
 from graphseek.knowledge.graph.sentences import SentenceLayer
-from graphseek.knowledge.graph.store_writer import (
+from graphseek.knowledge.graph.store.writer import (
     DATABASE,
     FORMAT,
     MANIFEST,

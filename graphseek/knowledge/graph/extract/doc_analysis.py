@@ -55,7 +55,7 @@ from graphseek.knowledge.graph.text import (
 from graphseek.knowledge.passages import Passage
 
 if TYPE_CHECKING:
-    from graphseek.knowledge.graph.offline import OfflineExtractor
+    from graphseek.knowledge.graph.extract.offline import OfflineExtractor
 
 PERSON_PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "himself", "herself"})
 THING_PRONOUNS = frozenset({"it", "its", "itself"})

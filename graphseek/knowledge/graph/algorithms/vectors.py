@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from graphseek.knowledge.graph.align import AlignmentCache
-from graphseek.knowledge.graph.contextual import SpanEncoder
+from graphseek.knowledge.graph.algorithms.align import AlignmentCache
+from graphseek.knowledge.graph.algorithms.contextual import SpanEncoder
 from graphseek.knowledge.graph.memory.spool import NpyRows
 from graphseek.knowledge.graph.models import Entity, HyperEdge, Relation
 from graphseek.knowledge.graph.settings import GraphSettings

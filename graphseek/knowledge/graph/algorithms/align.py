@@ -6,10 +6,10 @@
    per discourse; NER types of one name often differ between sentences; see `exact_groups`).
    The groups are the *base entities*.
 2. **Semantic merging**: base entities are embedded (by default the normalised sum of their
-   mentions' contextual vectors from the passage pass, `graphseek.knowledge.graph.contextual`,
-   an entity without one getting no vector or, with `embed_outside`, its record string's;
-   else MiniLM over ``"name; aliases; types"``); every pair within cosine distance `tau` of
-   each other (FAISS range search, at most
+   mentions' contextual vectors from the passage pass,
+   `graphseek.knowledge.graph.algorithms.contextual`, an entity without one getting no vector or,
+   with `embed_outside`, its record string's; else MiniLM over ``"name; aliases; types"``); every
+   pair within cosine distance `tau` of each other (FAISS range search, at most
    `max_neighbors` per entity; above `EXACT_PAIRS_MAX` base entities an HNSW search that
    finds nearly all of them in n log n instead of n^2 work) is a candidate, i.e. the clusters
    are the connected components of the radius graph (DBSCAN with ``min_samples=1``). Merges
@@ -47,17 +47,18 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from graphseek.knowledge.background import Background
-from graphseek.knowledge.graph.candidates import name_pairs, radius_pair_rows, variant_pairs
-from graphseek.knowledge.graph.contextual import BASE_ROWS, base_vector_blocks, base_vectors
-from graphseek.knowledge.graph.exact import UnionFind, exact_groups, raw_entity_count
-from graphseek.knowledge.graph.memory.id_columns import ABSENT
-from graphseek.knowledge.graph.memory.mention_columns import mention_columns
-from graphseek.knowledge.graph.memory.mention_table import MentionTable
-from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
-from graphseek.knowledge.graph.memory.model_columns import EntityColumns
-from graphseek.knowledge.graph.memory.spool import SpilledArray, stack_rows
-from graphseek.knowledge.graph.models import Entity, Mention, graph_record
-from graphseek.knowledge.graph.records import (
+from graphseek.knowledge.graph.algorithms.candidates import (
+    name_pairs,
+    radius_pair_rows,
+    variant_pairs,
+)
+from graphseek.knowledge.graph.algorithms.contextual import (
+    BASE_ROWS,
+    base_vector_blocks,
+    base_vectors,
+)
+from graphseek.knowledge.graph.algorithms.exact import UnionFind, exact_groups, raw_entity_count
+from graphseek.knowledge.graph.algorithms.records import (
     GENERIC_TYPES,
     EntityRecord,
     aggregate,
@@ -66,6 +67,13 @@ from graphseek.knowledge.graph.records import (
     generic_may_join,
     types_compatible,
 )
+from graphseek.knowledge.graph.memory.id_columns import ABSENT
+from graphseek.knowledge.graph.memory.mention_columns import mention_columns
+from graphseek.knowledge.graph.memory.mention_table import MentionTable
+from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
+from graphseek.knowledge.graph.memory.model_columns import EntityColumns
+from graphseek.knowledge.graph.memory.spool import SpilledArray, stack_rows
+from graphseek.knowledge.graph.models import Entity, Mention, graph_record
 from graphseek.knowledge.graph.text import normalize_name, stable_id
 from graphseek.knowledge.heap import give_back_free_heap
 
@@ -363,8 +371,8 @@ class Aligner:
     ) -> AlignmentResult:
         """Exact, then semantic merging of `mentions`. Base entities are compared by the
         vectors of their record strings, or, given `mention_vectors` (contextual vectors by
-        mention id, `graphseek.knowledge.graph.contextual`), by the normalised sum of their
-        mentions' vectors (those with none: see `embed_outside`). `mentions` may be
+        mention id, `graphseek.knowledge.graph.algorithms.contextual`), by the normalised sum of
+        their mentions' vectors (those with none: see `embed_outside`). `mentions` may be
         `MentionColumns` (a build's: `graphseek.knowledge.graph.stages.align`); other mentions are
         made into columns first."""
         cache = cache or AlignmentCache()
@@ -557,8 +565,8 @@ class Aligner:
         base: Sequence[EntityRecord],
         position: dict[str, int],
     ) -> tuple[dict[tuple[str, str], tuple[float, bool]], Any]:
-        from graphseek.knowledge.graph.llm import UsageMeter, parallel_map
-        from graphseek.knowledge.graph.prompts import MERGE_PROMPT, MERGE_SYSTEM
+        from graphseek.knowledge.graph.extract.llm import UsageMeter, parallel_map
+        from graphseek.knowledge.graph.extract.prompts import MERGE_PROMPT, MERGE_SYSTEM
 
         index_pairs = [(position[a], position[b]) for a, b in fresh]
         clusters = clusters_of(index_pairs, self.max_cluster_size)
