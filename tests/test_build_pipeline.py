@@ -153,7 +153,7 @@ def test_no_stage_handles_memory_itself() -> None:
 MECHANISMS = {p.stem for p in (GRAPH / "memory").glob("*.py") if p.stem != "__init__"}
 """The memory package's modules: its mechanisms, behind its interface (`memory/__init__.py`)."""
 MEMORY_MODULES = {f"graphseek.knowledge.graph.memory.{name}" for name in MECHANISMS} | {
-    "graphseek.knowledge.graph.stages.clock",  # times, peak RSS: `stages.timed`, `memory.peak_mb`
+    "graphseek.knowledge.graph.stages.clock",  # times a stage: `stages.timed`
     "graphseek.knowledge.heap",
 }
 

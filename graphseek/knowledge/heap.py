@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -80,3 +81,14 @@ def give_back_free_heap() -> bool:
         return False
     trim(0)
     return True
+
+
+def peak_rss_mb() -> float | None:
+    """The process's peak resident set so far, in MB (Linux's ``ru_maxrss`` is in KiB, macOS's
+    in bytes); None where `resource` is missing. Forked extraction workers are not counted."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)

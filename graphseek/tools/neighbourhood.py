@@ -3,7 +3,7 @@
 An index that serves its graph one neighbourhood at a time (`index.graph_neighbourhood()`,
 `graphseek.knowledge.storage.reads_neighbourhoods`: the PostgreSQL backend,
 `graphseek.knowledge.postgres.neighbourhood`, and a directory index opened with
-``graph_reads="neighbourhood"``, `graphseek.knowledge.graph.neighbourhood`) is not loaded into a
+``graph_reads="neighbourhood"``, `graphseek.knowledge.graph.store.neighbourhood`) is not loaded into a
 `GraphView` by the graph retrievers. Instead:
 
 - the **catalogue** (entities' ids, names, aliases, types, number of linked passages; the

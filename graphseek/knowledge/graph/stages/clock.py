@@ -3,24 +3,14 @@ for the timings its manifest records."""
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
+
+from graphseek.knowledge.graph.memory import peak_mb
 
 
 def rate(n: int, seconds: float) -> float:
     return round(n / seconds, 1) if seconds > 0 else float("inf")
-
-
-def peak_rss_mb() -> float | None:
-    """The process's peak resident set so far, in MB (Linux's ``ru_maxrss`` is in KiB, macOS's
-    in bytes); None where `resource` is missing. Forked extraction workers are not counted."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
 
 
 def cpu_time() -> float:
@@ -60,6 +50,6 @@ class Clock:
             "seconds": round(wall, 3),
             "cpu_seconds": round(cpu, 3),
             "passages_per_s": rate(n, wall),
-            "peak_rss_mb": peak_rss_mb(),
+            "peak_rss_mb": peak_mb(),
             **extra,
         }
