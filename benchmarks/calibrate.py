@@ -174,14 +174,12 @@ def _read_with(path: Path) -> None:
     reader.get_reader().model = model
     reader.load_model = lambda path=None: model  # type: ignore[assignment]
     # the evidence ranker fitted without the same genre, where the folder holds one
-    # (`benchmarks/sentence_ranker.py --write-logo`): what the reply shows, and the reader's
-    # evidence-rank features
+    # (`benchmarks/sentence_ranker.py --write-logo`): the sentences the reply shows
     ranker = path.with_name(path.name.replace("reader_model-", "sentence_model-"))
     if ranker.is_file():
         from graphseek.agents.reading import sentences
 
-        data = json.loads(ranker.read_text())
-        fitted = tuple(float(data["weights"][name]) for name in sentences.FEATURES)
+        fitted = sentences.load_weights(ranker)
         sentences.weights = lambda: fitted  # type: ignore[assignment]
         print(f"showing evidence with {ranker.name}", flush=True)
     from graphseek.agents import registry

@@ -13,10 +13,11 @@ comes first: the reference row.
         --topologies naive,react,dual_agent,knowledge_aware --questions 2 --max-turns 3 \\
         --timeout 480 --out /tmp/local_model.json
 
-Rows are topologies (each with optional run settings after ``@``: ``dual_agent@retriever=bridge``
-runs dual_agent with semantic bridging, whose Seeker is shown the bridges), or ``naive:passages`` (the model reads whole passages, not the best
+Rows are topologies, or ``naive:passages`` (the model reads whole passages, not the best
 sentences), ``cascade`` (``readers="offline,openai:<model>"``: the offline reader drafts, the
-model reads only what it cannot settle) and ``cascade:<topology>``. ``--datasets
+model reads only what it cannot settle) and ``cascade:<topology>``, each with optional run
+settings after ``@`` (``dual_agent@retriever=bridge``: dual_agent with semantic bridging, its
+Seeker shown the bridges). ``--datasets
 pkgdocs:0:4,manpages:0:4,2wiki:0:4`` adds dev questions (the documentation genres of
 ``benchmarks/devsets``, 2Wiki read with the wikipedia profile); ``--by-question`` runs every row
 on a question before the next, the sets in turn, so that a run stopped early compares the rows
@@ -176,9 +177,6 @@ def interleaved(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [v[i] for i in range(rounds) for v in sets.values() if i < len(v)]
 
 
-#: a row's topology name: ``naive``, ``naive:passages`` (the model reads whole passages),
-#: ``cascade`` (naive with readers offline then the model, no other role on the model),
-#: ``cascade:<topology>`` (that topology's drafts through the same cascade)
 def row_context(name: str) -> tuple[str, dict[str, str]]:
     """A row name without its run settings, and those settings: ``dual_agent@retriever=bridge``
     (settings joined by ``@``) -> (``dual_agent``, {"retriever": "bridge"})."""
@@ -192,6 +190,9 @@ def row_context(name: str) -> tuple[str, dict[str, str]]:
     return row, settings
 
 
+#: a row's topology name: ``naive``, ``naive:passages`` (the model reads whole passages),
+#: ``cascade`` (naive with readers offline then the model, no other role on the model),
+#: ``cascade:<topology>`` (that topology's drafts through the same cascade)
 def run_settings(name: str, model: str) -> tuple[str, str, dict[str, Any]]:
     """(topology, llm spec, extra settings) of a row name."""
     name, context = row_context(name)

@@ -16,8 +16,8 @@ query, a `NeighbourhoodReads`) plus a `Backend` entry in `BACKENDS`:
 - `IndexStore`: passages in corpus order, lookups by id, dense / sparse / hybrid search (and
   `dense_search` by a query vector: exact in memory, or pgvector; `lexical_ranker`, the BM25
   index itself, for scores a search does not give: a term's document frequency, the scores of
-  a few passages), the embeddings and the embedder, a manifest with a revision, the knowledge graph as a
-  `GraphStore` (`open_graph_store`, loaded whole into a `GraphView` by
+  a few passages), the embeddings and the embedder, a manifest with a revision, the knowledge
+  graph as a `GraphStore` (`open_graph_store`, loaded whole into a `GraphView` by
   `graphseek.tools.graph_access`; its sentence nodes by `GraphStore.sentence_layer`, files in a
   directory, tables in PostgreSQL), `sync` (take what another writer committed), and
   `add_documents` / `delete_documents` / `ensure_graph`. Its class (`IndexClass`) opens and

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -78,15 +79,24 @@ class RankedSentence:
     features: tuple[float, ...]
 
 
+def load_weights(path: str | Path | None = None) -> tuple[float, ...]:
+    """The weights of `FEATURES` stored at `path` (a `sentence_model.json` record; default the
+    package's); raises when the file is missing, unreadable or lacks a feature."""
+    if path is None:
+        text = files("graphseek.agents.reading").joinpath(MODEL_FILE).read_text()
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text)
+    return tuple(float(data["weights"][name]) for name in FEATURES)
+
+
 @lru_cache(maxsize=1)
 def weights() -> tuple[float, ...]:
     """The fitted weights of `FEATURES` (`sentence_model.json`), else `HAND_WEIGHTS`."""
     try:
-        data = json.loads(files("graphseek.agents.reading").joinpath(MODEL_FILE).read_text())
-        fitted = tuple(float(data["weights"][name]) for name in FEATURES)
+        return load_weights()
     except (OSError, KeyError, ValueError, TypeError):
         return HAND_WEIGHTS
-    return fitted
 
 
 def _cut(text: str, n: int, from_end: bool = False) -> str:
