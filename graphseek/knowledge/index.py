@@ -74,6 +74,7 @@ from graphseek.knowledge.index_build import (
 )
 from graphseek.knowledge.index_common import (
     BM25_PARAMS,
+    HYBRID_WEIGHTS,
     RRF_K,
     SEARCH_METHODS,
     IndexCommon,
@@ -871,6 +872,7 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "GRAPH_DIR",
+    "HYBRID_WEIGHTS",
     "MANIFEST_FILE",
     "PASSAGES_FILE",
     "RESERVED_NAMES",

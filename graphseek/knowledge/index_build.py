@@ -30,6 +30,9 @@ FORMAT_NAME = "graphseek-index"
 FORMAT_VERSION = 1
 #: the `k` of reciprocal rank fusion in every index's hybrid search (recorded in its manifest)
 RRF_K = 60
+#: the weights of BM25 and dense in every index's hybrid search, a convex combination of their
+#: min-max normalised scores (`graphseek.knowledge.fusion.convex`; recorded in its manifest)
+HYBRID_WEIGHTS = (0.5, 0.5)
 #: the graph store's folder: inside an index directory, or a PostgreSQL writer's scratch folder
 GRAPH_DIR = "graph"
 
@@ -251,7 +254,12 @@ def manifest_record(
         },
         "embedder": embedders.embedder_record(encoder),
         **backend,
-        "fusion": {"method": "rrf", "k": RRF_K, "depth": "max(4k, 20)"},
+        "fusion": {
+            "method": "convex",
+            "normalisation": "min-max",
+            "weights": list(HYBRID_WEIGHTS),
+            "depth": "max(4k, 20)",
+        },
         "build_seconds": round(seconds, 3),
         "revision": uuid.uuid4().hex,
     }

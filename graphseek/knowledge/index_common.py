@@ -14,8 +14,8 @@ backend's class, and supplies what it stores its own way:
   manifest).
 
 `IndexCommon` gives the rest of `graphseek.knowledge.storage.IndexStore` on top of them:
-lookups by id, the recorded embedder, search (BM25, dense, and the two fused by reciprocal rank,
-`RRF_K`), the graph store's lifetime and `ensure_graph`, and the bookkeeping of a deletion.
+lookups by id, the recorded embedder, search (BM25, dense, and the two fused by a convex
+combination of their normalised scores, `HYBRID_WEIGHTS`), the graph store's lifetime and `ensure_graph`, and the bookkeeping of a deletion.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ import numpy as np
 from graphseek.errors import CorpusError
 from graphseek.knowledge import embedders
 from graphseek.knowledge.dense import TextEncoder
-from graphseek.knowledge.fusion import rrf
+from graphseek.knowledge.fusion import convex
 from graphseek.knowledge.index_build import (
+    HYBRID_WEIGHTS,
     RRF_K,
     build_graph_into,
     check_graph_options,
@@ -172,7 +173,9 @@ class IndexCommon:
         """The `k` best passages for `query` (ranks from 1, higher scores better).
 
         `bm25` scores are BM25 (only passages sharing a term), `dense` scores are cosine
-        similarities, `hybrid` scores are reciprocal-rank-fusion scores of the two.
+        similarities, `hybrid` scores fuse the two: each list's scores (its best `hybrid_depth(k)`)
+        min-max normalised onto [0, 1] and combined with `HYBRID_WEIGHTS`
+        (`graphseek.knowledge.fusion.convex`), so a rare word's exact match keeps its lead.
         """
         return self.search_many([query], k=k, method=method)[0]
 
@@ -206,7 +209,7 @@ class IndexCommon:
             elif method == "dense":
                 ranked = dense[j]
             else:
-                fused = rrf([[p for p, _ in sparse[j]], [p for p, _ in dense[j]]], k=RRF_K)
+                fused = convex([sparse[j], dense[j]], HYBRID_WEIGHTS)
                 ranked = fused[:k]
             results[i] = [
                 Hit(passage=self._passages[pos], score=score, rank=rank)
@@ -281,6 +284,7 @@ class IndexCommon:
 
 __all__ = [
     "BM25_PARAMS",
+    "HYBRID_WEIGHTS",
     "RRF_K",
     "SEARCH_METHODS",
     "DenseRanker",

@@ -27,8 +27,10 @@ class PassageSearch(Protocol):
 
 
 class IndexPassageSearch:
-    """The index's hybrid search (BM25 and dense, RRF k=60, as `Index.search(method="hybrid")`),
-    taking a query vector already computed so that one embedding serves every similarity."""
+    """BM25 and dense fused by reciprocal rank (k=60), taking a query vector already computed so
+    that one embedding serves every similarity. The graph retrievers' passage priors were tuned
+    on this rank fusion, so it stays theirs; `Index.search(method="hybrid")` fuses the two
+    lists' normalised scores instead (`graphseek.knowledge.fusion.convex`)."""
 
     def __init__(self, index: IndexStore) -> None:
         self.index = index
