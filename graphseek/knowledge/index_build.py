@@ -28,7 +28,8 @@ from graphseek.knowledge.sharded import Sharding
 
 FORMAT_NAME = "graphseek-index"
 FORMAT_VERSION = 1
-#: the `k` of reciprocal rank fusion in every index's hybrid search (recorded in its manifest)
+#: the `k` of reciprocal rank fusion in the graph retrievers' passage priors
+#: (`graphseek.tools.passage_search`)
 RRF_K = 60
 #: the weights of BM25 and dense in every index's hybrid search, a convex combination of their
 #: min-max normalised scores (`graphseek.knowledge.fusion.convex`; recorded in its manifest)

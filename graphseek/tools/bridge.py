@@ -77,9 +77,9 @@ class BridgeConfig:
     #: passages given a prior
     prior_depth: int = 200
     #: the passage ranking behind the priors (and the fallback): "dense" (LinearRAG's) or
-    #: "hybrid" (the index's BM25 + dense, RRF)
+    #: "hybrid" (BM25 + dense fused by reciprocal rank, `passage_search`)
     prior: str = "dense"
-    #: > 0: the PPR ranking fused with the index's hybrid ranking by reciprocal rank with this
+    #: > 0: the PPR ranking fused with that hybrid ranking by reciprocal rank with this
     #: constant (top `fusion_depth` of each); 0: the PPR ranking alone
     fusion_k: int = 0
     fusion_depth: int = 50
