@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from graphseek.knowledge.passages import Hit, Passage
-from graphseek.tools.doc_hop import DocHop, DocumentNames, document_key, words
+from graphseek.tools.doc_hop import (
+    DocHop,
+    DocumentNames,
+    document_key,
+    name_spans,
+    respelled,
+    spellings,
+    stem,
+    words,
+)
 
 PAGES = {
     "deluser.conf.txt": [
@@ -43,6 +52,7 @@ PAGES = {
     "dbus-NEWS.txt": [("NEWS", "dbus 1.14 tarballs are compressed with xz, 35% smaller.")],
     "tar-NEWS.txt": [("NEWS", "tar 1.35 reads zstd archives.")],
     "sed-NEWS.txt": [("sed-NEWS", "sed 4.9 has a new --debug option.")],
+    "colord.conf.txt": [("colord.conf: NAME", "colord.conf sets the color profiles of screens.")],
 }
 
 
@@ -225,3 +235,78 @@ def test_a_store_without_bm25s_ranks_the_same(hop: DocHop):
         assert [h.passage.id for h in other.retrieve(query, 5)] == [
             h.passage.id for h in hop.retrieve(query, 5)
         ]
+
+
+def test_spelling_variants_either_way():
+    assert spellings("licence") == ["license"]
+    assert spellings("colour") == ["color"] and spellings("color") == ["colour"]
+    assert "organization" in spellings("organisation")
+    assert spellings("four") == []  # three letters stay before an ending
+    # a word the corpus lacks is read as the variant it holds; the rest stand as written
+    assert respelled("Under which Licence, and colour?", {"license", "colour", "color"}) == (
+        "Under which license, and colour?"
+    )
+    assert respelled("the licence", {"licence", "license"}) == "the licence"
+
+
+def test_a_question_in_british_spelling_retrieves_what_the_american_one_does(hop: DocHop):
+    british, american = "Which colour?", "Which color?"
+    assert respelled(british, hop.idf) == american
+    # no passage holds the word as the question spells it
+    assert hop.index.search(british, 3, "bm25") == []
+    assert [h.passage.id for h in hop.retrieve(british, 3)] == [
+        h.passage.id for h in hop.retrieve(american, 3)
+    ]
+    assert hop.retrieve(british, 3)[0].passage.title == "colord.conf: NAME"
+
+
+def test_word_forms_share_a_stem():
+    assert stem("scores") == stem("scoring") == stem("score") == "scor"
+    assert stem("dependencies") == stem("dependency")
+    assert stem("uses") == stem("use") == "use"
+    assert stem("class") == "class"
+
+
+def test_a_sentence_matches_the_question_in_other_word_forms(hop: DocHop):
+    question, sentence = "Which directories?", "DHOME names the directory."
+    stemmed = hop.with_config(stems=True)
+    ((_, stems),) = stemmed._sentences(sentence)
+    assert stemmed._overlap(stemmed._terms(question), stems) == hop.idf["directories"]
+    plain = hop.with_config(stems=False)
+    ((_, words_),) = plain._sentences(sentence)
+    assert plain._overlap(plain._terms(question), words_) == 0
+
+
+def test_a_name_starts_no_identifier_midway():
+    names = {("apt",), ("sources", "list"), ("langgraph", "cli"), ("gzip",), ("pam",)}
+    entities = {("cli",), ("sources", "list", "5")}
+    spans = name_spans
+    # "cli" inside "langgraph-cli" is no name; a name may start one ("pam" of "pam_limits"),
+    # not whole; a version after a hyphen is not part of the identifier
+    assert spans("uv add langgraph-cli", [names, entities]) == [(("langgraph", "cli"), True)]
+    assert spans("the pam_limits module", [names]) == [(("pam",), False)]
+    assert spans("apt-get reads sources.list(5)", [names]) == [
+        (("apt",), False),
+        (("sources", "list"), True),
+    ]
+    assert spans("since gzip-1.3.10", [names]) == [(("gzip",), True)]
+    # a document's name before a longer entity starting at the same word
+    assert spans("see sources.list(5)", [names, entities]) == [(("sources", "list"), True)]
+    assert spans("see sources.list(5)", [entities, names]) == [(("sources", "list", "5"), True)]
+
+
+def test_a_whole_name_is_surer_than_the_start_of_an_identifier(hop: DocHop):
+    doc = {Path(d).name: i for i, d in enumerate(hop.names.documents)}
+    # "adduser" starts the identifier "adduser-helper": named, after the whole name (bridges
+    # tied on one sentence's weight keep this order)
+    named = hop._named("Run adduser-helper, then read login.defs.", doc["sed-NEWS.txt"])
+    assert named == [doc["login.defs.txt"], doc["adduser.conf.txt"]]
+
+
+def test_an_entity_of_a_documents_own_name_leads_nowhere_from_it(hop: DocHop):
+    doc = {Path(d).name: i for i, d in enumerate(hop.names.documents)}
+    shared = hop.with_config(entities=True)
+    shared.shared = {("utils",): frozenset({doc["xz-utils-NEWS.txt"], doc["dbus-NEWS.txt"]})}
+    # xz-utils's page saying "utils" speaks of itself; dbus's page means the other holder
+    assert shared._named("the utils are fast", doc["xz-utils-NEWS.txt"]) == []
+    assert shared._named("the utils are fast", doc["dbus-NEWS.txt"]) == [doc["xz-utils-NEWS.txt"]]

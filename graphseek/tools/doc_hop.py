@@ -10,15 +10,22 @@ stem and title are a name. So, with no model:
    and the titles (``"adduser.conf"``, ``"Psycopg 3"``), each also without the trailing words
    most documents' names end with (``"xz-utils-NEWS"`` -> ``"xz utils"``) and without a
    parenthesised qualifier, and a file stem's first word when no other document's name starts
-   with it (``"xz"``). A name two documents share names neither.
+   with it (``"xz"``). A name two documents share names neither. Text names a document where
+   the longest name at a word is its name (`name_spans`), never from inside an identifier
+   (``"cli"`` of ``"langgraph-cli"``); one that starts an identifier (``"apt"`` of
+   ``"apt-get"``) is less sure than a whole one.
 2. **First hop**: the index's BM25 (or hybrid) ranking of the question (`DocHopConfig.base`),
    filled up to `k` by dense similarity where fewer passages share a word with the question
-   (a small folder, a question in other words than its documents).
+   (a small folder, a question in other words than its documents). A question's word the
+   corpus lacks is first read as its British or American spelling the corpus holds
+   (``"licence"`` -> ``"license"``, `respell`).
 3. **Bridges**: the documents named in the sentences of the first hop's best `source_depth`
    passages (a passage's own document aside), each weighed by its best such sentence's match
-   with the question (the idf of the question's words in it) over 1 + the passage's rank; with
-   `entities`, also the other documents holding a graph entity such a sentence names, when at
-   most `max_holders` documents do ("Robyn Speer" of wordfreq's page leads to ftfy's); and the
+   with the question (the idf of the question's words in it; with `stems` any of their forms)
+   over 1 + the passage's rank, a tie going to the surer name; with `entities`, also the other
+   documents holding a graph entity such a sentence names, when at most `max_holders`
+   documents do ("Robyn Speer" of wordfreq's page leads to ftfy's) and it is no word of the
+   passage's own document's names (the "CLI" of LangGraph CLI's page is its own); and the
    documents the question names. The best `max_docs` of them (`order`).
 4. **Second hop**: inside each bridged document, its passages ranked for the question's words
    with the sentences that named the document, less the document's own name words (`query`;
@@ -38,7 +45,7 @@ import re
 import unicodedata
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import PurePath
@@ -60,13 +67,59 @@ _QUALIFIER = re.compile(r"\s*\([^)]*\)\s*$")
 MAX_NAME_WORDS = 8
 
 
-def words(text: str) -> list[str]:
-    """Lower-case words of `text` (accents folded; ``_``, ``-``, ``.`` and ``/`` split words)."""
+def _folded(text: str) -> str:
     if not text.isascii():
         text = "".join(
             c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
         )
-    return _TOKEN.findall(text.lower())
+    return text.lower()
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words of `text` (accents folded; ``_``, ``-``, ``.`` and ``/`` split words)."""
+    return _TOKEN.findall(_folded(text))
+
+
+def joined_words(text: str) -> tuple[list[str], list[bool]]:
+    """`words(text)` and, for each, whether it continues the word before it in one identifier:
+    a ``-`` or ``_`` between them and a letter starting it ("get" of "apt-get", not "1" of
+    "gzip-1.3")."""
+    text = _folded(text)
+    out: list[str] = []
+    joined: list[bool] = []
+    end = -2
+    for m in _TOKEN.finditer(text):
+        start = m.start()
+        joined.append(start == end + 1 and text[end] in "-_" and m.group(0)[0].isalpha())
+        out.append(m.group(0))
+        end = m.end()
+    return out, joined
+
+
+def name_spans(
+    text: str, tables: Sequence[Container[tuple[str, ...]]]
+) -> list[tuple[tuple[str, ...], bool]]:
+    """The names of `tables` that `text` holds, in order, each with whether it ends where its
+    identifier does: at each word the longest name of the first table holding one there,
+    unless it lies within one found before; none starts inside an identifier ("cli" of
+    "langgraph-cli" is no name, "langgraph cli" is one; "pam" of "pam_limits" is one, not
+    whole)."""
+    tokens, joined = joined_words(text)
+    joined.append(False)
+    out: list[tuple[tuple[str, ...], bool]] = []
+    covered = 0
+    for i in range(len(tokens)):
+        if joined[i]:
+            continue
+        longest = min(MAX_NAME_WORDS, len(tokens) - i)
+        for table in tables:
+            n = next((n for n in range(longest, 0, -1) if tuple(tokens[i : i + n]) in table), 0)
+            if n:
+                if i + n > covered:
+                    out.append((tuple(tokens[i : i + n]), not joined[i + n]))
+                    covered = i + n
+                break
+    return out
 
 
 def document_key(passage: Passage) -> str:
@@ -161,20 +214,11 @@ class DocumentNames:
 
     def mentioned(self, text: str) -> list[int]:
         """The documents `text` names, in the order of their first mention (longest name
-        first where names overlap)."""
-        tokens = words(text)
+        first where names overlap; `name_spans`)."""
         out: list[int] = []
-        i = 0
-        while i < len(tokens):
-            for n in range(min(MAX_NAME_WORDS, len(tokens) - i), 0, -1):
-                d = self.names.get(tuple(tokens[i : i + n]))
-                if d is not None:
-                    if d not in out:
-                        out.append(d)
-                    i += n
-                    break
-            else:
-                i += 1
+        for key, _ in name_spans(text, [self.names]):
+            if self.names[key] not in out:
+                out.append(self.names[key])
         return out
 
 
@@ -219,6 +263,60 @@ class DocHopConfig:
     #: it, when at most `max_holders` do (read from the index's graph, when it has one)
     entities: bool = True
     max_holders: int = 3
+    #: a question's word the corpus lacks is read as its spelling variant the corpus holds
+    #: ("licence" -> "license"; `respelled`)
+    respell: bool = True
+    #: a sentence's match with the question counts a word's other forms ("scores" /
+    #: "scoring", "dependency" / "dependencies"; `stem`): off, as it reaches generic titles
+    #: ("One") in wiki text (docs/evaluation.md)
+    stems: bool = False
+
+
+#: British and American spellings: word endings that stand for one another (`spellings`)
+_SPELLING_ENDINGS = (
+    ("ence", "ense"),
+    ("ences", "enses"),
+    ("our", "or"),
+    ("ours", "ors"),
+    ("oured", "ored"),
+    ("ise", "ize"),
+    ("ised", "ized"),
+    ("ises", "izes"),
+    ("ising", "izing"),
+    ("isation", "ization"),
+    ("isations", "izations"),
+    ("yse", "yze"),
+    ("ysed", "yzed"),
+    ("tre", "ter"),
+    ("tres", "ters"),
+    ("ogue", "og"),
+    ("ogues", "ogs"),
+    ("elled", "eled"),
+    ("elling", "eling"),
+)
+
+
+def spellings(word: str) -> list[str]:
+    """The other spellings of `word` (lower case) by `_SPELLING_ENDINGS`, either way round,
+    where at least three letters stay before the ending ("licence" -> "license")."""
+    out = []
+    for a, b in _SPELLING_ENDINGS:
+        for have, other in ((a, b), (b, a)):
+            if word.endswith(have) and len(word) - len(have) >= 3:
+                out.append(word[: len(word) - len(have)] + other)
+    return out
+
+
+def respelled(text: str, vocabulary: Container[str]) -> str:
+    """`text` with each word `vocabulary` lacks written as its spelling variant it holds."""
+
+    def one(match: re.Match[str]) -> str:
+        word = match.group(0).lower()
+        if word in vocabulary or word in STOPWORDS:
+            return match.group(0)
+        return next((v for v in spellings(word) if v in vocabulary), match.group(0))
+
+    return _TOKEN.sub(one, text)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
@@ -229,6 +327,28 @@ def sentences(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """The sentences of `text` (cut at a sentence end or a blank line), each with its words
     (`tokenize`)."""
     return tuple((s, frozenset(tokenize(s))) for s in _SENTENCE_END.split(text) if s.strip())
+
+
+@lru_cache(maxsize=1 << 16)
+def sentence_stems(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """`sentences(text)` with the `stem` of each word."""
+    return tuple((s, frozenset(map(stem, ws))) for s, ws in sentences(text))
+
+
+_ENDINGS = ("ies", "ing", "ed", "es", "s", "e", "y")
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """`word` without its first inflectional ending of `_ENDINGS` that leaves three letters:
+    "scores", "scoring" and "score" -> "scor"; "dependencies" and "dependency" -> "dependenc";
+    "uses" -> "use"; "class" stays."""
+    if word.endswith("ss"):
+        return word
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 3:
+            return word[: -len(ending)]
+    return word
 
 
 @dataclass
@@ -258,27 +378,32 @@ class DocHop:
         return cls(index, DocumentNames.of(passages), config or DocHopConfig(), idf)
 
     def with_config(self, **changes: Any) -> DocHop:
-        return DocHop(
-            self.index, self.names, replace(self.config, **changes), self.idf, self.shared
-        )
+        """This hop with other settings, sharing what it read from the index."""
+        out = DocHop(self.index, self.names, replace(self.config, **changes), self.idf, self.shared)
+        if "_stem_idf" in self.__dict__:
+            out.__dict__["_stem_idf"] = self.__dict__["_stem_idf"]
+        return out
 
     def _named(self, sentence: str, own: int) -> list[int]:
-        """The documents `sentence` (of document `own`) names, `own` aside: by their names, and
-        (`entities`) by a graph entity that `own` and at most `max_holders` - 1 others hold."""
-        cfg = self.config
-        out = [d for d in self.names.mentioned(sentence) if d != own]
-        if not cfg.entities:
-            return out
-        if self.shared is None:
-            self.shared = shared_names(self.index, self.names, cfg.max_holders)
-        tokens = words(sentence)
-        for i in range(len(tokens)):
-            for n in range(min(MAX_NAME_WORDS, len(tokens) - i), 0, -1):
-                held = self.shared.get(tuple(tokens[i : i + n]))
-                if held is not None and own in held:
-                    out += [d for d in sorted(held) if d != own and d not in out]
-                    break
-        return out
+        """The documents `sentence` (of document `own`) names, `own` aside, the surest first:
+        by a whole name, by a name that starts an identifier ("apt" of "apt-get"), and
+        (`entities`) by a graph entity that `own` and at most `max_holders` - 1 others hold,
+        not one of `own`'s name words (the "CLI" of LangGraph CLI's page is its own)."""
+        names = self.names.names
+        shared: dict[tuple[str, ...], frozenset[int]] = {}
+        if self.config.entities:
+            if self.shared is None:
+                self.shared = shared_names(self.index, self.names, self.config.max_holders)
+            shared = self.shared
+        whole: list[int] = []
+        part: list[int] = []
+        held: list[int] = []
+        for key, ends in name_spans(sentence, [names, shared]):
+            if key in names:
+                (whole if ends else part).append(names[key])
+            if own in shared.get(key, ()) and not set(key) <= self.names.words_of(own):
+                held += sorted(shared[key])
+        return list(dict.fromkeys(d for d in [*whole, *part, *held] if d != own))
 
     def _lexical(self, text: str, group: np.ndarray) -> dict[int, float]:
         """The BM25 score of each passage of `group` (positions) for `text`: the index's
@@ -294,15 +419,41 @@ class DocHop:
         }
         return {i: found.get(i, 0.0) for i in group.tolist()}
 
-    def _sentence_score(self, terms: set[str], text: str) -> float:
-        """The idf of `terms` found in the best sentence of `text`."""
-        return max((self._overlap(terms, words) for _, words in sentences(text)), default=0.0)
+    def _terms(self, text: str) -> dict[str, float]:
+        """The words of `text` (their `stem` with `stems`), each with its idf (a stem: its
+        word's; a word the corpus lacks: the commonest of the corpus's words of its stem)."""
+        words = set(tokenize(text))
+        if not self.config.stems:
+            return {w: self.idf.get(w, 0.0) for w in words}
+        out: dict[str, float] = {}
+        for w in words:
+            s = stem(w)
+            out[s] = max(out.get(s, 0.0), self.idf.get(w, self._stem_idf.get(s, 0.0)))
+        return out
 
-    def _overlap(self, terms: set[str], words: frozenset[str]) -> float:
-        return sum(self.idf.get(w, 0.0) for w in terms.intersection(words))
+    @cached_property
+    def _stem_idf(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for w, v in self.idf.items():
+            s = stem(w)
+            out[s] = min(out.get(s, v), v)
+        return out
+
+    def _sentences(self, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+        return sentence_stems(text) if self.config.stems else sentences(text)
+
+    def _sentence_score(self, terms: dict[str, float], text: str) -> float:
+        """The idf of `terms` found in the best sentence of `text`."""
+        return max((self._overlap(terms, ws) for _, ws in self._sentences(text)), default=0.0)
+
+    @staticmethod
+    def _overlap(terms: dict[str, float], words: frozenset[str]) -> float:
+        return sum(v for w, v in terms.items() if w in words)
 
     def retrieve(self, query: str, k: int = 5) -> list[Hit]:
         cfg = self.config
+        if cfg.respell:
+            query = respelled(query, self.idf)
         first = self.index.search(query, k=max(cfg.depth, k), method=cfg.base)
         if len(first) < k and cfg.base != "dense":  # fewer passages share a word than asked
             have = {h.passage.id for h in first}
@@ -333,18 +484,17 @@ class DocHop:
         (not their own), the best first (`order`); at most `max_docs`."""
         cfg, names, index = self.config, self.names, self.index
         found: dict[int, list[str]] = {}
-        weight: dict[int, float] = {}
-        terms = set(tokenize(query))
+        weight: dict[int, tuple[float, int]] = {}
+        terms = self._terms(query)
         asked = names.mentioned(query)
         for rank, h in enumerate(first[: cfg.source_depth]):
             own = int(names.doc_of[index.position(h.passage.id)])
-            for sentence, words in sentences(h.passage.text):
-                named = self._named(sentence, own)
+            for sentence, words in self._sentences(h.passage.text):
                 score = self._overlap(terms, words) / (1 + rank)
-                for d in named:
+                for j, d in enumerate(self._named(sentence, own)):
                     found.setdefault(d, []).append(sentence)
-                    weight[d] = max(weight.get(d, 0.0), score)
-        by_weight = sorted(found, key=lambda d: -weight[d])
+                    weight[d] = max(weight.get(d, (0.0, -j)), (score, -j))  # ties: surer first
+        by_weight = sorted(found, key=lambda d: (-weight[d][0], -weight[d][1]))
         order = [*asked, *by_weight] if cfg.order == "question" else [*by_weight, *asked]
         out: dict[int, list[str]] = {}
         for d in order:
@@ -380,7 +530,7 @@ class DocHop:
             lexical = self._lexical(text, names.passages[d])
             order = sorted(group, key=lambda i: -lexical[i])
             if cfg.within != "bm25":
-                terms = set(tokenize(text))
+                terms = self._terms(text)
                 best = {i: self._sentence_score(terms, passages[i].content) for i in group}
                 by_sentence = sorted(order, key=lambda i: -best[i])
                 both = [i for i, _ in rrf([order, by_sentence], k=cfg.rrf_k)]
