@@ -69,19 +69,13 @@ def fusions() -> dict[str, object]:
     return out
 
 
-def _dataset(name: str):  # type: ignore[no-untyped-def]
-    folder = REPO / "benchmarks" / "devsets" / name / "questions.json"
-    if folder.is_file():
-        return load_dataset(str(folder), questions=None)
-    return load_dataset(name, questions=SLICES.get(name))
-
-
 def measure(name: str) -> tuple[int, dict[str, list[float]]]:
-    dataset = _dataset(name)
+    dataset = load_dataset(name, questions=SLICES.get(name))  # a genre: all its questions
     index = cached_index(dataset, show_progress=False)
     genre = name not in SLICES
     depth = hybrid_depth(K)
-    table = {f: [0.0, 0.0] for f in fusions()}
+    ways = fusions()
+    table = {f: [0.0, 0.0] for f in ways}
     n = 0
     for q in dataset.questions:
         answers = [a for a in q.answers if a.strip()]
@@ -90,7 +84,7 @@ def measure(name: str) -> tuple[int, dict[str, list[float]]]:
         n += 1
         b: Scored = [(h.passage.id, h.score) for h in index.search(q.question, depth, "bm25")]
         d: Scored = [(h.passage.id, h.score) for h in index.search(q.question, depth, "dense")]
-        for f, fuse in fusions().items():
+        for f, fuse in ways.items():
             ranked = fuse(b, d)  # type: ignore[operator]
             if genre:
 

@@ -74,13 +74,8 @@ class Question:
     in_hits: bool
 
 
-def _dataset(name: str):  # type: ignore[no-untyped-def]
-    folder = REPO / "benchmarks" / "devsets" / name / "questions.json"
-    return load_dataset(str(folder) if folder.is_file() else name, questions=None)
-
-
 def collect(genre: str, k: int) -> list[Question]:
-    dataset = _dataset(genre)
+    dataset = load_dataset(genre, questions=None)  # docqa, or a genre of `DEVSETS`
     index = cached_index(dataset, show_progress=False)
     reader = get_reader()
     out = []

@@ -3,10 +3,32 @@ convex combination of normalised scores, the index's hybrid search."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
 T = TypeVar("T", bound=Hashable)
+
+
+def _fused(lists: Iterable[Iterable[tuple[T, float]]]) -> list[tuple[T, float]]:
+    """Each id's contributions summed over `lists` (pairs of id and contribution, best first),
+    an id repeated within one list counting at its first (best) position. Returns (id, score)
+    pairs, best first; ties go to the id with the best single rank, then to the earlier list,
+    then to first appearance."""
+    scores: dict[T, float] = {}
+    best: dict[T, tuple[int, int]] = {}  # id -> (best rank, list index where it was seen)
+    for r, items in enumerate(lists):
+        seen: set[T] = set()
+        for rank, (item, value) in enumerate(items, start=1):
+            if item in seen:
+                continue
+            seen.add(item)
+            scores[item] = scores.get(item, 0.0) + value
+            if item not in best or rank < best[item][0]:
+                best[item] = (rank, r)
+    order = {item: i for i, item in enumerate(scores)}
+    return sorted(
+        scores.items(), key=lambda kv: (-kv[1], best[kv[0]][0], best[kv[0]][1], order[kv[0]])
+    )
 
 
 def rrf(
@@ -26,21 +48,23 @@ def rrf(
         weights = [1.0] * len(rankings)
     elif len(weights) != len(rankings):
         raise ValueError(f"got {len(weights)} weights for {len(rankings)} rankings")
-    scores: dict[T, float] = {}
-    best: dict[T, tuple[int, int]] = {}  # id -> (best rank, ranking index where it was seen)
-    for r, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
-        seen: set[T] = set()
-        for rank, item in enumerate(ranking, start=1):
-            if item in seen:
-                continue
-            seen.add(item)
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-            if item not in best or rank < best[item][0]:
-                best[item] = (rank, r)
-    order = {item: i for i, item in enumerate(scores)}
-    return sorted(
-        scores.items(), key=lambda kv: (-kv[1], best[kv[0]][0], best[kv[0]][1], order[kv[0]])
+    return _fused(
+        [(item, weight / (k + rank)) for rank, item in enumerate(ranking, start=1)]
+        for ranking, weight in zip(rankings, weights, strict=True)
     )
+
+
+def _normalised(items: Sequence[tuple[T, float]], weight: float) -> list[tuple[T, float]]:
+    """`items` with each score min-max normalised onto [0, 1] (all 1 when they are equal),
+    times `weight`."""
+    values = [float(v) for _, v in items]
+    if not values:
+        return []
+    lo, hi = min(values), max(values)
+    return [
+        (item, weight * ((v - lo) / (hi - lo) if hi > lo else 1.0))
+        for (item, _), v in zip(items, values, strict=True)
+    ]
 
 
 def convex(
@@ -63,23 +87,4 @@ def convex(
         weights = [1.0 / len(scored)] * len(scored) if scored else []
     elif len(weights) != len(scored):
         raise ValueError(f"got {len(weights)} weights for {len(scored)} lists")
-    scores: dict[T, float] = {}
-    best: dict[T, tuple[int, int]] = {}
-    for r, (items, weight) in enumerate(zip(scored, weights, strict=True)):
-        values = [float(s) for _, s in items]
-        if not values:
-            continue
-        lo, hi = min(values), max(values)
-        seen: set[T] = set()
-        for rank, (item, value) in enumerate(items, start=1):
-            if item in seen:
-                continue
-            seen.add(item)
-            norm = (float(value) - lo) / (hi - lo) if hi > lo else 1.0
-            scores[item] = scores.get(item, 0.0) + weight * norm
-            if item not in best or rank < best[item][0]:
-                best[item] = (rank, r)
-    order = {item: i for i, item in enumerate(scores)}
-    return sorted(
-        scores.items(), key=lambda kv: (-kv[1], best[kv[0]][0], best[kv[0]][1], order[kv[0]])
-    )
+    return _fused(_normalised(items, w) for items, w in zip(scored, weights, strict=True))

@@ -15,7 +15,8 @@ backend's class, and supplies what it stores its own way:
 
 `IndexCommon` gives the rest of `graphseek.knowledge.storage.IndexStore` on top of them:
 lookups by id, the recorded embedder, search (BM25, dense, and the two fused by a convex
-combination of their normalised scores, `HYBRID_WEIGHTS`), the graph store's lifetime and `ensure_graph`, and the bookkeeping of a deletion.
+combination of their normalised scores, `HYBRID_WEIGHTS`), the graph store's lifetime and
+`ensure_graph`, and the bookkeeping of a deletion.
 """
 
 from __future__ import annotations
