@@ -182,8 +182,8 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
     """Open (or build) the slice's index and offline graph under the cache directory; print
     the build times and sizes."""
     from graphseek.knowledge.graph.build import build_graph
-    from graphseek.knowledge.graph.sentences import SENTENCE_FILES
     from graphseek.knowledge.graph.settings import GraphSettings, RunOptions
+    from graphseek.knowledge.graph.store.sentences import SENTENCE_FILES
 
     path = cache / sl.name / "index"
     try:

@@ -31,7 +31,7 @@ from graphseek.knowledge.dense import encode_texts
 from graphseek.knowledge.embedder import get_embedder
 from graphseek.knowledge.graph.algorithms.contextual import encode_passages
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.sentences import (
+from graphseek.knowledge.graph.store.sentences import (
     PooledSentences,
     link_sentences,
     passage_sentences,

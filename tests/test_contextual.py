@@ -30,9 +30,9 @@ from graphseek.knowledge.graph.memory.spool import SpilledArray
 from graphseek.knowledge.graph.models import Mention
 from graphseek.knowledge.graph.settings import QUIET, GraphSettings, settings_of
 from graphseek.knowledge.graph.store import SQLiteGraphStore
-from graphseek.knowledge.graph.text import stable_id
 from graphseek.knowledge.index import Index
 from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.text import stable_id
 
 
 def test_pool_spans_is_the_normalised_mean_of_overlapping_tokens() -> None:

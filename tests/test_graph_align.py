@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from floats import assert_close
 
-from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention, text
+from graphseek.knowledge import text
+from graphseek.knowledge.graph import Aligner, AlignmentCache, Mention
 from graphseek.knowledge.graph.algorithms import candidates
 from graphseek.knowledge.graph.algorithms.candidates import radius_pairs
 from graphseek.knowledge.graph.algorithms.exact import exact_groups, raw_entity_count
 from graphseek.knowledge.graph.algorithms.records import types_compatible
 from graphseek.knowledge.graph.memory.id_columns import IdList, MentionIds
 from graphseek.knowledge.graph.memory.mention_columns import MentionColumns
-from graphseek.knowledge.graph.text import (
+from graphseek.knowledge.text import (
     clear_name_caches,
     is_acronym_of,
     names_match,

@@ -1,4 +1,4 @@
-"""Sentences as graph nodes (`graphseek.knowledge.graph.sentences`) and the semantic bridging
+"""Sentences as graph nodes (`graphseek.knowledge.graph.store.sentences`) and the semantic bridging
 retriever over them (`graphseek.tools.bridge`): splitting, entity–sentence edges, the layer
 written by a build and kept by an incremental add, older stores without it, and `bridge`
 reaching the second hop on the tiny multi-hop corpus."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from graphseek.knowledge.graph.sentences import (
+from graphseek.knowledge.graph.store.sentences import (
     NAMED,
     SENTENCE_FILES,
     TITLED,

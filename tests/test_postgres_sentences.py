@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graphseek.knowledge.graph.sentences import SentenceLayer
+from graphseek.knowledge.graph.store.sentences import SentenceLayer
 from graphseek.knowledge.passages import Passage
 
 QUERIES = [

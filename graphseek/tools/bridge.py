@@ -1,7 +1,7 @@
 """Semantic bridging (LinearRAG's retrieval, without an LLM): from the question's entities,
 through the sentences that mention them, to the second hop's entities and passages.
 
-Over a `GraphView` and its sentence layer (`graphseek.knowledge.graph.sentences`):
+Over a `GraphView` and its sentence layer (`graphseek.knowledge.graph.store.sentences`):
 
 1. **Seeds**: the entities the question names (`match_mentions` / `offline_seeds`, as HiGra's
    offline path), each with score 1. A question that names none falls back to dense search.
@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from graphseek.errors import IndexNotFoundError
 from graphseek.knowledge.fusion import rrf
-from graphseek.knowledge.graph.sentences import NAMED, SentenceLayer
+from graphseek.knowledge.graph.store.sentences import NAMED, SentenceLayer
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.tools.graph_access import (
     GraphView,

@@ -18,8 +18,8 @@ from graphseek.knowledge.adjacency import undirected_adjacency
 from graphseek.knowledge.dense import top_positions
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.graph.models import CONCEPT, Entity, HyperEdge, Relation, Topic
-from graphseek.knowledge.graph.text import split_qualifier
 from graphseek.knowledge.sparse import STOPWORDS, BM25Index, tokenize
+from graphseek.knowledge.text import split_qualifier
 from graphseek.tools.names import (
     MAX_NAME_TOKENS,
     _cased_tokens,

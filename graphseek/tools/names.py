@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from graphseek.knowledge.graph.text import fold
 from graphseek.knowledge.sparse import STOPWORDS
+from graphseek.knowledge.text import fold
 from graphseek.tools.run_settings import run_setting
 
 #: words never taken as a mention on their own (a reading profile adds its own words:

@@ -18,8 +18,8 @@ Where things are:
   `build_graph_with_vectors` also gives the passage pass's vectors, which an index stores);
   `delta`: a delta add, the later stages run onto a stored graph;
 - `settings`: what a build is (`GraphSettings`) and how it runs (`RunOptions`); `models`: the
-  graph's types (`Entity`, `Relation`, `HyperEdge`, `Extraction`, ...); `text`: name
-  normalisation; `sentences`: the sentence layer (sentences as nodes);
+  graph's types (`Entity`, `Relation`, `HyperEdge`, `Extraction`, ...) (name normalisation,
+  which the tools share, is `graphseek.knowledge.text`);
 - `stages`: one module per stage (extract, passage_pass, align, link, topics, embed, write),
   each a function with typed inputs and outputs, timed by `stages.timed` (its `clock`: wall and
   CPU time and the peak RSS, for the manifest's timings);
@@ -35,8 +35,9 @@ Where things are:
   `read_sequence`), each behaving as the list or dict it replaces, so an algorithm reads as if
   it were one; `budget` (a build's peak estimated), `run_ahead`;
 - `store`: the store on disk: reading it (`store/__init__.py`: `GraphStore`,
-  `SQLiteGraphStore`), writing it (`writer`, `sentence_write`), a stored graph as a delta add
-  reads it (`stored`), one neighbourhood at a time (`neighbourhood`), its statistics (`stats`).
+  `SQLiteGraphStore`), writing it (`writer`, `sentence_write`), its sentence layer (sentences
+  as nodes: `sentences`), a stored graph as a delta add reads it (`stored`), one neighbourhood
+  at a time (`neighbourhood`), its statistics (`stats`).
 """
 
 # first: the memory interface imports algorithm modules (align, contextual) that import its

@@ -11,8 +11,8 @@ from typing import Any
 
 from graphseek.errors import IndexFormatError, InvalidRequestError
 from graphseek.knowledge.graph.algorithms.contextual import ALIGNMENT_VECTORS
-from graphseek.knowledge.graph.sentences import SENTENCE_VECTOR_SOURCES
 from graphseek.knowledge.graph.store import SQLiteGraphStore
+from graphseek.knowledge.graph.store.sentences import SENTENCE_VECTOR_SOURCES
 
 VECTOR_SPACES = ("minilm", "static")
 """How a graph embeds the strings it stores vectors of (entities, relations, hyperedge
@@ -79,7 +79,7 @@ class GraphSettings:
     "records"."""
 
     sentences: str = "pooled"
-    """Sentence nodes (`graphseek.knowledge.graph.sentences`), one of
+    """Sentence nodes (`graphseek.knowledge.graph.store.sentences`), one of
     `SENTENCE_VECTOR_SOURCES`: vectors "pooled" from the passage pass (no second encoder pass;
     a sentence past the encoder's window is encoded), each sentence "encoded" by MiniLM, or
     "none" (no sentence layer; the `bridge` retriever then refuses the index). Stores written

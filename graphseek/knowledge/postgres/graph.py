@@ -32,7 +32,6 @@ from graphseek.errors import IndexBusyError, IndexFormatError
 from graphseek.knowledge.adjacency import undirected_adjacency
 from graphseek.knowledge.graph.memory.passage_links import PassageLinks
 from graphseek.knowledge.graph.models import Relation
-from graphseek.knowledge.graph.sentences import LAYER_VERSION, SENTENCE_DTYPE, SentenceLayer
 from graphseek.knowledge.graph.store import (
     DATABASE,
     FORMAT,
@@ -41,6 +40,7 @@ from graphseek.knowledge.graph.store import (
     GraphTables,
     build_matrices,
 )
+from graphseek.knowledge.graph.store.sentences import LAYER_VERSION, SENTENCE_DTYPE, SentenceLayer
 from graphseek.knowledge.postgres.connection import is_disconnect
 from graphseek.knowledge.postgres.schema import GRAPH_TABLES, SENTENCE_TABLES, VECTOR_KINDS
 

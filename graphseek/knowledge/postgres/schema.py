@@ -15,7 +15,7 @@ Every index lives in its own PostgreSQL schema (the URI's ``schema=``). Tables:
   entity); the graph's passages are the ``passages`` table above.
 - ``graph_vectors``: the graph's entity / relation / hyperedge / base-entity / contextual
   mention vectors, by kind and row.
-- the sentence layer (v5; `graphseek.knowledge.graph.sentences`): ``sentences`` (one row per
+- the sentence layer (v5; `graphseek.knowledge.graph.store.sentences`): ``sentences`` (one row per
   sentence node, passage by passage: its passage, its span of the passage's content, its vector
   as pgvector ``halfvec``, the layer's float16 exactly), ``entity_sentences`` (the entity–
   sentence edges and their kind, by entity and by sentence), and the layer's counts and vector

@@ -74,8 +74,8 @@ from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 from graphseek.knowledge.graph.memory.model_columns import EntityColumns
 from graphseek.knowledge.graph.memory.spool import SpilledArray, stack_rows
 from graphseek.knowledge.graph.models import Entity, Mention, graph_record
-from graphseek.knowledge.graph.text import normalize_name, stable_id
 from graphseek.knowledge.heap import give_back_free_heap
+from graphseek.knowledge.text import normalize_name, stable_id
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from graphseek.knowledge.graph.algorithms.records import EntityRecord, any_name_match
 from graphseek.knowledge.graph.memory.spool import SpilledArray
-from graphseek.knowledge.graph.text import normalize_name
+from graphseek.knowledge.text import normalize_name
 
 EXACT_PAIRS_MAX = 100_000
 """Up to this many base entities, semantic-merge candidates come from an exact search, which

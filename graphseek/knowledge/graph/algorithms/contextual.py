@@ -140,7 +140,7 @@ class MentionVectors(KeyedRows):
 
 
 class SentenceSpans(Protocol):
-    """Where the passage pass pools sentences (`graphseek.knowledge.graph.sentences`)."""
+    """Where the passage pass pools sentences (`graphseek.knowledge.graph.store.sentences`)."""
 
     def spans(self, passage: Passage) -> np.ndarray: ...
 
@@ -244,7 +244,7 @@ def encode_passages(
     block's last batch; the results are taken in block order all the same. `ahead`: the first
     block begun by `begin_passages` (the same vectors, with its batches run ahead not run
     again). `sentences`: the spans of each passage's sentences are pooled in the same pass and
-    handed to `sentences.put` (`graphseek.knowledge.graph.sentences.PooledSentences`)."""
+    handed to `sentences.put` (`graphseek.knowledge.graph.store.sentences.PooledSentences`)."""
     n = len(passages)
     vectors = SpilledArray.zeros(n, encoder.dim)
     mentions = MentionVectors(encoder.dim)

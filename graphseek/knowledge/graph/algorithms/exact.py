@@ -16,8 +16,8 @@ from scipy.sparse import csr_matrix as _csr
 from graphseek.knowledge.graph.algorithms.records import GENERIC_TYPES
 from graphseek.knowledge.graph.memory.mention_columns import MentionColumns
 from graphseek.knowledge.graph.models import UNTYPED, Mention
-from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.ragged import Groups
+from graphseek.knowledge.text import normalize_name
 
 
 class UnionFind:

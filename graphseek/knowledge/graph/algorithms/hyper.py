@@ -22,7 +22,7 @@ import numpy as np
 
 from graphseek.knowledge.graph.memory.model_columns import HyperEdgeColumns
 from graphseek.knowledge.graph.models import Extraction, HyperEdge, Topic
-from graphseek.knowledge.graph.text import normalize_text, stable_id
+from graphseek.knowledge.text import normalize_text, stable_id
 
 MINIBATCH_ABOVE = 20_000
 

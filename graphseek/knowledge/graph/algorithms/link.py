@@ -43,8 +43,8 @@ from graphseek.knowledge.graph.algorithms.records import (
 )
 from graphseek.knowledge.graph.memory.merge_pairs import MergePairs
 from graphseek.knowledge.graph.models import Entity, Extraction, Relation, graph_record
-from graphseek.knowledge.graph.text import normalize_text, stable_id, top_common_words
 from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.text import normalize_text, stable_id, top_common_words
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from graphseek.knowledge.graph.models import CONCEPT, UNTYPED, Mention
-from graphseek.knowledge.graph.text import names_match, normalize_name
+from graphseek.knowledge.text import names_match, normalize_name
 
 GENERIC_TYPES = frozenset({CONCEPT, UNTYPED})
 #: NER labels that may name the same referent when a tagger hesitates between them

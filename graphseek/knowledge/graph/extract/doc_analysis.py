@@ -46,13 +46,13 @@ from graphseek.knowledge.graph.models import (
     fact_id,
     mention_id,
 )
-from graphseek.knowledge.graph.text import (
+from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.text import (
     is_acronym,
     is_acronym_of,
     normalize_name,
     split_qualifier,
 )
-from graphseek.knowledge.passages import Passage
 
 if TYPE_CHECKING:
     from graphseek.knowledge.graph.extract.offline import OfflineExtractor

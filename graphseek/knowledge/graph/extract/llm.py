@@ -31,8 +31,8 @@ from graphseek.knowledge.graph.models import (
     fact_id,
     mention_id,
 )
-from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.text import normalize_name
 from graphseek.state.models import Usage
 
 log = logging.getLogger(__name__)

@@ -34,8 +34,8 @@ from graphseek.knowledge.graph.models import (
     fact_id,
     mention_id,
 )
-from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage, passage_id
+from graphseek.knowledge.text import normalize_name
 
 
 class OpenIEStats(BaseModel):

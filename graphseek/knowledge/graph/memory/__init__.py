@@ -68,8 +68,8 @@ from graphseek.knowledge.graph.memory.spool import (
     SpilledArray,
     id_digest,
 )
-from graphseek.knowledge.graph.text import clear_name_caches
 from graphseek.knowledge.heap import bound_heap, peak_rss_mb
+from graphseek.knowledge.text import clear_name_caches
 
 if TYPE_CHECKING:
     from graphseek.knowledge.graph.algorithms.vectors import Embed, VectorCache

@@ -38,8 +38,8 @@ from graphseek.knowledge.graph.models import Entity, Extraction, Mention
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Run, timed
 from graphseek.knowledge.graph.store.stored import STORED_ROWS, StoredEntity, StoredGraph, name_key
-from graphseek.knowledge.graph.text import stable_id
 from graphseek.knowledge.progress import bar as progress_bar
+from graphseek.knowledge.text import stable_id
 
 
 @dataclass

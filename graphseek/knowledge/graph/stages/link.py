@@ -39,9 +39,9 @@ from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
 from graphseek.knowledge.graph.store import aliases_and_types
 from graphseek.knowledge.graph.store.stored import StoredGraph, name_key
 from graphseek.knowledge.graph.store.writer import MATCHER
-from graphseek.knowledge.graph.text import normalize_text, top_common_words
 from graphseek.knowledge.passages import Passage, content_of
 from graphseek.knowledge.progress import bar as progress_bar
+from graphseek.knowledge.text import normalize_text, top_common_words
 
 
 @dataclass

@@ -14,10 +14,10 @@ import numpy as np
 from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.algorithms.contextual import MentionVectors
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.sentences import PooledSentences
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages.extract import check_extractions
 from graphseek.knowledge.graph.stages.passage_pass import PassageVectors
+from graphseek.knowledge.graph.store.sentences import PooledSentences
 from graphseek.knowledge.passages import Passage
 
 

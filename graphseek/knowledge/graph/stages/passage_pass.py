@@ -21,9 +21,9 @@ from graphseek.knowledge.graph.algorithms.contextual import (
 )
 from graphseek.knowledge.graph.algorithms.vectors import span_encoder
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.sentences import PooledSentences
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Run, timed
+from graphseek.knowledge.graph.store.sentences import PooledSentences
 from graphseek.knowledge.passages import Passage
 
 

@@ -22,7 +22,6 @@ from scipy.sparse import csgraph
 
 from graphseek.knowledge.graph import memory
 from graphseek.knowledge.graph.models import Extraction
-from graphseek.knowledge.graph.sentences import SENTENCES_JSON, PooledSentences, SentenceLayer
 from graphseek.knowledge.graph.settings import GraphSettings
 from graphseek.knowledge.graph.stages import Run, rate
 from graphseek.knowledge.graph.stages.align import Alignment, DeltaAlignment
@@ -31,6 +30,7 @@ from graphseek.knowledge.graph.stages.link import DeltaLinks, Links
 from graphseek.knowledge.graph.stages.topics import DeltaTopics, Topics
 from graphseek.knowledge.graph.store import GraphData, SQLiteGraphStore, build_matrices, write_store
 from graphseek.knowledge.graph.store.sentence_write import write_sentence_layer
+from graphseek.knowledge.graph.store.sentences import SENTENCES_JSON, PooledSentences, SentenceLayer
 from graphseek.knowledge.graph.store.stored import StoredGraph
 from graphseek.knowledge.graph.store.writer import (
     CACHE_KIB,
@@ -46,9 +46,9 @@ from graphseek.knowledge.graph.store.writer import (
     insert_relations,
     write_id_lists,
 )
-from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.passages import Passage
 from graphseek.knowledge.progress import bar as progress_bar
+from graphseek.knowledge.text import normalize_name
 
 
 def graph_data(
@@ -147,7 +147,7 @@ def write_sentences(
     pooled: PooledSentences | None,
     reuse: Mapping[tuple[str, int, int], np.ndarray] | None,
 ) -> SQLiteGraphStore:
-    """The store with its sentence layer written (`graphseek.knowledge.graph.sentences`; an
+    """The store with its sentence layer written (`graphseek.knowledge.graph.store.sentences`; an
     update's stored sentence vectors `reuse`d), opened again (its manifest records the layer)."""
     if settings.sentences == "none" and not (store.dir / SENTENCES_JSON).exists():
         return store

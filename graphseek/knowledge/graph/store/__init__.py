@@ -30,7 +30,8 @@ This module reads a store (`SQLiteGraphStore`) and defines the `GraphStore` prot
 backend's `PostgresGraphStore` runs them on its tables). The package's other modules:
 
 - `writer`: writing (`GraphData`, `write_store`, the schema), re-exported here;
-- `sentence_write`: writing the sentence layer (`graphseek.knowledge.graph.sentences`);
+- `sentences`: the sentence layer (sentences as nodes: their spans, vectors and entity edges,
+  and its files); `sentence_write`: writing it from the store;
 - `stored`: a stored graph as the stages of a delta add read it (`StoredGraph`);
 - `neighbourhood`: reading a store one neighbourhood at a time (`NeighbourhoodReads`);
 - `stats`: its statistics (`graph_stats`, `format_stats`).
@@ -67,7 +68,7 @@ from graphseek.knowledge.graph.models import (
     TopicSubgraph,
     graph_record,
 )
-from graphseek.knowledge.graph.sentences import SentenceLayer
+from graphseek.knowledge.graph.store.sentences import SentenceLayer
 from graphseek.knowledge.graph.store.writer import (
     DATABASE,
     FORMAT,
@@ -78,9 +79,9 @@ from graphseek.knowledge.graph.store.writer import (
     check_target,
     write_store,
 )
-from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.integrity import check_graph_store, graph_hint
 from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.text import normalize_name
 
 __all__ = [
     "DATABASE",
@@ -614,8 +615,8 @@ class SQLiteGraphStore(GraphTables):
         return self._file(name, lambda: np.load(self.dir / f"{name}.npy"))  # type: ignore[no-any-return]
 
     def sentence_layer(self) -> SentenceLayer | None:
-        """The store's sentence nodes and their edges (`graphseek.knowledge.graph.sentences`),
-        None for a store without them (written before sentences were nodes, or built with
+        """The store's sentence nodes and their edges (`sentences.SentenceLayer`), None for a
+        store without them (written before sentences were nodes, or built with
         ``sentences="none"``)."""
         return self._file("sentence_layer", lambda: SentenceLayer.load(self.dir))  # type: ignore[no-any-return]
 

@@ -1,6 +1,6 @@
-"""Writing a graph store's sentence layer (`graphseek.knowledge.graph.sentences`) from the store
-itself: its passages, entities and entity–passage links, with vectors pooled by the passage pass,
-reused from the layer before an update, or encoded."""
+"""Writing a graph store's sentence layer (`graphseek.knowledge.graph.store.sentences`) from the
+store itself: its passages, entities and entity–passage links, with vectors pooled by the passage
+pass, reused from the layer before an update, or encoded."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from graphseek.knowledge.graph.sentences import (
+from graphseek.knowledge.graph.store import MANIFEST, SQLiteGraphStore
+from graphseek.knowledge.graph.store.sentences import (
     SENTENCE_DTYPE,
     SENTENCE_FILES,
     SENTENCE_VECTOR_SOURCES,
@@ -22,7 +23,6 @@ from graphseek.knowledge.graph.sentences import (
     passage_sentences,
     replace_file,
 )
-from graphseek.knowledge.graph.store import MANIFEST, SQLiteGraphStore
 
 
 def write_sentence_layer(

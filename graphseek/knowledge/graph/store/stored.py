@@ -17,7 +17,7 @@ import numpy as np
 
 from graphseek.knowledge.graph.algorithms.records import EntityRecord
 from graphseek.knowledge.graph.store.writer import DATABASE, MANIFEST
-from graphseek.knowledge.graph.text import normalize_name
+from graphseek.knowledge.text import normalize_name
 
 SQL_BATCH = 900
 """Parameters per ``IN (...)`` query (SQLite allows 999 by default on older builds)."""

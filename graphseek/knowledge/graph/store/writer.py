@@ -34,9 +34,9 @@ from graphseek.knowledge.graph.models import (
     Relation,
     Topic,
 )
-from graphseek.knowledge.graph.text import normalize_name
 from graphseek.knowledge.npy import save_blocks
 from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.text import normalize_name
 
 FORMAT = "graphseek-graph"
 VERSION = 1

@@ -51,8 +51,8 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from graphseek.knowledge.graph.text import normalize_name, split_qualifier
 from graphseek.knowledge.passages import Passage
+from graphseek.knowledge.text import normalize_name, split_qualifier
 
 SENTENCES_JSON = "sentences.json"
 SENTENCES_NPZ = "sentences.npz"

@@ -1,5 +1,5 @@
-"""String helpers shared by extraction, alignment and linking: name normalisation, acronyms,
-word counts and name-variant matching."""
+"""String helpers shared by the graph build (extraction, alignment, linking, the store) and the
+tools that read it: name normalisation, acronyms, word counts and name-variant matching."""
 
 from __future__ import annotations
 
