@@ -38,12 +38,13 @@ import numpy as np
 
 from graphseek.errors import IndexBusyError
 from graphseek.knowledge.graph.models import HyperEdge
-from graphseek.knowledge.graph.store import aliases_and_types, vector_space
+from graphseek.knowledge.graph.store import vector_space
 from graphseek.knowledge.graph.store.neighbourhood import (
     Catalogue,
     ReadCounter,
     RelationRow,
     SharedTableReads,
+    read_catalogue,
 )
 from graphseek.knowledge.postgres.connection import reconnecting
 from graphseek.knowledge.postgres.graph import as_array
@@ -104,22 +105,24 @@ class PostgresNeighbourhood(SharedTableReads):
     # -- catalogue (once per revision) ------------------------------------------------------
 
     def catalogue(self) -> Catalogue:
-        entities = self._rows("SELECT id, name, description FROM entities ORDER BY ord")
-        aliases, types = aliases_and_types(self._rows)
-        degree = dict(
-            self._rows("SELECT entity_id, count(*) FROM entity_passages GROUP BY entity_id")
-        )
-        ids = [r[0] for r in entities]
         # the entity vectors stay in the database (`nearest_entities`, `entity_vectors`): here
         # only whether every entity has its vector, in order (as the directory view needs)
-        has_vectors = self._vectors_complete("entity_vectors", "entities")
-        # the undirected entity graph's neighbour counts: stored with its rows (v4), or
-        # counted from the relations as the directory store's adjacency has them (no loops, an
-        # entity pair joined by relations of positive weight counted once)
+        return read_catalogue(
+            self._rows,
+            neighbours=self._neighbour_counts,
+            has_entity_vectors=lambda _: self._vectors_complete("entity_vectors", "entities"),
+            space=self._vector_space,
+        )
+
+    def _neighbour_counts(self, ids: list[str]) -> tuple[np.ndarray, bool]:
+        """Each entity's number of neighbours on the undirected entity graph, and whether its
+        rows are stored: stored with them (v4), or counted from the relations as the directory
+        store's adjacency has them (no loops, an entity pair joined by relations of positive
+        weight counted once)."""
         stored = self._rows("SELECT ord, degree FROM entity_rows ORDER BY ord")
-        has_rows = [r[0] for r in stored] == list(range(len(entities)))
+        has_rows = [r[0] for r in stored] == list(range(len(ids)))
         if has_rows:
-            neighbours = {e: d for e, (_, d) in zip([r[0] for r in entities], stored, strict=True)}
+            neighbours = {e: d for e, (_, d) in zip(ids, stored, strict=True)}
         else:
             neighbours = dict(
                 self._rows(
@@ -128,21 +131,11 @@ class PostgresNeighbourhood(SharedTableReads):
                     "relations WHERE source <> target AND weight > 0) pairs GROUP BY e"
                 )
             )
-        labels = [r[0] for r in self._rows("SELECT DISTINCT label FROM relations ORDER BY 1")]
+        return np.array([int(neighbours.get(e, 0)) for e in ids], dtype=np.int64), has_rows
+
+    def _vector_space(self) -> str:
         manifest = self._rows("SELECT value FROM meta WHERE key = 'graph_manifest'")
-        return Catalogue(
-            entity_ids=ids,
-            names=[r[1] for r in entities],
-            aliases=[aliases.get(e, []) for e in ids],
-            types=[types.get(e, []) for e in ids],
-            descriptions=[r[2] for r in entities],
-            passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
-            degree=np.array([int(neighbours.get(e, 0)) for e in ids], dtype=np.int64),
-            has_rows=has_rows,
-            has_entity_vectors=has_vectors,
-            relation_labels=sorted(set(labels)),
-            vector_space=vector_space(manifest[0][0] if manifest else None),
-        )
+        return vector_space(manifest[0][0] if manifest else None)
 
     # -- neighbourhood reads (per query, one query per frontier) -----------------------------
 
@@ -173,31 +166,27 @@ class PostgresNeighbourhood(SharedTableReads):
             return []
         return self._relation_rows("r.id = ANY(%s)", (ids,))
 
-    def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
-        """(entity id, passage id) links of these entities."""
-        ids = sorted(set(entity_ids))
+    def _links(self, column: str, values: Iterable[str]) -> list[tuple[str, str]]:
+        """(entity id, passage id) links whose `column` (one of the two, never user input) is
+        one of `values`."""
+        ids = sorted(set(values))
         if not ids:
             return []
         return [
             (e, p)
             for e, p in self._rows(
-                "SELECT entity_id, passage_id FROM entity_passages WHERE entity_id = ANY(%s)",
+                f"SELECT entity_id, passage_id FROM entity_passages WHERE {column} = ANY(%s)",
                 (ids,),
             )
         ]
 
+    def links_of(self, entity_ids: Iterable[str]) -> list[tuple[str, str]]:
+        """(entity id, passage id) links of these entities."""
+        return self._links("entity_id", entity_ids)
+
     def links_of_passages(self, passage_ids: Iterable[str]) -> list[tuple[str, str]]:
         """(entity id, passage id) links of these passages."""
-        ids = sorted(set(passage_ids))
-        if not ids:
-            return []
-        return [
-            (e, p)
-            for e, p in self._rows(
-                "SELECT entity_id, passage_id FROM entity_passages WHERE passage_id = ANY(%s)",
-                (ids,),
-            )
-        ]
+        return self._links("passage_id", passage_ids)
 
     def entity_rows(
         self, positions: Iterable[int]

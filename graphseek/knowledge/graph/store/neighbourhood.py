@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -136,6 +136,40 @@ class SharedTableReads:
         return [(i, s, lab, t, float(w), k) for i, s, lab, t, w, k in rows]
 
 
+def read_catalogue(
+    rows: Callable[[str], list[tuple[Any, ...]]],
+    *,
+    neighbours: Callable[[list[str]], tuple[np.ndarray, bool]],
+    has_entity_vectors: Callable[[list[str]], bool],
+    space: Callable[[], str],
+) -> Catalogue:
+    """The `Catalogue` of a graph in the tables both backends share, read through `rows(sql)`.
+    What the backends keep apart is asked of them: `neighbours(ids)`, each entity's number of
+    neighbours on the undirected entity graph and whether the backend serves that graph's rows;
+    `has_entity_vectors(ids)`, whether every entity has its vector, in order; `space()`, the
+    space of the graph's vectors."""
+    entities = rows("SELECT id, name, description FROM entities ORDER BY ord")
+    aliases, types = aliases_and_types(rows)
+    degree = dict(rows("SELECT entity_id, count(*) FROM entity_passages GROUP BY entity_id"))
+    ids = [r[0] for r in entities]
+    has_vectors = has_entity_vectors(ids)
+    counts, has_rows = neighbours(ids)
+    labels = [r[0] for r in rows("SELECT DISTINCT label FROM relations ORDER BY 1")]
+    return Catalogue(
+        entity_ids=ids,
+        names=[r[1] for r in entities],
+        aliases=[aliases.get(e, []) for e in ids],
+        types=[types.get(e, []) for e in ids],
+        descriptions=[r[2] for r in entities],
+        passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
+        degree=counts,
+        has_rows=has_rows,
+        has_entity_vectors=has_vectors,
+        relation_labels=sorted(set(labels)),
+        vector_space=space(),
+    )
+
+
 # -- the directory backend ------------------------------------------------------------------------
 
 _IDS = "(SELECT value FROM json_each(?))"
@@ -234,31 +268,21 @@ class DirectoryNeighbourhood(SharedTableReads):
     # -- catalogue (once per revision) ------------------------------------------------------
 
     def catalogue(self) -> Catalogue:
-        entities = self._rows("SELECT id, name, description FROM entities ORDER BY ord")
-        aliases, types = aliases_and_types(self._rows)
-        degree = dict(
-            self._rows("SELECT entity_id, count(*) FROM entity_passages GROUP BY entity_id")
+        return read_catalogue(
+            self._rows,
+            neighbours=self._neighbour_counts,
+            has_entity_vectors=lambda ids: self._vectors_complete("entity_vectors", ids),
+            space=lambda: vector_space(self._store.manifest),
         )
-        ids = [r[0] for r in entities]
+
+    def _neighbour_counts(self, ids: list[str]) -> tuple[np.ndarray, bool]:
+        """Each entity's number of neighbours, the lengths of its rows in the undirected entity
+        graph, and whether those rows are served (not for a store whose matrix does not match
+        its entities: zeros then)."""
         undirected = self._undirected()
-        has_rows = undirected.shape[0] == len(ids)
-        neighbours = np.diff(undirected.indptr).astype(np.int64) if has_rows else None
-        if neighbours is None:  # (a store whose matrix does not match its entities)
-            neighbours = np.zeros(len(ids), dtype=np.int64)
-        labels = [r[0] for r in self._rows("SELECT DISTINCT label FROM relations ORDER BY 1")]
-        return Catalogue(
-            entity_ids=ids,
-            names=[r[1] for r in entities],
-            aliases=[aliases.get(e, []) for e in ids],
-            types=[types.get(e, []) for e in ids],
-            descriptions=[r[2] for r in entities],
-            passage_degree=np.array([int(degree.get(e, 0)) for e in ids], dtype=np.int64),
-            degree=neighbours,
-            has_rows=has_rows,
-            has_entity_vectors=self._vectors_complete("entity_vectors", ids),
-            relation_labels=sorted(set(labels)),
-            vector_space=vector_space(self._store.manifest),
-        )
+        if undirected.shape[0] != len(ids):
+            return np.zeros(len(ids), dtype=np.int64), False
+        return np.diff(undirected.indptr).astype(np.int64), True
 
     # -- neighbourhood reads (per query, one statement per frontier) -------------------------
 
