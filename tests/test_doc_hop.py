@@ -15,7 +15,6 @@ from graphseek.tools.doc_hop import (
     name_spans,
     respelled,
     spellings,
-    stem,
     words,
 )
 
@@ -258,23 +257,6 @@ def test_a_question_in_british_spelling_retrieves_what_the_american_one_does(hop
         h.passage.id for h in hop.retrieve(american, 3)
     ]
     assert hop.retrieve(british, 3)[0].passage.title == "colord.conf: NAME"
-
-
-def test_word_forms_share_a_stem():
-    assert stem("scores") == stem("scoring") == stem("score") == "scor"
-    assert stem("dependencies") == stem("dependency")
-    assert stem("uses") == stem("use") == "use"
-    assert stem("class") == "class"
-
-
-def test_a_sentence_matches_the_question_in_other_word_forms(hop: DocHop):
-    question, sentence = "Which directories?", "DHOME names the directory."
-    stemmed = hop.with_config(stems=True)
-    ((_, stems),) = stemmed._sentences(sentence)
-    assert stemmed._overlap(stemmed._terms(question), stems) == hop.idf["directories"]
-    plain = hop.with_config(stems=False)
-    ((_, words_),) = plain._sentences(sentence)
-    assert plain._overlap(plain._terms(question), words_) == 0
 
 
 def test_a_name_starts_no_identifier_midway():

@@ -21,12 +21,12 @@ stem and title are a name. So, with no model:
    (``"licence"`` -> ``"license"``, `respell`).
 3. **Bridges**: the documents named in the sentences of the first hop's best `source_depth`
    passages (a passage's own document aside), each weighed by its best such sentence's match
-   with the question (the idf of the question's words in it; with `stems` any of their forms)
-   over 1 + the passage's rank, a tie going to the surer name; with `entities`, also the other
-   documents holding a graph entity such a sentence names, when at most `max_holders`
-   documents do ("Robyn Speer" of wordfreq's page leads to ftfy's) and it is no word of the
-   passage's own document's names (the "CLI" of LangGraph CLI's page is its own); and the
-   documents the question names. The best `max_docs` of them (`order`).
+   with the question (the idf of the question's words in it) over 1 + the passage's rank, a tie
+   going to the surer name; with `entities`, also the other documents holding a graph entity
+   such a sentence names, when at most `max_holders` documents do ("Robyn Speer" of wordfreq's
+   page leads to ftfy's) and it is no word of the passage's own document's names (the "CLI" of
+   LangGraph CLI's page is its own); and the documents the question names. The best `max_docs`
+   of them (`order`).
 4. **Second hop**: inside each bridged document, its passages ranked for the question's words
    with the sentences that named the document, less the document's own name words (`query`;
    or only the question's words the first hop's passage lacks, "residual"): by BM25 and by the
@@ -266,10 +266,6 @@ class DocHopConfig:
     #: a question's word the corpus lacks is read as its spelling variant the corpus holds
     #: ("licence" -> "license"; `respelled`)
     respell: bool = True
-    #: a sentence's match with the question counts a word's other forms ("scores" /
-    #: "scoring", "dependency" / "dependencies"; `stem`): off, as it reaches generic titles
-    #: ("One") in wiki text (docs/evaluation.md)
-    stems: bool = False
 
 
 #: British and American spellings: word endings that stand for one another (`spellings`)
@@ -329,28 +325,6 @@ def sentences(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple((s, frozenset(tokenize(s))) for s in _SENTENCE_END.split(text) if s.strip())
 
 
-@lru_cache(maxsize=1 << 16)
-def sentence_stems(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """`sentences(text)` with the `stem` of each word."""
-    return tuple((s, frozenset(map(stem, ws))) for s, ws in sentences(text))
-
-
-_ENDINGS = ("ies", "ing", "ed", "es", "s", "e", "y")
-
-
-@lru_cache(maxsize=1 << 16)
-def stem(word: str) -> str:
-    """`word` without its first inflectional ending of `_ENDINGS` that leaves three letters:
-    "scores", "scoring" and "score" -> "scor"; "dependencies" and "dependency" -> "dependenc";
-    "uses" -> "use"; "class" stays."""
-    if word.endswith("ss"):
-        return word
-    for ending in _ENDINGS:
-        if word.endswith(ending) and len(word) - len(ending) >= 3:
-            return word[: -len(ending)]
-    return word
-
-
 @dataclass
 class DocHop:
     """The second hop through document names over one index (the module docstring)."""
@@ -379,10 +353,7 @@ class DocHop:
 
     def with_config(self, **changes: Any) -> DocHop:
         """This hop with other settings, sharing what it read from the index."""
-        out = DocHop(self.index, self.names, replace(self.config, **changes), self.idf, self.shared)
-        if "_stem_idf" in self.__dict__:
-            out.__dict__["_stem_idf"] = self.__dict__["_stem_idf"]
-        return out
+        return replace(self, config=replace(self.config, **changes))
 
     def _named(self, sentence: str, own: int) -> list[int]:
         """The documents `sentence` (of document `own`) names, `own` aside, the surest first:
@@ -420,31 +391,12 @@ class DocHop:
         return {i: found.get(i, 0.0) for i in group.tolist()}
 
     def _terms(self, text: str) -> dict[str, float]:
-        """The words of `text` (their `stem` with `stems`), each with its idf (a stem: its
-        word's; a word the corpus lacks: the commonest of the corpus's words of its stem)."""
-        words = set(tokenize(text))
-        if not self.config.stems:
-            return {w: self.idf.get(w, 0.0) for w in words}
-        out: dict[str, float] = {}
-        for w in words:
-            s = stem(w)
-            out[s] = max(out.get(s, 0.0), self.idf.get(w, self._stem_idf.get(s, 0.0)))
-        return out
-
-    @cached_property
-    def _stem_idf(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for w, v in self.idf.items():
-            s = stem(w)
-            out[s] = min(out.get(s, v), v)
-        return out
-
-    def _sentences(self, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
-        return sentence_stems(text) if self.config.stems else sentences(text)
+        """The words of `text`, each with its idf (0 for a word the corpus lacks)."""
+        return {w: self.idf.get(w, 0.0) for w in set(tokenize(text))}
 
     def _sentence_score(self, terms: dict[str, float], text: str) -> float:
         """The idf of `terms` found in the best sentence of `text`."""
-        return max((self._overlap(terms, ws) for _, ws in self._sentences(text)), default=0.0)
+        return max((self._overlap(terms, ws) for _, ws in sentences(text)), default=0.0)
 
     @staticmethod
     def _overlap(terms: dict[str, float], words: frozenset[str]) -> float:
@@ -489,7 +441,7 @@ class DocHop:
         asked = names.mentioned(query)
         for rank, h in enumerate(first[: cfg.source_depth]):
             own = int(names.doc_of[index.position(h.passage.id)])
-            for sentence, words in self._sentences(h.passage.text):
+            for sentence, words in sentences(h.passage.text):
                 score = self._overlap(terms, words) / (1 + rank)
                 for j, d in enumerate(self._named(sentence, own)):
                     found.setdefault(d, []).append(sentence)
