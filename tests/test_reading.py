@@ -347,3 +347,21 @@ def test_a_dotted_release_is_a_version_not_a_quantity() -> None:
     kinds = {(s.text, s.kind) for s in sentence_spans(sent)}
     assert ("1.21.9", "version") in kinds and ("1.21.9", "number") not in kinds
     assert ("4", "number") in kinds
+
+
+@pytest.mark.slow
+def test_a_dotted_name_is_never_cut_into_two_sentences() -> None:
+    """spaCy splits "binascii.Error" at the dot and may start a sentence at "Error"; the reader
+    ends a sentence only where a space follows it, so the name and its sentence stay whole."""
+    passage = Passage(
+        id="b64",
+        title="base64: FUNCTIONS",
+        text="A binascii.Error is raised if s is incorrectly padded. "
+        "The defaults come from functools.WRAPPER_ASSIGNMENTS and functools.WRAPPER_UPDATES here.",
+    )
+    (doc,) = get_reader().parse([passage])
+    texts = [s.text for s in doc.sentences]
+    assert texts == [
+        "A binascii.Error is raised if s is incorrectly padded.",
+        "The defaults come from functools.WRAPPER_ASSIGNMENTS and functools.WRAPPER_UPDATES here.",
+    ]

@@ -156,3 +156,19 @@ def test_the_best_guess_sentence_is_shown_second_when_ranked_lower() -> None:
     assert with_best_guess([ranked[4], ranked[0]], ranked, [guess]) == [ranked[4], ranked[0]]
     assert with_best_guess(shown, ranked, []) == shown
     assert with_best_guess(shown, ranked, [guess.model_copy(update={"answer": ""})]) == shown
+
+
+@pytest.mark.slow
+def test_top_sentences_show_a_sentence_once_when_passages_overlap() -> None:
+    """Two passages that share a sentence (overlapping chunks, a line repeated) show it once;
+    the freed place goes to the next sentence."""
+    shared = "The default compression level is 3."
+    hits = _hits(
+        ("a", "zstd: OPTIONS", f"zstd is fast. {shared}"),
+        ("b", "zstd: OPTIONS", f"{shared} Levels range from 1 to 19."),
+    )
+    ranked = rank_sentences("What is the default compression level of zstd?", hits)
+    shown = top_sentences(ranked, 3)
+    texts = [s.text for s in shown]
+    assert texts.count(shared) == 1
+    assert sum(shared in s.text for s in ranked) == 2  # ranked twice, shown once

@@ -301,6 +301,20 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,2}[.)])\s+")
 _BLANK_LINE = re.compile(r"\n\s*\n")
 
 
+def whole_word_sentences(doc: Any) -> list[Any]:
+    """The sentences of a parsed block, a boundary the parser put inside a run of characters
+    without a space undone: spaCy splits "binascii.Error" and "functools.WRAPPER_UPDATES" at the
+    dot (a missing space after a full stop, in prose) and may start a sentence there, which in
+    documentation cuts a dotted name in two. A sentence ends only where a space follows it."""
+    out: list[Any] = []
+    for sent in doc.sents:
+        if out and out[-1].end == sent.start and not doc[sent.start - 1].whitespace_:
+            out[-1] = doc[out[-1].start : sent.end]
+        else:
+            out.append(sent)
+    return out
+
+
 def text_blocks(text: str) -> list[str]:
     """A passage as the blocks no sentence crosses, whitespace collapsed: paragraphs (split at
     blank lines) and list items (a line opening with "-", "*", "•" or "1."), the item marker
@@ -399,7 +413,7 @@ class ExtractiveReader:
                 for p, bs in zip(missing, blocks, strict=True):
                     sents: list[_Sentence] = []
                     for _ in bs:
-                        for s in next(docs).sents:
+                        for s in whole_word_sentences(next(docs)):
                             if s.text.strip():
                                 sents.append(_parse_sentence(s, len(sents)))
                     parsed.append((p, sents))

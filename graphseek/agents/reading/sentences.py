@@ -216,13 +216,19 @@ def rank_sentences(
 
 def top_sentences(ranked: Sequence[RankedSentence], limit: int) -> list[RankedSentence]:
     """The first `limit` of `ranked` (best first), skipping a sentence that a sentence already
-    taken shows as its context (its neighbour in the same passage)."""
+    taken shows as its context (its neighbour in the same passage), and a sentence whose words a
+    sentence already taken says (passages that overlap, a line repeated across a document)."""
     taken: list[RankedSentence] = []
+    said: set[str] = set()
     for s in ranked:
         if len(taken) >= limit:
             break
         if any(t.passage.id == s.passage.id and abs(t.index - s.index) <= 1 for t in taken):
             continue
+        words = " ".join(s.text.casefold().split())
+        if words in said:
+            continue
+        said.add(words)
         taken.append(s)
     return taken
 
