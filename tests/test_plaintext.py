@@ -366,3 +366,26 @@ def test_a_word_man_broke_at_the_margin_is_whole_again() -> None:
     assert "are not copied. Defaults to a regular" in section.text
     assert "\u2010" not in section.text and "non-system user" in section.text
     assert "system-wide" in section.text
+
+
+def test_a_margin_of_marks_is_read_as_indentation() -> None:
+    """A class's body as pydoc writes it (and a quoted mail) opens each line with a mark; the mark
+    is layout, not text: the lines read as a block indented under the line above them."""
+    text = (
+        "CLASSES\n"
+        "    class Frame(builtins.object)\n"
+        "     |  Frame(width=80)\n"
+        "     |\n"
+        "     |  A frame draws a border of the given width.\n"
+        "     |  The default width is 80 columns.\n"
+    )
+    (section,) = plain_document(text).sections
+    assert "|" not in section.text
+    assert "A frame draws a border of the given width." in section.text
+    quoted = plain_document("He wrote:\n\n> first line\n> second line\n> third line\n").sections
+    assert ">" not in " ".join(s.text for s in quoted)
+
+
+def test_a_table_keeps_its_bars() -> None:
+    table = "| name | value |\n| ---- | ----- |\n| width | 80 |\n"
+    assert plain_document(table).sections[0].text.count("|") == 9

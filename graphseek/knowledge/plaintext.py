@@ -5,6 +5,9 @@ own title and its sections, each a `(title, text)` whose title is the path of he
 joined with " > " ("" before the first heading). Only the layout is read, by generic rules (no
 rule knows a tool, a file name or a format such as man pages):
 
+- **Margins of marks.** A run of lines that open with `|` or `>` at one column (a class's body
+  as pydoc writes it, a quoted mail) has the mark read as indentation (`_unmarked`); a table,
+  whose lines also end with the mark, keeps it.
 - **Lines and their indents.** A run of lines at one indent, with no blank line between them, is
   one paragraph. A paragraph may hang: a first line such as `* item text`, `1. item text` or
   `-v     verbose...` whose continuation lines up with its text. A line that starts with a list
@@ -70,6 +73,8 @@ MAX_HEADING_CHARS = 80
 TAB_SIZE = 8
 #: the fewest headings of one series (`_series`)
 SERIES_MIN = 3
+#: the fewest lines of a margin of marks read as indentation (`_unmarked`)
+MARGIN_MIN_LINES = 3
 
 # a line of one repeated character: an underline (or overline) of a heading, else a separator
 _RULE = re.compile(r"([=\-~^*#+_])\1{2,}")
@@ -87,6 +92,8 @@ _CODE_CHARACTERS = re.compile(r"[_=\\{}<>$@|;#~^*`]")
 _GAPS = re.compile(r"(?<=\S) +(?=\S)")
 _LEADER = re.compile(r"\.{4,}|(?:\. ){3,}")
 _WORD = re.compile(r"[^\W\d_]+")
+# a margin mark at the start of a line: its indent and the mark, then a space or the line's end
+_MARGIN = re.compile(r"( *)([|>])(?= |$)")
 
 
 class PlainSection(NamedTuple):
@@ -134,9 +141,33 @@ def _reaches(a: _Line, b: _Line, width: int) -> bool:
     return a.end + 1 + len(b.text.split(maxsplit=1)[0]) > width
 
 
+def _unmarked(raws: list[str]) -> list[str]:
+    """`raws` with each margin of marks read as indentation: a run of at least `MARGIN_MIN_LINES`
+    lines that open with the same mark at the same column, `|` or `>` followed by a space or the
+    line's end (a quoted mail, a class's body as pydoc writes it), has the mark replaced by a
+    space, so its text is indented under the line above it. A run where a line also ends with
+    the mark is a table and keeps it."""
+    out = list(raws)
+    i = 0
+    while i < len(raws):
+        first = _MARGIN.match(raws[i])
+        j = i + 1
+        if first:
+            key = first.group(1, 2)
+            while j < len(raws) and (m := _MARGIN.match(raws[j])) and m.group(1, 2) == key:
+                j += 1
+            run = raws[i:j]
+            table = any(len(r.strip()) > 1 and r.rstrip().endswith(key[1]) for r in run)
+            if j - i >= MARGIN_MIN_LINES and not table:
+                at = len(key[0])
+                out[i:j] = [f"{r[:at]} {r[at + 1 :]}" for r in run]
+        i = j
+    return out
+
+
 def _read_lines(text: str) -> list[_Line | None]:
     lines: list[_Line | None] = []
-    for raw in text.expandtabs(TAB_SIZE).splitlines():
+    for raw in _unmarked(text.expandtabs(TAB_SIZE).splitlines()):
         stripped = raw.strip()
         lines.append(_Line(len(raw) - len(raw.lstrip()), stripped) if stripped else None)
     return lines
@@ -377,6 +408,8 @@ def _section_text(nodes: list[_Node]) -> str:
 
 _SERIES_END = re.compile(r"[.,;!?]$")
 _FIRST_WORD = re.compile(r"[^\W\d_]+")
+# a margin mark at the start of a line: its indent and the mark, then a space or the line's end
+_MARGIN = re.compile(r"( *)([|>])(?= |$)")
 
 
 def _series(nodes: list[_Node]) -> dict[int, tuple[object, ...]]:
