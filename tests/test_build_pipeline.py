@@ -176,8 +176,6 @@ LAYOUT = {
     "delta.py",  # the delta add's driver
     "settings.py",  # what a build is and how it runs
     "models.py",  # the graph's types
-    "text.py",  # name normalisation, shared with graphseek.tools
-    "sentences.py",  # the sentence layer, read by graphseek.tools.bridge
     "stages",  # one module per stage
     "memory",  # the memory interface and its mechanisms
     "algorithms",  # what the stages compute with: alignment, linking, hyperedges, vectors
