@@ -34,6 +34,12 @@ names; ``--set doc_hop.keep=2 doc_hop.base=hybrid ...`` changes its `DocHopConfi
 setting of `LOGO_GRID` on every genre, and for each genre the setting best on the others
 (`leave_one_genre_out`) measured on it ("held out").
 
+``--index-dir DIR [DIR ...]`` times the methods on indexes already built (opened as they are,
+never built, their passages not checked against the slice's corpus), each with the questions of
+each slice of ``--datasets``, in this one process: the 2Wiki index beside a larger one (the
+100K synthetic store of `benchmarks/bounded_build.py --one 100000 --index`) gives the latency
+ratio in one run. Recall means something only on an index of the slice's own corpus.
+
 ``--bridge-seeds`` adds the rows ``higra+bridge`` and ``progressive+bridge`` (after ``higra`` and
 ``progressive``, for those in ``--methods``): the same retrievers seeded also on the entities
 semantic bridging reaches (`Context.bridge_seeds`: at most ``MAX_BRIDGE_SEEDS``, from a bridge
@@ -43,7 +49,7 @@ retriever with the ``bridge.`` settings of ``--set``); the bridging is in their 
         [--datasets 2wiki,musique,hotpotqa,pkgdocs,manpages,configref,changelogs]
         [--questions 0:200] [--cache-dir DIR] [--build-only] [--methods hybrid,higra,bridge]
         [--sentences pooled] [--cold-queries] [--no-ppr-bench] [--bridge-seeds] [--logo]
-        [--set higra.rrf_ppr_k=10 bridge.rounds=2 ...]
+        [--set higra.rrf_ppr_k=10 bridge.rounds=2 ...] [--index-dir DIR [DIR ...]]
 """
 
 from __future__ import annotations
@@ -183,7 +189,6 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
     the build times and sizes."""
     from graphseek.knowledge.graph.build import build_graph
     from graphseek.knowledge.graph.settings import GraphSettings, RunOptions
-    from graphseek.knowledge.graph.store.sentences import SENTENCE_FILES
 
     path = cache / sl.name / "index"
     try:
@@ -208,12 +213,21 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
         print(f"[{sl.name}] graph built in {time.perf_counter() - t:.1f} s -> {graph_dir}")
         index = Index.open(path)
         assert isinstance(index, Index)
+    describe_graph(sl.name, graph_dir)
+    return index
+
+
+def describe_graph(name: str, graph_dir: Path) -> None:
+    """Print the graph's size on disk with and without its sentence files and its build
+    timings (from its manifest)."""
+    from graphseek.knowledge.graph.store.sentences import SENTENCE_FILES
+
     manifest = json.loads((graph_dir / "manifest.json").read_text())
     total = dir_bytes(graph_dir)
     own = dir_bytes(graph_dir, SENTENCE_FILES)
     timing = manifest.get("timings", {})
     print(
-        f"[{sl.name}] graph: {total / 1e6:.1f} MB on disk, {own / 1e6:.1f} MB of it sentence "
+        f"[{name}] graph: {total / 1e6:.1f} MB on disk, {own / 1e6:.1f} MB of it sentence "
         f"files ({(total - own) / 1e6:.1f} MB without); build "
         f"{timing.get('total_before_write', {}).get('seconds')} s before the write, passage pass "
         f"{timing.get('embed_passages', {}).get('seconds')} s, sentence layer "
@@ -221,6 +235,29 @@ def ensure_index(sl: Slice, cache: Path, show_progress: bool, sentences: str) ->
         f"{manifest.get('sentences')}",
         flush=True,
     )
+
+
+def print_load() -> None:
+    """`--index-dir`: the machine's load average and this process's peak RSS so far."""
+    import resource
+
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"load average (1/5/15 min) {load}; peak RSS so far {peak:,.0f} MB", flush=True)
+
+
+def open_existing(path: Path) -> Index:
+    """`--index-dir`: the index at `path` as it is (never built); print its sizes on disk."""
+    t = time.perf_counter()
+    index = Index.open(path)
+    assert isinstance(index, Index), "the benchmark reads a directory index's graph folder"
+    print(
+        f"[{path}] opened in {time.perf_counter() - t:.1f} s: {len(index)} passages, "
+        f"{dir_bytes(path) / 1e6:.1f} MB on disk",
+        flush=True,
+    )
+    if (index.dir_for("graph") / "manifest.json").exists():
+        describe_graph(str(path), index.dir_for("graph"))
     return index
 
 
@@ -524,7 +561,14 @@ def main() -> None:
         help="add the rows higra+bridge and progressive+bridge: seeded also on the entities "
         "semantic bridging reaches (Context.bridge_seeds)",
     )  # fmt: skip
+    parser.add_argument(
+        "--index-dir", type=Path, nargs="+", default=[], metavar="DIR",
+        help="time on these existing indexes (never built) with each slice's questions; recall "
+        "means something only on an index of the slice's corpus",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.index_dir and (args.logo or args.build_only):
+        raise SystemExit("--index-dir times existing indexes: no --logo or --build-only")
     logging.basicConfig(level=logging.WARNING)
     overrides = _overrides(args.set)
     methods = [m for m in args.methods.split(",") if m]
@@ -546,6 +590,18 @@ def main() -> None:
     sweeps: dict[str, list[tuple[float, float]]] = {}
     for name in args.datasets.split(","):
         sl = loaders[name]()
+        for path in args.index_dir:
+            print_load()
+            bench_slice(
+                replace(sl, name=f"{name} @ {path}"),
+                open_existing(path),
+                overrides,
+                methods,
+                args.cold_queries,
+            )
+        if args.index_dir:
+            print_load()
+            continue
         index = ensure_index(sl, args.cache_dir, not args.no_progress, args.sentences)
         if args.build_only:
             continue
