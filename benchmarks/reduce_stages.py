@@ -57,7 +57,7 @@ PHASES = {
         "Aligner._base_vectors",
         "Aligner._decide_offline",
     ],
-    "graphseek.knowledge.graph.stages.align": ["_alignment_mentions", "_raw_components"],
+    "graphseek.knowledge.graph.stages.align": ["_raw_components"],
     "graphseek.knowledge.graph.stages.topics": ["build_hyperedges", "assign_topics"],
     "graphseek.knowledge.graph.stages.link": [
         "extracted_relations",

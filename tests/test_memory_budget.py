@@ -211,3 +211,23 @@ def test_the_cli_builds_under_a_budget_and_records_it(
     line = next(x for x in shown.splitlines() if x.startswith("build memory"))
     assert "budget 600 MB (1 extraction process, 1 encoder thread" in line
     assert "MB estimated" in line and "MB measured before the write" in line
+
+
+def test_every_step_the_phase_sampler_names_exists() -> None:
+    """`benchmarks/reduce_stages.py`'s `PHASES` name the functions `bounded_build.py --one`
+    wraps; a name a refactor removed would stop that build at its start."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        from reduce_stages import PHASES
+    finally:
+        sys.path.pop(0)
+    for module, names in PHASES.items():
+        loaded = importlib.import_module(module)
+        for dotted in names:
+            owner: object = loaded
+            for part in dotted.split("."):
+                assert hasattr(owner, part), f"{module}.{dotted}"
+                owner = getattr(owner, part)
