@@ -408,8 +408,6 @@ def _section_text(nodes: list[_Node]) -> str:
 
 _SERIES_END = re.compile(r"[.,;!?]$")
 _FIRST_WORD = re.compile(r"[^\W\d_]+")
-# a margin mark at the start of a line: its indent and the mark, then a space or the line's end
-_MARGIN = re.compile(r"( *)([|>])(?= |$)")
 
 
 def _series(nodes: list[_Node]) -> dict[int, tuple[object, ...]]:
