@@ -42,7 +42,6 @@ docs/evaluation.md, "Issue 57".
 from __future__ import annotations
 
 import re
-import unicodedata
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Container, Iterable, Sequence
@@ -56,6 +55,7 @@ import numpy as np
 from graphseek.knowledge.fusion import rrf
 from graphseek.knowledge.passages import Hit, Passage
 from graphseek.knowledge.sparse import STOPWORDS, tokenize
+from graphseek.knowledge.text import fold
 
 if TYPE_CHECKING:
     from graphseek.knowledge.index_common import SearchMethod
@@ -68,11 +68,8 @@ MAX_NAME_WORDS = 8
 
 
 def _folded(text: str) -> str:
-    if not text.isascii():
-        text = "".join(
-            c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
-        )
-    return text.lower()
+    """`text` in lower case, accents folded (`fold`)."""
+    return (text if text.isascii() else fold(text)).lower()
 
 
 def words(text: str) -> list[str]:
